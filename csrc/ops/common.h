@@ -1,0 +1,125 @@
+// Shared by the op bindings: argument checks whose messages name the argument and the bad value,
+// the mapping from a tensor's shape to the kernels' [outer, n, inner] view, and a `str` argument
+// type that does not leak.
+#pragma once
+
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/headeronly/util/Exception.h>
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fastprep::ops {
+
+using torch::stable::Tensor;
+using torch::headeronly::ScalarType;
+
+// A `str` argument. torch 2.13's stable header converts `str` to std::string by leaking a heap
+// copy on every call; this type takes the string handle itself and frees it.
+struct StrArg {
+  std::string value;
+};
+
+template <typename... Args>
+[[noreturn]] void fail(const Args&... args) {
+  std::ostringstream ss;
+  (ss << ... << args);
+  throw std::runtime_error(ss.str());
+}
+
+// Raises RuntimeError in Python with exactly the given text: the messages match the Numba
+// backend's (pyext/fastprep/_checks.py), so both backends raise the same type and text.
+#define FASTPREP_CHECK(cond, ...)        \
+  do {                                  \
+    if (!(cond)) {                      \
+      ::fastprep::ops::fail(__VA_ARGS__); \
+    }                                   \
+  } while (0)
+
+inline const char* dtype_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return "torch.bool";
+    case ScalarType::Byte: return "torch.uint8";
+    case ScalarType::Char: return "torch.int8";
+    case ScalarType::Short: return "torch.int16";
+    case ScalarType::Int: return "torch.int32";
+    case ScalarType::Long: return "torch.int64";
+    case ScalarType::Half: return "torch.float16";
+    case ScalarType::BFloat16: return "torch.bfloat16";
+    case ScalarType::Float: return "torch.float32";
+    case ScalarType::Double: return "torch.float64";
+    default: return torch::headeronly::toString(t);
+  }
+}
+
+inline void check_dtype(const char* op, const char* arg, const Tensor& t, ScalarType want) {
+  FASTPREP_CHECK(t.scalar_type() == want, op, ": expected ", arg, " to be a ", dtype_name(want),
+                 " tensor, got ", dtype_name(t.scalar_type()));
+}
+
+inline void check_min_dim(const char* op, const char* arg, const Tensor& t, int64_t min_dim) {
+  FASTPREP_CHECK(t.dim() >= min_dim, op, ": expected ", arg, " to have at least ", min_dim,
+                 " dimension(s), got a ", t.dim(), "-D tensor");
+}
+
+// Python-style negative dims; returns the dim in [0, ndim).
+inline int64_t wrap_dim(const char* op, int64_t dim, int64_t ndim) {
+  FASTPREP_CHECK(dim >= -ndim && dim < ndim, op, ": dim ", dim, " is out of range for a ", ndim,
+                 "-D tensor (expected -", ndim, " <= dim < ", ndim, ")");
+  return dim < 0 ? dim + ndim : dim;
+}
+
+// true for "little", false for "big".
+inline bool parse_bitorder(const char* op, const StrArg& bitorder) {
+  FASTPREP_CHECK(bitorder.value == "little" || bitorder.value == "big", op,
+                 ": expected bitorder to be 'little' or 'big', got '", bitorder.value, "'");
+  return bitorder.value == "little";
+}
+
+// The [outer, n, inner] view of a contiguous tensor around dim.
+struct AxisView {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+inline AxisView axis_view(const Tensor& t, int64_t dim) {
+  AxisView v;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (d < dim) v.outer *= t.size(d);
+    else if (d == dim) v.n = t.size(d);
+    else v.inner *= t.size(d);
+  }
+  return v;
+}
+
+inline std::vector<int64_t> sizes_with(const Tensor& t, int64_t dim, int64_t size) {
+  std::vector<int64_t> s(t.sizes().begin(), t.sizes().end());
+  s[static_cast<size_t>(dim)] = size;
+  return s;
+}
+
+inline Tensor empty_like_shape(const Tensor& like, const std::vector<int64_t>& sizes, ScalarType dtype) {
+  return torch::stable::new_empty(like, torch::headeronly::IntHeaderOnlyArrayRef(sizes.data(), sizes.size()),
+                                  dtype);
+}
+
+}  // namespace fastprep::ops
+
+HIDDEN_NAMESPACE_BEGIN(torch, stable, detail)
+template <>
+struct ToImpl<fastprep::ops::StrArg> {
+  static fastprep::ops::StrArg call(StableIValue val, uint64_t /*version*/, bool /*is_internal*/) {
+    StringHandle handle = to<StringHandle>(val);
+    size_t length = 0;
+    const char* data = nullptr;
+    STABLE_TORCH_ERROR_CODE_CHECK(torch_string_length(handle, &length));
+    STABLE_TORCH_ERROR_CODE_CHECK(torch_string_c_str(handle, &data));
+    fastprep::ops::StrArg out{std::string(data, length)};
+    STABLE_TORCH_ERROR_CODE_CHECK(torch_delete_string(handle));
+    return out;
+  }
+};
+HIDDEN_NAMESPACE_END(torch, stable, detail)

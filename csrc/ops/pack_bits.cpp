@@ -1,0 +1,48 @@
+// Bindings of pack_bits / unpack_bits (schemas: pyext/fastprep/ops/pack_bits.py).
+#include "kernels/pack_bits.h"
+#include "ops/common.h"
+
+namespace fastprep::ops {
+
+Tensor pack_bits(Tensor x, int64_t dim, StrArg bitorder) {
+  constexpr const char* op = "pack_bits";
+  check_dtype(op, "x", x, ScalarType::Bool);
+  check_min_dim(op, "x", x, 1);
+  const int64_t d = wrap_dim(op, dim, x.dim());
+  const bool little = parse_bitorder(op, bitorder);
+  const Tensor xc = torch::stable::contiguous(x);
+  const AxisView v = axis_view(xc, d);
+  Tensor out = empty_like_shape(xc, sizes_with(xc, d, (v.n + 7) / 8), ScalarType::Byte);
+  if (out.numel() > 0) {
+    kernels::pack_bits(static_cast<const uint8_t*>(xc.const_data_ptr()),
+                       static_cast<uint8_t*>(out.mutable_data_ptr()), v.outer, v.n, v.inner, little);
+  }
+  return out;
+}
+
+Tensor unpack_bits(Tensor packed, int64_t count, int64_t dim, StrArg bitorder) {
+  constexpr const char* op = "unpack_bits";
+  check_dtype(op, "packed", packed, ScalarType::Byte);
+  check_min_dim(op, "packed", packed, 1);
+  const int64_t d = wrap_dim(op, dim, packed.dim());
+  const bool little = parse_bitorder(op, bitorder);
+  const int64_t m = packed.size(d);
+  FASTPREP_CHECK(count >= 0 && count <= 8 * m, op, ": expected 0 <= count <= ", 8 * m,
+                 " (8 bits x ", m, " bytes along dim ", dim, "), got count=", count);
+  const Tensor pc = torch::stable::contiguous(packed);
+  const AxisView v = axis_view(pc, d);
+  Tensor out = empty_like_shape(pc, sizes_with(pc, d, count), ScalarType::Bool);
+  if (out.numel() > 0) {
+    kernels::unpack_bits(static_cast<const uint8_t*>(pc.const_data_ptr()),
+                         static_cast<uint8_t*>(out.mutable_data_ptr()), v.outer, v.n, v.inner, count,
+                         little);
+  }
+  return out;
+}
+
+}  // namespace fastprep::ops
+
+STABLE_TORCH_LIBRARY_IMPL(fastprep, CPU, m) {
+  m.impl("pack_bits", TORCH_BOX(&fastprep::ops::pack_bits));
+  m.impl("unpack_bits", TORCH_BOX(&fastprep::ops::unpack_bits));
+}

@@ -1,0 +1,56 @@
+"""Argument checks for the Python-side kernels (Numba backend, torch-ops fallback).
+
+Mirror of csrc/ops/common.h: same conditions, same message text, same exception type
+(RuntimeError, which is what a C++ kernel's error becomes in Python), so a caller sees the same
+error whichever backend runs.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def fail(*parts: object) -> None:
+    raise RuntimeError("".join(str(p) for p in parts))
+
+
+def check_dtype(op: str, arg: str, t: torch.Tensor, want: torch.dtype) -> None:
+    if t.dtype != want:
+        fail(op, ": expected ", arg, " to be a ", want, " tensor, got ", t.dtype)
+
+
+def check_min_dim(op: str, arg: str, t: torch.Tensor, min_dim: int) -> None:
+    if t.dim() < min_dim:
+        fail(op, ": expected ", arg, " to have at least ", min_dim, " dimension(s), got a ",
+             t.dim(), "-D tensor")
+
+
+def wrap_dim(op: str, dim: int, ndim: int) -> int:
+    if not -ndim <= dim < ndim:
+        fail(op, ": dim ", dim, " is out of range for a ", ndim, "-D tensor (expected -", ndim,
+             " <= dim < ", ndim, ")")
+    return dim + ndim if dim < 0 else dim
+
+
+def parse_bitorder(op: str, bitorder: str) -> bool:
+    """True for "little", False for "big"."""
+    if bitorder not in ("little", "big"):
+        fail(op, ": expected bitorder to be 'little' or 'big', got '", bitorder, "'")
+    return bitorder == "little"
+
+
+def check_unpack_count(op: str, count: int, m: int, dim: int) -> None:
+    if not 0 <= count <= 8 * m:
+        fail(op, ": expected 0 <= count <= ", 8 * m, " (8 bits x ", m, " bytes along dim ", dim,
+             "), got count=", count)
+
+
+def axis_view(shape: torch.Size, dim: int) -> tuple[int, int, int]:
+    """The (outer, n, inner) view of a contiguous tensor around `dim`."""
+    outer = inner = 1
+    for d, s in enumerate(shape):
+        if d < dim:
+            outer *= s
+        elif d > dim:
+            inner *= s
+    return outer, shape[dim], inner

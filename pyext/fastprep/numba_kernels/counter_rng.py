@@ -1,0 +1,31 @@
+"""Mirror of csrc/kernels/counter_rng.h (read that header for the definition)."""
+
+import numpy as np
+from numba import njit
+
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+DERIVE_KEY = np.uint64(0xD1B54A32D192ED03)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(cache=True)
+def mix64(z):
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def random_word(seed, counter):
+    return mix64(np.uint64(seed) + (np.uint64(counter) + np.uint64(1)) * GOLDEN)
+
+
+@njit(cache=True)
+def derive_seed(seed, stream):
+    return np.int64(random_word(np.uint64(seed) ^ DERIVE_KEY, np.uint64(stream)))
+
+
+@njit(cache=True)
+def uniform_below(word, n):
+    return ((np.uint64(word) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32)

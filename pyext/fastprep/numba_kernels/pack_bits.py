@@ -1,0 +1,142 @@
+"""Numba mirror of csrc/kernels/pack_bits.cpp (kernels) and csrc/ops/pack_bits.cpp (binding).
+
+Arrays are flat uint8 views of contiguous [outer, n, inner] tensors, as in the C++ kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit
+
+from fastprep import _checks
+from fastprep.ops.pack_bits import _check_pack, _check_unpack
+
+_GATHER_LITTLE = np.uint64(0x0102040810204080)
+_GATHER_BIG = np.uint64(0x8040201008040201)
+_SPREAD_LITTLE = np.uint64(0x8040201008040201)
+_SPREAD_BIG = np.uint64(0x0102040810204080)
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_HIGH1 = np.uint64(0x8080808080808080)
+_ONES = np.uint64(0x0101010101010101)
+
+
+@njit(cache=True, inline="always")
+def load_word(a, i):
+    w = np.uint64(0)
+    for k in range(8):
+        w |= np.uint64(a[i + k]) << np.uint64(8 * k)
+    return w
+
+
+@njit(cache=True, inline="always")
+def bytes_to_bits(w):
+    return ((((w & _LOW7) + _LOW7) | w) & _HIGH1) >> np.uint64(7)
+
+
+@njit(cache=True, inline="always")
+def bit_shift(k, little):
+    return k if little else 7 - k
+
+
+@njit(cache=True)
+def pack_rows(x, out, rows, n, little):
+    nb = (n + 7) // 8
+    full = n // 8
+    gather = _GATHER_LITTLE if little else _GATHER_BIG
+    for r in range(rows):
+        row = r * n
+        orow = r * nb
+        for j in range(full):
+            out[orow + j] = np.uint8((bytes_to_bits(load_word(x, row + 8 * j)) * gather) >> np.uint64(56))
+        if full < nb:
+            b = 0
+            for k in range(n - 8 * full):
+                b |= (1 if x[row + 8 * full + k] != 0 else 0) << bit_shift(k, little)
+            out[orow + full] = np.uint8(b)
+
+
+@njit(cache=True)
+def pack_planes(x, out, outer, n, inner, little):
+    nb = (n + 7) // 8
+    for o in range(outer):
+        for j in range(nb):
+            orow = (o * nb + j) * inner
+            out[orow:orow + inner] = 0
+            kmax = min(n - 8 * j, 8)
+            for k in range(kmax):
+                xrow = (o * n + 8 * j + k) * inner
+                s = bit_shift(k, little)
+                for i in range(inner):
+                    out[orow + i] |= np.uint8((1 if x[xrow + i] != 0 else 0) << s)
+
+
+@njit(cache=True)
+def unpack_rows(packed, out, rows, m, count, little):
+    full = count // 8
+    spread = _SPREAD_LITTLE if little else _SPREAD_BIG
+    for r in range(rows):
+        prow = r * m
+        orow = r * count
+        for j in range(full):
+            w = bytes_to_bits((np.uint64(packed[prow + j]) * _ONES) & spread)
+            for k in range(8):
+                out[orow + 8 * j + k] = np.uint8((w >> np.uint64(8 * k)) & np.uint64(0xFF))
+        for k in range(count - 8 * full):
+            out[orow + 8 * full + k] = (packed[prow + full] >> bit_shift(k, little)) & 1
+
+
+@njit(cache=True)
+def unpack_planes(packed, out, outer, m, inner, count, little):
+    for o in range(outer):
+        for c in range(count):
+            prow = (o * m + c // 8) * inner
+            orow = (o * count + c) * inner
+            s = bit_shift(c % 8, little)
+            for i in range(inner):
+                out[orow + i] = (packed[prow + i] >> s) & 1
+
+
+@njit(cache=True)
+def pack_bits_kernel(x, out, outer, n, inner, little):
+    if inner == 1:
+        pack_rows(x, out, outer, n, little)
+    else:
+        pack_planes(x, out, outer, n, inner, little)
+
+
+@njit(cache=True)
+def unpack_bits_kernel(packed, out, outer, m, inner, count, little):
+    if inner == 1:
+        unpack_rows(packed, out, outer, m, count, little)
+    else:
+        unpack_planes(packed, out, outer, m, inner, count, little)
+
+
+def _flat_bytes(t: torch.Tensor) -> np.ndarray:
+    return t.view(torch.uint8).numpy().reshape(-1)
+
+
+def pack_bits(x: torch.Tensor, dim: int = -1, bitorder: str = "little") -> torch.Tensor:
+    d, little = _check_pack(x, dim, bitorder)
+    xc = x.contiguous()
+    outer, n, inner = _checks.axis_view(xc.shape, d)
+    shape = list(xc.shape)
+    shape[d] = (n + 7) // 8
+    out = torch.empty(shape, dtype=torch.uint8)
+    if out.numel() > 0:
+        pack_bits_kernel(_flat_bytes(xc), _flat_bytes(out), outer, n, inner, little)
+    return out
+
+
+def unpack_bits(packed: torch.Tensor, count: int, dim: int = -1,
+                bitorder: str = "little") -> torch.Tensor:
+    d, little = _check_unpack(packed, count, dim, bitorder)
+    pc = packed.contiguous()
+    outer, m, inner = _checks.axis_view(pc.shape, d)
+    shape = list(pc.shape)
+    shape[d] = count
+    out = torch.empty(shape, dtype=torch.bool)
+    if out.numel() > 0:
+        unpack_bits_kernel(_flat_bytes(pc), _flat_bytes(out), outer, m, inner, count, little)
+    return out

@@ -1,0 +1,5 @@
+"""Op schemas, fake kernels and Python entry points, one module per op family."""
+
+from fastprep.ops.pack_bits import pack_bits, unpack_bits
+
+__all__ = ["pack_bits", "unpack_bits"]

@@ -1,0 +1,45 @@
+"""Seeds for fastprep's random ops.
+
+Every random op takes an explicit int64 `seed` and draws all its randomness from the counter-based
+generator of csrc/kernels/counter_rng.h (mirrored in numba_kernels/counter_rng.py). The helpers
+here draw those seeds from torch's generator, so `torch.manual_seed` and the DataLoader's
+per-worker seeding make fastprep pipelines reproducible with no extra state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from fastprep.numba_kernels.counter_rng import derive_seed as _derive_seed
+from fastprep.numba_kernels.counter_rng import random_word as _random_word
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+def draw_seed(generator: torch.Generator | None = None) -> int:
+    """A fresh int64 seed from `generator` (torch's default generator when None)."""
+    return int(torch.randint(INT64_MIN, INT64_MAX, (), dtype=torch.int64, generator=generator))
+
+
+def _check_int64(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected {name} to be an int, got {type(value).__name__}")
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"expected {name} to fit in int64, got {value}")
+    return value
+
+
+def random_word(seed: int, counter: int) -> int:
+    """Word `counter` (a uint64, as a Python int) of the stream of `seed`."""
+    _check_int64("seed", seed)
+    if isinstance(counter, bool) or not isinstance(counter, int) or not 0 <= counter < 2**64:
+        raise ValueError(f"expected counter to be an int in [0, 2**64), got {counter!r}")
+    # Typed scalars: Numba would otherwise reuse an int64 specialisation for counters >= 2**63.
+    return int(_random_word(np.int64(seed), np.uint64(counter)))
+
+
+def derive_seed(seed: int, stream: int) -> int:
+    """The int64 seed of sub-stream `stream` of `seed` (sample i of a batch uses stream i)."""
+    return int(_derive_seed(np.int64(_check_int64("seed", seed)), np.int64(_check_int64("stream", stream))))
