@@ -80,6 +80,38 @@ inline bool parse_bitorder(const char* op, const StrArg& bitorder) {
   return bitorder.value == "little";
 }
 
+// true for "HWC", false for "CHW".
+inline bool parse_layout(const char* op, const StrArg& layout) {
+  FASTPREP_CHECK(layout.value == "CHW" || layout.value == "HWC", op,
+                 ": expected layout to be 'CHW' or 'HWC', got '", layout.value, "'");
+  return layout.value == "HWC";
+}
+
+// An image or batch of images as [N, C, H, W] sizes and element strides, whatever its layout and
+// strides (no copy): kernels read HWC or strided views directly.
+struct ImageView {
+  int64_t n = 1, c = 1, h = 1, w = 1;
+  int64_t sn = 0, sc = 0, sh = 0, sw = 0;
+  bool batched = false;
+};
+
+inline ImageView image_view(const char* op, const char* arg, const Tensor& t, bool hwc) {
+  FASTPREP_CHECK(t.dim() == 3 || t.dim() == 4, op, ": expected ", arg, " to be a 3-D ",
+                 hwc ? "[H, W, C]" : "[C, H, W]", " image or a 4-D batch of them, got a ", t.dim(),
+                 "-D tensor");
+  ImageView v;
+  v.batched = t.dim() == 4;
+  const int64_t b = v.batched ? 1 : 0;
+  if (v.batched) {
+    v.n = t.size(0);
+    v.sn = t.stride(0);
+  }
+  const int64_t ic = hwc ? b + 2 : b, ih = hwc ? b : b + 1, iw = hwc ? b + 1 : b + 2;
+  v.c = t.size(ic), v.h = t.size(ih), v.w = t.size(iw);
+  v.sc = t.stride(ic), v.sh = t.stride(ih), v.sw = t.stride(iw);
+  return v;
+}
+
 // The [outer, n, inner] view of a contiguous tensor around dim.
 struct AxisView {
   int64_t outer = 1, n = 1, inner = 1;

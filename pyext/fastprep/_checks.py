@@ -7,6 +7,8 @@ error whichever backend runs.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 
@@ -37,6 +39,38 @@ def parse_bitorder(op: str, bitorder: str) -> bool:
     if bitorder not in ("little", "big"):
         fail(op, ": expected bitorder to be 'little' or 'big', got '", bitorder, "'")
     return bitorder == "little"
+
+
+def parse_layout(op: str, layout: str) -> bool:
+    """True for "HWC", False for "CHW"."""
+    if layout not in ("CHW", "HWC"):
+        fail(op, ": expected layout to be 'CHW' or 'HWC', got '", layout, "'")
+    return layout == "HWC"
+
+
+class ImageView(NamedTuple):
+    """An image or batch as [N, C, H, W] sizes and element strides, whatever its layout."""
+    n: int
+    c: int
+    h: int
+    w: int
+    sn: int
+    sc: int
+    sh: int
+    sw: int
+    batched: bool
+
+
+def image_view(op: str, arg: str, t: torch.Tensor, hwc: bool) -> ImageView:
+    if t.dim() not in (3, 4):
+        fail(op, ": expected ", arg, " to be a 3-D ", "[H, W, C]" if hwc else "[C, H, W]",
+             " image or a 4-D batch of them, got a ", t.dim(), "-D tensor")
+    batched = t.dim() == 4
+    b = 1 if batched else 0
+    ic, ih, iw = (b + 2, b, b + 1) if hwc else (b, b + 1, b + 2)
+    return ImageView(t.shape[0] if batched else 1, t.shape[ic], t.shape[ih], t.shape[iw],
+                     t.stride(0) if batched else 0, t.stride(ic), t.stride(ih), t.stride(iw),
+                     batched)
 
 
 def check_unpack_count(op: str, count: int, m: int, dim: int) -> None:
