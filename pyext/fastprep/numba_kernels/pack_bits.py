@@ -39,21 +39,24 @@ def bit_shift(k, little):
     return k if little else 7 - k
 
 
+# Rows are taken as slices so every index below is provably non-negative: Numba then drops its
+# negative-index wraparound branch, which otherwise blocks load combining (measured 10x slower).
+
 @njit(cache=True)
 def pack_rows(x, out, rows, n, little):
     nb = (n + 7) // 8
     full = n // 8
     gather = _GATHER_LITTLE if little else _GATHER_BIG
     for r in range(rows):
-        row = r * n
-        orow = r * nb
+        row = x[r * n:(r + 1) * n]
+        orow = out[r * nb:(r + 1) * nb]
         for j in range(full):
-            out[orow + j] = np.uint8((bytes_to_bits(load_word(x, row + 8 * j)) * gather) >> np.uint64(56))
+            orow[j] = np.uint8((bytes_to_bits(load_word(row, 8 * j)) * gather) >> np.uint64(56))
         if full < nb:
             b = 0
             for k in range(n - 8 * full):
-                b |= (1 if x[row + 8 * full + k] != 0 else 0) << bit_shift(k, little)
-            out[orow + full] = np.uint8(b)
+                b |= (1 if row[8 * full + k] != 0 else 0) << bit_shift(k, little)
+            orow[full] = np.uint8(b)
 
 
 @njit(cache=True)
@@ -61,14 +64,14 @@ def pack_planes(x, out, outer, n, inner, little):
     nb = (n + 7) // 8
     for o in range(outer):
         for j in range(nb):
-            orow = (o * nb + j) * inner
-            out[orow:orow + inner] = 0
+            orow = out[(o * nb + j) * inner:(o * nb + j + 1) * inner]
+            orow[:] = 0
             kmax = min(n - 8 * j, 8)
             for k in range(kmax):
-                xrow = (o * n + 8 * j + k) * inner
+                xrow = x[(o * n + 8 * j + k) * inner:(o * n + 8 * j + k + 1) * inner]
                 s = bit_shift(k, little)
                 for i in range(inner):
-                    out[orow + i] |= np.uint8((1 if x[xrow + i] != 0 else 0) << s)
+                    orow[i] |= np.uint8((1 if xrow[i] != 0 else 0) << s)
 
 
 @njit(cache=True)
@@ -76,25 +79,25 @@ def unpack_rows(packed, out, rows, m, count, little):
     full = count // 8
     spread = _SPREAD_LITTLE if little else _SPREAD_BIG
     for r in range(rows):
-        prow = r * m
-        orow = r * count
+        prow = packed[r * m:(r + 1) * m]
+        orow = out[r * count:(r + 1) * count]
         for j in range(full):
-            w = bytes_to_bits((np.uint64(packed[prow + j]) * _ONES) & spread)
+            w = bytes_to_bits((np.uint64(prow[j]) * _ONES) & spread)
             for k in range(8):
-                out[orow + 8 * j + k] = np.uint8((w >> np.uint64(8 * k)) & np.uint64(0xFF))
+                orow[8 * j + k] = np.uint8((w >> np.uint64(8 * k)) & np.uint64(0xFF))
         for k in range(count - 8 * full):
-            out[orow + 8 * full + k] = (packed[prow + full] >> bit_shift(k, little)) & 1
+            orow[8 * full + k] = (prow[full] >> bit_shift(k, little)) & 1
 
 
 @njit(cache=True)
 def unpack_planes(packed, out, outer, m, inner, count, little):
     for o in range(outer):
         for c in range(count):
-            prow = (o * m + c // 8) * inner
-            orow = (o * count + c) * inner
+            prow = packed[(o * m + c // 8) * inner:(o * m + c // 8 + 1) * inner]
+            orow = out[(o * count + c) * inner:(o * count + c + 1) * inner]
             s = bit_shift(c % 8, little)
             for i in range(inner):
-                out[orow + i] = (packed[prow + i] >> s) & 1
+                orow[i] = (prow[i] >> s) & 1
 
 
 @njit(cache=True)
