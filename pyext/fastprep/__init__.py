@@ -6,7 +6,10 @@ CPU (see :func:`backend`).
 
 from fastprep import ops  # noqa: F401  (defines every schema before a backend registers kernels)
 from fastprep._backend import NativeUnavailableWarning, backend, build_info, select_backend
+from fastprep.batch import CompactBatch
+from fastprep.collate import CompactCollate, compact_collate
 from fastprep.ops import pack_bits, unpack_bits
+from fastprep.prefetch import DevicePrefetcher
 from fastprep.rng import derive_seed, draw_seed, random_word
 
 __version__ = "0.1.0"
@@ -14,9 +17,13 @@ __version__ = "0.1.0"
 select_backend()
 
 __all__ = [
+    "CompactBatch",
+    "CompactCollate",
+    "DevicePrefetcher",
     "NativeUnavailableWarning",
     "backend",
     "build_info",
+    "compact_collate",
     "derive_seed",
     "draw_seed",
     "pack_bits",

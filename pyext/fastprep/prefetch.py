@@ -1,0 +1,100 @@
+"""DevicePrefetcher: keeps host->device copies of upcoming batches in flight behind compute.
+
+On an accelerator with streams (CUDA) each batch is copied on a side stream with non_blocking
+copies (fast from pinned memory); the consumer's stream waits on an event recorded after the copy,
+and every copied tensor is marked with record_stream so the caching allocator does not hand its
+memory to another tensor while the consumer's stream may still use it. On CPU it is an exact
+passthrough. `decode` (a callable, or True for CompactBatch.decode()) runs on the device.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import torch
+
+from fastprep._tree import leaves, tree_map
+from fastprep.batch import CompactBatch
+
+
+def _move(batch: Any, device: torch.device, non_blocking: bool) -> Any:
+    if isinstance(batch, CompactBatch):
+        return batch.to(device, non_blocking=non_blocking)
+    return tree_map(lambda x: x.to(device, non_blocking=non_blocking)
+                    if isinstance(x, torch.Tensor) else x, batch)
+
+
+def _tensors(batch: Any) -> list[torch.Tensor]:
+    if isinstance(batch, CompactBatch):
+        return batch.tensors()
+    return [x for x in leaves(batch) if isinstance(x, torch.Tensor)]
+
+
+class DevicePrefetcher:
+    """Iterate `source` (a DataLoader or any iterable of batches) with batches already on `device`.
+
+    Args:
+        source: yields tensors, tuples, lists, dicts, namedtuples or CompactBatch es.
+        device: target device ("cuda", torch.device("cuda:1"), "cpu", ...).
+        depth: batches in flight ahead of the consumer (>= 1).
+        decode: None; True to call CompactBatch.decode() with its defaults; or a callable applied
+            to each batch once it is on the device (e.g. ``lambda b: b.decode(num_classes=10)``).
+    """
+
+    def __init__(self, source: Iterable[Any], device: Any, depth: int = 2,
+                 decode: bool | Callable[[Any], Any] | None = None):
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"DevicePrefetcher: expected depth to be an int >= 1, got {depth!r}")
+        if not (decode is None or decode is True or callable(decode)):
+            raise ValueError(f"DevicePrefetcher: expected decode to be None, True or a callable, "
+                             f"got {decode!r}")
+        self.source = source
+        self.device = torch.device(device)
+        self.depth = depth
+        self.decode = (lambda b: b.decode()) if decode is True else decode
+        self._streams = self.device.type == "cuda" and torch.cuda.is_available()
+
+    def __len__(self) -> int:
+        return len(self.source)  # type: ignore[arg-type]  (TypeError when the source has none)
+
+    def __iter__(self) -> Iterator[Any]:
+        it = iter(self.source)
+        pending: deque = deque()
+        side = torch.cuda.Stream(self.device) if self._streams else None
+        try:
+            exhausted = False
+            while True:
+                while not exhausted and len(pending) < self.depth:
+                    try:
+                        batch = next(it)
+                    except StopIteration:
+                        exhausted = True
+                        break
+                    pending.append(self._start_copy(batch, side))
+                if not pending:
+                    return
+                yield self._finish(*pending.popleft())
+        finally:
+            pending.clear()
+            shutdown = getattr(it, "_shutdown_workers", None)  # stop DataLoader workers early
+            if callable(shutdown):
+                shutdown()
+
+    def _start_copy(self, batch: Any, side: Any) -> tuple[Any, Any]:
+        if side is None:
+            return _move(batch, self.device, non_blocking=False), None
+        with torch.cuda.stream(side):
+            moved = _move(batch, self.device, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record(side)
+        return moved, event
+
+    def _finish(self, batch: Any, event: Any) -> Any:
+        if event is not None:
+            consumer = torch.cuda.current_stream(self.device)
+            consumer.wait_event(event)
+            for t in _tensors(batch):
+                t.record_stream(consumer)
+        return self.decode(batch) if self.decode is not None else batch

@@ -1,0 +1,159 @@
+"""CompactCollate and CompactBatch: dtypes, structures, errors, decode, DataLoader workers."""
+
+from collections import namedtuple
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+import fastprep
+from fastprep import CompactBatch, CompactCollate, compact_collate
+from fastprep.collate import smallest_int_dtype
+
+Sample = namedtuple("Sample", "image mask label")
+
+
+def _samples(n=4, h=6, w=11, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g),
+             torch.rand(h, w, generator=g) < 0.3, i * 7) for i in range(n)]
+
+
+def test_tuple_samples_become_compact_tensors():
+    samples = _samples()
+    batch = compact_collate(samples)
+    images, masks, labels = batch.data
+    assert images.dtype == torch.uint8 and images.shape == (4, 3, 6, 11)
+    assert masks.dtype == torch.uint8 and masks.shape == (4, 6, 2)
+    assert labels.dtype == torch.uint8 and labels.tolist() == [0, 7, 14, 21]
+    assert torch.equal(images, torch.stack([s[0] for s in samples]))
+    np.testing.assert_array_equal(
+        masks.numpy(), np.packbits(torch.stack([s[1] for s in samples]).numpy(), axis=-1, bitorder="little"))
+
+
+@pytest.mark.parametrize("lo,hi,dtype", [(0, 255, torch.uint8), (-1, 5, torch.int8),
+                                         (0, 256, torch.int16), (-40000, 3, torch.int32),
+                                         (0, 2**40, torch.int64)])
+def test_labels_take_the_smallest_dtype(lo, hi, dtype):
+    assert smallest_int_dtype(lo, hi) == dtype
+    batch = compact_collate([(lo,), (hi,)])
+    assert batch.data[0].dtype == dtype and batch.data[0].tolist() == [lo, hi]
+
+
+def test_label_dtype_given_and_out_of_range():
+    assert CompactCollate(label_dtype=torch.int32)([(1,), (2,)]).data[0].dtype == torch.int32
+    with pytest.raises(ValueError, match=r"label 300 \(sample\[0\] of sample 1\) does not fit label_dtype=torch.uint8"):
+        CompactCollate(label_dtype=torch.uint8)([(1,), (300,)])
+    with pytest.raises(ValueError, match="expected label_dtype to be one of .* got torch.float32"):
+        CompactCollate(label_dtype=torch.float32)
+
+
+def test_dicts_namedtuples_lists_numpy_and_other_leaves():
+    samples = [{"img": np.full((4, 4, 3), i, np.uint8), "meta": {"name": f"s{i}", "y": np.int64(i)},
+                "pair": [torch.ones(2), Sample(torch.zeros(1, 2, 2, dtype=torch.uint8),
+                                               torch.ones(2, 9, dtype=torch.bool), i)]}
+               for i in range(3)]
+    batch = compact_collate(samples)
+    assert batch.data["img"].shape == (3, 4, 4, 3) and batch.data["img"][2].eq(2).all()
+    assert batch.data["meta"]["name"] == ["s0", "s1", "s2"]  # default_collate's choice
+    assert batch.data["meta"]["y"].dtype == torch.uint8
+    inner = batch.data["pair"][1]
+    assert isinstance(inner, Sample) and inner.mask.shape == (3, 2, 2) and inner.label.tolist() == [0, 1, 2]
+    assert batch.layout["pair"][1].mask.kind == "mask" and batch.layout["pair"][1].mask.width == 9
+
+
+def test_float_tensors_narrowed_on_request():
+    samples = [(torch.rand(2, 3),) for _ in range(2)]
+    assert compact_collate(samples).data[0].dtype == torch.float32
+    narrowed = CompactCollate(float_dtype=torch.bfloat16)(samples)
+    assert narrowed.data[0].dtype == torch.bfloat16
+    assert narrowed.decode()[0].dtype == torch.float32
+
+
+@pytest.mark.parametrize("bad,match", [
+    ([(torch.zeros(3, 4, 4, dtype=torch.uint8),), (torch.zeros(3, 4, 5, dtype=torch.uint8),)],
+     r"sample\[0\] of sample 1 is \(\(3, 4, 5\), torch.uint8\), sample 0's is \(\(3, 4, 4\), torch.uint8\)"),
+    ([(torch.zeros(2, dtype=torch.uint8),), (torch.zeros(2, dtype=torch.float32),)], "sample 1 is"),
+    ([(1, 2), (1,)], "sample 1 has 1 fields, sample 0 has 2"),
+    ([], "empty list of samples"),
+])
+def test_bad_batches_name_the_sample(bad, match):
+    with pytest.raises(ValueError, match=match):
+        compact_collate(bad)
+
+
+def test_decode_matches_the_float_pipeline():
+    samples = _samples()
+    batch = compact_collate(samples)
+    images, masks, labels = batch.decode()
+    ref = torch.stack([s[0] for s in samples]).float() / 255
+    torch.testing.assert_close(images, ref, atol=0.5 / 255, rtol=0)  # within half a uint8 level
+    assert torch.equal(masks, torch.stack([s[1] for s in samples]))
+    assert labels.dtype == torch.int64 and labels.tolist() == [0, 7, 14, 21]
+    mean, std = [0.5, 0.4, 0.3], [0.2, 0.25, 0.3]
+    norm, _, onehot = batch.decode(mean=mean, std=std, channels_last=True, num_classes=22,
+                                   dtype=torch.float16)
+    expected = (ref - torch.tensor(mean).view(1, 3, 1, 1)) / torch.tensor(std).view(1, 3, 1, 1)
+    torch.testing.assert_close(norm.float(), expected, atol=2e-2, rtol=1e-2)
+    assert norm.is_contiguous(memory_format=torch.channels_last) and norm.dtype == torch.float16
+    assert onehot.shape == (4, 22) and onehot[1, 7] == 1 and onehot.sum() == 4
+    with pytest.raises(ValueError, match="expected a floating dtype, got torch.int32"):
+        batch.decode(dtype=torch.int32)
+
+
+def test_nbytes_of_the_target_pipeline():
+    samples = [(torch.zeros(3, 256, 256, dtype=torch.uint8), 3) for _ in range(256)]
+    batch = compact_collate(samples)
+    assert batch.nbytes == 256 * (3 * 256 * 256 + 1)  # ~197 KB a sample
+    assert batch.nbytes_expanded == 256 * (3 * 256 * 256 * 4 + 8)  # ~786 KB as float32 + int64
+    masks = compact_collate([(torch.zeros(5, 13, dtype=torch.bool),)] * 2)
+    assert masks.nbytes == 2 * 5 * 2 and masks.nbytes_expanded == 2 * 5 * 13
+
+
+def test_pin_memory_protocol_is_what_the_dataloader_calls(monkeypatch):
+    from torch.utils.data._utils.pin_memory import pin_memory as loader_pin
+    calls = []
+    monkeypatch.setattr(CompactBatch, "pin_memory", lambda self, device=None: calls.append(self) or self)
+    batch = compact_collate(_samples())
+    assert loader_pin(batch) is batch and calls == [batch]
+    assert loader_pin([batch, batch]) == [batch, batch] and len(calls) == 3
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="this torch build cannot pin memory (no CUDA)")
+def test_real_pinning():
+    pinned = compact_collate(_samples()).pin_memory()
+    assert all(t.is_pinned() for t in pinned.tensors())
+
+
+class _Indexed(Dataset):
+    def __len__(self):
+        return 24
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        return (torch.randint(0, 256, (3, 5, 5), dtype=torch.uint8, generator=g),
+                torch.rand(5, 5, generator=g) < 0.5, i)
+
+
+def _shared_flag_collate(samples):
+    batch = compact_collate(samples)
+    return batch, batch.data[0].is_shared()
+
+
+@pytest.mark.parametrize("workers,context,persistent", [(0, None, False), (2, "fork", False),
+                                                         (2, "spawn", True)])
+def test_dataloader_workers_give_complete_ordered_shared_batches(workers, context, persistent):
+    loader = DataLoader(_Indexed(), batch_size=5, num_workers=workers, multiprocessing_context=context,
+                        persistent_workers=persistent, collate_fn=_shared_flag_collate)
+    for _epoch in range(2 if persistent else 1):
+        seen = []
+        for batch, shared in loader:
+            assert isinstance(batch, CompactBatch)
+            assert shared == (workers > 0)  # written into shared memory inside the worker
+            images, masks, labels = batch.decode(scale=1.0)
+            for j, i in enumerate(labels.tolist()):
+                ref = _Indexed()[i]
+                assert torch.equal(images[j], ref[0].float()) and torch.equal(masks[j], ref[1])
+            seen += labels.tolist()
+        assert seen == list(range(24))

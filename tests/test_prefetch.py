@@ -1,0 +1,112 @@
+"""DevicePrefetcher on CPU (exact passthrough); the CUDA stream path needs a GPU."""
+
+from collections import namedtuple
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from fastprep import CompactBatch, DevicePrefetcher, compact_collate
+
+Pair = namedtuple("Pair", "x y")
+
+
+def test_passthrough_keeps_every_structure_and_value():
+    batches = [torch.arange(3), (torch.ones(2), 5), [torch.zeros(1)], {"a": torch.full((2,), 7)},
+               Pair(torch.eye(2), "tag")]
+    out = list(DevicePrefetcher(batches, "cpu"))
+    assert len(out) == len(batches)
+    for got, want in zip(out, batches):
+        assert type(got) is type(want)
+        flat_got = got if isinstance(got, torch.Tensor) else (list(got.values()) if isinstance(got, dict) else list(got))
+        flat_want = want if isinstance(want, torch.Tensor) else (list(want.values()) if isinstance(want, dict) else list(want))
+        if isinstance(got, torch.Tensor):
+            assert got is want  # .to(cpu) of a cpu tensor is the tensor itself: no copy
+        else:
+            for g, w in zip(flat_got, flat_want):
+                assert (g is w) if isinstance(g, torch.Tensor) else g == w
+
+
+def test_decode_applied_to_compact_batches():
+    samples = [(torch.full((1, 2, 2), 255, dtype=torch.uint8), 3)] * 2
+    batches = [compact_collate(samples)] * 3
+    out = list(DevicePrefetcher(batches, "cpu", depth=1, decode=True))
+    assert len(out) == 3 and torch.equal(out[0][0], torch.ones(2, 1, 2, 2))
+    custom = list(DevicePrefetcher(batches, "cpu", decode=lambda b: b.decode(num_classes=4)))
+    assert custom[0][1].shape == (2, 4)
+    raw = list(DevicePrefetcher(batches, "cpu"))
+    assert isinstance(raw[0], CompactBatch)
+
+
+def test_len_follows_the_source():
+    assert len(DevicePrefetcher([1, 2, 3], "cpu")) == 3
+    with pytest.raises(TypeError):
+        len(DevicePrefetcher(iter([1]), "cpu"))
+
+
+def test_loader_exception_reaches_the_consumer_in_order():
+    def source():
+        yield torch.zeros(1)
+        yield torch.ones(1)
+        raise OSError("disk gone")
+
+    got = []
+    with pytest.raises(OSError, match="disk gone"):
+        for b in DevicePrefetcher(source(), "cpu", depth=1):
+            got.append(b)
+    assert [b.item() for b in got] == [0.0, 1.0]
+
+
+class _Tracked:
+    """An iterable whose iterator records how far it was read and whether it was shut down."""
+
+    def __init__(self):
+        self.read = 0
+        self.shut = False
+
+    def __iter__(self):
+        outer = self
+
+        class It:
+            def __next__(self):
+                outer.read += 1
+                return torch.tensor(outer.read)
+
+            def _shutdown_workers(self):
+                outer.shut = True
+
+        return It()
+
+
+def test_early_stop_cleans_up_and_reads_only_depth_ahead():
+    src = _Tracked()
+    pf = iter(DevicePrefetcher(src, "cpu", depth=3))
+    first = next(pf)
+    assert first.item() == 1 and src.read == 3
+    pf.close()  # what `break` out of a for loop does once the generator is collected
+    assert src.shut
+
+
+def test_stops_real_dataloader_workers_early():
+    loader = DataLoader(list(range(100)), batch_size=2, num_workers=2)
+    pf = iter(DevicePrefetcher(loader, "cpu"))
+    next(pf)
+    pf.close()
+
+
+@pytest.mark.parametrize("kwargs,match", [({"depth": 0}, "depth to be an int >= 1, got 0"),
+                                          ({"depth": 1.5}, "got 1.5"),
+                                          ({"decode": "yes"}, "decode to be None, True or a callable, got 'yes'")])
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        DevicePrefetcher([], "cpu", **kwargs)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the stream path needs a CUDA device")
+def test_cuda_copies_on_a_side_stream_and_decodes_on_device():
+    samples = [(torch.randint(0, 256, (3, 8, 8), dtype=torch.uint8), torch.rand(8, 8) < 0.5, 1)] * 4
+    batches = [compact_collate(samples).pin_memory() for _ in range(5)]
+    for images, masks, labels in DevicePrefetcher(batches, "cuda", decode=True):
+        assert images.is_cuda and masks.is_cuda and labels.is_cuda
+        torch.testing.assert_close(images.cpu(), torch.stack([s[0] for s in samples]).float() / 255)
+        assert torch.equal(masks.cpu(), torch.stack([s[1] for s in samples]))
