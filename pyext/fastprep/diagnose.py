@@ -133,15 +133,19 @@ def _sync(device: torch.device) -> None:
 
 def _rate(batches: Any, step: Callable[[Any], Any], steps: int, warmup: int,
           device: torch.device) -> float:
+    """Steps per second from the median step time: robust to a burst of load on a shared machine."""
     it = iter(batches)
     for _ in range(warmup):
         step(next(it))
     _sync(device)
-    t0 = time.perf_counter()
+    times = []
     for _ in range(steps):
+        t0 = time.perf_counter()
         step(next(it))
-    _sync(device)
-    return steps / (time.perf_counter() - t0)
+        _sync(device)
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return 1.0 / times[len(times) // 2]
 
 
 def _forever(loader_factory: Callable[..., Any], **kwargs: Any):

@@ -1,0 +1,150 @@
+"""`python -m fastprep bench`: the target workload, the usual way and the fastprep way.
+
+Measures (1) per-sample transform time on one thread and (2) samples/s delivered by a DataLoader
+for num_workers 0..cores with the best prefetch_factor, and reports bytes shipped per sample and
+the share of a stated GPU consumption rate that one core can feed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, default_collate
+
+from fastprep import pipelines
+
+
+@dataclass
+class Variant:
+    name: str
+    transform: Callable[[Any], torch.Tensor]
+    collate: Callable[[list], Any]
+    as_pil: bool
+    bytes_per_sample: int = 0
+    us_per_sample: float = 0.0
+    loader: dict[str, float] = field(default_factory=dict)  # "w=N" -> samples/s (best prefetch)
+
+
+def _variants(backends: list[str]) -> list[Variant]:
+    import fastprep  # noqa: PLC0415
+
+    out = [Variant("usual (PIL, scipy, float32)", pipelines.usual_transform, default_collate, True)]
+    for backend in backends:
+        fused = pipelines.fastprep_transform if backend == "native" else pipelines.fastprep_numba_transform
+        out.append(Variant(f"fastprep fused ({backend})", fused, fastprep.compact_collate, False))
+    out.append(Variant("fastprep unfused chain", pipelines.fastprep_unfused_transform,
+                       fastprep.compact_collate, False))
+    return out
+
+
+def _say(msg: str) -> None:
+    print(f"  .. {msg}", file=sys.stderr, flush=True)
+
+
+def time_per_sample(transform: Callable, sources: list, repeat: int) -> float:
+    """Median microseconds per sample over `repeat` passes through the sources, one thread."""
+    transform(sources[0])
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for s in sources:
+            transform(s)
+        times.append((time.perf_counter() - t0) / len(sources))
+    return float(np.median(times)) * 1e6
+
+
+def loader_rate(dataset, batch_size: int, collate: Callable, workers: int,
+                prefetch: int | None, batches: int) -> float:
+    """Samples/s out of a DataLoader (host side: on a GPU the decode would run there)."""
+    loader = DataLoader(dataset, batch_size=batch_size, num_workers=workers, collate_fn=collate,
+                        prefetch_factor=prefetch, persistent_workers=False, drop_last=True)
+    it = iter(loader)
+    next(it)  # worker start-up and the first batch are not steady state
+    t0 = time.perf_counter()
+    for _ in range(batches):
+        next(it)
+    rate = batches * batch_size / (time.perf_counter() - t0)
+    del it
+    return rate
+
+
+def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 5000.0,
+        batch_size: int = 256, workers: list[int] | None = None) -> dict:
+    import fastprep  # noqa: PLC0415
+
+    cores = os.cpu_count() or 1
+    workers = list(range(0, cores + 1)) if workers is None else workers
+    prefetches = [2] if quick else [2, 4]
+    batches = 1 if quick else 3
+    backends = ["native", "numba"] if fastprep.backend() == "native" else ["numba"]
+    variants = _variants(backends)
+    torch.set_num_threads(1)
+    sources = [pipelines.make_source(i) for i in range(4 if quick else 8)]
+    from PIL import Image  # noqa: PLC0415
+
+    pil_sources = [Image.fromarray(s) for s in sources]
+    for v in variants:
+        _say(f"per-sample time: {v.name}")
+        fast = "usual" not in v.name
+        v.us_per_sample = time_per_sample(v.transform, pil_sources if v.as_pil else sources,
+                                          repeat=(20 if fast else 2) if quick else (50 if fast else 5))
+        sample = v.collate([(v.transform(sources[0]), 7)])
+        v.bytes_per_sample = sample.nbytes if hasattr(sample, "nbytes") else \
+            sum(t.numel() * t.element_size() for t in sample)
+    for v in variants:
+        length = batch_size * (batches + 1) * 2
+        dataset = pipelines.SyntheticImages(length, v.transform, pool=len(sources), as_pil=v.as_pil,
+                                            generate_per_item=generate_per_item)
+        for w in workers:
+            best = 0.0
+            for pf in (prefetches if w > 0 else [None]):
+                _say(f"DataLoader: {v.name}, num_workers={w}, prefetch_factor={pf}")
+                best = max(best, loader_rate(dataset, batch_size, v.collate, w, pf, batches))
+            v.loader[f"w={w}"] = best
+    base = variants[0].us_per_sample
+    return {"workload": {"source": f"{pipelines.SOURCE_SIZE}x{pipelines.SOURCE_SIZE}x3 uint8",
+                         "crop": pipelines.CROP, "p": pipelines.P, "structure": "cross",
+                         "batch_size": batch_size, "generate_per_item": generate_per_item},
+            "machine": {"cores": cores, "torch": torch.__version__, "backend": fastprep.backend()},
+            "gpu_rate": gpu_rate,
+            "variants": [{**asdict(v), "transform": None, "collate": None,
+                          "speedup": base / v.us_per_sample,
+                          "one_core_feeds": 1e6 / v.us_per_sample / gpu_rate} for v in variants]}
+
+
+def table(result: dict) -> str:
+    ws = list(result["variants"][0]["loader"])
+    head = (f"{'variant':<30}{'us/sample':>11}{'speedup':>9}{'bytes/sample':>14}"
+            f"{'1 core feeds':>14}" + "".join(f"{'samples/s ' + w:>16}" for w in ws))
+    lines = [head, "-" * len(head)]
+    for v in result["variants"]:
+        lines.append(f"{v['name']:<30}{v['us_per_sample']:>11.1f}{v['speedup']:>8.1f}x"
+                     f"{v['bytes_per_sample']:>14,}{v['one_core_feeds']:>13.1%} "
+                     + "".join(f"{v['loader'][w]:>16.0f}" for w in ws))
+    lines.append(f"(1 core feeds = share of a GPU consuming {result['gpu_rate']:.0f} samples/s that "
+                 f"one core's transforms keep up with; samples/s through a DataLoader, batch "
+                 f"{result['workload']['batch_size']}, best prefetch_factor)")
+    return "\n".join(lines)
+
+
+def main(args: Any) -> int:
+    result = run(quick=args.quick, generate_per_item=args.generate_per_item, gpu_rate=args.gpu_rate,
+                 batch_size=args.batch_size,
+                 workers=[int(w) for w in args.workers.split(",")] if args.workers else None)
+    print(table(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    if args.plot:
+        from fastprep.plotting import plot_bench  # noqa: PLC0415
+
+        plot_bench(result, args.plot)
+    return 0

@@ -1,0 +1,124 @@
+"""Command-line entry points: `python -m fastprep {demo,bench,diagnose}`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def _best_time(fn, repeat: int = 50) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def demo(_args: argparse.Namespace) -> int:
+    """Show the active backend and build, then pack/unpack binary maps and check them."""
+    import numpy as np
+    import torch
+
+    import fastprep
+
+    print(f"fastprep {fastprep.__version__} on torch {torch.__version__}: backend = {fastprep.backend()}")
+    try:
+        for key, value in fastprep.build_info().items():
+            print(f"  {key:<22} {value}")
+    except RuntimeError as exc:
+        print(f"  (no native build: {exc})")
+    torch.manual_seed(0)
+    masks = torch.rand(8, 256, 256) < 0.25
+    for dim in (0, 2):
+        packed = fastprep.pack_bits(masks, dim)
+        same = np.array_equal(packed.numpy(), np.packbits(masks.numpy(), axis=dim, bitorder="little"))
+        back = torch.equal(fastprep.unpack_bits(packed, masks.shape[dim], dim), masks)
+        t_fp = _best_time(lambda: fastprep.pack_bits(masks, dim))
+        t_np = _best_time(lambda: np.packbits(masks.numpy(), axis=dim, bitorder="little"))
+        print(f"pack_bits 8x256x256 along dim {dim}: {masks.nbytes} -> {packed.nbytes} bytes, "
+              f"equal to numpy: {same}, round trip: {back}, "
+              f"{t_fp * 1e6:.1f} us vs numpy {t_np * 1e6:.1f} us ({t_np / t_fp:.1f}x)")
+        if not (same and back):
+            return 1
+    return 0
+
+
+def diagnose(args: argparse.Namespace) -> int:
+    """Run the caching method (and optionally the loader sweep) on a pipeline."""
+    import importlib  # noqa: PLC0415
+    import json  # noqa: PLC0415
+
+    from torch.utils.data import DataLoader  # noqa: PLC0415
+
+    from fastprep import diagnose as dg  # noqa: PLC0415
+
+    if args.demo:
+        from fastprep.demo_model import demo_factory as factory  # noqa: PLC0415
+    elif args.target:
+        module, _, name = args.target.partition(":")
+        if not name:
+            raise SystemExit(f"diagnose: expected MODULE:FACTORY, got {args.target!r}")
+        factory = getattr(importlib.import_module(module), name)
+    else:
+        raise SystemExit("diagnose: give MODULE:FACTORY or --demo")
+    made = factory()
+    dataset, step_fn, batch_size = made[:3]
+    collate_fn = made[3] if len(made) > 3 else None
+
+    def loader_factory(dataset=dataset):
+        return DataLoader(dataset, batch_size=batch_size, num_workers=args.workers,
+                          collate_fn=collate_fn, shuffle=False)
+
+    say = lambda msg: print(f"  .. {msg}", file=sys.stderr, flush=True)  # noqa: E731
+    report = dg.find_bottleneck(loader_factory, step_fn, device=args.device, steps=args.steps,
+                                warmup=3, progress=say)
+    print(report.table())
+    out = {"bottleneck": report.as_dict()}
+    if args.sweep:
+        sweep = dg.sweep_loader(dataset, batch_size, step_fn, device=args.device,
+                                collate_fn=collate_fn, steps=args.steps, warmup=1, progress=say)
+        print(sweep.table())
+        out["sweep"] = {"rows": sweep.rows, "best": sweep.best}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+    if args.plot:
+        from fastprep.plotting import plot_report  # noqa: PLC0415
+
+        plot_report(report, args.plot)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fastprep", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help=demo.__doc__).set_defaults(func=demo)
+
+    bench = sub.add_parser("bench", help="the target workload, the usual way vs fastprep")
+    bench.add_argument("--quick", action="store_true", help="fewer repeats and batches (< 60 s)")
+    bench.add_argument("--generate-per-item", action="store_true",
+                       help="generate every source image instead of drawing from a pool")
+    bench.add_argument("--gpu-rate", type=float, default=5000.0,
+                       help="samples/s the GPU consumes, for the '1 core feeds' column")
+    bench.add_argument("--batch-size", type=int, default=256)
+    bench.add_argument("--workers", help="comma-separated num_workers to try (default 0..cores)")
+    bench.add_argument("--json", help="write the results here")
+    bench.add_argument("--plot", help="draw samples/s per num_workers to this PNG (matplotlib)")
+    bench.set_defaults(func=lambda a: __import__("fastprep.bench", fromlist=["main"]).main(a))
+
+    diag = sub.add_parser("diagnose", help="find the stage that starves the device")
+    diag.add_argument("target", nargs="?", help="MODULE:FACTORY returning (dataset, step_fn, batch_size[, collate_fn])")
+    diag.add_argument("--demo", action="store_true", help="a small CPU model on the target pipeline")
+    diag.add_argument("--device", default="cpu")
+    diag.add_argument("--workers", type=int, default=0, help="num_workers of the DataLoader")
+    diag.add_argument("--steps", type=int, default=10)
+    diag.add_argument("--sweep", action="store_true", help="also sweep DataLoader settings")
+    diag.add_argument("--json")
+    diag.add_argument("--plot")
+    diag.set_defaults(func=diagnose)
+
+    args = parser.parse_args(argv)
+    return args.func(args)
