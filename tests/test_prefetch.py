@@ -110,3 +110,23 @@ def test_cuda_copies_on_a_side_stream_and_decodes_on_device():
         assert images.is_cuda and masks.is_cuda and labels.is_cuda
         torch.testing.assert_close(images.cpu(), torch.stack([s[0] for s in samples]).float() / 255)
         assert torch.equal(masks.cpu(), torch.stack([s[1] for s in samples]))
+
+
+def test_reuse_recycles_batch_buffers_through_the_prefetcher():
+    from fastprep import CompactCollate
+    collate = CompactCollate(reuse=True)
+    samples = [[(torch.full((1, 2, 2), k, dtype=torch.uint8), k) for _ in range(3)] for k in range(5)]
+    seen_ptrs, values = set(), []
+    for batch in DevicePrefetcher(map(collate, samples), "cpu", depth=1, release=True):
+        seen_ptrs.add(batch.data[0].data_ptr())
+        values.append(int(batch.data[0][0, 0, 0, 0]))
+    assert values == [0, 1, 2, 3, 4]
+    assert len(seen_ptrs) <= 2  # one buffer in flight, one with the consumer: recycled after that
+
+
+def test_released_batch_cannot_be_used():
+    from fastprep import compact_collate
+    batch = compact_collate([(torch.zeros(1, 1, 1, dtype=torch.uint8), 1)])
+    batch.release()
+    with pytest.raises(RuntimeError, match="was released"):
+        batch.tensors()

@@ -30,11 +30,21 @@ class CompactBatch:
     """A collated batch: `data` has the samples' structure (tuple, list, dict, namedtuple) with
     compact tensors at the leaves; `layout` has the same structure with a Leaf per field."""
 
-    def __init__(self, data: Any, layout: Any):
+    def __init__(self, data: Any, layout: Any, pool: Any = None):
         self.data = data
         self.layout = layout
+        self._pool = pool  # the BufferPool of a reusing CompactCollate, if any
+
+    def release(self) -> None:
+        """Hand this batch's buffers back to its CompactCollate(reuse=True) for the next batch.
+        The batch must not be used afterwards; without a pool this only drops the references."""
+        if self._pool is not None:
+            for t in self.tensors():
+                self._pool.give(t)
+        self.data = None
 
     def _map(self, fn) -> CompactBatch:
+        # The result owns new tensors (pinned or on another device): they never return to the pool.
         return CompactBatch(tree_map(lambda x: fn(x) if isinstance(x, torch.Tensor) else x, self.data),
                             self.layout)
 
@@ -47,6 +57,8 @@ class CompactBatch:
         return self._map(lambda t: t.to(device, non_blocking=non_blocking))
 
     def tensors(self) -> list[torch.Tensor]:
+        if self.data is None:
+            raise RuntimeError("CompactBatch: this batch was released")
         return [x for x in leaves(self.data) if isinstance(x, torch.Tensor)]
 
     @property

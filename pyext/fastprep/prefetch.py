@@ -41,10 +41,13 @@ class DevicePrefetcher:
         depth: batches in flight ahead of the consumer (>= 1).
         decode: None; True to call CompactBatch.decode() with its defaults; or a callable applied
             to each batch once it is on the device (e.g. ``lambda b: b.decode(num_classes=10)``).
+        release: hand each host CompactBatch back to its CompactCollate(reuse=True) once the
+            consumer asks for the next batch (its copy is then complete, and on CPU the consumer
+            is done with the tensors it shared). Do not keep batches past their iteration.
     """
 
     def __init__(self, source: Iterable[Any], device: Any, depth: int = 2,
-                 decode: bool | Callable[[Any], Any] | None = None):
+                 decode: bool | Callable[[Any], Any] | None = None, release: bool = False):
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ValueError(f"DevicePrefetcher: expected depth to be an int >= 1, got {depth!r}")
         if not (decode is None or decode is True or callable(decode)):
@@ -54,6 +57,7 @@ class DevicePrefetcher:
         self.device = torch.device(device)
         self.depth = depth
         self.decode = (lambda b: b.decode()) if decode is True else decode
+        self.release = release
         self._streams = self.device.type == "cuda" and torch.cuda.is_available()
 
     def __len__(self) -> int:
@@ -63,6 +67,7 @@ class DevicePrefetcher:
         it = iter(self.source)
         pending: deque = deque()
         side = torch.cuda.Stream(self.device) if self._streams else None
+        done: tuple[Any, Any] | None = None  # the host batch the consumer last received, and its copy
         try:
             exhausted = False
             while True:
@@ -73,23 +78,36 @@ class DevicePrefetcher:
                         exhausted = True
                         break
                     pending.append(self._start_copy(batch, side))
+                if done is not None:
+                    self._release(*done)
+                    done = None
                 if not pending:
                     return
-                yield self._finish(*pending.popleft())
+                moved, event, host = pending.popleft()
+                if self.release:
+                    done = (host, event)
+                yield self._finish(moved, event)
         finally:
             pending.clear()
             shutdown = getattr(it, "_shutdown_workers", None)  # stop DataLoader workers early
             if callable(shutdown):
                 shutdown()
 
-    def _start_copy(self, batch: Any, side: Any) -> tuple[Any, Any]:
+    def _start_copy(self, batch: Any, side: Any) -> tuple[Any, Any, Any]:
         if side is None:
-            return _move(batch, self.device, non_blocking=False), None
+            return _move(batch, self.device, non_blocking=False), None, batch
         with torch.cuda.stream(side):
             moved = _move(batch, self.device, non_blocking=True)
             event = torch.cuda.Event()
             event.record(side)
-        return moved, event
+        return moved, event, batch
+
+    @staticmethod
+    def _release(host: Any, event: Any) -> None:
+        if isinstance(host, CompactBatch):
+            if event is not None:
+                event.synchronize()  # the non_blocking copy must have read the buffer
+            host.release()
 
     def _finish(self, batch: Any, event: Any) -> Any:
         if event is not None:
