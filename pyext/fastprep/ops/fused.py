@@ -1,0 +1,100 @@
+"""crop_mask_ycbcr: the target pipeline's per-sample work in one pass. Schema, fake kernel and
+the torch-ops composition (the definition, and what non-CPU devices run). Kernels:
+csrc/kernels/crop_mask_ycbcr.cpp (native), numba_kernels/crop_mask_ycbcr.py (Numba)."""
+
+from __future__ import annotations
+
+import torch
+
+from fastprep import _checks
+from fastprep.ops._library import define, impl_any_device
+
+define("crop_mask_ycbcr(Tensor img, int height, int width, float p, int seed, str layout='HWC', "
+       "str structure='cross', ScalarType? out_dtype=None, float scale=1.0, bool return_mask=False, "
+       "int? mask_seed=None) -> (Tensor, Tensor)")
+
+OUT_DTYPES = (torch.uint8, torch.float32, torch.float16, torch.bfloat16)
+
+
+def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: int,
+                    layout: str = "HWC", structure: str = "cross",
+                    out_dtype: torch.dtype | None = None, scale: float = 1.0,
+                    return_mask: bool = False, mask_seed: int | None = None):
+    """Random crop, dilated Bernoulli(p) mask zeroing all channels, RGB -> YCbCr: one pass that
+    reads only the crop window of a uint8 RGB image (``[H, W, 3]``, or ``[3, H, W]`` with
+    layout="CHW") and writes YCbCr CHW planes of `out_dtype` (uint8 by default) times `scale`.
+
+    Bit-identical to::
+
+        c = random_crop(img, height, width, seed, layout)
+        m = random_dilated_mask([height, width], p, mask_seed, structure, packed=True)
+        rgb_to_ycbcr(mask_fill(c, m, 0), "CHW", out_dtype, scale)
+
+    with ``mask_seed = derive_seed(seed, 1)`` when not given: the crop uses `seed` itself (so
+    random_crop with the same seed picks the same window) and the mask an independent stream.
+    With ``return_mask=True`` it returns ``(image, packed_mask)`` where the image is *not* masked:
+    ship the uint8 image plus the bits (``[height, ceil(width / 8)]``, little bit order) and set
+    the masked pixels on the device instead, to YCbCr black ``(0, 128, 128) * scale``.
+    """
+    image, mask = torch.ops.fastprep.crop_mask_ycbcr(img, height, width, p, seed, layout, structure,
+                                                     out_dtype, scale, return_mask, mask_seed)
+    return (image, mask) if return_mask else image
+
+
+def check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, scale):
+    """Returns (ImageView, output dtype)."""
+    op = "crop_mask_ycbcr"
+    _checks.check_dtype(op, "img", img, torch.uint8)
+    hwc = _checks.parse_layout(op, layout)
+    if img.dim() != 3:
+        _checks.fail(op, ": expected img to be a 3-D ", "[H, W, C]" if hwc else "[C, H, W]",
+                     " image, got a ", img.dim(), "-D tensor")
+    v = _checks.image_view(op, "img", img, hwc)
+    if v.c != 3:
+        _checks.fail(op, ": expected img to have 3 channels, got ", v.c)
+    if height <= 0 or width <= 0:
+        _checks.fail(op, ": expected a positive crop size, got height=", height, " width=", width)
+    if height > v.h or width > v.w:
+        _checks.fail(op, ": crop ", height, "x", width, " is larger than the image ", v.h, "x", v.w)
+    if not 0.0 <= p <= 1.0:  # also rejects NaN
+        _checks.fail(op, ": expected 0 <= p <= 1, got p=", p)
+    if structure not in ("cross", "square"):
+        _checks.fail(op, ": expected structure to be 'cross' or 'square', got '", structure, "'")
+    odt = torch.uint8 if out_dtype is None else out_dtype
+    if odt not in OUT_DTYPES:
+        _checks.fail(op, ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or "
+                     "torch.bfloat16, got ", odt)
+    if odt == torch.uint8 and scale != 1.0:
+        _checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", f"{scale:g}")
+    return v, odt
+
+
+def mask_seed_of(seed: int, mask_seed: int | None) -> int:
+    from fastprep.rng import derive_seed  # noqa: PLC0415
+
+    return derive_seed(seed, 1) if mask_seed is None else mask_seed
+
+
+@torch.library.register_fake("fastprep::crop_mask_ycbcr")
+def _crop_mask_ycbcr_fake(img, height, width, p, seed, layout="HWC", structure="cross",
+                          out_dtype=None, scale=1.0, return_mask=False, mask_seed=None):
+    _, odt = check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, scale)
+    mask_shape = [height, (width + 7) // 8] if return_mask else [0]
+    return img.new_empty([3, height, width], dtype=odt), img.new_empty(mask_shape, dtype=torch.uint8)
+
+
+def crop_mask_ycbcr_torch(img, height, width, p, seed, layout="HWC", structure="cross",
+                          out_dtype=None, scale=1.0, return_mask=False, mask_seed=None):
+    """The composition that defines the op, on any device."""
+    _, odt = check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, scale)
+    ops = torch.ops.fastprep
+    crop = ops.random_crop(img, height, width, seed, layout, False, 0.0)
+    mask = ops.random_dilated_mask([height, width], p, mask_seed_of(seed, mask_seed), structure, 1,
+                                   True).to(img.device)
+    if not return_mask:
+        crop = ops.mask_fill(crop, mask, 0.0, "CHW")
+    image = ops.rgb_to_ycbcr(crop, "CHW", odt, scale)
+    return image, (mask if return_mask else img.new_empty([0], dtype=torch.uint8))
+
+
+impl_any_device("crop_mask_ycbcr", crop_mask_ycbcr_torch)

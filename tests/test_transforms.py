@@ -1,0 +1,109 @@
+"""Transforms: inputs they take, seeds they draw, and the fused Compose path."""
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+import fastprep
+from fastprep import transforms as T
+
+PIL = pytest.importorskip("PIL.Image")
+
+
+def _hwc(h=40, w=50, seed=0):
+    return np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
+
+
+def _chain(**kw):
+    return [T.RandomCrop(16, **kw), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]
+
+
+@pytest.mark.parametrize("kind", ["pil", "numpy", "tensor_hwc", "tensor_chw"])
+def test_inputs_all_give_the_same_chw_output(kind):
+    arr = _hwc()
+    img, layout = {"pil": (PIL.fromarray(arr), "CHW"), "numpy": (arr, "CHW"),
+                   "tensor_hwc": (torch.from_numpy(arr), "HWC"),
+                   "tensor_chw": (torch.from_numpy(arr).permute(2, 0, 1).contiguous(), "CHW")}[kind]
+    torch.manual_seed(3)
+    out = T.Compose([T.RandomCrop(16, layout=layout), T.RandomDilatedMask(0.25), T.RGBToYCbCr()],
+                    fuse=False)(img)
+    torch.manual_seed(3)
+    ref = T.Compose(_chain(layout="HWC"), fuse=False)(torch.from_numpy(arr))
+    assert out.shape == (3, 16, 16) and out.dtype == torch.uint8
+    assert torch.equal(out, ref)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("out_dtype,scale", [(None, 1.0), (torch.float32, 1 / 255), (torch.bfloat16, 1.0)])
+def test_fused_compose_equals_the_unfused_chain(seed, out_dtype, scale):
+    arr = _hwc(37, 61, seed)
+    steps = [T.RandomCrop((20, 24), layout="HWC"), T.RandomDilatedMask(0.3, structure="square"),
+             T.RGBToYCbCr(out_dtype=out_dtype, scale=scale)]
+    torch.manual_seed(seed)
+    fused = T.Compose(steps)(torch.from_numpy(arr))
+    after_fused = torch.randint(0, 2**30, ())
+    torch.manual_seed(seed)
+    unfused = T.Compose(steps, fuse=False)(torch.from_numpy(arr))
+    assert torch.equal(torch.randint(0, 2**30, ()), after_fused)  # same draws from the generator
+    assert T.fusable(steps) and torch.equal(fused, unfused)
+
+
+def test_compose_fuses_only_what_the_fused_op_covers():
+    assert not T.fusable([T.RandomCrop(4, pad_if_needed=True), T.RandomDilatedMask(0.1), T.RGBToYCbCr()])
+    assert not T.fusable([T.RandomCrop(4), T.RandomDilatedMask(0.1, iterations=2), T.RGBToYCbCr()])
+    assert not T.fusable([T.RandomCrop(4), T.RandomDilatedMask(0.1, value=3), T.RGBToYCbCr()])
+    x = torch.rand(3, 20, 20)  # float input: the fused op takes uint8, so the steps run one by one
+    torch.manual_seed(0)
+    out = T.Compose(_chain())(x)
+    torch.manual_seed(0)
+    assert out.dtype == torch.float32 and torch.equal(out, T.Compose(_chain(), fuse=False)(x))
+
+
+def test_generator_argument_and_manual_seed_reproduce():
+    arr = _hwc()
+    a = T.RandomCrop(8, generator=torch.Generator().manual_seed(1))(arr)
+    b = T.RandomCrop(8, generator=torch.Generator().manual_seed(1))(arr)
+    assert torch.equal(a, b)
+    torch.manual_seed(0)
+    c = T.RandomDilatedMask(0.5)(arr)
+    torch.manual_seed(0)
+    assert torch.equal(T.RandomDilatedMask(0.5)(arr), c)
+
+
+def test_to_dtype_and_grayscale():
+    gray = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    out = T.ToDtype(torch.float32, scale=True)(gray)
+    assert out.shape == (1, 3, 4) and torch.allclose(out[0], torch.from_numpy(gray).float() / 255)
+    assert T.RandomCrop(2)(PIL.fromarray(gray)).shape == (1, 2, 2)
+    with pytest.raises(RuntimeError, match="expected img to have 3 channels, got 1"):
+        T.RGBToYCbCr()(gray)
+
+
+def test_rgba_and_bad_inputs():
+    rgba = PIL.fromarray(np.zeros((4, 4, 4), np.uint8), "RGBA")
+    assert T.RandomCrop(2)(rgba).shape == (4, 2, 2)
+    with pytest.raises(TypeError, match="expected a PIL image, a numpy array or a tensor, got str"):
+        T.RandomCrop(2)("image.png")
+    with pytest.raises(ValueError, match="expected an HWC image array, got 4-D"):
+        T.RandomCrop(2)(np.zeros((1, 2, 3, 4), np.uint8))
+
+
+class _Images(Dataset):
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        return T.Compose(_chain(layout="HWC"))(torch.from_numpy(_hwc(30, 30, i))), i
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_same_samples_whatever_num_workers(workers):
+    torch.manual_seed(7)
+    ds = T.SeedByIndex(_Images())
+    batches = list(DataLoader(ds, batch_size=4, num_workers=workers, collate_fn=fastprep.compact_collate))
+    torch.manual_seed(7)
+    ref = T.SeedByIndex(_Images())
+    for b, batch in enumerate(batches):
+        for j in range(4):
+            assert torch.equal(batch.data[0][j], ref[4 * b + j][0])
