@@ -23,3 +23,7 @@ __all__ = [
     "random_word",
     "unpack_bits",
 ]
+
+from fastprep.ops import crop, random_crop, random_crop_params  # noqa: E402
+
+__all__ += ["crop", "random_crop", "random_crop_params"]

@@ -19,3 +19,10 @@ def register() -> None:
         _LIB = torch.library.Library("fastprep", "IMPL")
         for name, fn in CPU_KERNELS.items():
             _LIB.impl(name, fn, "CPU")
+
+from fastprep.numba_kernels import crop  # noqa: E402
+
+CPU_KERNELS.update({
+    "crop": crop.crop,
+    "random_crop": crop.random_crop,
+})

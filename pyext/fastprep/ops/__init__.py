@@ -3,3 +3,6 @@
 from fastprep.ops.pack_bits import pack_bits, unpack_bits
 
 __all__ = ["pack_bits", "unpack_bits"]
+from fastprep.ops.crop import crop, random_crop, random_crop_params  # noqa: E402
+
+__all__ += ["crop", "random_crop", "random_crop_params"]
