@@ -1,5 +1,6 @@
-// Bit-exact float16 / bfloat16 conversions both backends use (Numba has no bf16, and fp16 casts
-// must not depend on the compiler), so C++ and Numba give the same bits.
+// JFIF (BT.601 full range) RGB <-> YCbCr on CHW or HWC images, torch-free, plus the bit-exact
+// float16 / bfloat16 conversions both backends use (Numba has no bf16, and fp16 casts must not
+// depend on the compiler), so C++ and Numba give the same bits.
 // Mirror: pyext/fastprep/numba_kernels/color.py.
 #pragma once
 #include <cstdint>
@@ -31,7 +32,10 @@ inline uint16_t float_to_half_bits(float f) {
   const uint32_t x = float_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t a = x & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u | ((a >> 13) & 0x3FFu));
+  if (a > 0x7F800000u) {  // NaN: keep the top payload bits, as numpy does, but stay a NaN
+    const uint32_t payload = (a >> 13) & 0x3FFu;
+    return static_cast<uint16_t>(sign | 0x7C00u | (payload ? payload : 1u));
+  }
   if (a >= 0x47800000u) return static_cast<uint16_t>(sign | 0x7C00u);
   uint32_t h, rem, halfway;
   if (a >= 0x38800000u) {  // a half normal: rebias the exponent, drop 13 mantissa bits
@@ -66,5 +70,20 @@ inline float half_bits_to_float(uint16_t h) {
 }
 
 inline float bf16_bits_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
+
+// Element types by code: 0 uint8, 1 float32, 2 float16, 3 bfloat16.
+enum ColorType : int { kU8 = 0, kF32 = 1, kF16 = 2, kBF16 = 3 };
+
+struct ColorSource {
+  const void* data;     // element (channel 0, 0, 0)
+  int64_t h, w;
+  int64_t sc, sh, sw;   // element strides of channel, row, column
+};
+
+// out: [3, h, w] contiguous. forward: RGB -> YCbCr, else YCbCr -> RGB.
+// uint8 -> uint8: exact (see color.cpp). Otherwise float32 math, output * scale, rounded to the
+// output type. The chroma offset is 128 for uint8 input and 0.5 for float input.
+void convert_color(const ColorSource& src, int in_type, void* out, int out_type, bool forward,
+                   float scale);
 
 }  // namespace fastprep::kernels

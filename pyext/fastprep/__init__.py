@@ -24,6 +24,6 @@ __all__ = [
     "unpack_bits",
 ]
 
-from fastprep.ops import crop, random_crop, random_crop_params  # noqa: E402
+from fastprep.ops import crop, random_crop, random_crop_params, rgb_to_ycbcr, ycbcr_to_rgb  # noqa: E402
 
-__all__ += ["crop", "random_crop", "random_crop_params"]
+__all__ += ["crop", "random_crop", "random_crop_params", "rgb_to_ycbcr", "ycbcr_to_rgb"]

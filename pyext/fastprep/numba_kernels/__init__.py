@@ -20,9 +20,11 @@ def register() -> None:
         for name, fn in CPU_KERNELS.items():
             _LIB.impl(name, fn, "CPU")
 
-from fastprep.numba_kernels import crop  # noqa: E402
+from fastprep.numba_kernels import color, crop  # noqa: E402
 
 CPU_KERNELS.update({
     "crop": crop.crop,
     "random_crop": crop.random_crop,
+    "rgb_to_ycbcr": color.rgb_to_ycbcr,
+    "ycbcr_to_rgb": color.ycbcr_to_rgb,
 })
