@@ -30,3 +30,7 @@ __all__ = [
     "random_word",
     "unpack_bits",
 ]
+
+from fastprep.ops import crop, random_crop, random_crop_params, rgb_to_ycbcr, ycbcr_to_rgb  # noqa: E402
+
+__all__ += ["crop", "random_crop", "random_crop_params", "rgb_to_ycbcr", "ycbcr_to_rgb"]

@@ -19,3 +19,12 @@ def register() -> None:
         _LIB = torch.library.Library("fastprep", "IMPL")
         for name, fn in CPU_KERNELS.items():
             _LIB.impl(name, fn, "CPU")
+
+from fastprep.numba_kernels import color, crop  # noqa: E402
+
+CPU_KERNELS.update({
+    "crop": crop.crop,
+    "random_crop": crop.random_crop,
+    "rgb_to_ycbcr": color.rgb_to_ycbcr,
+    "ycbcr_to_rgb": color.ycbcr_to_rgb,
+})

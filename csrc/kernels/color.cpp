@@ -1,0 +1,136 @@
+#include "kernels/color.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "kernels/isa.h"
+
+namespace fastprep::kernels {
+namespace {
+
+// uint8 -> uint8 is exact: each output is floor(N / D) for an exact integer N (the formula with
+// its decimal constants scaled by D, plus D / 2 for rounding half up), N clamped to [0, 256 D)
+// so the result lands in [0, 255]. floor(N / D) is then (N * M) >> S with M = ceil(2^S / D),
+// which is exact for all N < 2^k when (M D - 2^S) 2^k < 2^S (S below satisfy it; the 2^24-colour
+// test in tests/test_color.py checks the end result).
+//   Y  + 1/2 = (299 R + 587 G + 114 B + 500) / 1000
+//   Cb + 1/2 = (-5273 R - 10352 G + 15625 B + 4015625) / 31250     (the 1e-6 constants / 32)
+//   Cr + 1/2 = (15625 R - 13084 G - 2541 B + 4015625) / 31250
+//   R  + 1/2 = (500 Y + 250 + 701 (Cr - 128)) / 500
+//   G  + 1/2 = (125000 Y + 62500 - 43017 (Cb - 128) - 89267 (Cr - 128)) / 125000
+//   B  + 1/2 = (250 Y + 125 + 443 (Cb - 128)) / 250
+template <int64_t D, int S, uint64_t M>
+inline uint8_t div_clamped(int32_t n) {
+  static_assert(M == ((uint64_t{1} << S) + D - 1) / D, "M = ceil(2^S / D)");
+  const int32_t c = std::min<int32_t>(std::max<int32_t>(n, 0), static_cast<int32_t>(256 * D - 1));
+  return static_cast<uint8_t>((static_cast<uint64_t>(static_cast<uint32_t>(c)) * M) >> S);
+}
+
+inline void rgb_to_ycbcr_u8(int32_t r, int32_t g, int32_t b, uint8_t& y, uint8_t& cb, uint8_t& cr) {
+  y = div_clamped<1000, 26, 67109>(299 * r + 587 * g + 114 * b + 500);
+  cb = div_clamped<31250, 37, 4398047>(-5273 * r - 10352 * g + 15625 * b + 4015625);
+  cr = div_clamped<31250, 37, 4398047>(15625 * r - 13084 * g - 2541 * b + 4015625);
+}
+
+inline void ycbcr_to_rgb_u8(int32_t y, int32_t cb, int32_t cr, uint8_t& r, uint8_t& g, uint8_t& b) {
+  cb -= 128;
+  cr -= 128;
+  r = div_clamped<500, 25, 67109>(500 * y + 250 + 701 * cr);
+  g = div_clamped<125000, 42, 35184373>(125000 * y + 62500 - 43017 * cb - 89267 * cr);
+  b = div_clamped<250, 24, 67109>(250 * y + 125 + 443 * cb);
+}
+
+template <typename T> inline float load(const T* p);
+template <> inline float load<uint8_t>(const uint8_t* p) { return static_cast<float>(*p); }
+template <> inline float load<float>(const float* p) { return *p; }
+struct Half { uint16_t bits; };
+struct BF16 { uint16_t bits; };
+template <> inline float load<Half>(const Half* p) { return half_bits_to_float(p->bits); }
+template <> inline float load<BF16>(const BF16* p) { return bf16_bits_to_float(p->bits); }
+
+inline void store(float* p, float v) { *p = v; }
+inline void store(Half* p, float v) { p->bits = float_to_half_bits(v); }
+inline void store(BF16* p, float v) { p->bits = float_to_bf16_bits(v); }
+
+// The float formulas, evaluated left to right in float32 (the Numba mirror does the same ops).
+inline void rgb_to_ycbcr_f(float r, float g, float b, float d, float& y, float& cb, float& cr) {
+  y = 0.299f * r + 0.587f * g + 0.114f * b;
+  cb = -0.168736f * r - 0.331264f * g + 0.5f * b + d;
+  cr = 0.5f * r - 0.418688f * g - 0.081312f * b + d;
+}
+
+inline void ycbcr_to_rgb_f(float y, float cb, float cr, float d, float& r, float& g, float& b) {
+  r = y + 1.402f * (cr - d);
+  g = y - 0.344136f * (cb - d) - 0.714136f * (cr - d);
+  b = y + 1.772f * (cb - d);
+}
+
+// SW / SC: compile-time column / channel strides when known (1 and 0: planar rows; 3 and 1:
+// packed HWC), 0 for runtime strides. Known strides let the compiler vectorise the loads.
+template <int SW, int SC, bool Fwd, typename In, typename Out>
+void rows(const In* src, int64_t h, int64_t w, int64_t sc_rt, int64_t sh, int64_t sw_rt, Out* out,
+          float delta, float scale) {
+  const int64_t sw = SW ? SW : sw_rt, sc = SC ? SC : sc_rt;
+  const int64_t plane = h * w;
+  for (int64_t yy = 0; yy < h; ++yy) {
+    const In* s = src + yy * sh;
+    Out* o0 = out + yy * w;
+    Out* o1 = o0 + plane;
+    Out* o2 = o1 + plane;
+    for (int64_t x = 0; x < w; ++x) {
+      const In* p = s + x * sw;
+      if constexpr (std::is_same_v<In, uint8_t> && std::is_same_v<Out, uint8_t>) {
+        if constexpr (Fwd) rgb_to_ycbcr_u8(p[0], p[sc], p[2 * sc], o0[x], o1[x], o2[x]);
+        else ycbcr_to_rgb_u8(p[0], p[sc], p[2 * sc], o0[x], o1[x], o2[x]);
+      } else {
+        float a, b, c;
+        if constexpr (Fwd) rgb_to_ycbcr_f(load(p), load(p + sc), load(p + 2 * sc), delta, a, b, c);
+        else ycbcr_to_rgb_f(load(p), load(p + sc), load(p + 2 * sc), delta, a, b, c);
+        store(o0 + x, a * scale);
+        store(o1 + x, b * scale);
+        store(o2 + x, c * scale);
+      }
+    }
+  }
+}
+
+template <bool Fwd, typename In, typename Out>
+FASTPREP_MULTIVERSION void convert_typed(const ColorSource& s, void* out, float delta, float scale) {
+  const In* src = static_cast<const In*>(s.data);
+  Out* o = static_cast<Out*>(out);
+  if (s.sw == 1) rows<1, 0, Fwd>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
+  else if (s.sw == 3 && s.sc == 1) rows<3, 1, Fwd>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
+  else rows<0, 0, Fwd>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
+}
+
+template <bool Fwd, typename In>
+void convert_in(const ColorSource& s, void* out, int out_type, float delta, float scale) {
+  switch (out_type) {
+    case kU8:  // only from uint8: the bindings reject float -> uint8
+      if constexpr (std::is_same_v<In, uint8_t>) convert_typed<Fwd, In, uint8_t>(s, out, delta, scale);
+      break;
+    case kF32: convert_typed<Fwd, In, float>(s, out, delta, scale); break;
+    case kF16: convert_typed<Fwd, In, Half>(s, out, delta, scale); break;
+    default: convert_typed<Fwd, In, BF16>(s, out, delta, scale); break;
+  }
+}
+
+template <bool Fwd>
+void convert_dir(const ColorSource& s, int in_type, void* out, int out_type, float scale) {
+  switch (in_type) {
+    case kU8: convert_in<Fwd, uint8_t>(s, out, out_type, 128.0f, scale); break;
+    case kF32: convert_in<Fwd, float>(s, out, out_type, 0.5f, scale); break;
+    case kF16: convert_in<Fwd, Half>(s, out, out_type, 0.5f, scale); break;
+    default: convert_in<Fwd, BF16>(s, out, out_type, 0.5f, scale); break;
+  }
+}
+
+}  // namespace
+
+void convert_color(const ColorSource& src, int in_type, void* out, int out_type, bool forward,
+                   float scale) {
+  if (forward) convert_dir<true>(src, in_type, out, out_type, scale);
+  else convert_dir<false>(src, in_type, out, out_type, scale);
+}
+
+}  // namespace fastprep::kernels

@@ -1,0 +1,21 @@
+// Crop of one image (any strides, CHW or HWC) into a contiguous [C, h, w] output, torch-free.
+// A copy, so kernels dispatch on element size only. The window may extend past the image (the
+// padded random crop): those output pixels get `fill_bits`.
+// Mirror: pyext/fastprep/numba_kernels/crop.py.
+#pragma once
+#include <cstdint>
+
+namespace fastprep::kernels {
+
+struct CropSource {
+  const void* data;        // element (0, 0, 0) of the image
+  int64_t c, h, w;         // image sizes
+  int64_t sc, sh, sw;      // element strides (any, e.g. HWC is sc=1, sw=c)
+};
+
+// out: [c, height, width] contiguous. Output (y, x) reads source (top + y, left + x) when inside
+// the image, else gets fill_bits (the element's bit pattern, low elem_size bytes).
+void crop(const CropSource& src, void* out, int elem_size, int64_t top, int64_t left,
+          int64_t height, int64_t width, uint32_t fill_bits);
+
+}  // namespace fastprep::kernels

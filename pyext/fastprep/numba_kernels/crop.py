@@ -1,0 +1,118 @@
+"""Numba mirror of csrc/kernels/crop.cpp (kernel) and csrc/ops/crop.cpp (binding).
+
+The source is a flat array over the image's storage span (no copy), indexed with element
+strides, as the C++ kernel indexes its raw pointer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit
+
+from fastprep import _checks
+from fastprep.numba_kernels.color import float_to_bf16_bits, float_to_half_bits
+from fastprep.ops.crop import check_crop, check_random_crop, random_crop_params, sample_seed
+
+_UINT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
+
+
+@njit(cache=True)
+def crop_rows(src, base, out, obase, c, sc, sh, sw, h, top, left, height, width, x0, x1, fill):
+    plane = height * width
+    for y in range(height):
+        sy = top + y
+        orow = obase + y * width
+        if sy < 0 or sy >= h:
+            for ch in range(c):
+                out[orow + ch * plane:orow + ch * plane + width] = fill
+            continue
+        for ch in range(c):
+            out[orow + ch * plane:orow + ch * plane + x0] = fill
+            out[orow + ch * plane + x1:orow + ch * plane + width] = fill
+        n = x1 - x0
+        if n <= 0:
+            continue
+        srow = base + sy * sh + (left + x0) * sw
+        if c == 3 and sc == 1 and sw == 3:
+            o0 = orow + x0
+            for x in range(n):
+                out[o0 + x] = src[srow + 3 * x]
+                out[o0 + plane + x] = src[srow + 3 * x + 1]
+                out[o0 + 2 * plane + x] = src[srow + 3 * x + 2]
+        elif sw == 1:
+            for ch in range(c):
+                o = orow + ch * plane + x0
+                out[o:o + n] = src[srow + ch * sc:srow + ch * sc + n]
+        elif sc < sw:
+            for x in range(n):
+                for ch in range(c):
+                    out[orow + ch * plane + x0 + x] = src[srow + x * sw + ch * sc]
+        else:
+            for ch in range(c):
+                s = srow + ch * sc
+                o = orow + ch * plane + x0
+                for x in range(n):
+                    out[o + x] = src[s + x * sw]
+
+
+@njit(cache=True)
+def crop_kernel(src, base, out, obase, c, h, w, sc, sh, sw, top, left, height, width, fill):
+    x0 = min(max(-left, 0), width)
+    x1 = min(max(w - left, x0), width)
+    crop_rows(src, base, out, obase, c, sc, sh, sw, h, top, left, height, width, x0, x1, fill)
+
+
+def storage_span(t: torch.Tensor) -> np.ndarray:
+    """A flat integer view of the storage `t` spans, from its first element: element i of `t`
+    is at the sum of index x stride. Same-size integers, since the kernel only copies bits."""
+    span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
+    it = t.view(_UINT_OF_SIZE[t.element_size()])
+    return torch.as_strided(it, (span,), (1,), t.storage_offset()).numpy()
+
+
+def fill_bits(dtype: torch.dtype, fill: float) -> int:
+    if dtype == torch.uint8:
+        return int(fill)
+    f = np.float32(fill)
+    if dtype == torch.float16:
+        return int(float_to_half_bits(f))
+    if dtype == torch.bfloat16:
+        return int(float_to_bf16_bits(f))
+    return int(f.view(np.uint32))
+
+
+def _signed(bits: int, size: int) -> int:
+    # The flat views are signed (torch has no uint16/uint32 numpy views); same bits.
+    return bits - (1 << 8 * size) if size > 1 and bits >= 1 << (8 * size - 1) else bits
+
+
+def _run(img, v: _checks.ImageView, height, width, offsets, fill) -> torch.Tensor:
+    out = img.new_empty(([v.n] if v.batched else []) + [v.c, height, width])
+    if out.numel() == 0:
+        return out
+    flat = out.view(_UINT_OF_SIZE[out.element_size()]).numpy().reshape(-1)
+    src = storage_span(img) if img.numel() > 0 else flat[:0]
+    fb = flat.dtype.type(_signed(fill_bits(img.dtype, fill), img.element_size()))
+    for i in range(v.n):
+        top, left = offsets(i)
+        crop_kernel(src, i * v.sn, flat, i * v.c * height * width, v.c, v.h, v.w, v.sc, v.sh, v.sw,
+                    top, left, height, width, fb)
+    return out
+
+
+def crop(img: torch.Tensor, top: int, left: int, height: int, width: int,
+         layout: str = "CHW") -> torch.Tensor:
+    v = check_crop(img, top, left, height, width, layout)
+    return _run(img, v, height, width, lambda i: (top, left), 0)
+
+
+def random_crop(img: torch.Tensor, height: int, width: int, seed: int, layout: str = "CHW",
+                pad_if_needed: bool = False, fill: float = 0.0) -> torch.Tensor:
+    v = check_random_crop(img, height, width, layout, pad_if_needed, fill)
+
+    def offsets(i):
+        return random_crop_params(v.h, v.w, height, width, sample_seed(seed, i, v.batched),
+                                  pad_if_needed)
+
+    return _run(img, v, height, width, offsets, fill)

@@ -1,0 +1,177 @@
+"""crop / random_crop: schema, fake kernel, torch-ops implementation for non-CPU devices and the
+random window definition. Kernels: csrc/kernels/crop.cpp (native), numba_kernels/crop.py (Numba)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from fastprep import _checks
+from fastprep.ops._library import define, impl_any_device
+
+define("crop(Tensor img, int top, int left, int height, int width, str layout='CHW') -> Tensor")
+define("random_crop(Tensor img, int height, int width, int seed, str layout='CHW', "
+       "bool pad_if_needed=False, float fill=0) -> Tensor")
+
+IMAGE_DTYPES = (torch.uint8, torch.float32, torch.float16, torch.bfloat16)
+
+
+def crop(img: torch.Tensor, top: int, left: int, height: int, width: int,
+         layout: str = "CHW") -> torch.Tensor:
+    """The window [top, top + height) x [left, left + width) of an image or batch.
+
+    `img` is uint8, float32, float16 or bfloat16, ``[C, H, W]`` (or ``[H, W, C]`` with
+    ``layout="HWC"``), or a batch ``[N, ...]`` of either; any strides. The result is always a
+    contiguous CHW tensor (``[N, C, height, width]`` for a batch): an HWC decoder output becomes
+    a model-ready CHW crop in one pass, without a contiguous copy of the source.
+    """
+    return torch.ops.fastprep.crop(img, top, left, height, width, layout)
+
+
+def random_crop(img: torch.Tensor, height: int, width: int, seed: int, layout: str = "CHW",
+                pad_if_needed: bool = False, fill: float = 0.0) -> torch.Tensor:
+    """A ``height x width`` crop at a random position drawn from `seed` (see
+    :func:`random_crop_params` for the exact definition); output as in :func:`crop`.
+
+    In a batch, sample i is cropped with seed ``fastprep.derive_seed(seed, i)``, so every sample
+    gets its own window and sample i's window does not depend on the batch size.
+
+    With ``pad_if_needed=True`` an image smaller than the crop on an axis is padded with `fill`
+    as torchvision's ``RandomCrop(pad_if_needed=True)`` does: by the shortfall on *both* sides of
+    that axis, then cropped at a random position of the padded image. `fill` is converted to
+    float32 and rounded to nearest even for float16/bfloat16; a uint8 image needs an integer in
+    [0, 255].
+    """
+    return torch.ops.fastprep.random_crop(img, height, width, seed, layout, pad_if_needed, fill)
+
+
+def _axis_offset(word, size: int, crop_size: int, pad: bool) -> int:
+    from fastprep.numba_kernels.counter_rng import uniform_below  # noqa: PLC0415 (import cycle)
+
+    padding = crop_size - size if pad and size < crop_size else 0
+    return int(uniform_below(np.uint64(word), np.uint64(size + 2 * padding - crop_size + 1))) - padding
+
+
+def random_crop_params(H: int, W: int, height: int, width: int, seed: int,
+                       pad_if_needed: bool = False) -> tuple[int, int]:
+    """The window (top, left) that ``random_crop`` uses for an ``H x W`` image and `seed`.
+
+    ``top = uniform_below(random_word(seed, 0), H - height + 1)`` and
+    ``left = uniform_below(random_word(seed, 1), W - width + 1)`` (csrc/kernels/counter_rng.h):
+    it depends on nothing but (seed, H, W, height, width), so other ops can reproduce it. With
+    `pad_if_needed` and ``H < height`` the range is that of the padded height ``2 height - H``,
+    and the result is shifted back to source coordinates: top is in ``[H - height, 0]`` and rows
+    outside the image are fill (likewise for the width).
+    """
+    for name, v in (("height", height), ("width", width)):
+        if v <= 0:
+            _checks.fail("random_crop_params: expected ", name, " > 0, got ", name, "=", v)
+    for name, size, c in (("height", H, height), ("width", W, width)):
+        if size < c and not pad_if_needed:
+            _checks.fail("random_crop_params: crop ", name, " ", c, " is larger than the image ",
+                         name, " ", size, " (pass pad_if_needed=True to pad)")
+    from fastprep.numba_kernels.counter_rng import random_word  # noqa: PLC0415 (import cycle)
+
+    s = np.int64(seed)
+    return (_axis_offset(random_word(s, np.uint64(0)), H, height, pad_if_needed),
+            _axis_offset(random_word(s, np.uint64(1)), W, width, pad_if_needed))
+
+
+def sample_seed(seed: int, i: int, batched: bool) -> int:
+    from fastprep.numba_kernels.counter_rng import derive_seed  # noqa: PLC0415 (import cycle)
+
+    return int(derive_seed(np.int64(seed), np.int64(i))) if batched else seed
+
+
+def check_image_dtype(op: str, img: torch.Tensor) -> None:
+    if img.dtype not in IMAGE_DTYPES:
+        _checks.fail(op, ": expected img to be a torch.uint8, torch.float32, torch.float16 or "
+                     "torch.bfloat16 tensor, got ", img.dtype)
+
+
+def _check_positive(op: str, arg: str, v: int) -> None:
+    if v <= 0:
+        _checks.fail(op, ": expected ", arg, " > 0, got ", arg, "=", v)
+
+
+def check_crop(img, top, left, height, width, layout) -> _checks.ImageView:
+    op = "crop"
+    check_image_dtype(op, img)
+    v = _checks.image_view(op, "img", img, _checks.parse_layout(op, layout))
+    _check_positive(op, "height", height)
+    _check_positive(op, "width", width)
+    if top < 0:
+        _checks.fail(op, ": expected top >= 0, got top=", top)
+    if left < 0:
+        _checks.fail(op, ": expected left >= 0, got left=", left)
+    if top + height > v.h:
+        _checks.fail(op, ": expected top + height <= ", v.h, " (the image height), got top=", top,
+                     ", height=", height)
+    if left + width > v.w:
+        _checks.fail(op, ": expected left + width <= ", v.w, " (the image width), got left=", left,
+                     ", width=", width)
+    return v
+
+
+def check_random_crop(img, height, width, layout, pad_if_needed, fill) -> _checks.ImageView:
+    op = "random_crop"
+    check_image_dtype(op, img)
+    v = _checks.image_view(op, "img", img, _checks.parse_layout(op, layout))
+    _check_positive(op, "height", height)
+    _check_positive(op, "width", width)
+    for name, size, c in (("height", v.h, height), ("width", v.w, width)):
+        if size < c and not pad_if_needed:
+            _checks.fail(op, ": crop ", name, " ", c, " is larger than the image ", name, " ", size,
+                         " (pass pad_if_needed=True to pad)")
+    if img.dtype == torch.uint8 and not (0 <= fill <= 255 and fill == int(fill)):
+        _checks.fail(op, ": expected fill to be an integer in [0, 255] for a torch.uint8 image, "
+                     "got fill=", f"{fill:g}")
+    return v
+
+
+def _out_shape(v: _checks.ImageView, height: int, width: int) -> list[int]:
+    return ([v.n] if v.batched else []) + [v.c, height, width]
+
+
+@torch.library.register_fake("fastprep::crop")
+def _crop_fake(img, top, left, height, width, layout="CHW"):
+    v = check_crop(img, top, left, height, width, layout)
+    return img.new_empty(_out_shape(v, height, width))
+
+
+@torch.library.register_fake("fastprep::random_crop")
+def _random_crop_fake(img, height, width, seed, layout="CHW", pad_if_needed=False, fill=0.0):
+    v = check_random_crop(img, height, width, layout, pad_if_needed, fill)
+    return img.new_empty(_out_shape(v, height, width))
+
+
+def _as_nchw(img: torch.Tensor, layout: str) -> torch.Tensor:
+    x = img if img.dim() == 4 else img.unsqueeze(0)
+    return x.permute(0, 3, 1, 2) if layout == "HWC" else x
+
+
+def crop_torch(img, top, left, height, width, layout="CHW"):
+    """crop in plain torch ops, for devices without a fastprep kernel."""
+    v = check_crop(img, top, left, height, width, layout)
+    out = _as_nchw(img, layout)[:, :, top:top + height, left:left + width].contiguous()
+    return out if v.batched else out[0]
+
+
+def random_crop_torch(img, height, width, seed, layout="CHW", pad_if_needed=False, fill=0.0):
+    """random_crop in plain torch ops: pads with `fill` (rounded as the kernels do), then slices."""
+    v = check_random_crop(img, height, width, layout, pad_if_needed, fill)
+    x = _as_nchw(img, layout)
+    fill_t = torch.tensor(fill, dtype=torch.float32).to(img.dtype)
+    out = x.new_empty(_out_shape(v._replace(batched=True), height, width))
+    for i in range(v.n):
+        top, left = random_crop_params(v.h, v.w, height, width, sample_seed(seed, i, v.batched),
+                                       pad_if_needed)
+        out[i] = fill_t
+        y0, y1 = max(top, 0), min(top + height, v.h)
+        x0, x1 = max(left, 0), min(left + width, v.w)
+        out[i, :, y0 - top:y1 - top, x0 - left:x1 - left] = x[i, :, y0:y1, x0:x1]
+    return out if v.batched else out[0]
+
+
+impl_any_device("crop", crop_torch)
+impl_any_device("random_crop", random_crop_torch)
