@@ -23,3 +23,8 @@ __all__ = [
     "random_word",
     "unpack_bits",
 ]
+
+from fastprep.ops import (  # noqa: E402
+    dilate, dilate_packed, mask_fill, mask_fill_, random_dilated_mask, random_mask)
+
+__all__ += ["dilate", "dilate_packed", "mask_fill", "mask_fill_", "random_dilated_mask", "random_mask"]

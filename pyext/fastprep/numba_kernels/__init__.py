@@ -19,3 +19,30 @@ def register() -> None:
         _LIB = torch.library.Library("fastprep", "IMPL")
         for name, fn in CPU_KERNELS.items():
             _LIB.impl(name, fn, "CPU")
+
+# The mask ops (appended): dilate and mask_fill take tensors and dispatch on CPU like the rest.
+from fastprep.numba_kernels import dilate, mask_fill, random_mask  # noqa: E402
+
+CPU_KERNELS.update({
+    "dilate": dilate.dilate,
+    "dilate_packed": dilate.dilate_packed,
+    "mask_fill": mask_fill.mask_fill,
+    "mask_fill_": mask_fill.mask_fill_,
+})
+
+# random_mask and random_dilated_mask take no tensor: the dispatcher finds no backend key and runs
+# the CompositeExplicitAutograd kernel, so that is where they go (as in csrc/ops/random_mask.cpp).
+NO_TENSOR_KERNELS = {
+    "random_mask": random_mask.random_mask,
+    "random_dilated_mask": random_mask.random_dilated_mask,
+}
+
+_register_cpu_kernels = register
+
+
+def register() -> None:  # noqa: F811 (extends the registration above with NO_TENSOR_KERNELS)
+    first = _LIB is None
+    _register_cpu_kernels()
+    if first:
+        for name, fn in NO_TENSOR_KERNELS.items():
+            _LIB.impl(name, fn, "CompositeExplicitAutograd")

@@ -1,0 +1,160 @@
+"""Numba mirror of csrc/kernels/random_mask.cpp (kernels) and csrc/ops/random_mask.cpp (binding).
+Read csrc/kernels/random_mask.h for the counter and precision definitions both follow."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit
+
+from fastprep.numba_kernels.counter_rng import random_word
+from fastprep.ops.random_mask import check_dilated_args, check_mask_args
+
+MASK_DIGITS = 16
+_SPREAD = np.uint64(0x8040201008040201)
+_ONES = np.uint64(0x0101010101010101)
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_HIGH1 = np.uint64(0x8080808080808080)
+_GATHER = np.uint64(0x0102040810204080)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@njit(cache=True, inline="always")
+def mask_threshold(p):
+    return np.uint32(p * 65536.0 + 0.5)
+
+
+@njit(cache=True, inline="always")
+def words_per_row(width):
+    return (width + 63) // 64
+
+
+@njit(cache=True, inline="always")
+def last_word_mask(width):
+    r = width % 64
+    return _ALL if r == 0 else (np.uint64(1) << np.uint64(r)) - np.uint64(1)
+
+
+@njit(cache=True)
+def random_mask_row(seed, q, row, wpr, width, words):
+    if q == 0 or q >= (1 << MASK_DIGITS):
+        fill = np.uint64(0) if q == 0 else _ALL
+        for j in range(wpr):
+            words[j] = fill
+    else:
+        lowest = 0
+        while not (q >> lowest) & 1:
+            lowest += 1
+        base = np.uint64(row) * np.uint64(wpr) * np.uint64(MASK_DIGITS)
+        for j in range(wpr):
+            words[j] = random_word(seed, base + np.uint64(j * MASK_DIGITS))
+        t = 1
+        for k in range(lowest + 1, MASK_DIGITS):
+            c = base + np.uint64(t)
+            if (q >> k) & 1:
+                for j in range(wpr):
+                    words[j] |= random_word(seed, c + np.uint64(j * MASK_DIGITS))
+            else:
+                for j in range(wpr):
+                    words[j] &= random_word(seed, c + np.uint64(j * MASK_DIGITS))
+            t += 1
+    if wpr > 0:
+        words[wpr - 1] &= last_word_mask(width)
+
+
+@njit(cache=True, inline="always")
+def spread_byte(b):
+    return ((((b * _ONES) & _SPREAD) + _LOW7) & _HIGH1) >> np.uint64(7)
+
+
+@njit(cache=True)
+def words_to_bools(words, width, out):
+    full = width // 8
+    for i in range(full):
+        v = spread_byte((words[i // 8] >> np.uint64(8 * (i % 8))) & np.uint64(0xFF))
+        for k in range(8):
+            out[8 * i + k] = np.uint8((v >> np.uint64(8 * k)) & np.uint64(0xFF))
+    for x in range(8 * full, width):
+        out[x] = np.uint8((words[x // 64] >> np.uint64(x % 64)) & np.uint64(1))
+
+
+@njit(cache=True)
+def words_to_packed(words, width, out):
+    nb = (width + 7) // 8
+    out[:nb] = words.view(np.uint8)[:nb]
+
+
+@njit(cache=True, inline="always")
+def gather_bytes(row, i):
+    w = np.uint64(0)
+    for k in range(8):
+        w |= np.uint64(row[i + k]) << np.uint64(8 * k)
+    return ((((((w & _LOW7) + _LOW7) | w) & _HIGH1) >> np.uint64(7)) * _GATHER) >> np.uint64(56)
+
+
+@njit(cache=True)
+def bools_to_words(row, width, words):
+    wpr = words_per_row(width)
+    words[:wpr] = 0
+    full = width // 8
+    for i in range(full):
+        words[i // 8] |= gather_bytes(row, 8 * i) << np.uint64(8 * (i % 8))
+    for x in range(8 * full, width):
+        if row[x] != 0:
+            words[x // 64] |= np.uint64(1) << np.uint64(x % 64)
+
+
+@njit(cache=True)
+def packed_to_words(row, width, words):
+    wpr = words_per_row(width)
+    if wpr == 0:
+        return
+    words[wpr - 1] = 0
+    nb = (width + 7) // 8
+    words.view(np.uint8)[:nb] = row[:nb]
+    words[wpr - 1] &= last_word_mask(width)
+
+
+@njit(cache=True)
+def random_mask_kernel(seed, p, rows, width, packed, out):
+    q = mask_threshold(p)
+    wpr = words_per_row(width)
+    row_bytes = (width + 7) // 8 if packed else width
+    words = np.empty(wpr, dtype=np.uint64)
+    for r in range(rows):
+        random_mask_row(np.uint64(seed), q, r, wpr, width, words)
+        if packed:
+            words_to_packed(words, width, out[r * row_bytes:])
+        else:
+            words_to_bools(words, width, out[r * row_bytes:])
+
+
+def _leading_rows(shape, keep: int) -> int:
+    rows = 1
+    for s in shape[:len(shape) - keep]:
+        rows *= s
+    return rows
+
+
+def random_mask(shape, p: float, seed: int, packed: bool = False) -> torch.Tensor:
+    shape = list(shape)
+    sizes = check_mask_args("random_mask", shape, p, packed)
+    out = torch.empty(sizes, dtype=torch.uint8 if packed else torch.bool)
+    if out.numel() > 0:
+        random_mask_kernel(np.int64(seed), np.float64(p), _leading_rows(shape, 1), shape[-1], packed,
+                           out.view(torch.uint8).numpy().reshape(-1))
+    return out
+
+
+def random_dilated_mask(shape, p: float, seed: int, structure: str = "cross", iterations: int = 1,
+                        packed: bool = False) -> torch.Tensor:
+    from fastprep.numba_kernels.dilate import random_dilated_mask_kernel  # noqa: PLC0415 (cycle)
+
+    shape = list(shape)
+    sizes, square = check_dilated_args(shape, p, structure, iterations, packed)
+    out = torch.empty(sizes, dtype=torch.uint8 if packed else torch.bool)
+    if out.numel() > 0:
+        random_dilated_mask_kernel(np.int64(seed), np.float64(p), _leading_rows(shape, 2), shape[-2],
+                                   shape[-1], square, iterations, packed,
+                                   out.view(torch.uint8).numpy().reshape(-1))
+    return out
