@@ -84,10 +84,10 @@ Tensor mask_fill(Tensor img, Tensor mask, double value, StrArg layout) {
   return out;
 }
 
-Tensor mask_fill_(Tensor img, Tensor mask, double value, StrArg layout) {
+// Returns nothing (schema `-> ()`): see ops/mask_fill.py.
+void mask_fill_(Tensor img, Tensor mask, double value, StrArg layout) {
   const Prepared p = prepare("mask_fill_", img, mask, value, layout);
   run(img.mutable_data_ptr(), img, p);
-  return img;
 }
 
 }  // namespace fastprep::ops

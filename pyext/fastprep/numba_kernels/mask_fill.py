@@ -76,6 +76,5 @@ def mask_fill(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
 
 
 def mask_fill_(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
-               layout: str = "CHW") -> torch.Tensor:
+               layout: str = "CHW") -> None:
     _run(img, mask, value, layout, "mask_fill_")
-    return img

@@ -12,7 +12,9 @@ from fastprep import _checks
 from fastprep.ops._library import define
 
 define("mask_fill(Tensor img, Tensor mask, float value=0, str layout='CHW') -> Tensor")
-define("mask_fill_(Tensor(a!) img, Tensor mask, float value=0, str layout='CHW') -> Tensor(a!)")
+# The in-place op returns nothing: torch cannot functionalize (torch.compile, opcheck) a custom op
+# whose output aliases an input, so the Python entry point returns img itself.
+define("mask_fill_(Tensor(a!) img, Tensor mask, float value=0, str layout='CHW') -> ()")
 
 IMAGE_DTYPES = (torch.uint8, torch.float32, torch.float16, torch.bfloat16)
 # Largest finite value per float dtype: a larger finite value would overflow to inf.
@@ -33,7 +35,8 @@ def mask_fill(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
 def mask_fill_(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
                layout: str = "CHW") -> torch.Tensor:
     """In-place :func:`mask_fill` (no copy of the image; writes through its strides); returns img."""
-    return torch.ops.fastprep.mask_fill_(img, mask, float(value), layout)
+    torch.ops.fastprep.mask_fill_(img, mask, float(value), layout)
+    return img
 
 
 class FillArgs(NamedTuple):
@@ -80,4 +83,3 @@ def _mask_fill_fake(img, mask, value=0, layout="CHW"):
 @torch.library.register_fake("fastprep::mask_fill_")
 def _mask_fill__fake(img, mask, value=0, layout="CHW"):
     check_mask_fill("mask_fill_", img, mask, value, layout)
-    return img
