@@ -10,10 +10,6 @@ namespace fastprep::kernels {
 // One dilation of an h x wpr word image, src -> dst (distinct buffers); padding bits stay zero.
 void dilate_words(const uint64_t* src, uint64_t* dst, int64_t h, int64_t width, bool square);
 
-// `iterations` dilations of `images` word images [images, h, wpr] in place (iterations 0: none).
-void dilate_word_images(uint64_t* words, int64_t images, int64_t h, int64_t width, bool square,
-                        int64_t iterations);
-
 // Bool bytes [images, h, width] or packed bytes [images, h, ceil(width / 8)] -> same layout.
 void dilate(const uint8_t* in, uint8_t* out, int64_t images, int64_t h, int64_t width, bool square,
             int64_t iterations, bool packed);

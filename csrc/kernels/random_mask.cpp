@@ -1,9 +1,17 @@
 #include "kernels/random_mask.h"
 
+#include <cstdlib>
 #include <vector>
 
 #include "kernels/counter_rng.h"
 #include "kernels/isa.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(FASTPREP_NO_MULTIVERSION)
+#define FASTPREP_X86_SIMD 1
+#include <immintrin.h>
+#else
+#define FASTPREP_X86_SIMD 0
+#endif
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "packed bytes are the words' bytes in order");
 
@@ -53,8 +61,12 @@ void random_mask_row(uint64_t seed, uint32_t q, int64_t row, int64_t wpr, int64_
   if (wpr > 0) words[wpr - 1] &= last_word_mask(width);
 }
 
-FASTPREP_MULTIVERSION
-void words_to_bools(const uint64_t* words, int64_t width, uint8_t* out) {
+namespace {
+
+// The bool <-> bit conversions are where bool masks spend their time. No portable loop turns into
+// AVX-512's mask-register moves or AVX2's movemask, so these use intrinsics, picked once per
+// process from the running CPU; every path gives the same bytes as the portable one.
+void words_to_bools_portable(const uint64_t* words, int64_t width, uint8_t* out) {
   const int64_t full = width / 8;
   for (int64_t i = 0; i < full; ++i) {
     const uint64_t v = spread_byte((words[i / 8] >> (8 * (i % 8))) & 0xFF);
@@ -63,18 +75,102 @@ void words_to_bools(const uint64_t* words, int64_t width, uint8_t* out) {
   for (int64_t x = 8 * full; x < width; ++x) out[x] = static_cast<uint8_t>((words[x / 64] >> (x % 64)) & 1);
 }
 
-void words_to_packed(const uint64_t* words, int64_t width, uint8_t* out) {
-  std::memcpy(out, words, static_cast<size_t>((width + 7) / 8));
-}
-
-FASTPREP_MULTIVERSION
-void bools_to_words(const uint8_t* row, int64_t width, uint64_t* words) {
+void bools_to_words_portable(const uint8_t* row, int64_t width, uint64_t* words) {
   const int64_t wpr = words_per_row(width);
   for (int64_t j = 0; j < wpr; ++j) words[j] = 0;
   const int64_t full = width / 8;
   for (int64_t i = 0; i < full; ++i) words[i / 8] |= gather_bytes(load8(row + 8 * i)) << (8 * (i % 8));
   for (int64_t x = 8 * full; x < width; ++x) words[x / 64] |= static_cast<uint64_t>(row[x] != 0) << (x % 64);
 }
+
+#if FASTPREP_X86_SIMD
+__attribute__((target("avx512bw"))) void words_to_bools_avx512(const uint64_t* words, int64_t width, uint8_t* out) {
+  const __m512i one = _mm512_set1_epi8(1);
+  const int64_t full = width / 64;
+  for (int64_t j = 0; j < full; ++j) _mm512_storeu_si512(out + 64 * j, _mm512_maskz_mov_epi8(words[j], one));
+  if (width % 64) {  // masked store: bytes past the row are never touched
+    const __mmask64 tail = (1ULL << (width % 64)) - 1;
+    _mm512_mask_storeu_epi8(out + 64 * full, tail, _mm512_maskz_mov_epi8(words[full], one));
+  }
+}
+
+__attribute__((target("avx512bw"))) void bools_to_words_avx512(const uint8_t* row, int64_t width, uint64_t* words) {
+  const int64_t full = width / 64;
+  for (int64_t j = 0; j < full; ++j) {
+    const __m512i v = _mm512_loadu_si512(row + 64 * j);
+    words[j] = _mm512_test_epi8_mask(v, v);
+  }
+  if (width % 64) {  // masked load: bytes past the row are never read
+    const __m512i v = _mm512_maskz_loadu_epi8((1ULL << (width % 64)) - 1, row + 64 * full);
+    words[full] = _mm512_test_epi8_mask(v, v);
+  }
+}
+
+__attribute__((target("avx2"))) void words_to_bools_avx2(const uint64_t* words, int64_t width, uint8_t* out) {
+  // Byte k of 32 gets source byte k / 8 (in-lane: the broadcast puts all 4 bytes in each lane).
+  const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+                                        3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(kSpread));
+  const __m256i one = _mm256_set1_epi8(1);
+  const int64_t full = width / 32;
+  for (int64_t i = 0; i < full; ++i) {
+    const uint32_t b = static_cast<uint32_t>(words[i / 2] >> (32 * (i % 2)));
+    const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(b)), shuf), bit);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * i), _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), one));
+  }
+  for (int64_t x = 32 * full; x < width; ++x) out[x] = static_cast<uint8_t>((words[x / 64] >> (x % 64)) & 1);
+}
+
+__attribute__((target("avx2"))) void bools_to_words_avx2(const uint8_t* row, int64_t width, uint64_t* words) {
+  const int64_t wpr = words_per_row(width);
+  for (int64_t j = 0; j < wpr; ++j) words[j] = 0;
+  const int64_t full = width / 32;
+  const __m256i zero = _mm256_setzero_si256();
+  for (int64_t i = 0; i < full; ++i) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32 * i));
+    const uint32_t zeros = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, zero)));
+    words[i / 2] |= static_cast<uint64_t>(~zeros) << (32 * (i % 2));
+  }
+  for (int64_t x = 32 * full; x < width; ++x) words[x / 64] |= static_cast<uint64_t>(row[x] != 0) << (x % 64);
+}
+#endif
+
+using ToBools = void (*)(const uint64_t*, int64_t, uint8_t*);
+using ToWords = void (*)(const uint8_t*, int64_t, uint64_t*);
+
+struct Converters {
+  ToBools to_bools = words_to_bools_portable;
+  ToWords to_words = bools_to_words_portable;
+  Converters() {
+#if FASTPREP_X86_SIMD
+    // FASTPREP_MASK_SIMD=avx2|portable caps the choice, so tests can check every path on one CPU.
+    const char* cap = std::getenv("FASTPREP_MASK_SIMD");
+    const bool allow512 = cap == nullptr || std::strcmp(cap, "avx512") == 0;
+    const bool allow2 = allow512 || std::strcmp(cap, "avx2") == 0;
+    __builtin_cpu_init();
+    if (allow512 && __builtin_cpu_supports("avx512bw")) {
+      to_bools = words_to_bools_avx512, to_words = bools_to_words_avx512;
+    } else if (allow2 && __builtin_cpu_supports("avx2")) {
+      to_bools = words_to_bools_avx2, to_words = bools_to_words_avx2;
+    }
+#endif
+  }
+};
+
+const Converters& converters() {
+  static const Converters c;
+  return c;
+}
+
+}  // namespace
+
+void words_to_bools(const uint64_t* words, int64_t width, uint8_t* out) { converters().to_bools(words, width, out); }
+
+void words_to_packed(const uint64_t* words, int64_t width, uint8_t* out) {
+  std::memcpy(out, words, static_cast<size_t>((width + 7) / 8));
+}
+
+void bools_to_words(const uint8_t* row, int64_t width, uint64_t* words) { converters().to_words(row, width, words); }
 
 void packed_to_words(const uint8_t* row, int64_t width, uint64_t* words) {
   const int64_t wpr = words_per_row(width);

@@ -26,6 +26,7 @@ def dilate_words(src, dst, h, width, square):
     if wpr == 0:
         return
     last = last_word_mask(width)
+    zero = np.uint64(0)
     zeros = np.zeros(wpr, dtype=np.uint64)
     vert = np.empty(wpr, dtype=np.uint64)
     for r in range(h):
@@ -37,24 +38,23 @@ def dilate_words(src, dst, h, width, square):
             for j in range(wpr):
                 vert[j] = up[j] | cur[j] | dn[j]
             cur = vert
-        for j in range(wpr):
-            prev = cur[j - 1] if j > 0 else np.uint64(0)
-            nxt = cur[j + 1] if j + 1 < wpr else np.uint64(0)
-            o[j] = spread_h(prev, cur[j], nxt) | up[j] | dn[j]
+        if wpr == 1:
+            o[0] = spread_h(zero, cur[0], zero) | up[0] | dn[0]
+        else:
+            o[0] = spread_h(zero, cur[0], cur[1]) | up[0] | dn[0]
+            for j in range(1, wpr - 1):
+                o[j] = spread_h(cur[j - 1], cur[j], cur[j + 1]) | up[j] | dn[j]
+            o[wpr - 1] = spread_h(cur[wpr - 2], cur[wpr - 1], zero) | up[wpr - 1] | dn[wpr - 1]
         o[wpr - 1] &= last
 
 
 @njit(cache=True)
-def dilate_word_images(words, images, h, width, square, iterations):
-    plane = h * words_per_row(width)
-    if iterations == 0 or plane == 0:
-        return
-    tmp = np.empty(plane, dtype=np.uint64)
-    for i in range(images):
-        img = words[i * plane:(i + 1) * plane]
-        for _ in range(iterations):
-            dilate_words(img, tmp, h, width, square)
-            img[:] = tmp
+def run_iterations(a, b, h, width, square, iterations):
+    """`iterations` dilations of a, alternating between a and b; returns the one holding the result."""
+    for _ in range(iterations):
+        dilate_words(a, b, h, width, square)
+        a, b = b, a
+    return a
 
 
 @njit(cache=True)
@@ -70,18 +70,19 @@ def emit_rows(words, rows, width, packed, out):
 
 @njit(cache=True)
 def dilate_kernel(inp, out, images, h, width, square, iterations, packed):
+    # Unlike the C++ kernel, packed rows are always copied into words (no aligned direct path).
     wpr = words_per_row(width)
     row_bytes = (width + 7) // 8 if packed else width
-    words = np.empty(h * wpr, dtype=np.uint64)
+    a = np.empty(h * wpr, dtype=np.uint64)
+    b = np.empty(h * wpr, dtype=np.uint64)
     for i in range(images):
         src = inp[i * h * row_bytes:]
         for r in range(h):
             if packed:
-                packed_to_words(src[r * row_bytes:], width, words[r * wpr:])
+                packed_to_words(src[r * row_bytes:], width, a[r * wpr:])
             else:
-                bools_to_words(src[r * row_bytes:], width, words[r * wpr:])
-        dilate_word_images(words, 1, h, width, square, iterations)
-        emit_rows(words, h, width, packed, out[i * h * row_bytes:])
+                bools_to_words(src[r * row_bytes:], width, a[r * wpr:])
+        emit_rows(run_iterations(a, b, h, width, square, iterations), h, width, packed, out[i * h * row_bytes:])
 
 
 @njit(cache=True)
@@ -89,12 +90,12 @@ def random_dilated_mask_kernel(seed, p, images, h, width, square, iterations, pa
     q = mask_threshold(p)
     wpr = words_per_row(width)
     row_bytes = (width + 7) // 8 if packed else width
-    words = np.empty(h * wpr, dtype=np.uint64)
+    a = np.empty(h * wpr, dtype=np.uint64)
+    b = np.empty(h * wpr, dtype=np.uint64)
     for i in range(images):
         for r in range(h):
-            random_mask_row(np.uint64(seed), q, i * h + r, wpr, width, words[r * wpr:])
-        dilate_word_images(words, 1, h, width, square, iterations)
-        emit_rows(words, h, width, packed, out[i * h * row_bytes:])
+            random_mask_row(np.uint64(seed), q, i * h + r, wpr, width, a[r * wpr:])
+        emit_rows(run_iterations(a, b, h, width, square, iterations), h, width, packed, out[i * h * row_bytes:])
 
 
 def _run(x: torch.Tensor, width: int, square: bool, iterations: int, packed: bool) -> torch.Tensor:
