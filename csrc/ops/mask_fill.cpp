@@ -65,29 +65,31 @@ Prepared prepare(const char* op, const Tensor& img, const Tensor& mask, double v
   return Prepared{fv, torch::stable::contiguous(mask), ok3 ? v.n : 1, packed, bits};
 }
 
-void run(void* data, const Tensor& like, const Prepared& p) {
-  if (like.numel() == 0) return;
-  kernels::mask_fill(data, static_cast<int>(like.element_size()), p.view,
-                     static_cast<const uint8_t*>(p.mask.const_data_ptr()), p.mask_n, p.packed, p.value_bits);
+void run(const Tensor& src, const Prepared& ps, const Tensor& dst, const Prepared& pd) {
+  if (dst.numel() == 0) return;
+  kernels::mask_fill(src.const_data_ptr(), ps.view, dst.mutable_data_ptr(), pd.view,
+                     static_cast<int>(dst.element_size()), static_cast<const uint8_t*>(pd.mask.const_data_ptr()),
+                     pd.mask_n, pd.packed, pd.value_bits);
 }
 
 }  // namespace
 
 Tensor mask_fill(Tensor img, Tensor mask, double value, StrArg layout) {
   constexpr const char* op = "mask_fill";
-  prepare(op, img, mask, value, layout);  // checks before any copy
+  const Prepared ps = prepare(op, img, mask, value, layout);
   const std::vector<int64_t> sizes(img.sizes().begin(), img.sizes().end());
-  Tensor out = empty_like_shape(img, sizes, img.scalar_type());
-  torch::stable::copy_(out, img);
-  const Prepared p = prepare(op, out, mask, value, layout);
-  run(out.mutable_data_ptr(), out, p);
+  Tensor out = empty_like_shape(img, sizes, img.scalar_type());  // contiguous
+  Prepared pd = ps;
+  const ImageView ov = image_view(op, "img", out, layout.value == "HWC");
+  pd.view = kernels::FillView{ov.n, ov.c, ov.h, ov.w, ov.sn, ov.sc, ov.sh, ov.sw};
+  run(img, ps, out, pd);
   return out;
 }
 
 // Returns nothing (schema `-> ()`): see ops/mask_fill.py.
 void mask_fill_(Tensor img, Tensor mask, double value, StrArg layout) {
   const Prepared p = prepare("mask_fill_", img, mask, value, layout);
-  run(img.mutable_data_ptr(), img, p);
+  run(img, p, img, p);
 }
 
 }  // namespace fastprep::ops

@@ -28,25 +28,28 @@ def row_bits(mask, off, w, packed, bits):
 
 
 @njit(cache=True)
-def mask_fill_kernel(data, mask, mask_n, packed, value):
-    n_img, c_n, h, w = data.shape
+def mask_fill_kernel(src, dst, in_place, mask, mask_n, packed, value):
+    n_img, c_n, h, w = dst.shape
     row_bytes = (w + 7) // 8 if packed else w
     bits = np.empty(w, dtype=np.uint8)
-    pixel_major = data.strides[1] < data.strides[3]
+    pixel_major = dst.strides[1] < dst.strides[3]
     for n in range(n_img):
         mimg = (0 if mask_n == 1 else n) * h * row_bytes
         for y in range(h):
             row_bits(mask, mimg + y * row_bytes, w, packed, bits)
-            if pixel_major:
+            if in_place and pixel_major:
                 for x in range(w):
                     if bits[x]:
                         for c in range(c_n):
-                            data[n, c, y, x] = value
+                            dst[n, c, y, x] = value
+            elif pixel_major:
+                for x in range(w):
+                    for c in range(c_n):
+                        dst[n, c, y, x] = value if bits[x] else src[n, c, y, x]
             else:
                 for c in range(c_n):
                     for x in range(w):
-                        if bits[x]:
-                            data[n, c, y, x] = value
+                        dst[n, c, y, x] = value if bits[x] else src[n, c, y, x]
 
 
 def _value_bits(value: float, dtype: torch.dtype):
@@ -54,27 +57,32 @@ def _value_bits(value: float, dtype: torch.dtype):
     return torch.tensor([value], dtype=dtype).view(_BITS_DTYPE[dtype]).numpy()[0]
 
 
-def _run(img: torch.Tensor, mask: torch.Tensor, value: float, layout: str, op: str) -> None:
-    args = check_mask_fill(op, img, mask, value, layout)
-    if img.numel() == 0:
-        return
-    t = img.view(_BITS_DTYPE[img.dtype])
-    if not args.view.batched:
+def _nchw(t: torch.Tensor, batched: bool, layout: str) -> np.ndarray:
+    t = t.view(_BITS_DTYPE[t.dtype])
+    if not batched:
         t = t.unsqueeze(0)
     if layout == "HWC":
         t = t.permute(0, 3, 1, 2)
+    return t.numpy()
+
+
+def _run(src: torch.Tensor, dst: torch.Tensor, mask: torch.Tensor, value: float, layout: str,
+         op: str) -> None:
+    args = check_mask_fill(op, src, mask, value, layout)
+    if src.numel() == 0:
+        return
     m = mask.contiguous().view(torch.uint8).numpy().reshape(-1)
-    mask_fill_kernel(t.numpy(), m, args.mask_n, args.packed, _value_bits(value, img.dtype))
+    mask_fill_kernel(_nchw(src, args.view.batched, layout), _nchw(dst, args.view.batched, layout),
+                     src is dst, m, args.mask_n, args.packed, _value_bits(value, src.dtype))
 
 
 def mask_fill(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
               layout: str = "CHW") -> torch.Tensor:
-    check_mask_fill("mask_fill", img, mask, value, layout)  # checks before any copy
-    out = img.contiguous().clone() if not img.is_contiguous() else img.clone()
-    _run(out, mask, value, layout, "mask_fill")
+    out = torch.empty(img.shape, dtype=img.dtype)  # contiguous; filled in one pass from img
+    _run(img, out, mask, value, layout, "mask_fill")
     return out
 
 
 def mask_fill_(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
                layout: str = "CHW") -> None:
-    _run(img, mask, value, layout, "mask_fill_")
+    _run(img, img, mask, value, layout, "mask_fill_")
