@@ -22,30 +22,41 @@ def spread_h(prev, cur, nxt):
 
 @njit(cache=True)
 def dilate_words(src, dst, h, width, square):
+    # Indexes flat arrays (no per-row slices, which cost more than a row's work; see random_mask.py).
     wpr = words_per_row(width)
     if wpr == 0:
         return
     last = last_word_mask(width)
     zero = np.uint64(0)
-    zeros = np.zeros(wpr, dtype=np.uint64)
-    vert = np.empty(wpr, dtype=np.uint64)
+    vert = np.empty(wpr, dtype=np.uint64)  # up | dn rows (cross), up | cur | dn (square)
     for r in range(h):
-        cur = src[r * wpr:(r + 1) * wpr]
-        up = src[(r - 1) * wpr:r * wpr] if r > 0 else zeros
-        dn = src[(r + 1) * wpr:(r + 2) * wpr] if r + 1 < h else zeros
-        o = dst[r * wpr:(r + 1) * wpr]
-        if square:
+        base = r * wpr
+        if r > 0 and r + 1 < h:
             for j in range(wpr):
-                vert[j] = up[j] | cur[j] | dn[j]
-            cur = vert
-        if wpr == 1:
-            o[0] = spread_h(zero, cur[0], zero) | up[0] | dn[0]
+                vert[j] = src[base - wpr + j] | src[base + wpr + j]
+        elif r > 0:
+            for j in range(wpr):
+                vert[j] = src[base - wpr + j]
+        elif r + 1 < h:
+            for j in range(wpr):
+                vert[j] = src[base + wpr + j]
         else:
-            o[0] = spread_h(zero, cur[0], cur[1]) | up[0] | dn[0]
+            vert[:] = 0
+        if square:
+            # The 3x3 square is the horizontal spread of the vertical OR.
+            for j in range(wpr):
+                vert[j] |= src[base + j]
+            cur, co = vert, 0
+        else:
+            cur, co = src, base
+        if wpr == 1:
+            dst[base] = spread_h(zero, cur[co], zero) | vert[0]
+        else:
+            dst[base] = spread_h(zero, cur[co], cur[co + 1]) | vert[0]
             for j in range(1, wpr - 1):
-                o[j] = spread_h(cur[j - 1], cur[j], cur[j + 1]) | up[j] | dn[j]
-            o[wpr - 1] = spread_h(cur[wpr - 2], cur[wpr - 1], zero) | up[wpr - 1] | dn[wpr - 1]
-        o[wpr - 1] &= last
+                dst[base + j] = spread_h(cur[co + j - 1], cur[co + j], cur[co + j + 1]) | vert[j]
+            dst[base + wpr - 1] = spread_h(cur[co + wpr - 2], cur[co + wpr - 1], zero) | vert[wpr - 1]
+        dst[base + wpr - 1] &= last
 
 
 @njit(cache=True)
@@ -58,14 +69,14 @@ def run_iterations(a, b, h, width, square, iterations):
 
 
 @njit(cache=True)
-def emit_rows(words, rows, width, packed, out):
+def emit_rows(words, rows, width, packed, out, oo):
     wpr = words_per_row(width)
     row_bytes = (width + 7) // 8 if packed else width
     for r in range(rows):
         if packed:
-            words_to_packed(words[r * wpr:], width, out[r * row_bytes:])
+            words_to_packed(words, r * wpr, width, out, oo + r * row_bytes)
         else:
-            words_to_bools(words[r * wpr:], width, out[r * row_bytes:])
+            words_to_bools(words, r * wpr, width, out, oo + r * row_bytes)
 
 
 @njit(cache=True)
@@ -76,13 +87,13 @@ def dilate_kernel(inp, out, images, h, width, square, iterations, packed):
     a = np.empty(h * wpr, dtype=np.uint64)
     b = np.empty(h * wpr, dtype=np.uint64)
     for i in range(images):
-        src = inp[i * h * row_bytes:]
+        so = i * h * row_bytes
         for r in range(h):
             if packed:
-                packed_to_words(src[r * row_bytes:], width, a[r * wpr:])
+                packed_to_words(inp, so + r * row_bytes, width, a, r * wpr)
             else:
-                bools_to_words(src[r * row_bytes:], width, a[r * wpr:])
-        emit_rows(run_iterations(a, b, h, width, square, iterations), h, width, packed, out[i * h * row_bytes:])
+                bools_to_words(inp, so + r * row_bytes, width, a, r * wpr)
+        emit_rows(run_iterations(a, b, h, width, square, iterations), h, width, packed, out, i * h * row_bytes)
 
 
 @njit(cache=True)
@@ -94,8 +105,8 @@ def random_dilated_mask_kernel(seed, p, images, h, width, square, iterations, pa
     b = np.empty(h * wpr, dtype=np.uint64)
     for i in range(images):
         for r in range(h):
-            random_mask_row(np.uint64(seed), q, i * h + r, wpr, width, a[r * wpr:])
-        emit_rows(run_iterations(a, b, h, width, square, iterations), h, width, packed, out[i * h * row_bytes:])
+            random_mask_row(np.uint64(seed), q, i * h + r, wpr, width, a, r * wpr)
+        emit_rows(run_iterations(a, b, h, width, square, iterations), h, width, packed, out, i * h * row_bytes)
 
 
 def _run(x: torch.Tensor, width: int, square: bool, iterations: int, packed: bool) -> torch.Tensor:
