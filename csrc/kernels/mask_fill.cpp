@@ -4,14 +4,17 @@
 #include <vector>
 
 #include "kernels/isa.h"
+#include "kernels/random_mask.h"
 
 namespace fastprep::kernels {
 namespace {
 
-// One image row's mask as 0/1 bytes, so the fill loops below are branch-free selects.
-void row_bits(const uint8_t* mrow, int64_t w, bool packed, uint8_t* bits) {
+// One image row's mask as 0/1 bytes, so the fill loops below are branch-free selects. Packed rows
+// go through the mask words' SIMD expansion (random_mask.h); `words` holds one row of them.
+void row_bits(const uint8_t* mrow, int64_t w, bool packed, uint64_t* words, uint8_t* bits) {
   if (packed) {
-    for (int64_t x = 0; x < w; ++x) bits[x] = static_cast<uint8_t>((mrow[x >> 3] >> (x & 7)) & 1);
+    packed_to_words(mrow, w, words);
+    words_to_bools(words, w, bits);
   } else {
     for (int64_t x = 0; x < w; ++x) bits[x] = mrow[x] != 0;
   }
@@ -23,6 +26,7 @@ FASTPREP_MULTIVERSION void fill_typed(const T* src, const FillView& sv, T* dst, 
   const int64_t row_bytes = packed ? (dv.w + 7) / 8 : dv.w;
   const bool in_place = src == dst && sv.sn == dv.sn && sv.sc == dv.sc && sv.sh == dv.sh && sv.sw == dv.sw;
   std::vector<uint8_t> bits(static_cast<size_t>(dv.w));
+  std::vector<uint64_t> words(static_cast<size_t>(words_per_row(dv.w)));
   // Pixel-major (HWC-like: channels closer than pixels) vs plane-major loops: the inner loop
   // walks the smaller stride; unit-stride planes become branch-free selects that vectorise.
   const bool pixel_major = dv.sc < dv.sw;
@@ -30,7 +34,7 @@ FASTPREP_MULTIVERSION void fill_typed(const T* src, const FillView& sv, T* dst, 
   for (int64_t n = 0; n < dv.n; ++n) {
     const uint8_t* mimg = mask + (mask_n == 1 ? 0 : n) * dv.h * row_bytes;
     for (int64_t y = 0; y < dv.h; ++y) {
-      row_bits(mimg + y * row_bytes, dv.w, packed, bits.data());
+      row_bits(mimg + y * row_bytes, dv.w, packed, words.data(), bits.data());
       const T* s = src + n * sv.sn + y * sv.sh;
       T* d = dst + n * dv.sn + y * dv.sh;
       if (in_place && pixel_major) {
