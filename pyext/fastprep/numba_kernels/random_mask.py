@@ -34,29 +34,29 @@ def last_word_mask(width):
 # row's work here, and offsets keep every array C-contiguous so LLVM vectorises the loops.
 @njit(cache=True)
 def random_mask_row(seed, q, row, wpr, width, words, wo):
+    w_ = words[wo:wo + wpr]  # a local slice: offset indexing would stop the vectorisation
     if q == 0 or q >= (1 << MASK_DIGITS):
-        fill = np.uint64(0) if q == 0 else _ALL
-        for j in range(wpr):
-            words[wo + j] = fill
+        w_[:] = np.uint64(0) if q == 0 else _ALL
     else:
         lowest = 0
         while not (q >> lowest) & 1:
             lowest += 1
         base = np.uint64(row) * np.uint64(wpr) * np.uint64(MASK_DIGITS)
+        step = np.uint64(MASK_DIGITS)
         for j in range(wpr):
-            words[wo + j] = random_word(seed, base + np.uint64(j * MASK_DIGITS))
+            w_[j] = random_word(seed, base + np.uint64(j) * step)
         t = 1
         for k in range(lowest + 1, MASK_DIGITS):
             c = base + np.uint64(t)
             if (q >> k) & 1:
                 for j in range(wpr):
-                    words[wo + j] |= random_word(seed, c + np.uint64(j * MASK_DIGITS))
+                    w_[j] |= random_word(seed, c + np.uint64(j) * step)
             else:
                 for j in range(wpr):
-                    words[wo + j] &= random_word(seed, c + np.uint64(j * MASK_DIGITS))
+                    w_[j] &= random_word(seed, c + np.uint64(j) * step)
             t += 1
     if wpr > 0:
-        words[wo + wpr - 1] &= last_word_mask(width)
+        w_[wpr - 1] &= last_word_mask(width)
 
 
 # Bit-at-a-time loops with a constant trip count of 64 over a local slice: LLVM vectorises these
