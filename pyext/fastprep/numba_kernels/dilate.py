@@ -81,11 +81,20 @@ def emit_rows(words, rows, width, packed, out, oo):
 
 @njit(cache=True)
 def dilate_kernel(inp, out, images, h, width, square, iterations, packed):
-    # Unlike the C++ kernel, packed rows are always copied into words (no aligned direct path).
     wpr = words_per_row(width)
     row_bytes = (width + 7) // 8 if packed else width
-    a = np.empty(h * wpr, dtype=np.uint64)
-    b = np.empty(h * wpr, dtype=np.uint64)
+    plane = h * wpr
+    a = np.empty(plane, dtype=np.uint64)
+    b = np.empty(plane, dtype=np.uint64)
+    if packed and width % 64 == 0:
+        # Packed rows of whole words are word images already: whole-array copies in and out
+        # (the C++ kernel reads and writes them in place when 8-byte aligned).
+        inp64 = inp.view(np.uint64)
+        out64 = out.view(np.uint64)
+        for i in range(images):
+            a[:] = inp64[i * plane:(i + 1) * plane]
+            out64[i * plane:(i + 1) * plane] = run_iterations(a, b, h, width, square, iterations)
+        return
     for i in range(images):
         so = i * h * row_bytes
         for r in range(h):

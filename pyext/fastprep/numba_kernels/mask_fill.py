@@ -48,8 +48,11 @@ def mask_fill_kernel(src, dst, in_place, mask, mask_n, packed, value):
                         dst[n, c, y, x] = value if bits[x] else src[n, c, y, x]
             else:
                 for c in range(c_n):
+                    # Row views: on C-contiguous images these are unit-stride and vectorise.
+                    sp = src[n, c, y]
+                    dp = dst[n, c, y]
                     for x in range(w):
-                        dst[n, c, y, x] = value if bits[x] else src[n, c, y, x]
+                        dp[x] = value if bits[x] else sp[x]
 
 
 def _value_bits(value: float, dtype: torch.dtype):
