@@ -155,3 +155,19 @@ struct ToImpl<fastprep::ops::StrArg> {
   }
 };
 HIDDEN_NAMESPACE_END(torch, stable, detail)
+
+// Shared by the mask ops (random_mask.cpp, dilate.cpp): structure / iterations arguments.
+namespace fastprep::ops {
+
+// true for "square" (8-neighbour), false for "cross" (4-neighbour).
+inline bool parse_structure(const char* op, const StrArg& structure) {
+  FASTPREP_CHECK(structure.value == "cross" || structure.value == "square", op,
+                 ": expected structure to be 'cross' or 'square', got '", structure.value, "'");
+  return structure.value == "square";
+}
+
+inline void check_iterations(const char* op, int64_t iterations) {
+  FASTPREP_CHECK(iterations >= 0, op, ": expected iterations >= 0, got iterations=", iterations);
+}
+
+}  // namespace fastprep::ops

@@ -88,3 +88,22 @@ def axis_view(shape: torch.Size, dim: int) -> tuple[int, int, int]:
         elif d > dim:
             inner *= s
     return outer, shape[dim], inner
+
+
+# Shared by the mask ops (ops/random_mask.py, ops/dilate.py, ops/mask_fill.py).
+
+def fmt_float(x: float) -> str:
+    """A float as C++'s default ostream prints it (%g), so both backends' messages match."""
+    return format(float(x), "g")
+
+
+def parse_structure(op: str, structure: str) -> bool:
+    """True for "square" (8-neighbour), False for "cross" (4-neighbour)."""
+    if structure not in ("cross", "square"):
+        fail(op, ": expected structure to be 'cross' or 'square', got '", structure, "'")
+    return structure == "square"
+
+
+def check_iterations(op: str, iterations: int) -> None:
+    if iterations < 0:
+        fail(op, ": expected iterations >= 0, got iterations=", iterations)

@@ -2,12 +2,27 @@
 
 import torch
 
-from fastprep.numba_kernels import pack_bits
+from fastprep.numba_kernels import color, crop, dilate, mask_fill, pack_bits, random_mask
 
 # The CPU kernels of each op, by op name. Held in a Library for the life of the process.
 CPU_KERNELS = {
     "pack_bits": pack_bits.pack_bits,
     "unpack_bits": pack_bits.unpack_bits,
+    "crop": crop.crop,
+    "random_crop": crop.random_crop,
+    "rgb_to_ycbcr": color.rgb_to_ycbcr,
+    "ycbcr_to_rgb": color.ycbcr_to_rgb,
+    "dilate": dilate.dilate,
+    "dilate_packed": dilate.dilate_packed,
+    "mask_fill": mask_fill.mask_fill,
+    "mask_fill_": mask_fill.mask_fill_,
+}
+
+# random_mask and random_dilated_mask take no tensor: the dispatcher finds no backend key and runs
+# the CompositeExplicitAutograd kernel, so that is where they go (as in csrc/ops/random_mask.cpp).
+NO_TENSOR_KERNELS = {
+    "random_mask": random_mask.random_mask,
+    "random_dilated_mask": random_mask.random_dilated_mask,
 }
 
 _LIB = None
@@ -19,12 +34,5 @@ def register() -> None:
         _LIB = torch.library.Library("fastprep", "IMPL")
         for name, fn in CPU_KERNELS.items():
             _LIB.impl(name, fn, "CPU")
-
-from fastprep.numba_kernels import color, crop  # noqa: E402
-
-CPU_KERNELS.update({
-    "crop": crop.crop,
-    "random_crop": crop.random_crop,
-    "rgb_to_ycbcr": color.rgb_to_ycbcr,
-    "ycbcr_to_rgb": color.ycbcr_to_rgb,
-})
+        for name, fn in NO_TENSOR_KERNELS.items():
+            _LIB.impl(name, fn, "CompositeExplicitAutograd")

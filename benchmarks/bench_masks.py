@@ -1,0 +1,197 @@
+"""Mask op benchmarks: python -m pytest benchmarks/bench_masks.py --benchmark-only -p no:logging
+
+Each group compares fastprep (native when loaded, and the Numba kernels called directly) with the
+usual numpy / torch / scipy / OpenCV way of doing the same thing.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+import fastprep
+from fastprep.numba_kernels import dilate as numba_dilate
+from fastprep.numba_kernels import mask_fill as numba_mf
+from fastprep.numba_kernels import random_mask as numba_rm
+
+# fastprep's kernels are single-threaded, and this machine is shared: one thread for torch and
+# OpenCV too keeps the comparison per core and the timings stable.
+torch.set_num_threads(1)
+try:
+    import cv2
+
+    cv2.setNumThreads(1)
+except ImportError:
+    pass
+
+SIZES = [256, 1024]
+P = 0.25
+NATIVE = fastprep.backend() == "native"
+needs_native = pytest.mark.skipif(not NATIVE, reason="native backend not loaded")
+CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], dtype=np.uint8)
+
+
+def _mask(n, p=0.05):
+    return torch.from_numpy(np.random.default_rng(0).random((n, n)) < p)
+
+
+# --- random_mask -------------------------------------------------------------------------------
+
+@needs_native
+@pytest.mark.parametrize("n", SIZES)
+def test_random_mask_native(benchmark, n):
+    benchmark.group = f"random_mask-{n}"
+    benchmark(torch.ops.fastprep.random_mask, [n, n], P, 1, False)
+
+
+@needs_native
+@pytest.mark.parametrize("n", SIZES)
+def test_random_mask_native_packed(benchmark, n):
+    benchmark.group = f"random_mask-{n}"
+    benchmark(torch.ops.fastprep.random_mask, [n, n], P, 1, True)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_random_mask_numba(benchmark, n):
+    benchmark.group = f"random_mask-{n}"
+    benchmark(numba_rm.random_mask, [n, n], P, 1, False)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_random_mask_numpy(benchmark, n):
+    benchmark.group = f"random_mask-{n}"
+    rng = np.random.default_rng(0)
+    benchmark(lambda: rng.random((n, n)) < P)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_random_mask_torch_rand(benchmark, n):
+    benchmark.group = f"random_mask-{n}"
+    benchmark(lambda: torch.rand(n, n) < P)
+
+
+# --- dilate (bool and packed) ------------------------------------------------------------------
+
+@needs_native
+@pytest.mark.parametrize("n", SIZES)
+def test_dilate_native(benchmark, n):
+    benchmark.group = f"dilate-{n}"
+    benchmark(torch.ops.fastprep.dilate, _mask(n), "cross", 1)
+
+
+@needs_native
+@pytest.mark.parametrize("n", SIZES)
+def test_dilate_packed_native(benchmark, n):
+    benchmark.group = f"dilate-{n}"
+    benchmark(torch.ops.fastprep.dilate_packed, fastprep.pack_bits(_mask(n)), n, "cross", 1)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_dilate_numba(benchmark, n):
+    benchmark.group = f"dilate-{n}"
+    benchmark(numba_dilate.dilate, _mask(n), "cross", 1)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_dilate_packed_numba(benchmark, n):
+    benchmark.group = f"dilate-{n}"
+    benchmark(numba_dilate.dilate_packed, fastprep.pack_bits(_mask(n)), n, "cross", 1)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_dilate_opencv(benchmark, n):
+    cv2 = pytest.importorskip("cv2")
+    benchmark.group = f"dilate-{n}"
+    m = _mask(n).numpy().view(np.uint8)
+    benchmark(cv2.dilate, m, CROSS)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_dilate_scipy_binary_dilation(benchmark, n):
+    ndimage = pytest.importorskip("scipy.ndimage")
+    benchmark.group = f"dilate-{n}"
+    benchmark(ndimage.binary_dilation, _mask(n).numpy(), CROSS.astype(bool))
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_dilate_scipy_convolve2d(benchmark, n):
+    signal = pytest.importorskip("scipy.signal")
+    benchmark.group = f"dilate-{n}"
+    m = _mask(n).numpy().view(np.uint8)
+    benchmark(lambda: signal.convolve2d(m, CROSS, mode="same") > 0)
+
+
+# --- random_dilated_mask -----------------------------------------------------------------------
+
+@needs_native
+@pytest.mark.parametrize("n", SIZES)
+def test_random_dilated_mask_native(benchmark, n):
+    benchmark.group = f"random_dilated_mask-{n}"
+    benchmark(torch.ops.fastprep.random_dilated_mask, [n, n], 0.05, 1, "cross", 1, False)
+
+
+@needs_native
+@pytest.mark.parametrize("n", SIZES)
+def test_random_dilated_mask_native_unfused(benchmark, n):
+    benchmark.group = f"random_dilated_mask-{n}"
+    benchmark(lambda: torch.ops.fastprep.dilate(torch.ops.fastprep.random_mask([n, n], 0.05, 1, False), "cross", 1))
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_random_dilated_mask_numba(benchmark, n):
+    benchmark.group = f"random_dilated_mask-{n}"
+    benchmark(numba_rm.random_dilated_mask, [n, n], 0.05, 1, "cross", 1, False)
+
+
+# --- mask_fill ---------------------------------------------------------------------------------
+
+def _img(n):
+    return torch.rand(3, n, n), _mask(n, 0.3)
+
+
+@needs_native
+@pytest.mark.parametrize("n", SIZES)
+def test_mask_fill_native(benchmark, n):
+    benchmark.group = f"mask_fill-{n}"
+    img, m = _img(n)
+    benchmark(torch.ops.fastprep.mask_fill, img, m, 0.0, "CHW")
+
+
+@needs_native
+@pytest.mark.parametrize("n", SIZES)
+def test_mask_fill_inplace_native(benchmark, n):
+    benchmark.group = f"mask_fill-{n}"
+    img, m = _img(n)
+    benchmark(torch.ops.fastprep.mask_fill_, img, m, 0.0, "CHW")
+
+
+@needs_native
+@pytest.mark.parametrize("n", SIZES)
+def test_mask_fill_packed_native(benchmark, n):
+    benchmark.group = f"mask_fill-{n}"
+    img, m = _img(n)
+    benchmark(torch.ops.fastprep.mask_fill, img, fastprep.pack_bits(m), 0.0, "CHW")
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_mask_fill_numba(benchmark, n):
+    benchmark.group = f"mask_fill-{n}"
+    img, m = _img(n)
+    benchmark(numba_mf.mask_fill, img, m, 0.0, "CHW")
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_mask_fill_torch_masked_fill(benchmark, n):
+    benchmark.group = f"mask_fill-{n}"
+    img, m = _img(n)
+    benchmark(img.masked_fill, m, 0.0)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_mask_fill_torch_bool_indexing_inplace(benchmark, n):
+    benchmark.group = f"mask_fill-{n}"
+    img, m = _img(n)
+
+    def fill():
+        img[:, m] = 0.0
+
+    benchmark(fill)

@@ -1,0 +1,132 @@
+#include "kernels/dilate.h"
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/isa.h"
+#include "kernels/random_mask.h"
+
+namespace fastprep::kernels {
+namespace {
+
+// Pixel x takes pixels x - 1 and x + 1: a left shift brings the neighbour below (bit 63 of the
+// previous word carries in), a right shift the one above (bit 0 of the next word).
+inline uint64_t spread_h(uint64_t prev, uint64_t cur, uint64_t next) {
+  return cur | (cur << 1) | (prev >> 63) | (cur >> 1) | (next << 63);
+}
+
+}  // namespace
+
+FASTPREP_MULTIVERSION
+void dilate_words(const uint64_t* src, uint64_t* dst, int64_t h, int64_t width, bool square) {
+  const int64_t wpr = words_per_row(width);
+  if (wpr == 0) return;
+  const uint64_t last = last_word_mask(width);
+  std::vector<uint64_t> zeros(static_cast<size_t>(wpr), 0);
+  std::vector<uint64_t> vert(square ? static_cast<size_t>(wpr) : 0);
+  for (int64_t r = 0; r < h; ++r) {
+    const uint64_t* cur = src + r * wpr;
+    const uint64_t* up = r > 0 ? cur - wpr : zeros.data();
+    const uint64_t* dn = r + 1 < h ? cur + wpr : zeros.data();
+    uint64_t* o = dst + r * wpr;
+    if (square) {
+      // The 3x3 square is the horizontal spread of the vertical OR (ORing up / dn again below
+      // changes nothing, and keeps one loop for both structures).
+      for (int64_t j = 0; j < wpr; ++j) vert[j] = up[j] | cur[j] | dn[j];
+      cur = vert.data();
+    }
+    if (wpr == 1) {
+      o[0] = spread_h(0, cur[0], 0) | up[0] | dn[0];
+    } else {
+      // First and last words peeled so the middle loop has no branches and vectorises.
+      o[0] = spread_h(0, cur[0], cur[1]) | up[0] | dn[0];
+      for (int64_t j = 1; j + 1 < wpr; ++j) o[j] = spread_h(cur[j - 1], cur[j], cur[j + 1]) | up[j] | dn[j];
+      o[wpr - 1] = spread_h(cur[wpr - 2], cur[wpr - 1], 0) | up[wpr - 1] | dn[wpr - 1];
+    }
+    o[wpr - 1] &= last;  // pixel W - 1 spreads into the padding bits
+  }
+}
+
+namespace {
+
+// `iterations` dilations of src, alternating between buffers a and b (src may be a); the last one
+// goes to `final` when given. Returns where the result is (src itself for 0 iterations).
+const uint64_t* run_iterations(const uint64_t* src, uint64_t* final, uint64_t* a, uint64_t* b, int64_t h,
+                               int64_t width, bool square, int64_t iterations) {
+  const uint64_t* cur = src;
+  for (int64_t it = 0; it < iterations; ++it) {
+    uint64_t* dst = (it + 1 == iterations && final != nullptr) ? final : (cur == a ? b : a);
+    dilate_words(cur, dst, h, width, square);
+    cur = dst;
+  }
+  return cur;
+}
+
+void emit_rows(const uint64_t* words, int64_t rows, int64_t width, bool packed, uint8_t* out) {
+  const int64_t wpr = words_per_row(width);
+  const int64_t row_bytes = packed ? (width + 7) / 8 : width;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (packed) {
+      words_to_packed(words + r * wpr, width, out + r * row_bytes);
+    } else {
+      words_to_bools(words + r * wpr, width, out + r * row_bytes);
+    }
+  }
+}
+
+// Packed rows of whole words, 8-byte aligned, are word images already: no conversion either way.
+bool packed_are_words(bool packed, int64_t width, const void* p) {
+  return packed && width % 64 == 0 && reinterpret_cast<uintptr_t>(p) % alignof(uint64_t) == 0;
+}
+
+}  // namespace
+
+void dilate(const uint8_t* in, uint8_t* out, int64_t images, int64_t h, int64_t width, bool square,
+            int64_t iterations, bool packed) {
+  const int64_t wpr = words_per_row(width);
+  const int64_t row_bytes = packed ? (width + 7) / 8 : width;
+  const int64_t plane = h * wpr;
+  const bool direct = packed_are_words(packed, width, in) && packed_are_words(packed, width, out);
+  if (direct && iterations == 0) {
+    std::memcpy(out, in, static_cast<size_t>(images * plane) * 8);
+    return;
+  }
+  // One image at a time so its words stay in cache between packing, dilating and emitting.
+  std::vector<uint64_t> a(static_cast<size_t>(plane)), b(static_cast<size_t>(plane));
+  for (int64_t i = 0; i < images; ++i) {
+    const uint8_t* src = in + i * h * row_bytes;
+    uint8_t* dst = out + i * h * row_bytes;
+    if (direct) {
+      run_iterations(reinterpret_cast<const uint64_t*>(src), reinterpret_cast<uint64_t*>(dst), a.data(),
+                     b.data(), h, width, square, iterations);
+      continue;
+    }
+    for (int64_t r = 0; r < h; ++r) {
+      if (packed) {
+        packed_to_words(src + r * row_bytes, width, a.data() + r * wpr);
+      } else {
+        bools_to_words(src + r * row_bytes, width, a.data() + r * wpr);
+      }
+    }
+    emit_rows(run_iterations(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations), h, width,
+              packed, dst);
+  }
+}
+
+void random_dilated_mask(int64_t seed, double p, int64_t images, int64_t h, int64_t width, bool square,
+                         int64_t iterations, bool packed, uint8_t* out) {
+  const uint32_t q = mask_threshold(p);
+  const int64_t wpr = words_per_row(width);
+  const int64_t row_bytes = packed ? (width + 7) / 8 : width;
+  std::vector<uint64_t> a(static_cast<size_t>(h * wpr)), b(static_cast<size_t>(h * wpr));
+  for (int64_t i = 0; i < images; ++i) {
+    for (int64_t r = 0; r < h; ++r) {
+      random_mask_row(static_cast<uint64_t>(seed), q, i * h + r, wpr, width, a.data() + r * wpr);
+    }
+    emit_rows(run_iterations(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations), h, width,
+              packed, out + i * h * row_bytes);
+  }
+}
+
+}  // namespace fastprep::kernels

@@ -1,0 +1,100 @@
+// Bindings of mask_fill / mask_fill_ (schemas: pyext/fastprep/ops/masks.py).
+#include <sstream>
+#include <string>
+
+#include "kernels/mask_fill.h"
+#include "ops/common.h"
+
+namespace fastprep::ops {
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::ostringstream ss;
+  ss << "[";
+  for (size_t i = 0; i < s.size(); ++i) ss << (i ? ", " : "") << s[i];
+  ss << "]";
+  return ss.str();
+}
+
+// Largest finite value of each float dtype: larger finite values would overflow to inf.
+void check_value(const char* op, double value, ScalarType t) {
+  if (t == ScalarType::Byte) {
+    FASTPREP_CHECK(value >= 0 && value <= 255 && value == static_cast<double>(static_cast<int>(value)), op,
+                   ": value=", value, " is not representable in torch.uint8 (expected an integer in [0, 255])");
+    return;
+  }
+  const double max = t == ScalarType::Half ? 65504.0 : t == ScalarType::BFloat16 ? 3.3895313892515355e38
+                                                                                 : 3.4028234663852886e38;
+  FASTPREP_CHECK(!std::isfinite(value) || std::abs(value) <= max, op, ": value=", value,
+                 " is not representable in ", dtype_name(t), " (largest finite value ", max, ")");
+}
+
+struct Prepared {
+  kernels::FillView view;
+  Tensor mask;
+  int64_t mask_n;
+  bool packed;
+  uint32_t value_bits;
+};
+
+Prepared prepare(const char* op, const Tensor& img, const Tensor& mask, double value, const StrArg& layout) {
+  const bool hwc = parse_layout(op, layout);
+  const ScalarType t = img.scalar_type();
+  FASTPREP_CHECK(t == ScalarType::Byte || t == ScalarType::Float || t == ScalarType::Half ||
+                     t == ScalarType::BFloat16,
+                 op, ": expected img to be a torch.uint8, torch.float32, torch.float16 or torch.bfloat16 tensor, got ",
+                 dtype_name(t));
+  const ImageView v = image_view(op, "img", img, hwc);
+  const ScalarType mt = mask.scalar_type();
+  FASTPREP_CHECK(mt == ScalarType::Bool || mt == ScalarType::Byte, op,
+                 ": expected mask to be a torch.bool tensor or a packed torch.uint8 one, got ", dtype_name(mt));
+  const bool packed = mt == ScalarType::Byte;
+  const int64_t last = packed ? (v.w + 7) / 8 : v.w;
+  const std::vector<int64_t> got(mask.sizes().begin(), mask.sizes().end());
+  const bool ok2 = got == std::vector<int64_t>{v.h, last};
+  const bool ok3 = v.batched && got == std::vector<int64_t>{v.n, v.h, last};
+  FASTPREP_CHECK(ok2 || ok3, op, ": expected mask to have shape ", shape_str({v.h, last}),
+                 v.batched ? " or " + shape_str({v.n, v.h, last}) : std::string(), " to match img",
+                 packed ? " (packed)" : "", ", got ", shape_str(got));
+  check_value(op, value, t);
+  const std::vector<int64_t> one{1};
+  const Tensor cell = torch::stable::full(torch::headeronly::IntHeaderOnlyArrayRef(one.data(), 1), value, t);
+  uint32_t bits = 0;
+  std::memcpy(&bits, cell.const_data_ptr(), static_cast<size_t>(cell.element_size()));
+  const kernels::FillView fv{v.n, v.c, v.h, v.w, v.sn, v.sc, v.sh, v.sw};
+  return Prepared{fv, torch::stable::contiguous(mask), ok3 ? v.n : 1, packed, bits};
+}
+
+void run(const Tensor& src, const Prepared& ps, const Tensor& dst, const Prepared& pd) {
+  if (dst.numel() == 0) return;
+  kernels::mask_fill(src.const_data_ptr(), ps.view, dst.mutable_data_ptr(), pd.view,
+                     static_cast<int>(dst.element_size()), static_cast<const uint8_t*>(pd.mask.const_data_ptr()),
+                     pd.mask_n, pd.packed, pd.value_bits);
+}
+
+}  // namespace
+
+Tensor mask_fill(Tensor img, Tensor mask, double value, StrArg layout) {
+  constexpr const char* op = "mask_fill";
+  const Prepared ps = prepare(op, img, mask, value, layout);
+  const std::vector<int64_t> sizes(img.sizes().begin(), img.sizes().end());
+  Tensor out = empty_like_shape(img, sizes, img.scalar_type());  // contiguous
+  Prepared pd = ps;
+  const ImageView ov = image_view(op, "img", out, layout.value == "HWC");
+  pd.view = kernels::FillView{ov.n, ov.c, ov.h, ov.w, ov.sn, ov.sc, ov.sh, ov.sw};
+  run(img, ps, out, pd);
+  return out;
+}
+
+// Returns nothing (schema `-> ()`): see ops/mask_fill.py.
+void mask_fill_(Tensor img, Tensor mask, double value, StrArg layout) {
+  const Prepared p = prepare("mask_fill_", img, mask, value, layout);
+  run(img, p, img, p);
+}
+
+}  // namespace fastprep::ops
+
+STABLE_TORCH_LIBRARY_IMPL(fastprep, CPU, m) {
+  m.impl("mask_fill", TORCH_BOX(&fastprep::ops::mask_fill));
+  m.impl("mask_fill_", TORCH_BOX(&fastprep::ops::mask_fill_));
+}

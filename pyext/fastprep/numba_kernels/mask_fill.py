@@ -1,0 +1,91 @@
+"""Numba mirror of csrc/kernels/mask_fill.cpp (kernel) and csrc/ops/mask_fill.cpp (binding).
+
+The image is seen as a strided [N, C, H, W] array of same-size integers (the value's raw bits),
+as the C++ kernel does; Numba follows the strides itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit
+
+from fastprep.ops.mask_fill import check_mask_fill
+
+# The integer dtype each image dtype's bits are moved as.
+_BITS_DTYPE = {torch.uint8: torch.uint8, torch.float16: torch.int16, torch.bfloat16: torch.int16,
+               torch.float32: torch.int32}
+
+
+@njit(cache=True, inline="always")
+def row_bits(mask, off, w, packed, bits):
+    if packed:
+        for x in range(w):
+            bits[x] = (mask[off + (x >> 3)] >> (x & 7)) & 1
+    else:
+        for x in range(w):
+            bits[x] = 1 if mask[off + x] != 0 else 0
+
+
+@njit(cache=True)
+def mask_fill_kernel(src, dst, in_place, mask, mask_n, packed, value):
+    n_img, c_n, h, w = dst.shape
+    row_bytes = (w + 7) // 8 if packed else w
+    bits = np.empty(w, dtype=np.uint8)
+    pixel_major = dst.strides[1] < dst.strides[3]
+    for n in range(n_img):
+        mimg = (0 if mask_n == 1 else n) * h * row_bytes
+        for y in range(h):
+            row_bits(mask, mimg + y * row_bytes, w, packed, bits)
+            if in_place and pixel_major:
+                for x in range(w):
+                    if bits[x]:
+                        for c in range(c_n):
+                            dst[n, c, y, x] = value
+            elif pixel_major:
+                for x in range(w):
+                    for c in range(c_n):
+                        dst[n, c, y, x] = value if bits[x] else src[n, c, y, x]
+            else:
+                for c in range(c_n):
+                    # Row views: on C-contiguous images these are unit-stride and vectorise.
+                    sp = src[n, c, y]
+                    dp = dst[n, c, y]
+                    for x in range(w):
+                        dp[x] = value if bits[x] else sp[x]
+
+
+def _value_bits(value: float, dtype: torch.dtype):
+    # torch's own conversion (as the C++ binding's torch::stable::full), as a typed scalar.
+    return torch.tensor([value], dtype=dtype).view(_BITS_DTYPE[dtype]).numpy()[0]
+
+
+def _nchw(t: torch.Tensor, batched: bool, layout: str) -> np.ndarray:
+    t = t.view(_BITS_DTYPE[t.dtype])
+    if not batched:
+        t = t.unsqueeze(0)
+    if layout == "HWC":
+        t = t.permute(0, 3, 1, 2)
+    return t.numpy()
+
+
+def _run(src: torch.Tensor, dst: torch.Tensor, mask: torch.Tensor, value: float, layout: str,
+         op: str) -> None:
+    args = check_mask_fill(op, src, mask, value, layout)
+    if src.numel() == 0:
+        return
+    m = mask.contiguous().view(torch.uint8).numpy().reshape(-1)
+    mask_fill_kernel(_nchw(src, args.view.batched, layout), _nchw(dst, args.view.batched, layout),
+                     src is dst, m, args.mask_n, args.packed, _value_bits(value, src.dtype))
+
+
+def mask_fill(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
+              layout: str = "CHW") -> torch.Tensor:
+    out = torch.empty(img.shape, dtype=img.dtype)  # contiguous; filled in one pass from img
+    _run(img, out, mask, value, layout, "mask_fill")
+    return out
+
+
+def mask_fill_(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
+               layout: str = "CHW") -> None:
+    _run(img, img, mask, value, layout, "mask_fill_")

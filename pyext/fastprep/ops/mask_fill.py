@@ -1,0 +1,85 @@
+"""mask_fill / mask_fill_: schemas, fake kernels, Python entry points.
+Kernels: csrc/kernels/mask_fill.cpp (native), numba_kernels/mask_fill.py (Numba)."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+
+from fastprep import _checks
+from fastprep.ops._library import define
+
+define("mask_fill(Tensor img, Tensor mask, float value=0, str layout='CHW') -> Tensor")
+# The in-place op returns nothing: torch cannot functionalize (torch.compile, opcheck) a custom op
+# whose output aliases an input, so the Python entry point returns img itself.
+define("mask_fill_(Tensor(a!) img, Tensor mask, float value=0, str layout='CHW') -> ()")
+
+IMAGE_DTYPES = (torch.uint8, torch.float32, torch.float16, torch.bfloat16)
+# Largest finite value per float dtype: a larger finite value would overflow to inf.
+_FLOAT_MAX = {torch.float16: 65504.0, torch.bfloat16: 3.3895313892515355e38,
+              torch.float32: 3.4028234663852886e38}
+
+
+def mask_fill(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
+              layout: str = "CHW") -> torch.Tensor:
+    """A contiguous copy of `img` (``[C, H, W]`` / ``[H, W, C]`` or a batch of them, uint8 or
+    float32/float16/bfloat16, any strides) with every channel of the pixels where `mask` is true
+    set to `value`. `mask` is bool ``[H, W]`` (shared by a batch) or ``[N, H, W]``, or the same
+    packed by ``pack_bits(..., bitorder="little")`` (uint8, last dim ``ceil(W / 8)``). For uint8
+    images `value` must be an integer in [0, 255]."""
+    return torch.ops.fastprep.mask_fill(img, mask, float(value), layout)
+
+
+def mask_fill_(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
+               layout: str = "CHW") -> torch.Tensor:
+    """In-place :func:`mask_fill` (no copy of the image; writes through its strides); returns img."""
+    torch.ops.fastprep.mask_fill_(img, mask, float(value), layout)
+    return img
+
+
+class FillArgs(NamedTuple):
+    view: _checks.ImageView
+    mask_n: int
+    packed: bool
+
+
+def check_mask_fill(op: str, img: torch.Tensor, mask: torch.Tensor, value: float,
+                    layout: str) -> FillArgs:
+    """Mirror of prepare() in csrc/ops/mask_fill.cpp."""
+    hwc = _checks.parse_layout(op, layout)
+    if img.dtype not in IMAGE_DTYPES:
+        _checks.fail(op, ": expected img to be a torch.uint8, torch.float32, torch.float16 or "
+                     "torch.bfloat16 tensor, got ", img.dtype)
+    v = _checks.image_view(op, "img", img, hwc)
+    if mask.dtype not in (torch.bool, torch.uint8):
+        _checks.fail(op, ": expected mask to be a torch.bool tensor or a packed torch.uint8 one, got ",
+                     mask.dtype)
+    packed = mask.dtype == torch.uint8
+    last = (v.w + 7) // 8 if packed else v.w
+    got = list(mask.shape)
+    ok3 = v.batched and got == [v.n, v.h, last]
+    if got != [v.h, last] and not ok3:
+        _checks.fail(op, ": expected mask to have shape ", [v.h, last],
+                     f" or {[v.n, v.h, last]}" if v.batched else "", " to match img",
+                     " (packed)" if packed else "", ", got ", got)
+    if img.dtype == torch.uint8:
+        if not (0 <= value <= 255 and value == int(value)):
+            _checks.fail(op, ": value=", _checks.fmt_float(value), " is not representable in "
+                         "torch.uint8 (expected an integer in [0, 255])")
+    elif math.isfinite(value) and abs(value) > _FLOAT_MAX[img.dtype]:
+        _checks.fail(op, ": value=", _checks.fmt_float(value), " is not representable in ",
+                     img.dtype, " (largest finite value ", _checks.fmt_float(_FLOAT_MAX[img.dtype]), ")")
+    return FillArgs(v, v.n if ok3 else 1, packed)
+
+
+@torch.library.register_fake("fastprep::mask_fill")
+def _mask_fill_fake(img, mask, value=0, layout="CHW"):
+    check_mask_fill("mask_fill", img, mask, value, layout)
+    return torch.empty_like(img, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("fastprep::mask_fill_")
+def _mask_fill__fake(img, mask, value=0, layout="CHW"):
+    check_mask_fill("mask_fill_", img, mask, value, layout)

@@ -1,0 +1,160 @@
+"""mask_fill / mask_fill_ against torch.masked_fill: dtypes, layouts, batches, packed masks."""
+
+import numpy as np
+import pytest
+import torch
+
+import fastprep
+from fastprep.numba_kernels import mask_fill as numba_mf
+
+from conftest import requires_native
+
+DTYPES = [torch.uint8, torch.float32, torch.float16, torch.bfloat16]
+H, W, C, N = 7, 70, 3, 2
+
+
+def _img(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.uint8:
+        return torch.randint(0, 256, shape, dtype=dtype, generator=g)
+    return torch.rand(shape, generator=g).to(dtype)
+
+
+def _mask(shape, seed=1):
+    return torch.from_numpy(np.random.default_rng(seed).random(shape) < 0.3)
+
+
+def reference(img, mask, value, layout):
+    """img.masked_fill with the mask broadcast over channels (and over the batch for [H, W])."""
+    m = mask.unsqueeze(-1) if layout == "HWC" else mask.unsqueeze(-3)
+    return img.masked_fill(m, value)
+
+
+def _cases():
+    for dtype in DTYPES:
+        for layout in ("CHW", "HWC"):
+            for batched in (False, True):
+                for mask_batched in ((False, True) if batched else (False,)):
+                    for packed in (False, True):
+                        yield dtype, layout, batched, mask_batched, packed
+
+
+@pytest.mark.parametrize("dtype,layout,batched,mask_batched,packed", list(_cases()))
+def test_matches_masked_fill(dtype, layout, batched, mask_batched, packed):
+    shape = (C, H, W) if layout == "CHW" else (H, W, C)
+    if batched:
+        shape = (N, *shape)
+    img = _img(shape, dtype)
+    mask = _mask((N, H, W) if mask_batched else (H, W))
+    value = 17.0 if dtype == torch.uint8 else 0.1
+    expected = reference(img, mask, value, layout)
+    m = fastprep.pack_bits(mask) if packed else mask
+    for fill, fill_ in ((fastprep.mask_fill, fastprep.mask_fill_), (numba_mf.mask_fill, numba_mf.mask_fill_)):
+        out = fill(img, m, value, layout)
+        assert out.is_contiguous() and out.dtype == dtype
+        assert torch.equal(out, expected)
+        assert not torch.equal(img, expected) or not mask.any()  # the input is untouched
+        inplace = img.clone()
+        fill_(inplace, m, value, layout)
+        assert torch.equal(inplace, expected)
+    inplace = img.clone()
+    assert fastprep.mask_fill_(inplace, m, value, layout) is inplace
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_strided_views(dtype):
+    base = _img((2, 4, 20, 150), dtype, seed=3)
+    mask = _mask((20, 75))
+    views = [base[:, :3, :, ::2], base.permute(0, 2, 3, 1)[:, :, ::2, :], base[1, :, :, 1::2]]
+    layouts = ["CHW", "HWC", "CHW"]
+    for view, layout in zip(views, layouts):
+        expected = reference(view, mask, 5, layout)
+        for fill, fill_ in ((fastprep.mask_fill, fastprep.mask_fill_), (numba_mf.mask_fill, numba_mf.mask_fill_)):
+            assert torch.equal(fill(view, mask, 5, layout), expected)
+            target = base.clone()
+            view_of_target = target.as_strided(view.shape, view.stride(), view.storage_offset())
+            fill_(view_of_target, mask, 5, layout)
+            assert torch.equal(view_of_target, expected)
+            outside = torch.ones_like(base, dtype=torch.bool)
+            outside.as_strided(view.shape, view.stride(), view.storage_offset()).fill_(False)
+            assert torch.equal(target[outside], base[outside])  # nothing written outside the view
+
+
+def test_special_float_values():
+    img = _img((C, H, W), torch.float32)
+    mask = _mask((H, W))
+    # -0.0 only through the kernels themselves: torch hands a Python kernel its own default for
+    # an argument equal to the schema default (-0.0 == 0), so the sign is lost before Numba runs.
+    impls = [numba_mf.mask_fill] + ([torch.ops.fastprep.mask_fill] if fastprep.backend() == "native" else [])
+    for value in (float("nan"), float("inf"), -0.0, 1e30):
+        expected = reference(img, mask, value, "CHW")
+        for impl in [fastprep.mask_fill] * (value != 0) + impls:
+            out = impl(img, mask, value, "CHW")
+            np.testing.assert_array_equal(out.view(torch.int32).numpy(), expected.view(torch.int32).numpy())
+
+
+@requires_native
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_native_and_numba_give_the_same_bits(dtype):
+    img = _img((N, 40, 33, C), dtype)
+    mask = fastprep.pack_bits(_mask((N, 40, 33)))
+    assert torch.equal(torch.ops.fastprep.mask_fill(img, mask, 3.0, "HWC"), numba_mf.mask_fill(img, mask, 3.0, "HWC"))
+
+
+def test_opcheck():
+    img = _img((N, C, H, W), torch.float32)
+    mask = _mask((N, H, W))
+    torch.library.opcheck(torch.ops.fastprep.mask_fill.default, (img, mask, 0.5, "CHW"))
+    torch.library.opcheck(torch.ops.fastprep.mask_fill_.default, (img.clone(), fastprep.pack_bits(mask), 2.0, "CHW"))
+
+
+def test_torch_compile_fullgraph():
+    def f(img, mask):
+        out = torch.ops.fastprep.mask_fill(img, mask, 1.0, "HWC")
+        torch.ops.fastprep.mask_fill_(img, mask, 2.0, "HWC")
+        return out * 2, img
+
+    img = _img((H, W, C), torch.float32)
+    mask = _mask((H, W))
+    out, filled = torch.compile(f, fullgraph=True, backend="inductor")(img.clone(), mask)
+    assert torch.equal(out, reference(img, mask, 1.0, "HWC") * 2)
+    assert torch.equal(filled, reference(img, mask, 2.0, "HWC"))
+
+
+_I = torch.zeros(C, H, W, dtype=torch.uint8)
+_MK = torch.zeros(H, W, dtype=torch.bool)
+BAD_INPUTS = [
+    ((_I, _MK, 0, "WHC"), r"mask_fill: expected layout to be 'CHW' or 'HWC', got 'WHC'"),
+    ((_I.to(torch.int32), _MK), r"mask_fill: expected img to be a torch.uint8, .* tensor, got torch.int32"),
+    ((_I[0], _MK), r"mask_fill: expected img to be a 3-D \[C, H, W\] image or a 4-D batch of them, got a 2-D"),
+    ((_I, _MK.float()), r"mask_fill: expected mask to be a torch.bool tensor or a packed torch.uint8 one, got torch.float32"),
+    ((_I, _MK[:, :5]), r"mask_fill: expected mask to have shape \[7, 70\] to match img, got \[7, 5\]"),
+    ((_I, _MK[0]), r"mask_fill: expected mask to have shape \[7, 70\] to match img, got \[70\]"),
+    ((_I, _MK[None]), r"mask_fill: expected mask to have shape \[7, 70\] to match img, got \[1, 7, 70\]"),
+    ((_I[None].expand(2, -1, -1, -1), _MK[None].expand(3, -1, -1)),
+     r"mask_fill: expected mask to have shape \[7, 70\] or \[2, 7, 70\] to match img, got \[3, 7, 70\]"),
+    ((_I, torch.zeros(H, 8, dtype=torch.uint8)),
+     r"mask_fill: expected mask to have shape \[7, 9\] to match img \(packed\), got \[7, 8\]"),
+    ((_I, _MK, 256), r"mask_fill: value=256 is not representable in torch.uint8"),
+    ((_I, _MK, 1.5), r"mask_fill: value=1.5 is not representable in torch.uint8"),
+    ((_I, _MK, -1), r"mask_fill: value=-1 is not representable in torch.uint8"),
+    ((_I, _MK, float("nan")), r"mask_fill: value=nan is not representable in torch.uint8"),
+    ((_I.half(), _MK, 1e5), r"mask_fill: value=100000 is not representable in torch.float16"),
+]
+
+
+@pytest.mark.parametrize("args,match", BAD_INPUTS)
+def test_bad_input_raises_naming_argument_and_value(args, match):
+    for impl in (fastprep.mask_fill, numba_mf.mask_fill):
+        with pytest.raises(RuntimeError, match=match):
+            impl(*args)
+    for impl in (fastprep.mask_fill_, numba_mf.mask_fill_):
+        with pytest.raises(RuntimeError, match=match.replace("mask_fill:", "mask_fill_:")):
+            impl(args[0].clone(), *args[1:])
+
+
+@pytest.mark.parametrize("args,match", BAD_INPUTS)
+def test_bad_input_on_meta_device(args, match):
+    meta = tuple(a.to("meta") if isinstance(a, torch.Tensor) else a for a in args)
+    with pytest.raises(RuntimeError, match=match):
+        fastprep.mask_fill(*meta)
