@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/counter_rng.h"
+
 namespace fastprep::kernels {
 
 struct CropSource {
@@ -17,5 +19,13 @@ struct CropSource {
 // the image, else gets fill_bits (the element's bit pattern, low elem_size bytes).
 void crop(const CropSource& src, void* out, int elem_size, int64_t top, int64_t left,
           int64_t height, int64_t width, uint32_t fill_bits);
+
+// Offset of a random window on one axis, in source coordinates (negative when padded): from
+// `word` = random_word(seed, 0) for the rows and random_word(seed, 1) for the columns.
+inline int64_t random_crop_offset(uint64_t word, int64_t size, int64_t crop, bool pad) {
+  const int64_t padding = pad && size < crop ? crop - size : 0;
+  const int64_t padded = size + 2 * padding;  // torchvision pads both sides by the shortfall
+  return static_cast<int64_t>(uniform_below(word, static_cast<uint64_t>(padded - crop + 1))) - padding;
+}
 
 }  // namespace fastprep::kernels

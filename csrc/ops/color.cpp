@@ -7,25 +7,15 @@
 namespace fastprep::ops {
 namespace {
 
-int type_code(ScalarType t) {
-  switch (t) {
-    case ScalarType::Byte: return kernels::kU8;
-    case ScalarType::Float: return kernels::kF32;
-    case ScalarType::Half: return kernels::kF16;
-    case ScalarType::BFloat16: return kernels::kBF16;
-    default: return -1;
-  }
-}
-
 Tensor convert(const char* op, const Tensor& img, const StrArg& layout,
                std::optional<ScalarType> out_dtype, double scale, bool forward) {
   const ScalarType in = img.scalar_type();
-  FASTPREP_CHECK(type_code(in) >= 0, op, ": expected img to be a torch.uint8, torch.float32, "
+  FASTPREP_CHECK(color_type_code(in) >= 0, op, ": expected img to be a torch.uint8, torch.float32, "
                  "torch.float16 or torch.bfloat16 tensor, got ", dtype_name(in));
   const ImageView v = image_view(op, "img", img, parse_layout(op, layout));
   FASTPREP_CHECK(v.c == 3, op, ": expected img to have 3 channels, got ", v.c);
   const ScalarType odt = out_dtype.value_or(in);
-  FASTPREP_CHECK(type_code(odt) >= 0, op, ": expected out_dtype to be torch.uint8, torch.float32, "
+  FASTPREP_CHECK(color_type_code(odt) >= 0, op, ": expected out_dtype to be torch.uint8, torch.float32, "
                  "torch.float16 or torch.bfloat16, got ", dtype_name(odt));
   FASTPREP_CHECK(odt != ScalarType::Byte || in == ScalarType::Byte, op,
                  ": out_dtype=torch.uint8 needs a torch.uint8 img, got ", dtype_name(in));
@@ -40,7 +30,7 @@ Tensor convert(const char* op, const Tensor& img, const StrArg& layout,
     const kernels::ColorSource src{static_cast<const char*>(img.const_data_ptr()) + i * v.sn * ies,
                                    v.h, v.w, v.sc, v.sh, v.sw};
     char* o = static_cast<char*>(out.mutable_data_ptr()) + i * 3 * v.h * v.w * oes;
-    kernels::convert_color(src, type_code(in), o, type_code(odt), forward, static_cast<float>(scale));
+    kernels::convert_color(src, color_type_code(in), o, color_type_code(odt), forward, static_cast<float>(scale));
   }
   return out;
 }

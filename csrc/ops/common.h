@@ -156,6 +156,22 @@ struct ToImpl<fastprep::ops::StrArg> {
 };
 HIDDEN_NAMESPACE_END(torch, stable, detail)
 
+// Shared by the colour ops (color.cpp, crop_mask_ycbcr.cpp): kernels/color.h's type codes, -1
+// for a dtype they do not take.
+namespace fastprep::ops {
+
+inline int color_type_code(ScalarType t) {
+  switch (t) {
+    case ScalarType::Byte: return 0;
+    case ScalarType::Float: return 1;
+    case ScalarType::Half: return 2;
+    case ScalarType::BFloat16: return 3;
+    default: return -1;
+  }
+}
+
+}  // namespace fastprep::ops
+
 // Shared by the mask ops (random_mask.cpp, dilate.cpp): structure / iterations arguments.
 namespace fastprep::ops {
 

@@ -51,14 +51,6 @@ void run_crop(const Tensor& img, const ImageView& v, Tensor& out, int64_t i, int
   kernels::crop(src, o, static_cast<int>(es), top, left, height, width, fill);
 }
 
-// Offset of the window on one axis, in source coordinates (negative when padded).
-int64_t random_offset(uint64_t word, int64_t size, int64_t crop, bool pad) {
-  const int64_t padding = pad && size < crop ? crop - size : 0;
-  const int64_t padded = size + 2 * padding;  // torchvision pads both sides by the shortfall
-  return static_cast<int64_t>(kernels::uniform_below(word, static_cast<uint64_t>(padded - crop + 1))) -
-         padding;
-}
-
 }  // namespace
 
 Tensor crop(Tensor img, int64_t top, int64_t left, int64_t height, int64_t width, StrArg layout) {
@@ -96,9 +88,9 @@ Tensor random_crop(Tensor img, int64_t height, int64_t width, int64_t seed, StrA
   if (out.numel() > 0) {
     for (int64_t i = 0; i < v.n; ++i) {
       const int64_t s = v.batched ? kernels::derive_seed(seed, i) : seed;
-      const int64_t top = random_offset(kernels::random_word(static_cast<uint64_t>(s), 0), v.h, height,
+      const int64_t top = kernels::random_crop_offset(kernels::random_word(static_cast<uint64_t>(s), 0), v.h, height,
                                         pad_if_needed);
-      const int64_t left = random_offset(kernels::random_word(static_cast<uint64_t>(s), 1), v.w, width,
+      const int64_t left = kernels::random_crop_offset(kernels::random_word(static_cast<uint64_t>(s), 1), v.w, width,
                                          pad_if_needed);
       run_crop(img, v, out, i, es, top, left, height, width, fb);
     }

@@ -19,6 +19,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from fastprep.transforms import as_image
+
 SOURCE_SIZE = 1024
 CROP = 256
 P = 0.25
@@ -60,8 +62,29 @@ def fastprep_transform(image: Any, generator: torch.Generator | None = None) -> 
     """The same work in one fastprep op: uint8 YCbCr CHW out, scaled by 1/255 on the device."""
     import fastprep  # noqa: PLC0415
 
-    hwc = torch.from_numpy(np.asarray(image))  # zero-copy view of the decoded HWC image
+    hwc, _ = as_image(image)  # zero-copy view of the decoded HWC image
     return fastprep.crop_mask_ycbcr(hwc, CROP, CROP, P, fastprep.draw_seed(generator), layout="HWC")
+
+
+def fastprep_numba_transform(image: Any, generator: torch.Generator | None = None) -> torch.Tensor:
+    """fastprep_transform on the Numba backend's kernel (whatever backend is loaded)."""
+    from fastprep import draw_seed  # noqa: PLC0415
+    from fastprep.numba_kernels.crop_mask_ycbcr import crop_mask_ycbcr  # noqa: PLC0415
+
+    hwc, _ = as_image(image)
+    return crop_mask_ycbcr(hwc, CROP, CROP, P, draw_seed(generator), layout="HWC")[0]
+
+
+def fastprep_unfused_transform(image: Any, generator: torch.Generator | None = None) -> torch.Tensor:
+    """The same result as the fused op from the four separate fastprep ops."""
+    import fastprep  # noqa: PLC0415
+
+    hwc, _ = as_image(image)
+    seed = fastprep.draw_seed(generator)
+    crop = fastprep.random_crop(hwc, CROP, CROP, seed, "HWC")
+    mask = fastprep.random_dilated_mask([CROP, CROP], P, fastprep.derive_seed(seed, 1), packed=True)
+    fastprep.mask_fill_(crop, mask, 0)
+    return fastprep.rgb_to_ycbcr(crop)
 
 
 class SyntheticImages(Dataset):

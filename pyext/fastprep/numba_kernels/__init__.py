@@ -2,7 +2,8 @@
 
 import torch
 
-from fastprep.numba_kernels import color, crop, dilate, mask_fill, pack_bits, random_mask
+from fastprep.numba_kernels import (color, crop, crop_mask_ycbcr, dilate, mask_fill, pack_bits,
+                                    random_mask)
 
 # The CPU kernels of each op, by op name. Held in a Library for the life of the process.
 CPU_KERNELS = {
@@ -16,6 +17,7 @@ CPU_KERNELS = {
     "dilate_packed": dilate.dilate_packed,
     "mask_fill": mask_fill.mask_fill,
     "mask_fill_": mask_fill.mask_fill_,
+    "crop_mask_ycbcr": crop_mask_ycbcr.crop_mask_ycbcr,
 }
 
 # random_mask and random_dilated_mask take no tensor: the dispatcher finds no backend key and runs

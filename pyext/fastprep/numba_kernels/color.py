@@ -81,6 +81,22 @@ def div_clamped(n, d, s, m):
     return np.uint8((np.uint64(c) * np.uint64(m)) >> np.uint64(s))
 
 
+@njit(cache=True, inline="always")
+def rgb_to_ycbcr_u8(r, g, b):
+    return (div_clamped(299 * r + 587 * g + 114 * b + 500, 1000, 26, 67109),
+            div_clamped(-5273 * r - 10352 * g + 15625 * b + 4015625, 31250, 37, 4398047),
+            div_clamped(15625 * r - 13084 * g - 2541 * b + 4015625, 31250, 37, 4398047))
+
+
+@njit(cache=True, inline="always")
+def ycbcr_to_rgb_u8(y, cb, cr):
+    cb -= 128
+    cr -= 128
+    return (div_clamped(500 * y + 250 + 701 * cr, 500, 25, 67109),
+            div_clamped(125000 * y + 62500 - 43017 * cb - 89267 * cr, 125000, 42, 35184373),
+            div_clamped(250 * y + 125 + 443 * cb, 250, 24, 67109))
+
+
 @njit(cache=True)
 def rows_u8(src, base, h, w, sc, sh, sw, out, forward):
     plane = h * w
@@ -93,18 +109,12 @@ def rows_u8(src, base, h, w, sc, sh, sw, out, forward):
             b = np.int64(src[p + sc])
             c = np.int64(src[p + 2 * sc])
             if forward:
-                out[o + x] = div_clamped(299 * a + 587 * b + 114 * c + 500, 1000, 26, 67109)
-                out[plane + o + x] = div_clamped(-5273 * a - 10352 * b + 15625 * c + 4015625,
-                                                 31250, 37, 4398047)
-                out[2 * plane + o + x] = div_clamped(15625 * a - 13084 * b - 2541 * c + 4015625,
-                                                     31250, 37, 4398047)
+                v0, v1, v2 = rgb_to_ycbcr_u8(a, b, c)
             else:
-                b -= 128
-                c -= 128
-                out[o + x] = div_clamped(500 * a + 250 + 701 * c, 500, 25, 67109)
-                out[plane + o + x] = div_clamped(125000 * a + 62500 - 43017 * b - 89267 * c,
-                                                 125000, 42, 35184373)
-                out[2 * plane + o + x] = div_clamped(250 * a + 125 + 443 * b, 250, 24, 67109)
+                v0, v1, v2 = ycbcr_to_rgb_u8(a, b, c)
+            out[o + x] = v0
+            out[plane + o + x] = v1
+            out[2 * plane + o + x] = v2
 
 
 _C = {k: np.float32(v) for k, v in dict(
@@ -133,6 +143,21 @@ def store(out, i, v, out_type):
         out[i] = v
 
 
+# The operations of color.cpp, in its order: `-0.168736f * r - ...` is (-c) * r.
+@njit(cache=True, inline="always")
+def rgb_to_ycbcr_f(r, g, b, delta):
+    return (YR * r + YG * g + YB * b,
+            BR * r - BG * g + HALF * b + delta,
+            HALF * r - RG * g - RB * b + delta)
+
+
+@njit(cache=True, inline="always")
+def ycbcr_to_rgb_f(y, cb, cr, delta):
+    return (y + KR * (cr - delta),
+            y - GB * (cb - delta) - GR * (cr - delta),
+            y + KB * (cb - delta))
+
+
 @njit(cache=True)
 def rows_float(src, base, h, w, sc, sh, sw, out, in_type, out_type, forward, delta, scale):
     plane = h * w
@@ -144,15 +169,10 @@ def rows_float(src, base, h, w, sc, sh, sw, out, in_type, out_type, forward, del
             r = load(src, p, in_type)
             g = load(src, p + sc, in_type)
             b = load(src, p + 2 * sc, in_type)
-            # The operations of color.cpp, in its order: `-0.168736f * r - ...` is (-c) * r.
             if forward:
-                v0 = YR * r + YG * g + YB * b
-                v1 = BR * r - BG * g + HALF * b + delta
-                v2 = HALF * r - RG * g - RB * b + delta
+                v0, v1, v2 = rgb_to_ycbcr_f(r, g, b, delta)
             else:
-                v0 = r + KR * (b - delta)
-                v1 = r - GB * (g - delta) - GR * (b - delta)
-                v2 = r + KB * (g - delta)
+                v0, v1, v2 = ycbcr_to_rgb_f(r, g, b, delta)
             store(out, o + x, v0 * scale, out_type)
             store(out, plane + o + x, v1 * scale, out_type)
             store(out, 2 * plane + o + x, v2 * scale, out_type)

@@ -1,0 +1,21 @@
+// The target pipeline's per-sample work in one pass, torch-free: read the crop window of a uint8
+// RGB image (any strides), zero every channel where the packed mask is set, convert to YCbCr and
+// write CHW planes. Per-pixel formulas: color_pixel.h; mask: random_dilated_mask (dilate.h).
+// Mirror: pyext/fastprep/numba_kernels/crop_mask_ycbcr.py.
+#pragma once
+#include <cstdint>
+
+namespace fastprep::kernels {
+
+struct RgbSource {
+  const uint8_t* data;  // element (0, 0, 0)
+  int64_t sc, sh, sw;   // element strides of channel, row, column
+};
+
+// out: [3, height, width] contiguous of out_type (color.h's ColorType codes). mask: packed rows
+// [height, ceil(width / 8)] (bit x % 8 of byte x / 8), applied when apply_mask. Float outputs are
+// the float formulas times scale, as convert_color computes them from a uint8 image.
+void crop_mask_ycbcr(const RgbSource& src, int64_t top, int64_t left, int64_t height, int64_t width,
+                     const uint8_t* mask, bool apply_mask, void* out, int out_type, float scale);
+
+}  // namespace fastprep::kernels

@@ -1,0 +1,64 @@
+"""`python -m fastprep {demo,bench,diagnose}` end to end, at toy sizes."""
+
+import json
+import time
+
+import pytest
+import torch
+from torch.utils.data import Dataset
+
+from fastprep.cli import main
+
+pytest.importorskip("scipy")
+pytest.importorskip("PIL")
+
+
+def test_demo(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "backend" in out and "equal to numpy: True, round trip: True" in out
+
+
+def test_bench_quick_writes_table_and_json(tmp_path, capsys):
+    path = tmp_path / "bench.json"
+    assert main(["bench", "--quick", "--batch-size", "4", "--workers", "0", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    result = json.loads(path.read_text())
+    names = [v["name"] for v in result["variants"]]
+    assert names[0].startswith("usual") and any("fused" in n for n in names)
+    usual, fused = result["variants"][0], result["variants"][1]
+    assert usual["bytes_per_sample"] == 3 * 256 * 256 * 4 + 8  # float32 image + int64 label
+    assert fused["bytes_per_sample"] == 3 * 256 * 256 + 1  # uint8 image + uint8 label
+    assert all(v["loader"]["w=0"] > 0 and v["us_per_sample"] > 0 for v in result["variants"])
+    assert "samples/s w=0" in out and "1 core feeds" in out
+
+
+class SlowTransforms(Dataset):
+    transform = None
+
+    def __init__(self):
+        self.transform = lambda x: (time.sleep(0.02), x)[1]
+
+    def __len__(self):
+        return 32
+
+    def __getitem__(self, i):
+        return self.transform(torch.zeros(3)), i
+
+
+def slow_factory():
+    return SlowTransforms(), (lambda batch: batch[0].sum()), 4
+
+
+def test_diagnose_factory(tmp_path, capsys):
+    path = tmp_path / "diag.json"
+    assert main(["diagnose", f"{__name__}:slow_factory", "--steps", "4", "--json", str(path)]) == 0
+    assert json.loads(path.read_text())["bottleneck"]["verdict"] == "transforms"
+    assert "verdict: transforms" in capsys.readouterr().out
+
+
+def test_diagnose_needs_a_target():
+    with pytest.raises(SystemExit, match="MODULE:FACTORY or --demo"):
+        main(["diagnose"])
+    with pytest.raises(SystemExit, match="expected MODULE:FACTORY, got 'nocolon'"):
+        main(["diagnose", "nocolon"])

@@ -1,0 +1,125 @@
+"""crop_mask_ycbcr: equal to the composed ops, both backends, and to the usual float pipeline."""
+
+import numpy as np
+import pytest
+import torch
+
+import fastprep
+from fastprep.numba_kernels.crop_mask_ycbcr import crop_mask_ycbcr as numba_fused
+from fastprep.ops.fused import crop_mask_ycbcr_torch
+
+from conftest import requires_native
+
+OUT = [(None, 1.0), (torch.float32, 1 / 255), (torch.float16, 1.0), (torch.bfloat16, 0.5)]
+
+
+def _image(h=120, w=97, seed=0):
+    return torch.from_numpy(np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8))
+
+
+def _views():
+    img = _image()
+    return {"HWC": (img, "HWC"), "CHW": (img.permute(2, 0, 1).contiguous(), "CHW"),
+            "CHW view of HWC": (img.permute(2, 0, 1), "CHW"), "strided": (img[3:, ::2], "HWC")}
+
+
+def _composed(x, h, w, p, seed, layout, structure, out_dtype, scale):
+    c = fastprep.random_crop(x, h, w, seed, layout)
+    m = fastprep.random_dilated_mask([h, w], p, fastprep.derive_seed(seed, 1), structure, packed=True)
+    return fastprep.rgb_to_ycbcr(fastprep.mask_fill(c, m, 0), "CHW", out_dtype, scale)
+
+
+@pytest.mark.parametrize("view", list(_views()))
+@pytest.mark.parametrize("out_dtype,scale", OUT)
+@pytest.mark.parametrize("structure", ["cross", "square"])
+def test_fused_equals_the_composed_ops(view, out_dtype, scale, structure):
+    x, layout = _views()[view]
+    for seed in (0, 1, -5, 2**62):
+        for p in (0.0, 0.25, 0.37, 1.0):
+            fused = fastprep.crop_mask_ycbcr(x, 31, 45, p, seed, layout, structure, out_dtype, scale)
+            ref = _composed(x, 31, 45, p, seed, layout, structure, out_dtype, scale)
+            assert fused.dtype == ref.dtype and torch.equal(fused, ref)
+
+
+@pytest.mark.parametrize("out_dtype,scale", OUT)
+def test_return_mask_gives_the_unmasked_image_and_the_bits(out_dtype, scale):
+    x = _image()
+    image, mask = fastprep.crop_mask_ycbcr(x, 40, 33, 0.25, 9, out_dtype=out_dtype, scale=scale,
+                                           return_mask=True, mask_seed=77)
+    assert torch.equal(mask, fastprep.random_dilated_mask([40, 33], 0.25, 77, packed=True))
+    assert torch.equal(image, fastprep.rgb_to_ycbcr(fastprep.random_crop(x, 40, 33, 9, "HWC"), "CHW",
+                                                    out_dtype, scale))
+    masked = fastprep.crop_mask_ycbcr(x, 40, 33, 0.25, 9, out_dtype=out_dtype, scale=scale, mask_seed=77)
+    bits = fastprep.unpack_bits(mask, 33)
+    black = torch.tensor([0.0, 128.0, 128.0]).mul(scale).to(image.dtype).view(3, 1)
+    assert torch.equal(masked[:, bits], black.expand(3, int(bits.sum())))  # YCbCr of black
+    assert torch.equal(masked[:, ~bits], image[:, ~bits])
+
+
+def test_torch_ops_implementation_is_the_composition():
+    x, layout = _views()["strided"]
+    for rm in (False, True):
+        a = torch.ops.fastprep.crop_mask_ycbcr(x, 20, 21, 0.3, 4, layout, "cross", None, 1.0, rm, None)
+        b = crop_mask_ycbcr_torch(x, 20, 21, 0.3, 4, layout, "cross", None, 1.0, rm, None)
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+@requires_native
+@pytest.mark.parametrize("out_dtype,scale", OUT)
+def test_native_and_numba_give_the_same_bits(out_dtype, scale):
+    for name, (x, layout) in _views().items():
+        for seed in range(3):
+            for rm in (False, True):
+                a = torch.ops.fastprep.crop_mask_ycbcr(x, 50, 47, 0.25, seed, layout, "cross", out_dtype,
+                                                       scale, rm, None)
+                b = numba_fused(x, 50, 47, 0.25, seed, layout, "cross", out_dtype, scale, rm, None)
+                assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), name
+
+
+def test_float_output_matches_the_usual_float_pipeline():
+    scipy = pytest.importorskip("scipy")  # noqa: F841  (the usual pipeline dilates with scipy)
+    from fastprep.pipelines import usual_transform
+
+    src = np.random.default_rng(1).integers(0, 256, (300, 280, 3), dtype=np.uint8)
+    for seed in range(3):
+        top, left = fastprep.random_crop_params(300, 280, 256, 256, seed)
+        mask = fastprep.random_dilated_mask([256, 256], 0.25, fastprep.derive_seed(seed, 1)).numpy()
+        ref = usual_transform(src, top=top, left=left, mask=mask)
+        fused = fastprep.crop_mask_ycbcr(torch.from_numpy(src), 256, 256, 0.25, seed,
+                                         out_dtype=torch.float32, scale=1 / 255)
+        torch.testing.assert_close(fused, ref, atol=1e-5, rtol=0)
+
+
+def test_opcheck_and_compile():
+    x = _image()
+    for args in [(x, 16, 20, 0.25, 3, "HWC", "cross", None, 1.0, False, None),
+                 (x.permute(2, 0, 1), 16, 20, 0.5, 3, "CHW", "square", torch.float32, 0.5, True, 11)]:
+        torch.library.opcheck(torch.ops.fastprep.crop_mask_ycbcr.default, args)
+    f = torch.compile(lambda t: fastprep.crop_mask_ycbcr(t, 16, 16, 0.25, 1).float().mean(),
+                      fullgraph=True, backend="inductor")
+    assert torch.equal(f(x), fastprep.crop_mask_ycbcr(x, 16, 16, 0.25, 1).float().mean())
+
+
+BAD = [
+    (dict(img=torch.zeros(8, 8, 3)), "expected img to be a torch.uint8 tensor, got torch.float32"),
+    (dict(img=torch.zeros(2, 8, 8, 3, dtype=torch.uint8)), r"expected img to be a 3-D \[H, W, C\] image, got a 4-D"),
+    (dict(img=torch.zeros(8, 8, 4, dtype=torch.uint8)), "expected img to have 3 channels, got 4"),
+    (dict(layout="WHC"), "expected layout to be 'CHW' or 'HWC', got 'WHC'"),
+    (dict(height=0), "expected a positive crop size, got height=0 width=4"),
+    (dict(width=9), "crop 4x9 is larger than the image 8x8"),
+    (dict(p=1.5), "expected 0 <= p <= 1, got p=1.5"),
+    (dict(p=float("nan")), "expected 0 <= p <= 1, got p=nan"),
+    (dict(structure="disk"), "expected structure to be 'cross' or 'square', got 'disk'"),
+    (dict(out_dtype=torch.int32), "expected out_dtype to be .* got torch.int32"),
+    (dict(scale=2.0), "expected scale=1 for a torch.uint8 output, got scale=2"),
+]
+
+
+@pytest.mark.parametrize("kw,match", BAD)
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_bad_input(kw, match, device):
+    args = dict(img=torch.zeros(8, 8, 3, dtype=torch.uint8), height=4, width=4, p=0.25, seed=0)
+    args.update(kw)
+    args["img"] = args["img"].to(device)
+    with pytest.raises(RuntimeError, match="crop_mask_ycbcr: " + match):
+        fastprep.crop_mask_ycbcr(**args)
