@@ -16,35 +16,39 @@ inline uint64_t spread_h(uint64_t prev, uint64_t cur, uint64_t next) {
   return cur | (cur << 1) | (prev >> 63) | (cur >> 1) | (next << 63);
 }
 
+// One output row from the rows above, at and below it (pass zeros outside the image); `vert` is
+// one row of scratch.
+FASTPREP_MULTIVERSION
+void dilate_row(const uint64_t* up, const uint64_t* cur, const uint64_t* dn, uint64_t* o, uint64_t* vert,
+                int64_t wpr, uint64_t last, bool square) {
+  if (square) {
+    // The 3x3 square is the horizontal spread of the vertical OR (ORing up / dn again below
+    // changes nothing, and keeps one loop for both structures).
+    for (int64_t j = 0; j < wpr; ++j) vert[j] = up[j] | cur[j] | dn[j];
+    cur = vert;
+  }
+  if (wpr == 1) {
+    o[0] = spread_h(0, cur[0], 0) | up[0] | dn[0];
+  } else {
+    // First and last words peeled so the middle loop has no branches and vectorises.
+    o[0] = spread_h(0, cur[0], cur[1]) | up[0] | dn[0];
+    for (int64_t j = 1; j + 1 < wpr; ++j) o[j] = spread_h(cur[j - 1], cur[j], cur[j + 1]) | up[j] | dn[j];
+    o[wpr - 1] = spread_h(cur[wpr - 2], cur[wpr - 1], 0) | up[wpr - 1] | dn[wpr - 1];
+  }
+  o[wpr - 1] &= last;  // pixel W - 1 spreads into the padding bits
+}
+
 }  // namespace
 
-FASTPREP_MULTIVERSION
 void dilate_words(const uint64_t* src, uint64_t* dst, int64_t h, int64_t width, bool square) {
   const int64_t wpr = words_per_row(width);
   if (wpr == 0) return;
   const uint64_t last = last_word_mask(width);
-  std::vector<uint64_t> zeros(static_cast<size_t>(wpr), 0);
-  std::vector<uint64_t> vert(square ? static_cast<size_t>(wpr) : 0);
+  std::vector<uint64_t> zeros(static_cast<size_t>(wpr), 0), vert(static_cast<size_t>(wpr));
   for (int64_t r = 0; r < h; ++r) {
     const uint64_t* cur = src + r * wpr;
-    const uint64_t* up = r > 0 ? cur - wpr : zeros.data();
-    const uint64_t* dn = r + 1 < h ? cur + wpr : zeros.data();
-    uint64_t* o = dst + r * wpr;
-    if (square) {
-      // The 3x3 square is the horizontal spread of the vertical OR (ORing up / dn again below
-      // changes nothing, and keeps one loop for both structures).
-      for (int64_t j = 0; j < wpr; ++j) vert[j] = up[j] | cur[j] | dn[j];
-      cur = vert.data();
-    }
-    if (wpr == 1) {
-      o[0] = spread_h(0, cur[0], 0) | up[0] | dn[0];
-    } else {
-      // First and last words peeled so the middle loop has no branches and vectorises.
-      o[0] = spread_h(0, cur[0], cur[1]) | up[0] | dn[0];
-      for (int64_t j = 1; j + 1 < wpr; ++j) o[j] = spread_h(cur[j - 1], cur[j], cur[j + 1]) | up[j] | dn[j];
-      o[wpr - 1] = spread_h(cur[wpr - 2], cur[wpr - 1], 0) | up[wpr - 1] | dn[wpr - 1];
-    }
-    o[wpr - 1] &= last;  // pixel W - 1 spreads into the padding bits
+    dilate_row(r > 0 ? cur - wpr : zeros.data(), cur, r + 1 < h ? cur + wpr : zeros.data(), dst + r * wpr,
+               vert.data(), wpr, last, square);
   }
 }
 
@@ -119,11 +123,27 @@ void random_dilated_mask(int64_t seed, double p, int64_t images, int64_t h, int6
   const uint32_t q = mask_threshold(p);
   const int64_t wpr = words_per_row(width);
   const int64_t row_bytes = packed ? (width + 7) / 8 : width;
+  const uint64_t useed = static_cast<uint64_t>(seed);
+  if (iterations == 1) {
+    // A rolling window of 3 generated rows: row r + 1 is generated just before output row r
+    // needs it, so the bits go from generator to output without leaving L1.
+    std::vector<uint64_t> ring(static_cast<size_t>(3 * wpr)), zeros(static_cast<size_t>(wpr), 0);
+    std::vector<uint64_t> vert(static_cast<size_t>(wpr)), orow(static_cast<size_t>(wpr));
+    const auto slot = [&](int64_t r) { return ring.data() + (r % 3) * wpr; };
+    for (int64_t i = 0; i < images; ++i) {
+      random_mask_row(useed, q, i * h, wpr, width, slot(0));
+      for (int64_t r = 0; r < h; ++r) {
+        if (r + 1 < h) random_mask_row(useed, q, i * h + r + 1, wpr, width, slot(r + 1));
+        dilate_row(r > 0 ? slot(r - 1) : zeros.data(), slot(r), r + 1 < h ? slot(r + 1) : zeros.data(),
+                   orow.data(), vert.data(), wpr, last_word_mask(width), square);
+        emit_rows(orow.data(), 1, width, packed, out + (i * h + r) * row_bytes);
+      }
+    }
+    return;
+  }
   std::vector<uint64_t> a(static_cast<size_t>(h * wpr)), b(static_cast<size_t>(h * wpr));
   for (int64_t i = 0; i < images; ++i) {
-    for (int64_t r = 0; r < h; ++r) {
-      random_mask_row(static_cast<uint64_t>(seed), q, i * h + r, wpr, width, a.data() + r * wpr);
-    }
+    for (int64_t r = 0; r < h; ++r) random_mask_row(useed, q, i * h + r, wpr, width, a.data() + r * wpr);
     emit_rows(run_iterations(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations), h, width,
               packed, out + i * h * row_bytes);
   }

@@ -1,4 +1,4 @@
-// Bindings of dilate / dilate_packed (schemas: pyext/fastprep/ops/masks.py).
+// Bindings of dilate / dilate_packed (schemas: pyext/fastprep/ops/dilate.py).
 #include "kernels/dilate.h"
 #include "ops/common.h"
 

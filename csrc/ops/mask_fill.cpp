@@ -1,4 +1,6 @@
-// Bindings of mask_fill / mask_fill_ (schemas: pyext/fastprep/ops/masks.py).
+// Bindings of mask_fill / mask_fill_ (schemas: pyext/fastprep/ops/mask_fill.py).
+#include <cmath>
+#include <cstring>
 #include <sstream>
 #include <string>
 
