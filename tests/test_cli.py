@@ -42,8 +42,9 @@ class SlowTransforms(Dataset):
     def __len__(self):
         return 32
 
-    def __getitem__(self, i):
-        return self.transform(torch.zeros(3)), i
+    def __getitem__(self, i):  # torchvision's convention: transform may be None
+        x = torch.zeros(3)
+        return (self.transform(x) if self.transform is not None else x), i
 
 
 def slow_factory():

@@ -190,7 +190,7 @@ def find_bottleneck(loader_factory: Callable[..., Any], step_fn: Callable[[Any],
         try:
             stand_ins.append((LEVELS[3], _Repeat(_TransformOf(dataset, load_raw(dataset, 0)), len(dataset))))
         except TypeError as exc:
-            stand_ins.append((LEVELS[3], str(exc)))
+            stand_ins.append((LEVELS[3], f"cannot split raw loading from the transforms: {exc}"))
     for n, (name, ds) in enumerate(stand_ins, 3):
         say(f"{n}/5 {name}")
         if isinstance(ds, str):
