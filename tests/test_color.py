@@ -77,6 +77,16 @@ def test_uint8_exact_for_all_2_24_colours(all_colours, op):
         assert mismatches.size == 0, f"{impl}: {mismatches.size} colours differ, first {mismatches[:5]}"
 
 
+@pytest.mark.parametrize("d,s,m", numba_color.DIVISIONS)
+def test_division_estimate_is_at_most_one_low_for_every_numerator(d, s, m):
+    # The kernels' exact division: q0 = (n m) >> s, then +1 if the remainder n - q0 d >= d.
+    # Exact iff floor(n / d) - q0 is 0 or 1 for every clamped n, with n m inside int32.
+    n = np.arange(256 * d, dtype=np.int64)
+    assert (256 * d - 1) * m < 2**31
+    short = n // d - ((n * m) >> s)
+    assert short.min() == 0 and short.max() <= 1
+
+
 def _views(dtype, seed=0):
     """(name, tensor, layout, its [N, 3, H, W] equivalent)."""
     rng = np.random.default_rng(seed)

@@ -11,37 +11,36 @@ namespace {
 
 using namespace color_pixel;  // NOLINT: the per-pixel formulas shared with crop_mask_ycbcr
 
-// SW / SC: compile-time column / channel strides when known (1 and 0: planar rows; 3 and 1:
-// packed HWC), 0 for runtime strides. Known strides let the compiler vectorise the loads.
+// Pixels go through in chunks: a gather pass (the strided / interleaved reads, as int32 or
+// float32) and a compute pass over contiguous temporaries, so the arithmetic vectorises whatever
+// the source layout. SW / SC: compile-time column / channel strides when known (1 and 0: planar
+// rows; 3 and 1: packed HWC), 0 for runtime strides.
 template <int SW, int SC, bool Fwd, typename In, typename Out>
-void rows(const In* src, int64_t h, int64_t w, int64_t sc_rt, int64_t sh, int64_t sw_rt, Out* out,
-          float delta, float scale) {
+FASTPREP_MULTIVERSION void rows(const In* src, int64_t h, int64_t w, int64_t sc_rt, int64_t sh,
+                                int64_t sw_rt, Out* out, float delta, float scale) {
+  using Acc = std::conditional_t<std::is_same_v<In, uint8_t> && std::is_same_v<Out, uint8_t>, int32_t, float>;
   const int64_t sw = SW ? SW : sw_rt, sc = SC ? SC : sc_rt;
   const int64_t plane = h * w;
+  alignas(64) Acc t0[kChunk], t1[kChunk], t2[kChunk];
   for (int64_t yy = 0; yy < h; ++yy) {
-    const In* s = src + yy * sh;
-    Out* o0 = out + yy * w;
-    Out* o1 = o0 + plane;
-    Out* o2 = o1 + plane;
-    for (int64_t x = 0; x < w; ++x) {
-      const In* p = s + x * sw;
-      if constexpr (std::is_same_v<In, uint8_t> && std::is_same_v<Out, uint8_t>) {
-        if constexpr (Fwd) rgb_to_ycbcr_u8(p[0], p[sc], p[2 * sc], o0[x], o1[x], o2[x]);
-        else ycbcr_to_rgb_u8(p[0], p[sc], p[2 * sc], o0[x], o1[x], o2[x]);
-      } else {
-        float a, b, c;
-        if constexpr (Fwd) rgb_to_ycbcr_f(load(p), load(p + sc), load(p + 2 * sc), delta, a, b, c);
-        else ycbcr_to_rgb_f(load(p), load(p + sc), load(p + 2 * sc), delta, a, b, c);
-        store(o0 + x, a * scale);
-        store(o1 + x, b * scale);
-        store(o2 + x, c * scale);
+    for (int64_t x0 = 0; x0 < w; x0 += kChunk) {
+      const int64_t n = std::min(kChunk, w - x0);
+      const In* s = src + yy * sh + x0 * sw;
+      for (int64_t i = 0; i < n; ++i) {
+        if constexpr (std::is_same_v<Acc, int32_t>) {
+          t0[i] = s[i * sw], t1[i] = s[i * sw + sc], t2[i] = s[i * sw + 2 * sc];
+        } else {
+          t0[i] = load(s + i * sw), t1[i] = load(s + i * sw + sc), t2[i] = load(s + i * sw + 2 * sc);
+        }
       }
+      Out* o0 = out + yy * w + x0;
+      convert_chunk<Fwd>(t0, t1, t2, n, o0, o0 + plane, o0 + 2 * plane, delta, scale);
     }
   }
 }
 
 template <bool Fwd, typename In, typename Out>
-FASTPREP_MULTIVERSION void convert_typed(const ColorSource& s, void* out, float delta, float scale) {
+void convert_typed(const ColorSource& s, void* out, float delta, float scale) {
   const In* src = static_cast<const In*>(s.data);
   Out* o = static_cast<Out*>(out);
   if (s.sw == 1) rows<1, 0, Fwd>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);

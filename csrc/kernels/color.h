@@ -20,53 +20,42 @@ inline float bits_float(uint32_t x) {
   return f;
 }
 
-// Round to nearest even, as torch's float -> bfloat16; NaN stays a (quiet) NaN.
+// Round to nearest even, as torch's float -> bfloat16; NaN stays a (quiet) NaN. The conversions
+// compute every case and select, without branches, so loops over them vectorise.
 inline uint16_t float_to_bf16_bits(float f) {
   const uint32_t x = float_bits(f);
-  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+  const uint32_t rounded = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
+  return static_cast<uint16_t>((x & 0x7FFFFFFFu) > 0x7F800000u ? (x >> 16) | 0x40u : rounded);
 }
 
-// Round to nearest even with subnormals, overflow to inf, as numpy's float32 -> float16.
+// Round to nearest even with subnormals and overflow to inf; NaN payloads as numpy keeps them:
+// the same bits as numpy's float32 -> float16.
 inline uint16_t float_to_half_bits(float f) {
   const uint32_t x = float_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t a = x & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) {  // NaN: keep the top payload bits, as numpy does, but stay a NaN
-    const uint32_t payload = (a >> 13) & 0x3FFu;
-    return static_cast<uint16_t>(sign | 0x7C00u | (payload ? payload : 1u));
-  }
-  if (a >= 0x47800000u) return static_cast<uint16_t>(sign | 0x7C00u);
-  uint32_t h, rem, halfway;
-  if (a >= 0x38800000u) {  // a half normal: rebias the exponent, drop 13 mantissa bits
-    h = ((a >> 23) - 112u) << 10 | ((a >> 13) & 0x3FFu);
-    rem = a & 0x1FFFu;
-    halfway = 0x1000u;
-  } else {  // a half subnormal (or zero): shift the full significand down
-    const uint32_t shift = 126u - (a >> 23);
-    if (shift > 24u) return static_cast<uint16_t>(sign);
-    const uint32_t mant = (a & 0x7FFFFFu) | 0x800000u;
-    h = mant >> shift;
-    rem = mant & ((1u << shift) - 1u);
-    halfway = 1u << (shift - 1u);
-  }
-  if (rem > halfway || (rem == halfway && (h & 1u))) ++h;  // a carry into the exponent is right
+  // Normal half: rebias the exponent (-112 << 23), round the 13 dropped bits to even.
+  const uint32_t normal = (a - 0x38000000u + 0xFFFu + ((a >> 13) & 1u)) >> 13;
+  // Subnormal half: the significand shifted down, rounded to even; shifts past 25 give 0 anyway.
+  const uint32_t e = a >> 23;
+  const uint32_t shift = e < 101u ? 25u : 126u - e;
+  const uint32_t mant = (a & 0x7FFFFFu) | 0x800000u;
+  const uint32_t sub = (mant + (1u << (shift - 1u)) - 1u + ((mant >> shift) & 1u)) >> shift;
+  const uint32_t payload = (a >> 13) & 0x3FFu;
+  const uint32_t nan = 0x7C00u | (payload ? payload : 1u);
+  const uint32_t h = a > 0x7F800000u ? nan : a >= 0x47800000u ? 0x7C00u : a >= 0x38800000u ? normal : sub;
   return static_cast<uint16_t>(sign | h);
 }
 
-inline float half_bits_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t e = (h >> 10) & 0x1Fu;
-  uint32_t m = h & 0x3FFu;
-  if (e == 0x1Fu) return bits_float(sign | 0x7F800000u | (m << 13));
-  if (e != 0) return bits_float(sign | ((e + 112u) << 23) | (m << 13));
-  if (m == 0) return bits_float(sign);
-  uint32_t exp = 113u;  // normalise the subnormal
-  while (!(m & 0x400u)) {
-    m <<= 1;
-    --exp;
-  }
-  return bits_float(sign | (exp << 23) | ((m & 0x3FFu) << 13));
+inline float half_bits_to_float(uint16_t hb) {
+  const uint32_t sign = static_cast<uint32_t>(hb & 0x8000u) << 16;
+  const uint32_t e = (hb >> 10) & 0x1Fu;
+  const uint32_t m = hb & 0x3FFu;
+  const uint32_t normal = ((e + 112u) << 23) | (m << 13);
+  const uint32_t special = 0x7F800000u | (m << 13);
+  // A subnormal half is m * 2^-24: exact in float32.
+  const uint32_t sub = float_bits(static_cast<float>(m) * 5.9604644775390625e-08f);
+  return bits_float(sign | (e == 0x1Fu ? special : e != 0 ? normal : sub));
 }
 
 inline float bf16_bits_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }

@@ -1,5 +1,6 @@
 #include "kernels/crop_mask_ycbcr.h"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "kernels/color_pixel.h"
@@ -8,59 +9,63 @@
 namespace fastprep::kernels {
 namespace {
 
-using namespace color_pixel;  // NOLINT: the formulas rgb_to_ycbcr applies, for the same bits
+using namespace color_pixel;  // NOLINT: the arithmetic rgb_to_ycbcr runs, for the same bits
 
-// SW / SC: compile-time column / channel strides when known (3 and 1: packed HWC; 1 and 0:
-// planar rows), 0 for runtime strides, so the common layouts vectorise.
+// As color.cpp: a gather pass (strided reads, the mask applied as mask_fill's zero) into
+// contiguous temporaries, then convert_chunk. SW / SC: compile-time column / channel strides
+// when known (3 and 1: packed HWC; 1 and 0: planar rows), 0 for runtime strides.
 template <int SW, int SC, typename Out>
-void rows(const RgbSource& s, int64_t top, int64_t left, int64_t height, int64_t width,
-          const uint8_t* mask, bool apply_mask, Out* out, float scale) {
+FASTPREP_MULTIVERSION void rows(const RgbSource& s, int64_t top, int64_t left, int64_t height,
+                                int64_t width, const uint8_t* mask, Out* out, float scale) {
+  using Acc = std::conditional_t<std::is_same_v<Out, uint8_t>, int32_t, float>;
   const int64_t sw = SW ? SW : s.sw, sc = SC ? SC : s.sc;
-  const int64_t plane = height * width, mask_row = (width + 7) / 8;
+  const int64_t plane = height * width;
+  alignas(64) Acc t0[kChunk], t1[kChunk], t2[kChunk];
   for (int64_t y = 0; y < height; ++y) {
     const uint8_t* row = s.data + (top + y) * s.sh + left * s.sw;
-    const uint8_t* m = mask + y * mask_row;
-    Out* o0 = out + y * width;
-    Out* o1 = o0 + plane;
-    Out* o2 = o1 + plane;
-    for (int64_t x = 0; x < width; ++x) {
-      const uint8_t* p = row + x * sw;
-      // mask_fill's zero, branch-free: keep is 0 on masked pixels and 0xFF elsewhere.
-      const int32_t keep = apply_mask ? (((m[x >> 3] >> (x & 7)) & 1) - 1) & 0xFF : 0xFF;
-      const int32_t r = p[0] & keep, g = p[sc] & keep, b = p[2 * sc] & keep;
-      if constexpr (std::is_same_v<Out, uint8_t>) {
-        rgb_to_ycbcr_u8(r, g, b, o0[x], o1[x], o2[x]);
+    const uint8_t* m = mask ? mask + y * width : nullptr;
+    for (int64_t x0 = 0; x0 < width; x0 += kChunk) {
+      const int64_t n = std::min(kChunk, width - x0);
+      const uint8_t* p = row + x0 * sw;
+      if (m) {
+        for (int64_t i = 0; i < n; ++i) {
+          // mask_fill's zero, branch-free: keep is 0 on masked pixels and 0xFF elsewhere.
+          const int32_t keep = m[x0 + i] ? 0 : 0xFF;
+          t0[i] = static_cast<Acc>(p[i * sw] & keep);
+          t1[i] = static_cast<Acc>(p[i * sw + sc] & keep);
+          t2[i] = static_cast<Acc>(p[i * sw + 2 * sc] & keep);
+        }
       } else {
-        float a, c, d;
-        rgb_to_ycbcr_f(static_cast<float>(r), static_cast<float>(g), static_cast<float>(b), 128.0f,
-                       a, c, d);
-        store(o0 + x, a * scale);
-        store(o1 + x, c * scale);
-        store(o2 + x, d * scale);
+        for (int64_t i = 0; i < n; ++i) {
+          t0[i] = static_cast<Acc>(p[i * sw]);
+          t1[i] = static_cast<Acc>(p[i * sw + sc]);
+          t2[i] = static_cast<Acc>(p[i * sw + 2 * sc]);
+        }
       }
+      Out* o0 = out + y * width + x0;
+      convert_chunk<true>(t0, t1, t2, n, o0, o0 + plane, o0 + 2 * plane, 128.0f, scale);
     }
   }
 }
 
 template <typename Out>
-FASTPREP_MULTIVERSION void run(const RgbSource& s, int64_t top, int64_t left, int64_t height,
-                               int64_t width, const uint8_t* mask, bool apply_mask, void* out,
-                               float scale) {
+void run(const RgbSource& s, int64_t top, int64_t left, int64_t height, int64_t width,
+         const uint8_t* mask, void* out, float scale) {
   Out* o = static_cast<Out*>(out);
-  if (s.sw == 3 && s.sc == 1) rows<3, 1>(s, top, left, height, width, mask, apply_mask, o, scale);
-  else if (s.sw == 1) rows<1, 0>(s, top, left, height, width, mask, apply_mask, o, scale);
-  else rows<0, 0>(s, top, left, height, width, mask, apply_mask, o, scale);
+  if (s.sw == 3 && s.sc == 1) rows<3, 1>(s, top, left, height, width, mask, o, scale);
+  else if (s.sw == 1) rows<1, 0>(s, top, left, height, width, mask, o, scale);
+  else rows<0, 0>(s, top, left, height, width, mask, o, scale);
 }
 
 }  // namespace
 
 void crop_mask_ycbcr(const RgbSource& src, int64_t top, int64_t left, int64_t height, int64_t width,
-                     const uint8_t* mask, bool apply_mask, void* out, int out_type, float scale) {
+                     const uint8_t* mask, void* out, int out_type, float scale) {
   switch (out_type) {
-    case kU8: run<uint8_t>(src, top, left, height, width, mask, apply_mask, out, scale); break;
-    case kF32: run<float>(src, top, left, height, width, mask, apply_mask, out, scale); break;
-    case kF16: run<Half>(src, top, left, height, width, mask, apply_mask, out, scale); break;
-    default: run<BF16>(src, top, left, height, width, mask, apply_mask, out, scale); break;
+    case kU8: run<uint8_t>(src, top, left, height, width, mask, out, scale); break;
+    case kF32: run<float>(src, top, left, height, width, mask, out, scale); break;
+    case kF16: run<Half>(src, top, left, height, width, mask, out, scale); break;
+    default: run<BF16>(src, top, left, height, width, mask, out, scale); break;
   }
 }
 

@@ -12,10 +12,10 @@ struct RgbSource {
   int64_t sc, sh, sw;   // element strides of channel, row, column
 };
 
-// out: [3, height, width] contiguous of out_type (color.h's ColorType codes). mask: packed rows
-// [height, ceil(width / 8)] (bit x % 8 of byte x / 8), applied when apply_mask. Float outputs are
-// the float formulas times scale, as convert_color computes them from a uint8 image.
+// out: [3, height, width] contiguous of out_type (color.h's ColorType codes). mask: null, or
+// [height, width] bool bytes (nonzero = masked; bytes, not bits, so the gather vectorises).
+// Float outputs are the float formulas times scale, as convert_color computes them from uint8.
 void crop_mask_ycbcr(const RgbSource& src, int64_t top, int64_t left, int64_t height, int64_t width,
-                     const uint8_t* mask, bool apply_mask, void* out, int out_type, float scale);
+                     const uint8_t* mask, void* out, int out_type, float scale);
 
 }  // namespace fastprep::kernels

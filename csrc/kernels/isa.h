@@ -12,6 +12,14 @@
 #define FASTPREP_ISA_VARIANTS "generic"
 #endif
 
+// For helpers called from multiversioned kernels: inlined, they are compiled for each clone's
+// ISA; an out-of-line copy would be compiled once, for the baseline, and not vectorise.
+#if defined(__GNUC__)
+#define FASTPREP_INLINE inline __attribute__((always_inline))
+#else
+#define FASTPREP_INLINE inline
+#endif
+
 namespace fastprep::kernels {
 // The variant the loader selects on this CPU, for build_info().
 const char* selected_isa();

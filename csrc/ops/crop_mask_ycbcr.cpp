@@ -38,20 +38,22 @@ std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t w
   const int64_t top = kernels::random_crop_offset(kernels::random_word(s, 0), v.h, height, false);
   const int64_t left = kernels::random_crop_offset(kernels::random_word(s, 1), v.w, width, false);
   const int64_t mseed = mask_seed.value_or(kernels::derive_seed(seed, 1));
+  // The mask leaves as bits (return_mask) or is applied from bool bytes, which the gather reads
+  // in step with the pixels; both come from the same generator, so they hold the same mask.
   const std::vector<int64_t> mask_sizes{height, (width + 7) / 8};
   Tensor mask = empty_like_shape(img, return_mask ? mask_sizes : std::vector<int64_t>{0}, ScalarType::Byte);
-  std::vector<uint8_t> scratch;
-  uint8_t* bits = static_cast<uint8_t*>(mask.mutable_data_ptr());
-  if (!return_mask) {
-    scratch.resize(static_cast<size_t>(mask_sizes[0] * mask_sizes[1]));
-    bits = scratch.data();
+  std::vector<uint8_t> bools;
+  if (return_mask) {
+    kernels::random_dilated_mask(mseed, p, 1, height, width, square, 1, true,
+                                 static_cast<uint8_t*>(mask.mutable_data_ptr()));
+  } else {
+    bools.resize(static_cast<size_t>(height * width));
+    kernels::random_dilated_mask(mseed, p, 1, height, width, square, 1, false, bools.data());
   }
-  kernels::random_dilated_mask(mseed, p, 1, height, width, square, 1, true, bits);
-
   Tensor out = empty_like_shape(img, {3, height, width}, odt);
   const kernels::RgbSource src{static_cast<const uint8_t*>(img.const_data_ptr()), v.sc, v.sh, v.sw};
-  kernels::crop_mask_ycbcr(src, top, left, height, width, bits, !return_mask, out.mutable_data_ptr(),
-                           color_type_code(odt), static_cast<float>(scale));
+  kernels::crop_mask_ycbcr(src, top, left, height, width, return_mask ? nullptr : bools.data(),
+                           out.mutable_data_ptr(), color_type_code(odt), static_cast<float>(scale));
   return {out, mask};
 }
 

@@ -15,58 +15,54 @@ _FLAT = {torch.uint8: torch.uint8, torch.float32: torch.float32, torch.float16: 
          torch.bfloat16: torch.int16}
 
 
+_U = np.uint32
+_SUB_UNIT = np.float32(5.9604644775390625e-08)  # 2^-24
+
+
 @njit(cache=True, inline="always")
 def float_to_bf16_bits(f):
     x = np.float32(f).view(np.uint32)
-    if (x & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
-        return np.uint16((x >> np.uint32(16)) | np.uint32(0x40))
-    return np.uint16((x + np.uint32(0x7FFF) + ((x >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
+    rounded = (x + _U(0x7FFF) + ((x >> _U(16)) & _U(1))) >> _U(16)
+    if (x & _U(0x7FFFFFFF)) > _U(0x7F800000):
+        return np.uint16((x >> _U(16)) | _U(0x40))
+    return np.uint16(rounded)
 
 
 @njit(cache=True, inline="always")
 def float_to_half_bits(f):
     x = np.float32(f).view(np.uint32)
-    sign = (x >> np.uint32(16)) & np.uint32(0x8000)
-    a = x & np.uint32(0x7FFFFFFF)
-    if a > np.uint32(0x7F800000):
-        payload = (a >> np.uint32(13)) & np.uint32(0x3FF)
-        return np.uint16(sign | np.uint32(0x7C00) | (payload if payload != 0 else np.uint32(1)))
-    if a >= np.uint32(0x47800000):
-        return np.uint16(sign | np.uint32(0x7C00))
-    if a >= np.uint32(0x38800000):
-        h = (((a >> np.uint32(23)) - np.uint32(112)) << np.uint32(10)) | ((a >> np.uint32(13)) & np.uint32(0x3FF))
-        rem = a & np.uint32(0x1FFF)
-        halfway = np.uint32(0x1000)
+    sign = (x >> _U(16)) & _U(0x8000)
+    a = x & _U(0x7FFFFFFF)
+    normal = _U(a - _U(0x38000000) + _U(0xFFF) + ((a >> _U(13)) & _U(1))) >> _U(13)
+    e = a >> _U(23)
+    shift = _U(25) if e < _U(101) else _U(126) - e
+    mant = (a & _U(0x7FFFFF)) | _U(0x800000)
+    sub = (mant + (_U(1) << (shift - _U(1))) - _U(1) + ((mant >> shift) & _U(1))) >> shift
+    payload = (a >> _U(13)) & _U(0x3FF)
+    if a > _U(0x7F800000):
+        h = _U(0x7C00) | (payload if payload != _U(0) else _U(1))
+    elif a >= _U(0x47800000):
+        h = _U(0x7C00)
+    elif a >= _U(0x38800000):
+        h = normal
     else:
-        shift = np.uint32(126) - (a >> np.uint32(23))
-        if shift > np.uint32(24):
-            return np.uint16(sign)
-        mant = (a & np.uint32(0x7FFFFF)) | np.uint32(0x800000)
-        h = mant >> shift
-        rem = mant & ((np.uint32(1) << shift) - np.uint32(1))
-        halfway = np.uint32(1) << (shift - np.uint32(1))
-    if rem > halfway or (rem == halfway and (h & np.uint32(1)) != 0):
-        h += np.uint32(1)
+        h = sub
     return np.uint16(sign | h)
 
 
 @njit(cache=True, inline="always")
 def half_bits_to_float(hb):
-    h = np.uint32(hb) & np.uint32(0xFFFF)
-    sign = (h & np.uint32(0x8000)) << np.uint32(16)
-    e = (h >> np.uint32(10)) & np.uint32(0x1F)
-    m = h & np.uint32(0x3FF)
-    if e == np.uint32(0x1F):
-        return np.uint32(sign | np.uint32(0x7F800000) | (m << np.uint32(13))).view(np.float32)
-    if e != np.uint32(0):
-        return np.uint32(sign | ((e + np.uint32(112)) << np.uint32(23)) | (m << np.uint32(13))).view(np.float32)
-    if m == np.uint32(0):
-        return np.uint32(sign).view(np.float32)
-    exp = np.uint32(113)
-    while (m & np.uint32(0x400)) == np.uint32(0):
-        m = m << np.uint32(1)
-        exp -= np.uint32(1)
-    return np.uint32(sign | (exp << np.uint32(23)) | ((m & np.uint32(0x3FF)) << np.uint32(13))).view(np.float32)
+    h = _U(hb) & _U(0xFFFF)
+    sign = (h & _U(0x8000)) << _U(16)
+    e = (h >> _U(10)) & _U(0x1F)
+    m = h & _U(0x3FF)
+    if e == _U(0x1F):
+        bits = _U(0x7F800000) | (m << _U(13))
+    elif e != _U(0):
+        bits = ((e + _U(112)) << _U(23)) | (m << _U(13))
+    else:
+        bits = np.float32(np.float32(m) * _SUB_UNIT).view(np.uint32)
+    return _U(sign | bits).view(np.float32)
 
 
 @njit(cache=True, inline="always")
@@ -74,47 +70,18 @@ def bf16_bits_to_float(b):
     return np.uint32((np.uint32(b) & np.uint32(0xFFFF)) << np.uint32(16)).view(np.float32)
 
 
+_I = np.int32
+# (D, S, M) of each division: see color.cpp.
+DIVISIONS = ((1000, 17, 131), (31250, 21, 67), (500, 16, 131), (125000, 23, 67), (250, 15, 131))
+
+
 @njit(cache=True, inline="always")
 def div_clamped(n, d, s, m):
-    """floor(n / d) for n clamped to [0, 256 d), as (n m) >> s (see color.cpp for why exact)."""
-    c = min(max(n, 0), 256 * d - 1)
-    return np.uint8((np.uint64(c) * np.uint64(m)) >> np.uint64(s))
-
-
-@njit(cache=True, inline="always")
-def rgb_to_ycbcr_u8(r, g, b):
-    return (div_clamped(299 * r + 587 * g + 114 * b + 500, 1000, 26, 67109),
-            div_clamped(-5273 * r - 10352 * g + 15625 * b + 4015625, 31250, 37, 4398047),
-            div_clamped(15625 * r - 13084 * g - 2541 * b + 4015625, 31250, 37, 4398047))
-
-
-@njit(cache=True, inline="always")
-def ycbcr_to_rgb_u8(y, cb, cr):
-    cb -= 128
-    cr -= 128
-    return (div_clamped(500 * y + 250 + 701 * cr, 500, 25, 67109),
-            div_clamped(125000 * y + 62500 - 43017 * cb - 89267 * cr, 125000, 42, 35184373),
-            div_clamped(250 * y + 125 + 443 * cb, 250, 24, 67109))
-
-
-@njit(cache=True)
-def rows_u8(src, base, h, w, sc, sh, sw, out, forward):
-    plane = h * w
-    for yy in range(h):
-        s = base + yy * sh
-        o = yy * w
-        for x in range(w):
-            p = s + x * sw
-            a = np.int64(src[p])
-            b = np.int64(src[p + sc])
-            c = np.int64(src[p + 2 * sc])
-            if forward:
-                v0, v1, v2 = rgb_to_ycbcr_u8(a, b, c)
-            else:
-                v0, v1, v2 = ycbcr_to_rgb_u8(a, b, c)
-            out[o + x] = v0
-            out[plane + o + x] = v1
-            out[2 * plane + o + x] = v2
+    """floor(n / d) for n clamped to [0, 256 d): estimate (n m) >> s, then the exact remainder.
+    Every step is cast to int32 (no value leaves int32) so LLVM keeps 32-bit lanes, as in C++."""
+    c = _I(min(max(_I(n), _I(0)), _I(256 * d - 1)))
+    q0 = _I(_I(c * _I(m)) >> _I(s))
+    return q0 + _I(1 if _I(c - _I(q0 * _I(d))) >= _I(d) else 0)
 
 
 _C = {k: np.float32(v) for k, v in dict(
@@ -124,58 +91,128 @@ YR, YG, YB, BR, BG, HALF, RG, RB = (_C[k] for k in ("yr", "yg", "yb", "br", "bg"
 KR, GB, GR, KB = (_C[k] for k in ("kr", "gb", "gr", "kb"))
 
 
+CHUNK = 256
+
+
 @njit(cache=True, inline="always")
-def load(src, i, in_type):
+def gather(src, p, sc, sw, n, t0, t1, t2, in_type):
+    """The chunk's three channels into contiguous temporaries (as color.cpp does)."""
+    s = src[p:p + (n - 1) * sw + 2 * sc + 1]
     if in_type == F16:
-        return half_bits_to_float(src[i])
-    if in_type == BF16:
-        return bf16_bits_to_float(src[i])
-    return np.float32(src[i])
-
-
-@njit(cache=True, inline="always")
-def store(out, i, v, out_type):
-    if out_type == F16:
-        out[i] = float_to_half_bits(v)
-    elif out_type == BF16:
-        out[i] = float_to_bf16_bits(v)
+        for i in range(n):
+            t0[i] = half_bits_to_float(s[i * sw])
+            t1[i] = half_bits_to_float(s[i * sw + sc])
+            t2[i] = half_bits_to_float(s[i * sw + 2 * sc])
+    elif in_type == BF16:
+        for i in range(n):
+            t0[i] = bf16_bits_to_float(s[i * sw])
+            t1[i] = bf16_bits_to_float(s[i * sw + sc])
+            t2[i] = bf16_bits_to_float(s[i * sw + 2 * sc])
     else:
-        out[i] = v
-
-
-# The operations of color.cpp, in its order: `-0.168736f * r - ...` is (-c) * r.
-@njit(cache=True, inline="always")
-def rgb_to_ycbcr_f(r, g, b, delta):
-    return (YR * r + YG * g + YB * b,
-            BR * r - BG * g + HALF * b + delta,
-            HALF * r - RG * g - RB * b + delta)
+        for i in range(n):
+            t0[i] = s[i * sw]
+            t1[i] = s[i * sw + sc]
+            t2[i] = s[i * sw + 2 * sc]
 
 
 @njit(cache=True, inline="always")
-def ycbcr_to_rgb_f(y, cb, cr, delta):
-    return (y + KR * (cr - delta),
-            y - GB * (cb - delta) - GR * (cr - delta),
-            y + KB * (cb - delta))
+def gather_any(src, p, sc, sw, n, t0, t1, t2, in_type):
+    # Literal strides for the packed-HWC and planar cases, so LLVM vectorises those reads.
+    if sw == 3 and sc == 1:
+        gather(src, p, 1, 3, n, t0, t1, t2, in_type)
+    elif sw == 1:
+        gather(src, p, sc, 1, n, t0, t1, t2, in_type)
+    else:
+        gather(src, p, sc, sw, n, t0, t1, t2, in_type)
+
+
+@njit(cache=True, inline="always")
+def convert_chunk_u8(t0, t1, t2, n, o0, o1, o2, forward):
+    """Exact uint8 -> uint8 of n pixels in contiguous int32 temporaries (as color_pixel.h)."""
+    if forward:
+        for i in range(n):
+            a, b, c = t0[i], t1[i], t2[i]
+            o0[i] = div_clamped(_I(299) * a + _I(587) * b + _I(114) * c + _I(500), 1000, 17, 131)
+            o1[i] = div_clamped(_I(-5273) * a - _I(10352) * b + _I(15625) * c + _I(4015625),
+                                31250, 21, 67)
+            o2[i] = div_clamped(_I(15625) * a - _I(13084) * b - _I(2541) * c + _I(4015625),
+                                31250, 21, 67)
+    else:
+        for i in range(n):
+            a, b, c = t0[i], _I(t1[i] - _I(128)), _I(t2[i] - _I(128))
+            o0[i] = div_clamped(_I(500) * a + _I(250) + _I(701) * c, 500, 16, 131)
+            o1[i] = div_clamped(_I(125000) * a + _I(62500) - _I(43017) * b - _I(89267) * c,
+                                125000, 23, 67)
+            o2[i] = div_clamped(_I(250) * a + _I(125) + _I(443) * b, 250, 15, 131)
+
+
+@njit(cache=True)
+def rows_u8(src, base, h, w, sc, sh, sw, out, forward):
+    plane = h * w
+    t0 = np.empty(CHUNK, np.int32)
+    t1 = np.empty(CHUNK, np.int32)
+    t2 = np.empty(CHUNK, np.int32)
+    for yy in range(h):
+        for x0 in range(0, w, CHUNK):
+            n = min(CHUNK, w - x0)
+            gather_any(src, base + yy * sh + x0 * sw, sc, sw, n, t0, t1, t2, U8)
+            o = yy * w + x0
+            convert_chunk_u8(t0, t1, t2, n, out[o:o + n], out[plane + o:plane + o + n],
+                             out[2 * plane + o:2 * plane + o + n], forward)
+
+
+@njit(cache=True, inline="always")
+def compute(t0, t1, t2, n, forward, delta, scale):
+    """In place: the float formulas in color.cpp's order, times scale."""
+    if forward:
+        for i in range(n):
+            r, g, b = t0[i], t1[i], t2[i]
+            # `-0.168736f * r - ...` in C++ is (-c) * r: BR is negative.
+            t0[i] = (YR * r + YG * g + YB * b) * scale
+            t1[i] = (BR * r - BG * g + HALF * b + delta) * scale
+            t2[i] = (HALF * r - RG * g - RB * b + delta) * scale
+    else:
+        for i in range(n):
+            y, cb, cr = t0[i], t1[i], t2[i]
+            t0[i] = (y + KR * (cr - delta)) * scale
+            t1[i] = (y - GB * (cb - delta) - GR * (cr - delta)) * scale
+            t2[i] = (y + KB * (cb - delta)) * scale
+
+
+@njit(cache=True, inline="always")
+def store_chunk(t0, t1, t2, n, o0, o1, o2, out_type):
+    """Float temporaries to the output type's bits (fp16 / bf16 rounded as color.h does)."""
+    if out_type == F16:
+        for i in range(n):
+            o0[i] = float_to_half_bits(t0[i])
+            o1[i] = float_to_half_bits(t1[i])
+            o2[i] = float_to_half_bits(t2[i])
+    elif out_type == BF16:
+        for i in range(n):
+            o0[i] = float_to_bf16_bits(t0[i])
+            o1[i] = float_to_bf16_bits(t1[i])
+            o2[i] = float_to_bf16_bits(t2[i])
+    else:
+        for i in range(n):
+            o0[i] = t0[i]
+            o1[i] = t1[i]
+            o2[i] = t2[i]
 
 
 @njit(cache=True)
 def rows_float(src, base, h, w, sc, sh, sw, out, in_type, out_type, forward, delta, scale):
     plane = h * w
+    t0 = np.empty(CHUNK, np.float32)
+    t1 = np.empty(CHUNK, np.float32)
+    t2 = np.empty(CHUNK, np.float32)
     for yy in range(h):
-        s = base + yy * sh
-        o = yy * w
-        for x in range(w):
-            p = s + x * sw
-            r = load(src, p, in_type)
-            g = load(src, p + sc, in_type)
-            b = load(src, p + 2 * sc, in_type)
-            if forward:
-                v0, v1, v2 = rgb_to_ycbcr_f(r, g, b, delta)
-            else:
-                v0, v1, v2 = ycbcr_to_rgb_f(r, g, b, delta)
-            store(out, o + x, v0 * scale, out_type)
-            store(out, plane + o + x, v1 * scale, out_type)
-            store(out, 2 * plane + o + x, v2 * scale, out_type)
+        for x0 in range(0, w, CHUNK):
+            n = min(CHUNK, w - x0)
+            gather_any(src, base + yy * sh + x0 * sw, sc, sw, n, t0, t1, t2, in_type)
+            compute(t0, t1, t2, n, forward, delta, scale)
+            o = yy * w + x0
+            store_chunk(t0, t1, t2, n, out[o:o + n], out[plane + o:plane + o + n],
+                        out[2 * plane + o:2 * plane + o + n], out_type)
 
 
 def _flat(t: torch.Tensor) -> np.ndarray:

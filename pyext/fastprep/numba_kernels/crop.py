@@ -17,29 +17,38 @@ from fastprep.ops.crop import check_crop, check_random_crop, random_crop_params,
 _UINT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
 
 
+@njit(cache=True, inline="always")
+def fill_range(out, start, n, fill):
+    for i in range(n):
+        out[start + i] = fill
+
+
 @njit(cache=True)
 def crop_rows(src, base, out, obase, c, sc, sh, sw, h, top, left, height, width, x0, x1, fill):
+    # Rows are taken as views and walked with range() indices, which LLVM knows are in bounds
+    # and non-negative: that is what lets the copies vectorise.
     plane = height * width
+    n = x1 - x0
     for y in range(height):
         sy = top + y
         orow = obase + y * width
-        if sy < 0 or sy >= h:
+        if sy < 0 or sy >= h or n <= 0:
             for ch in range(c):
-                out[orow + ch * plane:orow + ch * plane + width] = fill
+                fill_range(out, orow + ch * plane, width, fill)
             continue
         for ch in range(c):
-            out[orow + ch * plane:orow + ch * plane + x0] = fill
-            out[orow + ch * plane + x1:orow + ch * plane + width] = fill
-        n = x1 - x0
-        if n <= 0:
-            continue
+            fill_range(out, orow + ch * plane, x0, fill)
+            fill_range(out, orow + ch * plane + x1, width - x1, fill)
         srow = base + sy * sh + (left + x0) * sw
         if c == 3 and sc == 1 and sw == 3:
-            o0 = orow + x0
+            s = src[srow:srow + 3 * n]
+            o0 = out[orow + x0:orow + x0 + n]
+            o1 = out[orow + plane + x0:orow + plane + x0 + n]
+            o2 = out[orow + 2 * plane + x0:orow + 2 * plane + x0 + n]
             for x in range(n):
-                out[o0 + x] = src[srow + 3 * x]
-                out[o0 + plane + x] = src[srow + 3 * x + 1]
-                out[o0 + 2 * plane + x] = src[srow + 3 * x + 2]
+                o0[x] = s[3 * x]
+                o1[x] = s[3 * x + 1]
+                o2[x] = s[3 * x + 2]
         elif sw == 1:
             for ch in range(c):
                 o = orow + ch * plane + x0

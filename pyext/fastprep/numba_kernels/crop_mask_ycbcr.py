@@ -1,5 +1,5 @@
 """Numba mirror of csrc/kernels/crop_mask_ycbcr.cpp (kernel) and csrc/ops/crop_mask_ycbcr.cpp
-(binding): the same window, mask and per-pixel formulas as the composed ops."""
+(binding): the same window, mask and colour arithmetic as the composed ops."""
 
 from __future__ import annotations
 
@@ -7,54 +7,70 @@ import numpy as np
 import torch
 from numba import njit
 
-from fastprep.numba_kernels.color import (U8, _FLAT, _TYPE_CODE, rgb_to_ycbcr_f, rgb_to_ycbcr_u8,
-                                          store)
+from fastprep.numba_kernels.color import (CHUNK, U8, _FLAT, _TYPE_CODE, compute, convert_chunk_u8,
+                                          store_chunk)
 from fastprep.numba_kernels.crop import storage_span
 from fastprep.numba_kernels.dilate import random_dilated_mask_kernel
 from fastprep.ops.crop import random_crop_params
 from fastprep.ops.fused import check_crop_mask_ycbcr, mask_seed_of
 
 
+@njit(cache=True, inline="always")
+def gather_masked(src, p, sc, sw, n, mask, m, apply_mask, t0, t1, t2):
+    # Slices, so every index is provably non-negative and Numba drops its wraparound checks.
+    s = src[p:p + (n - 1) * sw + 2 * sc + 1]
+    if apply_mask:
+        mm = mask[m:m + n]
+        for i in range(n):
+            # mask_fill's zero, branch-free: keep is 0 on masked pixels and 0xFF elsewhere.
+            keep = np.uint8(0 if mm[i] else 0xFF)
+            t0[i] = s[i * sw] & keep
+            t1[i] = s[i * sw + sc] & keep
+            t2[i] = s[i * sw + 2 * sc] & keep
+    else:
+        for i in range(n):
+            t0[i] = s[i * sw]
+            t1[i] = s[i * sw + sc]
+            t2[i] = s[i * sw + 2 * sc]
+
+
 @njit(cache=True)
 def crop_mask_ycbcr_kernel(src, sc, sh, sw, top, left, height, width, mask, apply_mask, out,
-                           out_type, scale):
+                           out_type, scale, t0, t1, t2):
     plane = height * width
-    mask_row = (width + 7) // 8
     for y in range(height):
         row = (top + y) * sh + left * sw
-        m = y * mask_row
-        o = y * width
-        for x in range(width):
-            p = row + x * sw
-            keep = ((((mask[m + (x >> 3)] >> (x & 7)) & 1) - 1) & 0xFF) if apply_mask else 0xFF
-            r = np.int64(src[p]) & keep
-            g = np.int64(src[p + sc]) & keep
-            b = np.int64(src[p + 2 * sc]) & keep
-            if out_type == U8:
-                v0, v1, v2 = rgb_to_ycbcr_u8(r, g, b)
-                out[o + x] = v0
-                out[plane + o + x] = v1
-                out[2 * plane + o + x] = v2
+        for x0 in range(0, width, CHUNK):
+            n = min(CHUNK, width - x0)
+            p = row + x0 * sw
+            if sw == 3 and sc == 1:  # literal strides for packed HWC, so LLVM vectorises the reads
+                gather_masked(src, p, 1, 3, n, mask, y * width + x0, apply_mask, t0, t1, t2)
             else:
-                v0, v1, v2 = rgb_to_ycbcr_f(np.float32(r), np.float32(g), np.float32(b), np.float32(128.0))
-                store(out, o + x, v0 * scale, out_type)
-                store(out, plane + o + x, v1 * scale, out_type)
-                store(out, 2 * plane + o + x, v2 * scale, out_type)
+                gather_masked(src, p, sc, sw, n, mask, y * width + x0, apply_mask, t0, t1, t2)
+            o = y * width + x0
+            o0, o1, o2 = out[o:o + n], out[plane + o:plane + o + n], out[2 * plane + o:2 * plane + o + n]
+            if out_type == U8:
+                convert_chunk_u8(t0, t1, t2, n, o0, o1, o2, True)
+            else:
+                compute(t0, t1, t2, n, True, np.float32(128.0), scale)
+                store_chunk(t0, t1, t2, n, o0, o1, o2, out_type)
 
 
 def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross", out_dtype=None,
                     scale=1.0, return_mask=False, mask_seed=None):
     v, odt = check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, scale)
     top, left = random_crop_params(v.h, v.w, height, width, seed)
-    bits = np.empty(height * ((width + 7) // 8), dtype=np.uint8)
+    # The mask leaves as bits (return_mask) or is applied from bool bytes, as in the C++ binding.
+    bits = np.empty(height * ((width + 7) // 8) if return_mask else height * width, dtype=np.uint8)
     random_dilated_mask_kernel(np.int64(mask_seed_of(seed, mask_seed)), np.float64(p), 1, height,
-                               width, structure == "square", 1, True, bits)
+                               width, structure == "square", 1, return_mask, bits)
     out = img.new_empty([3, height, width], dtype=odt)
-    out_type = _TYPE_CODE[odt]
     flat = out.view(_FLAT[odt]).numpy().reshape(-1)
-    # Numba specialises on the store's element type: uint8 / float32 / int16 (fp16, bf16 bits).
+    # Chunk temporaries: int32 for the exact uint8 path, float32 otherwise (as color_pixel.h).
+    acc = np.int32 if odt == torch.uint8 else np.float32
+    t0, t1, t2 = (np.empty(CHUNK, acc) for _ in range(3))
     crop_mask_ycbcr_kernel(storage_span(img), v.sc, v.sh, v.sw, top, left, height, width, bits,
-                           not return_mask, flat, out_type, np.float32(scale))
+                           not return_mask, flat, _TYPE_CODE[odt], np.float32(scale), t0, t1, t2)
     mask = torch.from_numpy(bits).view(height, (width + 7) // 8) if return_mask else \
         img.new_empty([0], dtype=torch.uint8)
     return out, mask

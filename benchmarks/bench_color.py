@@ -1,0 +1,107 @@
+"""rgb_to_ycbcr on a 256x256x3 uint8 HWC image (CHW planes out) against OpenCV, PIL and torch;
+uint8 -> float32 with scale 1/255 against torch's matmul; a memcpy of the input bytes as floor.
+Single-threaded (torch and OpenCV pinned to one thread), same input for all.
+
+Run: python -m pytest benchmarks/bench_color.py --benchmark-only -p no:logging
+"""
+
+import numpy as np
+import pytest
+import torch
+
+import fastprep
+from fastprep.numba_kernels import color as numba_color
+
+U8 = "rgb_to_ycbcr 256x256x3 uint8 HWC -> uint8"
+F32 = "rgb_to_ycbcr 256x256x3 uint8 HWC -> float32 * 1/255"
+MATRIX = torch.tensor([[0.299, 0.587, 0.114], [-0.168736, -0.331264, 0.5],
+                       [0.5, -0.418688, -0.081312]])
+OFFSET = torch.tensor([0.0, 128.0, 128.0])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def image():
+    return torch.randint(0, 256, (256, 256, 3), dtype=torch.uint8)
+
+
+def _native():
+    if fastprep.backend() != "native":
+        pytest.skip("native backend not loaded")
+
+
+@pytest.mark.benchmark(group=U8)
+def test_u8_fastprep_native(benchmark, image):
+    _native()
+    benchmark(torch.ops.fastprep.rgb_to_ycbcr, image, "HWC", None, 1.0)
+
+
+@pytest.mark.benchmark(group=U8)
+def test_u8_fastprep_numba(benchmark, image):
+    numba_color.rgb_to_ycbcr(image, "HWC")
+    benchmark(numba_color.rgb_to_ycbcr, image, "HWC")
+
+
+@pytest.mark.benchmark(group=U8)
+def test_u8_opencv(benchmark, image):
+    cv2 = pytest.importorskip("cv2")
+    cv2.setNumThreads(1)
+    a = image.numpy()
+    benchmark(cv2.cvtColor, a, cv2.COLOR_RGB2YCrCb)
+
+
+@pytest.mark.benchmark(group=U8)
+def test_u8_pil(benchmark, image):
+    pil = pytest.importorskip("PIL.Image")
+    im = pil.fromarray(image.numpy(), "RGB")
+    benchmark(im.convert, "YCbCr")
+
+
+@pytest.mark.benchmark(group=U8)
+def test_u8_torch_matmul(benchmark, image):
+    def run():
+        y = image.float() @ MATRIX.T + OFFSET
+        return torch.floor(y + 0.5).clamp_(0, 255).to(torch.uint8).permute(2, 0, 1).contiguous()
+
+    benchmark(run)
+
+
+@pytest.mark.benchmark(group=U8)
+def test_u8_memcpy_floor(benchmark, image):
+    src = image.clone()
+    out = torch.empty_like(src)
+    benchmark(out.copy_, src)
+
+
+@pytest.mark.benchmark(group=F32)
+def test_f32_fastprep_native(benchmark, image):
+    _native()
+    benchmark(torch.ops.fastprep.rgb_to_ycbcr, image, "HWC", torch.float32, 1 / 255)
+
+
+@pytest.mark.benchmark(group=F32)
+def test_f32_fastprep_numba(benchmark, image):
+    numba_color.rgb_to_ycbcr(image, "HWC", torch.float32, 1 / 255)
+    benchmark(numba_color.rgb_to_ycbcr, image, "HWC", torch.float32, 1 / 255)
+
+
+@pytest.mark.benchmark(group=F32)
+def test_f32_torch_matmul(benchmark, image):
+    def run():
+        return ((image.float() @ MATRIX.T + OFFSET) / 255).permute(2, 0, 1).contiguous()
+
+    benchmark(run)
+
+
+@pytest.mark.benchmark(group=F32)
+def test_f32_memcpy_floor(benchmark, image):
+    src = torch.empty(3 * 256 * 256, dtype=torch.float32)  # the output's bytes
+    out = torch.empty_like(src)
+    benchmark(out.copy_, src)

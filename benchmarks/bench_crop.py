@@ -1,0 +1,58 @@
+"""crop 256x256 out of a 1024x1024x3 uint8 HWC image, to CHW: fastprep native and Numba against
+torch slicing and a memcpy of the same bytes (the floor). Single-threaded, same input for all.
+
+Run: python -m pytest benchmarks/bench_crop.py --benchmark-only -p no:logging
+"""
+
+import pytest
+import torch
+
+import fastprep
+from fastprep.numba_kernels import crop as numba_crop
+
+GROUP = "crop 256x256 from 1024x1024x3 uint8 HWC -> CHW"
+TOP, LEFT, SIZE = 300, 411, 256
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def image():
+    return torch.randint(0, 256, (1024, 1024, 3), dtype=torch.uint8)
+
+
+@pytest.mark.benchmark(group=GROUP)
+def test_fastprep_native(benchmark, image):
+    if fastprep.backend() != "native":
+        pytest.skip("native backend not loaded")
+    out = benchmark(torch.ops.fastprep.crop, image, TOP, LEFT, SIZE, SIZE, "HWC")
+    assert out.shape == (3, SIZE, SIZE)
+
+
+@pytest.mark.benchmark(group=GROUP)
+def test_fastprep_numba(benchmark, image):
+    numba_crop.crop(image, TOP, LEFT, SIZE, SIZE, "HWC")  # compile outside the timing
+    out = benchmark(numba_crop.crop, image, TOP, LEFT, SIZE, SIZE, "HWC")
+    assert out.shape == (3, SIZE, SIZE)
+
+
+@pytest.mark.benchmark(group=GROUP)
+def test_torch_slice_permute_contiguous(benchmark, image):
+    def run():
+        return image[TOP:TOP + SIZE, LEFT:LEFT + SIZE].permute(2, 0, 1).contiguous()
+
+    expected = run()
+    assert torch.equal(benchmark(run), expected)
+
+
+@pytest.mark.benchmark(group=GROUP)
+def test_memcpy_floor(benchmark, image):
+    src = image.reshape(-1)[: 3 * SIZE * SIZE].clone()
+    out = torch.empty_like(src)
+    benchmark(out.copy_, src)
