@@ -13,6 +13,7 @@ from fastprep.ops import (crop, crop_mask_ycbcr, dilate, dilate_packed, mask_fil
                           random_mask, rgb_to_ycbcr, unpack_bits, ycbcr_to_rgb)
 from fastprep.prefetch import DevicePrefetcher
 from fastprep.rng import derive_seed, draw_seed, random_word
+from fastprep.warmup import warmup
 
 __version__ = "0.1.0"
 
@@ -23,5 +24,5 @@ __all__ = [
     "build_info", "compact_collate", "crop", "crop_mask_ycbcr", "derive_seed", "dilate",
     "dilate_packed", "draw_seed", "mask_fill", "mask_fill_", "pack_bits", "random_crop",
     "random_crop_params", "random_dilated_mask", "random_mask", "random_word", "rgb_to_ycbcr",
-    "unpack_bits", "ycbcr_to_rgb",
+    "unpack_bits", "warmup", "ycbcr_to_rgb",
 ]
