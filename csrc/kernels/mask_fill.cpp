@@ -21,12 +21,17 @@ void row_bits(const uint8_t* mrow, int64_t w, bool packed, uint64_t* words, uint
 }
 
 template <typename T>
-FASTPREP_MULTIVERSION void fill_typed(const T* src, const FillView& sv, T* dst, const FillView& dv,
+FASTPREP_MULTIVERSION void fill_typed(const T* src, const FillView& sv_ref, T* dst, const FillView& dv_ref,
                                       const uint8_t* mask, int64_t mask_n, bool packed, T value) {
-  const int64_t row_bytes = packed ? (dv.w + 7) / 8 : dv.w;
+  // Local copies: uint8 stores may alias anything, so fields read through the references would
+  // be reloaded after every store and the loops would not vectorise (measured 20x slower).
+  const FillView sv = sv_ref, dv = dv_ref;
+  const int64_t w = dv.w, channels = dv.c;
+  const int64_t row_bytes = packed ? (w + 7) / 8 : w;
   const bool in_place = src == dst && sv.sn == dv.sn && sv.sc == dv.sc && sv.sh == dv.sh && sv.sw == dv.sw;
-  std::vector<uint8_t> bits(static_cast<size_t>(dv.w));
-  std::vector<uint64_t> words(static_cast<size_t>(words_per_row(dv.w)));
+  std::vector<uint8_t> bits_buf(static_cast<size_t>(w));
+  std::vector<uint64_t> words(static_cast<size_t>(words_per_row(w)));
+  uint8_t* __restrict__ bits = bits_buf.data();
   // Pixel-major (HWC-like: channels closer than pixels) vs plane-major loops: the inner loop
   // walks the smaller stride; unit-stride planes become branch-free selects that vectorise.
   const bool pixel_major = dv.sc < dv.sw;
@@ -34,27 +39,27 @@ FASTPREP_MULTIVERSION void fill_typed(const T* src, const FillView& sv, T* dst, 
   for (int64_t n = 0; n < dv.n; ++n) {
     const uint8_t* mimg = mask + (mask_n == 1 ? 0 : n) * dv.h * row_bytes;
     for (int64_t y = 0; y < dv.h; ++y) {
-      row_bits(mimg + y * row_bytes, dv.w, packed, words.data(), bits.data());
+      row_bits(mimg + y * row_bytes, w, packed, words.data(), bits);
       const T* s = src + n * sv.sn + y * sv.sh;
       T* d = dst + n * dv.sn + y * dv.sh;
       if (in_place && pixel_major) {
-        for (int64_t x = 0; x < dv.w; ++x) {
+        for (int64_t x = 0; x < w; ++x) {
           if (!bits[x]) continue;
-          for (int64_t c = 0; c < dv.c; ++c) d[x * dv.sw + c * dv.sc] = value;
+          for (int64_t c = 0; c < channels; ++c) d[x * dv.sw + c * dv.sc] = value;
         }
       } else if (planes_contiguous) {
-        for (int64_t c = 0; c < dv.c; ++c) {
+        for (int64_t c = 0; c < channels; ++c) {
           const T* sp = s + c * sv.sc;
           T* dp = d + c * dv.sc;
-          for (int64_t x = 0; x < dv.w; ++x) dp[x] = bits[x] ? value : sp[x];
+          for (int64_t x = 0; x < w; ++x) dp[x] = bits[x] ? value : sp[x];
         }
       } else if (pixel_major) {
-        for (int64_t x = 0; x < dv.w; ++x) {
-          for (int64_t c = 0; c < dv.c; ++c) d[x * dv.sw + c * dv.sc] = bits[x] ? value : s[x * sv.sw + c * sv.sc];
+        for (int64_t x = 0; x < w; ++x) {
+          for (int64_t c = 0; c < channels; ++c) d[x * dv.sw + c * dv.sc] = bits[x] ? value : s[x * sv.sw + c * sv.sc];
         }
       } else {
-        for (int64_t c = 0; c < dv.c; ++c) {
-          for (int64_t x = 0; x < dv.w; ++x) d[c * dv.sc + x * dv.sw] = bits[x] ? value : s[c * sv.sc + x * sv.sw];
+        for (int64_t c = 0; c < channels; ++c) {
+          for (int64_t x = 0; x < w; ++x) d[c * dv.sc + x * dv.sw] = bits[x] ? value : s[c * sv.sc + x * sv.sw];
         }
       }
     }

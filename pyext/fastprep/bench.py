@@ -63,11 +63,14 @@ def time_per_sample(transform: Callable, sources: list, repeat: int) -> float:
 
 def loader_rate(dataset, batch_size: int, collate: Callable, workers: int,
                 prefetch: int | None, batches: int) -> float:
-    """Samples/s out of a DataLoader (host side: on a GPU the decode would run there)."""
+    """Samples/s out of a DataLoader in steady state (host side: on a GPU the decode would run
+    there). The first `workers` batches are skipped: the workers made them in parallel while the
+    first one was awaited, so counting them would overstate the rate."""
     loader = DataLoader(dataset, batch_size=batch_size, num_workers=workers, collate_fn=collate,
                         prefetch_factor=prefetch, persistent_workers=False, drop_last=True)
     it = iter(loader)
-    next(it)  # worker start-up and the first batch are not steady state
+    for _ in range(max(workers, 1)):
+        next(it)
     t0 = time.perf_counter()
     for _ in range(batches):
         next(it)
@@ -83,7 +86,6 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
     cores = os.cpu_count() or 1
     workers = list(range(0, cores + 1)) if workers is None else workers
     prefetches = [2] if quick else [2, 4]
-    batches = 1 if quick else 3
     backends = ["native", "numba"] if fastprep.backend() == "native" else ["numba"]
     variants = _variants(backends)
     torch.set_num_threads(1)
@@ -100,10 +102,11 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
         v.bytes_per_sample = sample.nbytes if hasattr(sample, "nbytes") else \
             sum(t.numel() * t.element_size() for t in sample)
     for v in variants:
-        length = batch_size * (batches + 1) * 2
-        dataset = pipelines.SyntheticImages(length, v.transform, pool=len(sources), as_pil=v.as_pil,
-                                            generate_per_item=generate_per_item)
         for w in workers:
+            batches = 2 * w + (2 if quick else 4)
+            dataset = pipelines.SyntheticImages(batch_size * (batches + w + 1), v.transform,
+                                                pool=len(sources), as_pil=v.as_pil,
+                                                generate_per_item=generate_per_item)
             best = 0.0
             for pf in (prefetches if w > 0 else [None]):
                 _say(f"DataLoader: {v.name}, num_workers={w}, prefetch_factor={pf}")
