@@ -25,7 +25,7 @@ def memcpy_floor(nbytes: int):
 def _kind(name: str) -> str:
     if "memcpy" in name:
         return "floor"
-    return "fastprep" if "fastprep" in name else "baseline"
+    return "fastprep" if any(k in name for k in ("fastprep", "native", "numba")) else "baseline"
 
 
 def pytest_terminal_summary(terminalreporter, config):

@@ -1,0 +1,63 @@
+"""The target pipeline per sample, one thread: the usual way vs fastprep (fused native, fused
+Numba, the unfused fastprep chain), on the same 1024x1024x3 uint8 source; memcpy of the fused
+output's bytes as the floor."""
+
+import numpy as np
+import pytest
+import torch
+
+from fastprep import pipelines
+
+from conftest import memcpy_floor, requires_native
+
+GROUP = "pipeline per sample (1024^2 -> 256^2, mask, YCbCr)"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _source():
+    return pipelines.make_source(0)
+
+
+def test_usual_pipeline(benchmark):
+    pytest.importorskip("scipy")
+    PIL = pytest.importorskip("PIL.Image")
+    benchmark.group = GROUP
+    benchmark(pipelines.usual_transform, PIL.fromarray(_source()), np.random.default_rng(0))
+
+
+@requires_native
+def test_fastprep_fused_native(benchmark):
+    benchmark.group = GROUP
+    benchmark(pipelines.fastprep_transform, _source())
+
+
+def test_fastprep_fused_numba(benchmark):
+    benchmark.group = GROUP
+    benchmark(pipelines.fastprep_numba_transform, _source())
+
+
+def test_fastprep_unfused_chain(benchmark):
+    benchmark.group = GROUP
+    benchmark(pipelines.fastprep_unfused_transform, _source())
+
+
+def test_fastprep_fused_native_float32(benchmark):
+    """The same with float32 output scaled by 1/255 on the CPU, as the usual pipeline ships."""
+    import fastprep
+
+    benchmark.group = GROUP
+    src = torch.from_numpy(_source())
+    benchmark(lambda: fastprep.crop_mask_ycbcr(src, 256, 256, 0.25, fastprep.draw_seed(),
+                                               out_dtype=torch.float32, scale=1 / 255))
+
+
+def test_memcpy_output_bytes(benchmark):
+    benchmark.group = GROUP
+    benchmark(memcpy_floor(3 * 256 * 256))
