@@ -15,7 +15,7 @@ import fastprep
 from fastprep.warmup import sample_calls
 
 # Native calls cost 4-20 us; Numba-backend calls go through Python (25-100 us), so fewer of them.
-CALLS = int(os.environ.get("FASTPREP_LEAK_CALLS", 300_000 if fastprep.backend() == "native" else 40_000))
+CALLS = int(os.environ.get("FASTPREP_LEAK_CALLS", 200_000 if fastprep.backend() == "native" else 25_000))
 
 
 def rss_bytes() -> int:
@@ -30,8 +30,12 @@ def test_rss_flat_over_many_calls(name):
     fn, args = getattr(torch.ops.fastprep, name), sample_calls()[name]
     for _ in range(20_000):  # warm up allocator caches and lazy compilation
         fn(*args)
-    before = rss_bytes()
-    for _ in range(CALLS):
-        fn(*args)
-    grown = rss_bytes() - before
-    assert grown < CALLS // 4, f"{name}: RSS grew {grown} bytes over {CALLS} calls"
+    # A leak grows RSS in every window; the allocator growing its heap once does not, so the
+    # quieter of two windows is what counts.
+    grown = []
+    for _window in range(2):
+        before = rss_bytes()
+        for _ in range(CALLS):
+            fn(*args)
+        grown.append(rss_bytes() - before)
+    assert min(grown) < CALLS // 4, f"{name}: RSS grew {grown} bytes in two windows of {CALLS} calls"
