@@ -19,12 +19,7 @@ MATRIX = torch.tensor([[0.299, 0.587, 0.114], [-0.168736, -0.331264, 0.5],
 OFFSET = torch.tensor([0.0, 128.0, 128.0])
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -14,12 +14,7 @@ GROUP = "crop 256x256 from 1024x1024x3 uint8 HWC -> CHW"
 TOP, LEFT, SIZE = 300, 411, 256
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -13,15 +13,9 @@ from fastprep.numba_kernels import dilate as numba_dilate
 from fastprep.numba_kernels import mask_fill as numba_mf
 from fastprep.numba_kernels import random_mask as numba_rm
 
-# fastprep's kernels are single-threaded, and this machine is shared: one thread for torch and
-# OpenCV too keeps the comparison per core and the timings stable.
-torch.set_num_threads(1)
-try:
-    import cv2
-
-    cv2.setNumThreads(1)
-except ImportError:
-    pass
+# fastprep's kernels are single-threaded: one thread for torch and OpenCV too (conftest's
+# one_thread) keeps the comparison per core and the timings stable on a shared machine.
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 SIZES = [256, 1024]
 P = 0.25

@@ -13,12 +13,7 @@ from conftest import memcpy_floor, requires_native
 GROUP = "pipeline per sample (1024^2 -> 256^2, mask, YCbCr)"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _source():

@@ -14,6 +14,23 @@ NATIVE = fastprep.backend() == "native"
 requires_native = pytest.mark.skipif(not NATIVE, reason="native backend not loaded")
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """Single-threaded torch (and OpenCV) for a module: compares one core with one core."""
+    try:
+        import cv2  # noqa: PLC0415 (a benchmark extra)
+    except ImportError:
+        cv2 = None
+    n, n_cv = torch.get_num_threads(), cv2.getNumThreads() if cv2 else 0
+    torch.set_num_threads(1)
+    if cv2:
+        cv2.setNumThreads(1)
+    yield
+    torch.set_num_threads(n)
+    if cv2:
+        cv2.setNumThreads(n_cv)
+
+
 def memcpy_floor(nbytes: int):
     """A callable copying `nbytes` between two preallocated buffers: the floor for an op whose
     output has that many bytes."""

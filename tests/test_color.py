@@ -10,7 +10,7 @@ import fastprep
 from fastprep.numba_kernels import color as numba_color
 from fastprep.ops.color import rgb_to_ycbcr_torch, ycbcr_to_rgb_torch
 
-from conftest import requires_native
+from conftest import bad_input_tests, requires_native
 
 DTYPES = [torch.uint8, torch.float32, torch.float16, torch.bfloat16]
 FLOAT_DTYPES = DTYPES[1:]
@@ -248,13 +248,5 @@ BAD_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize("call,match", BAD_INPUTS)
-def test_bad_input_raises_naming_argument_and_value(call, match):
-    with pytest.raises(RuntimeError, match=match):
-        call()
-
-
-@pytest.mark.parametrize("call,match", BAD_INPUTS)
-def test_bad_input_on_meta_device(call, match):
-    with torch.device("meta"), pytest.raises(RuntimeError, match=match):
-        call()
+test_bad_input_raises_naming_argument_and_value, test_bad_input_on_meta_device = \
+    bad_input_tests(BAD_INPUTS)

@@ -10,7 +10,7 @@ from fastprep.numba_kernels import crop as numba_crop
 from fastprep.numba_kernels.counter_rng import derive_seed, random_word, uniform_below
 from fastprep.ops.crop import crop_torch, random_crop_torch
 
-from conftest import requires_native
+from conftest import bad_input_tests, requires_native
 
 DTYPES = [torch.uint8, torch.float32, torch.float16, torch.bfloat16]
 IMPLS = [fastprep.crop, numba_crop.crop, crop_torch]
@@ -226,16 +226,8 @@ BAD_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize("call,match", BAD_INPUTS)
-def test_bad_input_raises_naming_argument_and_value(call, match):
-    with pytest.raises(RuntimeError, match=match):
-        call()
-
-
-@pytest.mark.parametrize("call,match", BAD_INPUTS)
-def test_bad_input_on_meta_device(call, match):
-    with torch.device("meta"), pytest.raises(RuntimeError, match=match):
-        call()
+test_bad_input_raises_naming_argument_and_value, test_bad_input_on_meta_device = \
+    bad_input_tests(BAD_INPUTS)
 
 
 def test_random_crop_params_errors():

@@ -8,7 +8,7 @@ import fastprep
 from fastprep.numba_kernels import pack_bits as numba_pack
 from fastprep.ops.pack_bits import pack_bits_torch, unpack_bits_torch
 
-from conftest import requires_native
+from conftest import bad_input_tests, requires_native
 
 SHAPES = [(0,), (1,), (7,), (8,), (9,), (64,), (65,), (3, 17), (2, 0, 5), (5, 8, 3), (4, 33, 2, 3),
           (1, 1, 1), (9, 3, 130)]
@@ -140,14 +140,5 @@ BAD_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize("call,match", BAD_INPUTS)
-def test_bad_input_raises_naming_argument_and_value(call, match):
-    with pytest.raises(RuntimeError, match=match):
-        call()
-
-
-@pytest.mark.parametrize("call,match", BAD_INPUTS)
-def test_bad_input_on_meta_device(call, match):
-    # The fake kernels run the same checks, so torch.compile traces report the same errors.
-    with torch.device("meta"), pytest.raises(RuntimeError, match=match):
-        call()
+test_bad_input_raises_naming_argument_and_value, test_bad_input_on_meta_device = \
+    bad_input_tests(BAD_INPUTS)

@@ -7,7 +7,6 @@ the share of a stated GPU consumption rate that one core can feed.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -136,18 +135,3 @@ def table(result: dict) -> str:
                  f"one core's transforms keep up with; samples/s through a DataLoader, batch "
                  f"{result['workload']['batch_size']}, best prefetch_factor)")
     return "\n".join(lines)
-
-
-def main(args: Any) -> int:
-    result = run(quick=args.quick, generate_per_item=args.generate_per_item, gpu_rate=args.gpu_rate,
-                 batch_size=args.batch_size,
-                 workers=[int(w) for w in args.workers.split(",")] if args.workers else None)
-    print(table(result))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-    if args.plot:
-        from fastprep.plotting import plot_bench  # noqa: PLC0415
-
-        plot_bench(result, args.plot)
-    return 0

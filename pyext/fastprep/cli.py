@@ -46,10 +46,34 @@ def demo(_args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_outputs(args: argparse.Namespace, payload: dict, plot, *plot_args) -> None:
+    """--json and --plot, shared by the subcommands that have them."""
+    import json  # noqa: PLC0415
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(payload, f, indent=2)
+    if args.plot:
+        import fastprep.plotting  # noqa: PLC0415
+
+        getattr(fastprep.plotting, plot)(*plot_args, args.plot)
+
+
+def bench(args: argparse.Namespace) -> int:
+    """The target workload the usual way and the fastprep way."""
+    from fastprep import bench as b  # noqa: PLC0415
+
+    result = b.run(quick=args.quick, generate_per_item=args.generate_per_item, gpu_rate=args.gpu_rate,
+                   batch_size=args.batch_size,
+                   workers=[int(w) for w in args.workers.split(",")] if args.workers else None)
+    print(b.table(result))
+    _write_outputs(args, result, "plot_bench", result)
+    return 0
+
+
 def diagnose(args: argparse.Namespace) -> int:
     """Run the caching method (and optionally the loader sweep) on a pipeline."""
     import importlib  # noqa: PLC0415
-    import json  # noqa: PLC0415
 
     from torch.utils.data import DataLoader  # noqa: PLC0415
 
@@ -82,13 +106,7 @@ def diagnose(args: argparse.Namespace) -> int:
                                 collate_fn=collate_fn, steps=args.steps, warmup=1, progress=say)
         print(sweep.table())
         out["sweep"] = {"rows": sweep.rows, "best": sweep.best}
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=2)
-    if args.plot:
-        from fastprep.plotting import plot_report  # noqa: PLC0415
-
-        plot_report(report, args.plot)
+    _write_outputs(args, out, "plot_report", report)
     return 0
 
 
@@ -97,28 +115,28 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help=demo.__doc__).set_defaults(func=demo)
 
-    bench = sub.add_parser("bench", help="the target workload, the usual way vs fastprep")
-    bench.add_argument("--quick", action="store_true", help="fewer repeats and batches (< 60 s)")
-    bench.add_argument("--generate-per-item", action="store_true",
+    bench_p = sub.add_parser("bench", help="the target workload, the usual way vs fastprep")
+    bench_p.add_argument("--quick", action="store_true", help="fewer repeats and batches (< 60 s)")
+    bench_p.add_argument("--generate-per-item", action="store_true",
                        help="generate every source image instead of drawing from a pool")
-    bench.add_argument("--gpu-rate", type=float, default=5000.0,
+    bench_p.add_argument("--gpu-rate", type=float, default=5000.0,
                        help="samples/s the GPU consumes, for the '1 core feeds' column")
-    bench.add_argument("--batch-size", type=int, default=256)
-    bench.add_argument("--workers", help="comma-separated num_workers to try (default 0..cores)")
-    bench.add_argument("--json", help="write the results here")
-    bench.add_argument("--plot", help="draw samples/s per num_workers to this PNG (matplotlib)")
-    bench.set_defaults(func=lambda a: __import__("fastprep.bench", fromlist=["main"]).main(a))
+    bench_p.add_argument("--batch-size", type=int, default=256)
+    bench_p.add_argument("--workers", help="comma-separated num_workers to try (default 0..cores)")
+    bench_p.add_argument("--json", help="write the results here")
+    bench_p.add_argument("--plot", help="draw samples/s per num_workers to this PNG (matplotlib)")
+    bench_p.set_defaults(func=bench)
 
-    diag = sub.add_parser("diagnose", help="find the stage that starves the device")
-    diag.add_argument("target", nargs="?", help="MODULE:FACTORY returning (dataset, step_fn, batch_size[, collate_fn])")
-    diag.add_argument("--demo", action="store_true", help="a small CPU model on the target pipeline")
-    diag.add_argument("--device", default="cpu")
-    diag.add_argument("--workers", type=int, default=0, help="num_workers of the DataLoader")
-    diag.add_argument("--steps", type=int, default=10)
-    diag.add_argument("--sweep", action="store_true", help="also sweep DataLoader settings")
-    diag.add_argument("--json")
-    diag.add_argument("--plot")
-    diag.set_defaults(func=diagnose)
+    diag_p = sub.add_parser("diagnose", help="find the stage that starves the device")
+    diag_p.add_argument("target", nargs="?", help="MODULE:FACTORY returning (dataset, step_fn, batch_size[, collate_fn])")
+    diag_p.add_argument("--demo", action="store_true", help="a small CPU model on the target pipeline")
+    diag_p.add_argument("--device", default="cpu")
+    diag_p.add_argument("--workers", type=int, default=0, help="num_workers of the DataLoader")
+    diag_p.add_argument("--steps", type=int, default=10)
+    diag_p.add_argument("--sweep", action="store_true", help="also sweep DataLoader settings")
+    diag_p.add_argument("--json")
+    diag_p.add_argument("--plot")
+    diag_p.set_defaults(func=diagnose)
 
     args = parser.parse_args(argv)
     return args.func(args)
