@@ -37,8 +37,10 @@ inline uint16_t float_to_half_bits(float f) {
   // Normal half: rebias the exponent (-112 << 23), round the 13 dropped bits to even.
   const uint32_t normal = (a - 0x38000000u + 0xFFFu + ((a >> 13) & 1u)) >> 13;
   // Subnormal half: the significand shifted down, rounded to even; shifts past 25 give 0 anyway.
+  // Computed for every input (branch-free, so it vectorises) but used only for e <= 112; the
+  // shift is kept in [14, 25] for the others too, since a shift by >= 32 is undefined (UBSan).
   const uint32_t e = a >> 23;
-  const uint32_t shift = e < 101u ? 25u : 126u - e;
+  const uint32_t shift = e < 101u ? 25u : e > 112u ? 14u : 126u - e;
   const uint32_t mant = (a & 0x7FFFFFu) | 0x800000u;
   const uint32_t sub = (mant + (1u << (shift - 1u)) - 1u + ((mant >> shift) & 1u)) >> shift;
   const uint32_t payload = (a >> 13) & 0x3FFu;

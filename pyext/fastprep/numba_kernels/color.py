@@ -35,7 +35,8 @@ def float_to_half_bits(f):
     a = x & _U(0x7FFFFFFF)
     normal = _U(a - _U(0x38000000) + _U(0xFFF) + ((a >> _U(13)) & _U(1))) >> _U(13)
     e = a >> _U(23)
-    shift = _U(25) if e < _U(101) else _U(126) - e
+    # As color.h: kept in [14, 25] even where unused, since LLVM's shift by >= 32 is poison.
+    shift = _U(25) if e < _U(101) else (_U(14) if e > _U(112) else _U(126) - e)
     mant = (a & _U(0x7FFFFF)) | _U(0x800000)
     sub = (mant + (_U(1) << (shift - _U(1))) - _U(1) + ((mant >> shift) & _U(1))) >> shift
     payload = (a >> _U(13)) & _U(0x3FF)
