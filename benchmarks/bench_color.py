@@ -10,13 +10,13 @@ import pytest
 import torch
 
 import fastprep
+from fastprep import pipelines
 from fastprep.numba_kernels import color as numba_color
 
 U8 = "rgb_to_ycbcr 256x256x3 uint8 HWC -> uint8"
 F32 = "rgb_to_ycbcr 256x256x3 uint8 HWC -> float32 * 1/255"
-MATRIX = torch.tensor([[0.299, 0.587, 0.114], [-0.168736, -0.331264, 0.5],
-                       [0.5, -0.418688, -0.081312]])
-OFFSET = torch.tensor([0.0, 128.0, 128.0])
+# The usual float32 way, as the target pipeline's baseline writes it.
+MATRIX, OFFSET = pipelines.YCBCR, pipelines.YCBCR_OFFSET
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -108,7 +108,7 @@ def test_numba_cache_spares_a_second_process_the_compile(tmp_path):
 
 
 WARMUP_PROBE = """
-import os, sys, torch, fastprep
+import fastprep
 latency = fastprep.warmup()
 print(len(latency), max(latency.values()))
 """

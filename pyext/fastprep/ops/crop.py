@@ -94,12 +94,18 @@ def _check_positive(op: str, arg: str, v: int) -> None:
         _checks.fail(op, ": expected ", arg, " > 0, got ", arg, "=", v)
 
 
-def check_crop(img, top, left, height, width, layout) -> _checks.ImageView:
-    op = "crop"
+def _check_window(op: str, img, height: int, width: int, layout: str) -> _checks.ImageView:
+    """What crop and random_crop check alike: the image, its layout and a positive window."""
     check_image_dtype(op, img)
     v = _checks.image_view(op, "img", img, _checks.parse_layout(op, layout))
     _check_positive(op, "height", height)
     _check_positive(op, "width", width)
+    return v
+
+
+def check_crop(img, top, left, height, width, layout) -> _checks.ImageView:
+    op = "crop"
+    v = _check_window(op, img, height, width, layout)
     if top < 0:
         _checks.fail(op, ": expected top >= 0, got top=", top)
     if left < 0:
@@ -115,10 +121,7 @@ def check_crop(img, top, left, height, width, layout) -> _checks.ImageView:
 
 def check_random_crop(img, height, width, layout, pad_if_needed, fill) -> _checks.ImageView:
     op = "random_crop"
-    check_image_dtype(op, img)
-    v = _checks.image_view(op, "img", img, _checks.parse_layout(op, layout))
-    _check_positive(op, "height", height)
-    _check_positive(op, "width", width)
+    v = _check_window(op, img, height, width, layout)
     for name, size, c in (("height", v.h, height), ("width", v.w, width)):
         if size < c and not pad_if_needed:
             _checks.fail(op, ": crop ", name, " ", c, " is larger than the image ", name, " ", size,
