@@ -2,6 +2,8 @@
 
 import torch
 
+# Must run before any kernel module is imported: @njit(cache=True) picks its cache folder then.
+from fastprep.numba_kernels._cache import CACHE_DIR  # noqa: F401
 from fastprep.numba_kernels import (color, crop, crop_mask_ycbcr, dilate, mask_fill, pack_bits,
                                     random_mask)
 
