@@ -75,12 +75,36 @@ def test_float_tensors_narrowed_on_request():
     ([(torch.zeros(3, 4, 4, dtype=torch.uint8),), (torch.zeros(3, 4, 5, dtype=torch.uint8),)],
      r"sample\[0\] of sample 1 is \(\(3, 4, 5\), torch.uint8\), sample 0's is \(\(3, 4, 4\), torch.uint8\)"),
     ([(torch.zeros(2, dtype=torch.uint8),), (torch.zeros(2, dtype=torch.float32),)], "sample 1 is"),
-    ([(1, 2), (1,)], "sample 1 has 1 fields, sample 0 has 2"),
+    ([(1, 2), (1,)], r"sample of sample 1 has 1 fields, sample 0's has 2"),
     ([], "empty list of samples"),
+    ([(torch.zeros(2, dtype=torch.uint8), 1), None], "sample of sample 1 is NoneType, sample 0's is tuple"),
+    ([{"x": (1, 2)}, {"x": 3}], r"sample\['x'\] of sample 1 is int, sample 0's is tuple"),
+    ([(torch.zeros(2, dtype=torch.uint8, device="meta"),)] * 2,
+     r"sample\[0\] of sample 0 is on meta; collate CPU samples"),
 ])
 def test_bad_batches_name_the_sample(bad, match):
     with pytest.raises(ValueError, match=match):
         compact_collate(bad)
+
+
+@pytest.mark.parametrize("bad,match", [
+    ([(1, None), (2, None)], r"sample\[1\] holds NoneType across the batch"),
+    ([(1, 1), (2, "cat")], r"sample\[1\] holds int, str across the batch"),
+])
+def test_fields_default_collate_cannot_batch_are_named(bad, match):
+    with pytest.raises(TypeError, match=match):
+        compact_collate(bad)
+
+
+def test_non_tensor_fields_survive_decode_and_moves():
+    batch = compact_collate([(torch.zeros(3, 2, 2, dtype=torch.uint8), "cat", {"id": "a"}),
+                             (torch.ones(3, 2, 2, dtype=torch.uint8), "dog", {"id": "b"})])
+    images, names, meta = batch.decode()
+    assert names == ["cat", "dog"] and meta == {"id": ["a", "b"]}
+    assert images.dtype == torch.float32 and images[1].max() == 1 / 255
+    moved = batch.to("cpu")
+    assert moved.data[1] == ["cat", "dog"]
+    assert repr(moved) == "CompactBatch(('image(2, 3, 2, 2):torch.uint8', 'list', {'id': 'list'}), nbytes=24)"
 
 
 def test_decode_matches_the_float_pipeline():

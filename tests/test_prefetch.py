@@ -102,6 +102,19 @@ def test_bad_arguments(kwargs, match):
         DevicePrefetcher([], "cpu", **kwargs)
 
 
+@pytest.mark.parametrize("device,match", [
+    ("gpu", "bad device 'gpu'"),
+    (object(), "bad device <object"),
+    pytest.param("cuda", "device='cuda' but CUDA is not available", marks=pytest.mark.skipif(
+        torch.cuda.is_available(), reason="CUDA is available here")),
+    pytest.param("cuda:99", "CUDA", marks=pytest.mark.skipif(
+        torch.cuda.device_count() > 99, reason="a machine with 100 GPUs")),
+])
+def test_bad_device_is_named_before_any_batch_moves(device, match):
+    with pytest.raises(ValueError, match=match):
+        DevicePrefetcher([1, 2], device)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the stream path needs a CUDA device")
 def test_cuda_copies_on_a_side_stream_and_decodes_on_device():
     samples = [(torch.randint(0, 256, (3, 8, 8), dtype=torch.uint8), torch.rand(8, 8) < 0.5, 1)] * 4

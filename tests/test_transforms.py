@@ -89,6 +89,40 @@ def test_rgba_and_bad_inputs():
         T.RandomCrop(2)(np.zeros((1, 2, 3, 4), np.uint8))
 
 
+@pytest.mark.parametrize("mode,channels,dtype", [
+    ("L", 1, torch.uint8), ("LA", 2, torch.uint8), ("RGB", 3, torch.uint8), ("RGBA", 4, torch.uint8),
+    ("CMYK", 4, torch.uint8), ("YCbCr", 3, torch.uint8), ("HSV", 3, torch.uint8), ("F", 1, torch.float32),
+])
+def test_pil_modes_with_intensity_pixels_crop_and_mask(mode, channels, dtype):
+    img = PIL.new(mode, (6, 5))
+    assert T.RandomCrop(4)(img).shape == (channels, 4, 4) and T.RandomCrop(4)(img).dtype == dtype
+    assert T.RandomDilatedMask(0.5)(img).shape == (channels, 5, 6)
+
+
+@pytest.mark.parametrize("mode,match", [
+    ("P", r"mode 'P' holds palette indices, not colours; convert it first: img.convert\('RGB'\)"),
+    ("PA", "mode 'PA' holds palette indices"),
+    ("1", "mode '1' holds 1-bit pixels"),
+    ("I", "mode 'I' holds int32 pixels"),
+    ("I;16", "mode 'I;16' holds 16-bit pixels"),
+])
+def test_pil_modes_without_intensity_pixels_are_named(mode, match):
+    img = PIL.new(mode, (6, 5))
+    for transform in (T.RandomCrop(4), T.RGBToYCbCr(), T.ToDtype(), T.Compose(_chain(layout="HWC"))):
+        with pytest.raises(ValueError, match=match):
+            transform(img)
+
+
+@pytest.mark.parametrize("mode", ["YCbCr", "HSV", "LAB"])
+def test_colour_conversion_refuses_pil_images_that_are_not_rgb(mode):
+    img = PIL.new(mode, (40, 40))
+    with pytest.raises(ValueError, match=f"RGBToYCbCr expects RGB pixels, got a PIL image in mode '{mode}'"):
+        T.RGBToYCbCr()(img)
+    for fuse in (True, False):  # the crop in front would hide the mode from RGBToYCbCr
+        with pytest.raises(ValueError, match=f"Compose .* expects RGB pixels, got a PIL image in mode '{mode}'"):
+            T.Compose(_chain(layout="HWC"), fuse=fuse)(img)
+
+
 class _Images(Dataset):
     def __len__(self):
         return 12

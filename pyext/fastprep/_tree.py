@@ -12,7 +12,11 @@ def is_namedtuple(x: Any) -> bool:
 
 def tree_map(fn: Callable[..., Any], tree: Any, *others: Any) -> Any:
     """Apply fn to the leaves of `tree` (and the matching leaves of `others`), keeping tuples,
-    namedtuples, lists and dicts (and Mapping subclasses that can be rebuilt) as they are."""
+    namedtuples, lists and dicts (and Mapping subclasses that can be rebuilt) as they are.
+    The first tree sets the structure: where an `others` tree holds a leaf (a batch layout's
+    Leaf over default_collate's list of strings, say), fn gets the whole subtree."""
+    if any(not isinstance(o, (Mapping, tuple, list)) for o in others):
+        return fn(tree, *others)
     if isinstance(tree, Mapping):
         items = {k: tree_map(fn, v, *(o[k] for o in others)) for k, v in tree.items()}
         try:

@@ -104,14 +104,20 @@ class CompactCollate:
 
     def _collate(self, items: list[Any], where: str) -> tuple[Any, Any]:
         first = items[0]
+        if isinstance(first, (Mapping, tuple, list)) and not isinstance(first, str):
+            kind = Mapping if isinstance(first, Mapping) else (tuple, list)
+            for i, s in enumerate(items):
+                if not isinstance(s, kind):
+                    raise ValueError(f"CompactCollate: {where} of sample {i} is "
+                                     f"{type(s).__name__}, sample 0's is {type(first).__name__}")
         if isinstance(first, Mapping):
             pairs = {k: self._collate([s[k] for s in items], f"{where}[{k!r}]") for k in first}
             return ({k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items()})
         if isinstance(first, (tuple, list)) and not isinstance(first, str):
             for i, s in enumerate(items):
                 if len(s) != len(first):
-                    raise ValueError(f"CompactCollate: sample {i} has {len(s)} fields, sample 0 "
-                                     f"has {len(first)}")
+                    raise ValueError(f"CompactCollate: {where} of sample {i} has {len(s)} fields, "
+                                     f"sample 0's has {len(first)}")
             pairs = [self._collate([s[j] for s in items], f"{where}[{j}]") for j in range(len(first))]
             data, layout = [p[0] for p in pairs], [p[1] for p in pairs]
             if is_namedtuple(first):
@@ -130,6 +136,9 @@ class CompactCollate:
                     got = (tuple(t.shape), t.dtype) if isinstance(t, torch.Tensor) else type(t).__name__
                     raise ValueError(f"CompactCollate: {where} of sample {i} is {got}, sample 0's is "
                                      f"{(tuple(first.shape), first.dtype)}; batch equal shapes")
+                if t.device.type != "cpu":
+                    raise ValueError(f"CompactCollate: {where} of sample {i} is on {t.device}; "
+                                     f"collate CPU samples and move the batch (DevicePrefetcher)")
             if first.dtype == torch.uint8:
                 return self._stack(tensors, torch.uint8), Leaf("image")
             if first.dtype == torch.bool and self.pack_masks:
@@ -137,7 +146,12 @@ class CompactCollate:
             if first.dtype.is_floating_point:
                 dtype = self.float_dtype or first.dtype
                 return self._stack(tensors, dtype), Leaf("float", dtype=first.dtype)
-        return default_collate(items), Leaf("other")
+        try:
+            return default_collate(items), Leaf("other")
+        except (TypeError, RuntimeError) as exc:
+            kinds = sorted({type(x).__name__ for x in items})
+            raise TypeError(f"CompactCollate: {where} holds {', '.join(kinds)} across the batch "
+                            f"and default_collate could not batch it: {exc}") from exc
 
     def _labels(self, items: list[Any], where: str) -> torch.Tensor:
         values = [int(x) for x in items]

@@ -32,6 +32,22 @@ def _tensors(batch: Any) -> list[torch.Tensor]:
     return [x for x in leaves(batch) if isinstance(x, torch.Tensor)]
 
 
+def _check_device(device: Any) -> torch.device:
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"DevicePrefetcher: bad device {device!r}: {exc}") from None
+    if dev.type == "cuda":
+        # Otherwise the first copy fails deep in a worker loop, or non-tensor batches pass silently.
+        if not torch.cuda.is_available():
+            raise ValueError(f"DevicePrefetcher: device={device!r} but CUDA is not available "
+                             f"(torch {torch.__version__})")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"DevicePrefetcher: device={device!r} but there are "
+                             f"{torch.cuda.device_count()} CUDA devices")
+    return dev
+
+
 class DevicePrefetcher:
     """Iterate `source` (a DataLoader or any iterable of batches) with batches already on `device`.
 
@@ -54,7 +70,7 @@ class DevicePrefetcher:
             raise ValueError(f"DevicePrefetcher: expected decode to be None, True or a callable, "
                              f"got {decode!r}")
         self.source = source
-        self.device = torch.device(device)
+        self.device = _check_device(device)
         self.depth = depth
         self.decode = (lambda b: b.decode()) if decode is True else decode
         self.release = release

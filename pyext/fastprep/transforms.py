@@ -30,6 +30,7 @@ def as_image(img: Any, layout: str = "CHW") -> tuple[torch.Tensor, str]:
     if not isinstance(img, np.ndarray):
         if not hasattr(img, "__array_interface__"):
             raise TypeError(f"expected a PIL image, a numpy array or a tensor, got {type(img).__name__}")
+        _check_pil_mode(img)
         img = np.asarray(img)  # PIL: a read-only view of the decoded pixels
     if img.ndim == 2:
         img = img[:, :, None]
@@ -39,6 +40,37 @@ def as_image(img: Any, layout: str = "CHW") -> tuple[torch.Tensor, str]:
         # The ops only read their input, so a read-only array (PIL's) is safe to wrap.
         warnings.simplefilter("ignore", UserWarning)
         return torch.from_numpy(img), "HWC"
+
+
+# PIL modes whose numpy pixels are not intensities the ops take (uint8 or float32 per channel).
+_PIL_MODE_ADVICE = {
+    "P": "holds palette indices, not colours; convert it first: img.convert('RGB')",
+    "PA": "holds palette indices, not colours; convert it first: img.convert('RGBA')",
+    "1": "holds 1-bit pixels (numpy gives bool); convert it first: img.convert('L')",
+    "I": "holds int32 pixels; fastprep takes uint8 or float32 images: img.convert('F')",
+}
+# 3-channel uint8 modes that are not RGB: crops are fine, a colour conversion would be garbage.
+_NOT_RGB_MODES = ("YCbCr", "LAB", "HSV")
+
+
+def _check_pil_mode(img: Any) -> None:
+    mode = getattr(img, "mode", None)
+    if not isinstance(mode, str):
+        return
+    advice = _PIL_MODE_ADVICE.get(mode)
+    if advice is None and mode.startswith("I;16"):
+        advice = "holds 16-bit pixels; fastprep takes uint8 or float32 images: img.convert('F')"
+    if advice is not None:
+        raise ValueError(f"PIL image mode {mode!r} {advice}")
+
+
+def require_rgb(img: Any, who: str) -> None:
+    """A PIL image in a non-RGB colour space has 3 uint8 channels too: name it instead of
+    converting its pixels as if they were RGB."""
+    mode = getattr(img, "mode", None)
+    if mode in _NOT_RGB_MODES:
+        raise ValueError(f"{who} expects RGB pixels, got a PIL image in mode {mode!r}; "
+                         f"convert it first: img.convert('RGB')")
 
 
 def _hw(t: torch.Tensor, layout: str) -> tuple[int, int]:
@@ -99,6 +131,7 @@ class RGBToYCbCr(nn.Module):
         self.out_dtype, self.scale, self.layout = out_dtype, scale, layout
 
     def forward(self, img: Any) -> torch.Tensor:
+        require_rgb(img, "RGBToYCbCr")
         t, layout = as_image(img, self.layout)
         return torch.ops.fastprep.rgb_to_ycbcr(t, layout, self.out_dtype, self.scale)
 
@@ -140,6 +173,8 @@ class Compose(nn.Module):
 
     def forward(self, img: Any) -> Any:
         steps = list(self.transforms)
+        if any(isinstance(step, RGBToYCbCr) for step in steps):
+            require_rgb(img, "Compose (it has an RGBToYCbCr step)")  # the mode is gone after a crop
         i = 0
         while i < len(steps):
             if self.fuse and fusable(steps[i:i + 3]):
@@ -168,8 +203,8 @@ class SeedByIndex(torch.utils.data.Dataset):
     item is the same whatever num_workers, worker order or epoch shuffling is.
 
     `seed` defaults to one drawn from torch's generator when the wrapper is made, so
-    torch.manual_seed before building the dataset fixes everything. Pass `epoch_seed=True` and
-    call set_epoch(e) to get fresh (still reproducible) randomness every epoch.
+    torch.manual_seed before building the dataset fixes everything. Call set_epoch(e) to get
+    fresh (still reproducible) randomness every epoch.
     """
 
     def __init__(self, dataset: Any, seed: int | None = None):
