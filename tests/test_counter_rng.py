@@ -78,3 +78,30 @@ def test_draw_seed_follows_torch_manual_seed():
 def test_bad_seed_arguments(call, match):
     with pytest.raises((TypeError, ValueError), match=match):
         call()
+
+
+def test_seeded_is_fork_rng_plus_manual_seed_without_touching_other_state():
+    from fastprep.rng import seeded
+    torch.manual_seed(1)
+    expected_after = torch.rand(3)
+    torch.manual_seed(1)
+    with seeded(-12345):
+        inside = torch.rand(4)
+    assert torch.equal(torch.rand(3), expected_after)  # the outer stream is restored
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(-12345)
+        assert torch.equal(torch.rand(4), inside)
+    with pytest.raises(ZeroDivisionError), seeded(5):
+        1 / 0  # noqa: B018 (restored on the way out of an exception too)
+    torch.manual_seed(1)
+    assert torch.equal(torch.rand(3), expected_after)
+
+
+def test_item_seed_keys():
+    from fastprep.rng import item_seed, key_stream
+    assert item_seed(3, 7) == fastprep.derive_seed(fastprep.derive_seed(3, 0), 7)
+    assert item_seed(3, 7, epoch=2) != item_seed(3, 7)
+    assert key_stream("a/1.jpg") == key_stream(b"a/1.jpg") == -5535465543881084416  # pinned: keys must seed the same forever
+    assert key_stream(np.int64(9)) == 9
+    with pytest.raises(TypeError, match="expected key to be an int, str or bytes, got float"):
+        key_stream(1.5)

@@ -78,8 +78,40 @@ def loader_rate(dataset, batch_size: int, collate: Callable, workers: int,
     return rate
 
 
+def ray_rate(batch_size: int, batches: int, num_cpus: int, pool: int, address: str | None = None) -> float:
+    """Samples/s of the fused fastprep pipeline run by Ray Data tasks and streamed back as
+    CompactBatches, in steady state (the first batch, which pays for starting the workers, is
+    not counted). Starts a local Ray instance with `num_cpus` unless `address` names one."""
+    import ray  # noqa: PLC0415
+
+    import fastprep  # noqa: PLC0415
+    from fastprep import ray as fray  # noqa: PLC0415
+
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
+                 log_to_driver=False,
+                 runtime_env={"env_vars": {"FASTPREP_BACKEND": fastprep.backend()}})
+    try:
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        # Sources are made in the task from a per-worker pool, as SyntheticImages does in-process.
+        ds = fray.synthetic_images(batch_size * (batches + 1), decoded=False).map_batches(
+            fray.CompactMap(pipelines.fastprep_transform, seed=0, num_classes=pipelines.NUM_CLASSES,
+                            load=fray.SyntheticSource(pool)),
+            batch_format="numpy", batch_size=64)
+        it = fray.iter_compact_batches(ds, batch_size=batch_size, drop_last=True, prefetch_batches=2)
+        next(it)
+        t0 = time.perf_counter()
+        rows = sum(len(batch.data["id"]) for batch in it)
+        return rows / (time.perf_counter() - t0)
+    finally:
+        if started:
+            ray.shutdown()
+
+
 def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 5000.0,
-        batch_size: int = 256, workers: list[int] | None = None) -> dict:
+        batch_size: int = 256, workers: list[int] | None = None, with_ray: bool = False,
+        ray_address: str | None = None) -> dict:
     import fastprep  # noqa: PLC0415
 
     cores = os.cpu_count() or 1
@@ -112,7 +144,15 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
                 best = max(best, loader_rate(dataset, batch_size, v.collate, w, pf, batches))
             v.loader[f"w={w}"] = best
     base = variants[0].us_per_sample
-    return {"workload": {"source": f"{pipelines.SOURCE_SIZE}x{pipelines.SOURCE_SIZE}x3 uint8",
+    ray_result = None
+    if with_ray:
+        _say("Ray Data: fastprep fused, local instance" if ray_address is None else f"Ray Data at {ray_address}")
+        fused = variants[1]
+        ray_result = {"num_cpus": cores, "address": ray_address,
+                      "samples_per_s": ray_rate(batch_size, 4 if quick else 12, cores, len(sources),
+                                                ray_address),
+                      "variant": fused.name, "in_process_samples_per_s": fused.loader}
+    return {"ray": ray_result,"workload": {"source": f"{pipelines.SOURCE_SIZE}x{pipelines.SOURCE_SIZE}x3 uint8",
                          "crop": pipelines.CROP, "p": pipelines.P, "structure": "cross",
                          "batch_size": batch_size, "generate_per_item": generate_per_item},
             "machine": {"cores": cores, "torch": torch.__version__, "backend": fastprep.backend()},
@@ -134,4 +174,10 @@ def table(result: dict) -> str:
     lines.append(f"(1 core feeds = share of a GPU consuming {result['gpu_rate']:.0f} samples/s that "
                  f"one core's transforms keep up with; samples/s through a DataLoader, batch "
                  f"{result['workload']['batch_size']}, best prefetch_factor)")
+    r = result.get("ray")
+    if r:
+        where = f"cluster at {r['address']}" if r["address"] else f"local, num_cpus={r['num_cpus']}"
+        best_w, best = max(r["in_process_samples_per_s"].items(), key=lambda kv: kv[1])
+        lines.append(f"{r['variant'] + ' via Ray Data':<30}{'':>48}{r['samples_per_s']:>16.0f}   "
+                     f"({where}; {r['samples_per_s'] / best:.2f}x the best DataLoader, {best_w})")
     return "\n".join(lines)

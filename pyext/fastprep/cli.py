@@ -65,7 +65,8 @@ def bench(args: argparse.Namespace) -> int:
 
     result = b.run(quick=args.quick, generate_per_item=args.generate_per_item, gpu_rate=args.gpu_rate,
                    batch_size=args.batch_size,
-                   workers=[int(w) for w in args.workers.split(",")] if args.workers else None)
+                   workers=[int(w) for w in args.workers.split(",")] if args.workers else None,
+                   with_ray=args.ray or args.ray_address is not None, ray_address=args.ray_address)
     print(b.table(result))
     _write_outputs(args, result, "plot_bench", result)
     return 0
@@ -123,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="samples/s the GPU consumes, for the '1 core feeds' column")
     bench_p.add_argument("--batch-size", type=int, default=256)
     bench_p.add_argument("--workers", help="comma-separated num_workers to try (default 0..cores)")
+    bench_p.add_argument("--ray", action="store_true",
+                         help="add a row through Ray Data on a local instance (pip install 'fastprep[ray]')")
+    bench_p.add_argument("--ray-address", help="run the Ray row on this cluster (ray.init(address=...))")
     bench_p.add_argument("--json", help="write the results here")
     bench_p.add_argument("--plot", help="draw samples/s per num_workers to this PNG (matplotlib)")
     bench_p.set_defaults(func=bench)

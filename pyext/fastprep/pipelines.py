@@ -96,13 +96,14 @@ class SyntheticImages(Dataset):
     """
 
     def __init__(self, length: int, transform: Callable[[Any], torch.Tensor], pool: int = 8,
-                 as_pil: bool = False, generate_per_item: bool = False, seed: int = 0):
+                 as_pil: bool = False, generate_per_item: bool = False, seed: int = 0,
+                 size: int = SOURCE_SIZE):
         self.length, self.transform, self.as_pil = length, transform, as_pil
-        self.generate_per_item, self.seed = generate_per_item, seed
+        self.generate_per_item, self.seed, self.size = generate_per_item, seed, size
         self.pool = [] if generate_per_item else [self._make(i) for i in range(pool)]
 
     def _make(self, i: int) -> Any:
-        src = make_source(i, self.seed)
+        src = make_source(i, self.seed, self.size)
         if self.as_pil:
             from PIL import Image  # noqa: PLC0415 (pillow is a bench extra)
             return Image.fromarray(src)

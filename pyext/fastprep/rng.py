@@ -8,6 +8,10 @@ per-worker seeding make fastprep pipelines reproducible with no extra state.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+from collections.abc import Iterator
+
 import numpy as np
 import torch
 
@@ -43,3 +47,36 @@ def random_word(seed: int, counter: int) -> int:
 def derive_seed(seed: int, stream: int) -> int:
     """The int64 seed of sub-stream `stream` of `seed` (sample i of a batch uses stream i)."""
     return int(_derive_seed(np.int64(_check_int64("seed", seed)), np.int64(_check_int64("stream", stream))))
+
+
+def key_stream(key: int | str | bytes) -> int:
+    """The sub-stream number of a sample key: an int index as it is; a str or bytes key (a file
+    path, a record id) through a 64-bit BLAKE2b hash, stable across processes and machines
+    (Python's hash() is salted per process)."""
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        return _check_int64("key", int(key))
+    if isinstance(key, str):
+        key = key.encode()
+    if isinstance(key, bytes):
+        return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little", signed=True)
+    raise TypeError(f"expected key to be an int, str or bytes, got {type(key).__name__}")
+
+
+def item_seed(seed: int, key: int | str | bytes, epoch: int = 0) -> int:
+    """The seed that sample `key` of epoch `epoch` runs under: one function for SeedByIndex in a
+    DataLoader and for fastprep.ray on a Ray cluster, so both give the same samples."""
+    return derive_seed(derive_seed(seed, epoch), key_stream(key))
+
+
+@contextlib.contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """torch's CPU generator seeded with `seed` inside the block and restored after it. It is
+    what ``fork_rng(devices=[])`` + ``torch.manual_seed`` do, at about 2 us instead of 90 per
+    sample (torch.manual_seed also seeds every accelerator's generators, and leaves them so)."""
+    generator = torch.default_generator
+    state = generator.get_state()
+    generator.manual_seed(seed)
+    try:
+        yield
+    finally:
+        generator.set_state(state)

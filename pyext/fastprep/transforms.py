@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from fastprep.rng import draw_seed
+from fastprep.rng import draw_seed, item_seed, seeded
 
 
 def as_image(img: Any, layout: str = "CHW") -> tuple[torch.Tensor, str]:
@@ -219,9 +219,5 @@ class SeedByIndex(torch.utils.data.Dataset):
         return len(self.dataset)
 
     def __getitem__(self, i: int) -> Any:
-        from fastprep.rng import derive_seed  # noqa: PLC0415
-
-        item_seed = derive_seed(derive_seed(self.seed, self.epoch), i)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(item_seed)
+        with seeded(item_seed(self.seed, i, self.epoch)):
             return self.dataset[i]

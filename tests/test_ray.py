@@ -1,0 +1,144 @@
+"""fastprep on Ray Data: a local Ray instance (2 CPUs, loopback only) gives the samples the
+in-process DataLoader gives for the same seeds, however Ray splits the blocks."""
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+import fastprep
+from fastprep import transforms as T
+from fastprep.pipelines import SyntheticImages
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'fastprep[ray]')")
+fray = pytest.importorskip("fastprep.ray")
+
+N, SIZE, CROP, SEED = 40, 48, 24, 7
+
+# Ray Data warns about its own deprecated settings when it builds its default context.
+pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated:DeprecationWarning:ray")
+
+
+def _transform():
+    return T.Compose([T.RandomCrop(CROP, layout="HWC"), T.RandomDilatedMask(0.25, layout="HWC"),
+                      T.RGBToYCbCr(layout="HWC")])
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             object_store_memory=256 * 2**20,
+             runtime_env={"env_vars": {"FASTPREP_BACKEND": fastprep.backend()}})
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    yield
+    ray.shutdown()
+
+
+def _by_id(batches, image="image"):
+    out = {}
+    for batch in batches:
+        images, ids, labels = batch.data[image], batch.data["id"], batch.data["label"]
+        for j, i in enumerate(ids.tolist()):
+            out[i] = (images[j].clone(), int(labels[j]))
+    return out
+
+
+def _in_process():
+    dataset = T.SeedByIndex(SyntheticImages(N, _transform(), pool=4, size=SIZE), seed=SEED)
+    loader = DataLoader(dataset, batch_size=16, collate_fn=fastprep.compact_collate)
+    out = {}
+    for start, batch in zip(range(0, N, 16), loader):
+        images, labels = batch.data
+        for j in range(len(labels)):
+            out[start + j] = (images[j], int(labels[j]))
+    return out
+
+
+@pytest.mark.parametrize("blocks,map_batch,decoded", [(None, 7, True), (5, 3, False), (1, None, True)])
+def test_ray_gives_the_in_process_samples_however_blocks_split(local_ray, blocks, map_batch, decoded):
+    ds = fray.synthetic_images(N, pool=4, size=SIZE, decoded=decoded)
+    if blocks:
+        ds = ds.repartition(blocks)
+    load = None if decoded else fray.SyntheticSource(pool=4, size=SIZE)
+    ds = ds.map_batches(fray.CompactMap(_transform(), seed=SEED, num_classes=1000, load=load),
+                        batch_format="numpy", batch_size=map_batch)
+    got = _by_id(fray.iter_compact_batches(ds, batch_size=16))
+    want = _in_process()
+    assert sorted(got) == list(range(N))
+    for i in range(N):
+        assert torch.equal(got[i][0], want[i][0]), f"row {i}"
+        assert got[i][1] == want[i][1]
+    assert len({bytes(v[0].numpy()) for v in got.values()}) == N  # per-row seeds, not one
+
+
+def test_compact_columns_and_device_decode(local_ray):
+    def crop_and_mask(image):
+        crop = T.RandomCrop(CROP, layout="HWC")(image)
+        return {"image": crop, "mask": crop[0] > 127}
+
+    ds = fray.synthetic_images(12, pool=2, size=SIZE).map_batches(
+        fray.CompactMap(crop_and_mask, seed=1, num_classes=1000), batch_format="numpy")
+    batches = list(fastprep.DevicePrefetcher(fray.iter_compact_batches(ds, batch_size=4), "cpu"))
+    assert len(batches) == 3
+    batch = batches[0]
+    assert batch.data["image"].dtype == torch.uint8 and batch.data["image"].shape == (4, 3, CROP, CROP)
+    assert batch.data["mask"].shape == (4, CROP, CROP // 8)  # bits, 8x fewer bytes
+    assert batch.data["label"].dtype == torch.int16  # 1000 classes
+    decoded = batch.decode()
+    assert torch.equal(decoded["mask"], batch.data["image"][:, 0] > 127)
+    assert decoded["image"].dtype == torch.float32 and decoded["label"].dtype == torch.int64
+    assert batch.nbytes < batch.nbytes_expanded / 3
+
+
+def test_iter_torch_batches_with_the_collate_fn(local_ray):
+    pytest.importorskip("ray.train", reason="iter_torch_batches needs Ray Train")
+    ds = fray.synthetic_images(8, pool=4, size=SIZE).map_batches(
+        fray.CompactMap(_transform(), seed=SEED, num_classes=1000), batch_format="numpy")
+    batches = list(ds.iter_torch_batches(batch_size=4, collate_fn=fray.CompactCollateFn()))
+    assert [type(b) for b in batches] == [fastprep.CompactBatch] * 2
+    got = _by_id(batches)
+    want = _in_process()
+    assert all(torch.equal(got[i][0], want[i][0]) for i in range(8))
+
+
+# The batch function itself, without a cluster: what Ray would call in a worker.
+
+def _batch(n=3, keys=None):
+    return {"id": np.asarray(keys if keys is not None else np.arange(n)),
+            "image": np.zeros((n, SIZE, SIZE, 3), np.uint8), "label": np.arange(n) * 400}
+
+
+def test_string_keys_seed_by_a_stable_hash():
+    keys = np.array(["a/1.jpg", "a/2.jpg", "b/1.jpg"])
+    fn = fray.CompactMap(lambda im: torch.randint(0, 256, (4,), dtype=torch.uint8), seed=3)
+    first, again = fn(_batch(keys=keys)), fn(_batch(keys=keys[::-1].copy()))
+    assert np.array_equal(first["image"], again["image"][::-1])
+    assert fastprep.rng.item_seed(3, "a/1.jpg") == fastprep.rng.item_seed(3, b"a/1.jpg")
+
+
+@pytest.mark.parametrize("kwargs,batch,match", [
+    ({}, {"image": np.zeros((1, 2, 2, 3), np.uint8)}, r"no column 'id' \(columns: \['image'\]\)"),
+    ({"image_column": "img"}, None, "no column 'img'"),
+    ({"label_dtype": torch.int8}, None, r"label 400 of row 1 does not fit label_dtype=torch.int8"),
+    ({"num_classes": 2}, None, r"label 400 of row 1 does not fit label_dtype=torch.uint8 \[0, 255\]"),
+])
+def test_bad_batches_name_the_column_or_row(kwargs, batch, match):
+    fn = fray.CompactMap(lambda im: torch.from_numpy(np.ascontiguousarray(im)), seed=0, **kwargs)
+    with pytest.raises(ValueError, match=match):
+        fn(_batch() if batch is None else batch)
+
+
+def test_bad_transform_outputs_and_arguments():
+    with pytest.raises(TypeError, match="transform must return a tensor or a dict of tensors, got list for row 0"):
+        fray.CompactMap(lambda im: [1], seed=0)(_batch())
+    sizes = iter([4, 4, 5])
+    with pytest.raises(ValueError, match=r"output 'image' of row 2 is \(\(5,\), torch.uint8\)"):
+        fray.CompactMap(lambda im: torch.zeros(next(sizes), dtype=torch.uint8), seed=0)(_batch())
+    with pytest.raises(ValueError, match="num_classes to be an int >= 1, got 0"):
+        fray.CompactMap(lambda im: im, num_classes=0)
+    with pytest.raises(ValueError, match="label_dtype to be one of"):
+        fray.CompactMap(lambda im: im, label_dtype=torch.float32)
+    with pytest.raises(TypeError, match="expected transform to be callable"):
+        fray.CompactMap("crop")
+    with pytest.raises(TypeError, match="expected load to be callable, got 'decode'"):
+        fray.CompactMap(lambda im: im, load="decode")
