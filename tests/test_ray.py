@@ -1,6 +1,8 @@
 """fastprep on Ray Data: a local Ray instance (2 CPUs, loopback only) gives the samples the
 in-process DataLoader gives for the same seeds, however Ray splits the blocks."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -142,3 +144,14 @@ def test_bad_transform_outputs_and_arguments():
         fray.CompactMap("crop")
     with pytest.raises(TypeError, match="expected load to be callable, got 'decode'"):
         fray.CompactMap(lambda im: im, load="decode")
+
+
+def test_bench_ray_row(local_ray, tmp_path, capsys):
+    from fastprep.cli import main
+    path = tmp_path / "bench.json"
+    assert main(["bench", "--quick", "--batch-size", "4", "--workers", "0", "--ray", "--json", str(path)]) == 0
+    result = json.loads(path.read_text())
+    ray_row = result["ray"]
+    assert ray_row["samples_per_s"] > 0 and ray_row["variant"] == result["variants"][1]["name"]
+    assert ray.is_initialized()  # it used the running instance and left it running
+    assert "via Ray Data" in capsys.readouterr().out
