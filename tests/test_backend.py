@@ -130,3 +130,10 @@ def test_warmup_compiles_every_numba_kernel_then_loads_from_cache(tmp_path):
     n2, slowest_second = second.stdout.split()
     assert int(n1) == int(n2) == len(sample_calls())
     assert float(slowest_second) < float(slowest_first)  # cache loads beat compiles
+
+
+def test_fastprep_ray_without_ray_says_how_to_install_it():
+    out = run_python("import sys; sys.modules['ray'] = None\nimport fastprep\nimport fastprep.ray")
+    assert out.returncode != 0
+    assert "fastprep.ray needs Ray Data" in out.stderr and "pip install 'fastprep[ray]'" in out.stderr
+    assert 'line 3' in out.stderr  # `import fastprep` (line 2) worked; fastprep.ray failed
