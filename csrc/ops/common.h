@@ -133,6 +133,18 @@ inline std::vector<int64_t> sizes_with(const Tensor& t, int64_t dim, int64_t siz
   return s;
 }
 
+// ceil(bits / 8) for bits >= 0: (bits + 7) / 8 would overflow for sizes near INT64_MAX, which
+// arguments and stride-0 views can carry.
+inline int64_t bytes_for_bits(int64_t bits) { return bits / 8 + (bits % 8 != 0 ? 1 : 0); }
+
+inline std::string shape_str(const std::vector<int64_t>& s) {
+  std::ostringstream ss;
+  ss << "[";
+  for (size_t i = 0; i < s.size(); ++i) ss << (i ? ", " : "") << s[i];
+  ss << "]";
+  return ss.str();
+}
+
 inline Tensor empty_like_shape(const Tensor& like, const std::vector<int64_t>& sizes, ScalarType dtype) {
   return torch::stable::new_empty(like, torch::headeronly::IntHeaderOnlyArrayRef(sizes.data(), sizes.size()),
                                   dtype);

@@ -40,7 +40,7 @@ std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t w
   const int64_t mseed = mask_seed.value_or(kernels::derive_seed(seed, 1));
   // The mask leaves as bits (return_mask) or is applied from bool bytes, which the gather reads
   // in step with the pixels; both come from the same generator, so they hold the same mask.
-  const std::vector<int64_t> mask_sizes{height, (width + 7) / 8};
+  const std::vector<int64_t> mask_sizes{height, bytes_for_bits(width)};
   Tensor mask = empty_like_shape(img, return_mask ? mask_sizes : std::vector<int64_t>{0}, ScalarType::Byte);
   std::vector<uint8_t> bools;
   if (return_mask) {

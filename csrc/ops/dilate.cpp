@@ -34,8 +34,8 @@ Tensor dilate_packed(Tensor packed, int64_t width, StrArg structure, int64_t ite
   check_dtype(op, "packed", packed, ScalarType::Byte);
   check_min_dim(op, "packed", packed, 2);
   const int64_t nb = packed.size(packed.dim() - 1);
-  FASTPREP_CHECK(width >= 0 && (width + 7) / 8 == nb, op, ": width=", width, " needs ",
-                 width >= 0 ? (width + 7) / 8 : 0, " bytes per row but packed has ", nb,
+  FASTPREP_CHECK(width >= 0 && bytes_for_bits(width) == nb, op, ": width=", width, " needs ",
+                 width >= 0 ? bytes_for_bits(width) : 0, " bytes per row but packed has ", nb,
                  " (last dim)");
   return run_dilate(op, packed, width, true, structure, iterations);
 }

@@ -1,7 +1,6 @@
 // Bindings of mask_fill / mask_fill_ (schemas: pyext/fastprep/ops/mask_fill.py).
 #include <cmath>
 #include <cstring>
-#include <sstream>
 #include <string>
 
 #include "kernels/mask_fill.h"
@@ -9,14 +8,6 @@
 
 namespace fastprep::ops {
 namespace {
-
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::ostringstream ss;
-  ss << "[";
-  for (size_t i = 0; i < s.size(); ++i) ss << (i ? ", " : "") << s[i];
-  ss << "]";
-  return ss.str();
-}
 
 // Largest finite value of each float dtype: larger finite values would overflow to inf.
 void check_value(const char* op, double value, ScalarType t) {
@@ -51,7 +42,7 @@ Prepared prepare(const char* op, const Tensor& img, const Tensor& mask, double v
   FASTPREP_CHECK(mt == ScalarType::Bool || mt == ScalarType::Byte, op,
                  ": expected mask to be a torch.bool tensor or a packed torch.uint8 one, got ", dtype_name(mt));
   const bool packed = mt == ScalarType::Byte;
-  const int64_t last = packed ? (v.w + 7) / 8 : v.w;
+  const int64_t last = packed ? bytes_for_bits(v.w) : v.w;
   const std::vector<int64_t> got(mask.sizes().begin(), mask.sizes().end());
   const bool ok2 = got == std::vector<int64_t>{v.h, last};
   const bool ok3 = v.batched && got == std::vector<int64_t>{v.n, v.h, last};

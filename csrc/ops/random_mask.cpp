@@ -20,7 +20,7 @@ std::vector<int64_t> mask_out_shape(const char* op, const std::vector<int64_t>& 
   }
   FASTPREP_CHECK(p >= 0.0 && p <= 1.0, op, ": expected 0 <= p <= 1, got p=", p);
   std::vector<int64_t> out(shape);
-  if (packed) out.back() = (out.back() + 7) / 8;
+  if (packed) out.back() = bytes_for_bits(out.back());
   return out;
 }
 
