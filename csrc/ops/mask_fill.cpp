@@ -50,12 +50,15 @@ Prepared prepare(const char* op, const Tensor& img, const Tensor& mask, double v
                  v.batched ? " or " + shape_str({v.n, v.h, last}) : std::string(), " to match img",
                  packed ? " (packed)" : "", ", got ", shape_str(got));
   check_value(op, value, t);
+  if (std::strcmp(op, "mask_fill") == 0) {  // the out-of-place op allocates an image-sized output
+    check_output_bytes(op, sizes_of(img), t, [&] { return "img of shape " + shape_str(sizes_of(img)); });
+  }
   const std::vector<int64_t> one{1};
   const Tensor cell = torch::stable::full(torch::headeronly::IntHeaderOnlyArrayRef(one.data(), 1), value, t);
   uint32_t bits = 0;
   std::memcpy(&bits, cell.const_data_ptr(), static_cast<size_t>(cell.element_size()));
   const kernels::FillView fv{v.n, v.c, v.h, v.w, v.sn, v.sc, v.sh, v.sw};
-  return Prepared{fv, torch::stable::contiguous(mask), ok3 ? v.n : 1, packed, bits};
+  return Prepared{fv, contiguous_input(op, "mask", mask), ok3 ? v.n : 1, packed, bits};
 }
 
 void run(const Tensor& src, const Prepared& ps, const Tensor& dst, const Prepared& pd) {
@@ -70,8 +73,8 @@ void run(const Tensor& src, const Prepared& ps, const Tensor& dst, const Prepare
 Tensor mask_fill(Tensor img, Tensor mask, double value, StrArg layout) {
   constexpr const char* op = "mask_fill";
   const Prepared ps = prepare(op, img, mask, value, layout);
-  const std::vector<int64_t> sizes(img.sizes().begin(), img.sizes().end());
-  Tensor out = empty_like_shape(img, sizes, img.scalar_type());  // contiguous
+  Tensor out = new_output(op, img, sizes_of(img), img.scalar_type(),  // contiguous
+                          [&] { return "img of shape " + shape_str(sizes_of(img)); });
   Prepared pd = ps;
   const ImageView ov = image_view(op, "img", out, layout.value == "HWC");
   pd.view = kernels::FillView{ov.n, ov.c, ov.h, ov.w, ov.sn, ov.sc, ov.sh, ov.sw};

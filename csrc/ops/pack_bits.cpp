@@ -25,9 +25,10 @@ Tensor pack_bits(Tensor x, int64_t dim, StrArg bitorder) {
   check_min_dim(op, "x", x, 1);
   const int64_t d = wrap_dim(op, dim, x.dim());
   const bool little = parse_bitorder(op, bitorder);
-  const Tensor xc = torch::stable::contiguous(x);
+  const Tensor xc = contiguous_input(op, "x", x);
   const AxisView v = axis_view(xc, d);
-  Tensor out = empty_like_shape(xc, sizes_with(xc, d, bytes_for_bits(v.n)), ScalarType::Byte);
+  Tensor out = new_output(op, xc, sizes_with(xc, d, bytes_for_bits(v.n)), ScalarType::Byte,
+                          [&] { return "x of shape " + shape_str(sizes_of(x)); });
   if (out.numel() > 0) {
     kernels::pack_bits(static_cast<const uint8_t*>(xc.const_data_ptr()),
                        static_cast<uint8_t*>(out.mutable_data_ptr()), v.outer, v.n, v.inner, little);
@@ -46,9 +47,12 @@ Tensor unpack_bits(Tensor packed, int64_t count, int64_t dim, StrArg bitorder) {
   const __int128 bits = static_cast<__int128>(m) * 8;
   FASTPREP_CHECK(count >= 0 && count <= bits, op, ": expected 0 <= count <= ", int128_str(bits),
                  " (8 bits x ", m, " bytes along dim ", dim, "), got count=", count);
-  const Tensor pc = torch::stable::contiguous(packed);
+  const std::vector<int64_t> sizes = sizes_with(packed, d, count);
+  const auto source = [&] { return "count=" + std::to_string(count); };
+  check_output_bytes(op, sizes, ScalarType::Bool, source);
+  const Tensor pc = contiguous_input(op, "packed", packed);
   const AxisView v = axis_view(pc, d);
-  Tensor out = empty_like_shape(pc, sizes_with(pc, d, count), ScalarType::Bool);
+  Tensor out = new_output(op, pc, sizes, ScalarType::Bool, source);
   if (out.numel() > 0) {
     kernels::unpack_bits(static_cast<const uint8_t*>(pc.const_data_ptr()),
                          static_cast<uint8_t*>(out.mutable_data_ptr()), v.outer, v.n, v.inner, count,

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from numba import njit
 
+from fastprep import _checks
 from fastprep.numba_kernels.random_mask import (bools_to_words, last_word_mask, mask_threshold,
                                                 packed_to_words, random_mask_row, words_per_row,
                                                 words_to_bools, words_to_packed)
@@ -122,9 +123,10 @@ def random_dilated_mask_kernel(seed, p, images, h, width, square, iterations, pa
         emit_rows(run_iterations(a, b, h, width, square, iterations), h, width, packed, out, i * h * row_bytes)
 
 
-def _run(x: torch.Tensor, width: int, square: bool, iterations: int, packed: bool) -> torch.Tensor:
-    xc = x.contiguous()
-    out = torch.empty_like(xc)
+def _run(op: str, arg: str, x: torch.Tensor, width: int, square: bool, iterations: int,
+         packed: bool) -> torch.Tensor:
+    xc = _checks.contiguous_input(op, arg, x)
+    out = _checks.new_output(op, xc, xc.shape, xc.dtype, lambda: f"{arg} of shape {list(x.shape)}")
     if out.numel() > 0:
         h = xc.shape[-2]
         images = xc.numel() // (h * xc.shape[-1])
@@ -135,10 +137,10 @@ def _run(x: torch.Tensor, width: int, square: bool, iterations: int, packed: boo
 
 def dilate(mask: torch.Tensor, structure: str = "cross", iterations: int = 1) -> torch.Tensor:
     square = check_dilate(mask, structure, iterations)
-    return _run(mask, mask.shape[-1], square, iterations, False)
+    return _run("dilate", "mask", mask, mask.shape[-1], square, iterations, False)
 
 
 def dilate_packed(packed: torch.Tensor, width: int, structure: str = "cross",
                   iterations: int = 1) -> torch.Tensor:
     square = check_dilate_packed(packed, width, structure, iterations)
-    return _run(packed, width, square, iterations, True)
+    return _run("dilate_packed", "packed", packed, width, square, iterations, True)
