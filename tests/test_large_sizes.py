@@ -97,3 +97,23 @@ UNALLOCATABLE = [
 def test_bad_input_unallocatable_output_names_its_size(call, match):
     with pytest.raises(RuntimeError, match=match):
         call()
+
+
+@pytest.mark.parametrize("structure", ["cross", "square"])
+@pytest.mark.parametrize("width", [70, 128])  # 128: packed rows of whole words take the direct path
+def test_huge_iteration_counts_stop_at_the_fixed_point(structure, width):
+    h = 37
+    m = torch.zeros(2, h, width, dtype=torch.bool)
+    m[0, 0, 0] = True  # image 1 stays empty
+    # The far corner is h + width - 2 cross steps away: every count from there on gives the same.
+    steps = h + width - 2 if structure == "cross" else max(h, width) - 1
+    assert not fastprep.dilate(m, structure, steps - 1)[0, -1, -1]
+    full = fastprep.dilate(m, structure, steps)
+    assert full[0].all() and not full[1].any()
+    packed = fastprep.pack_bits(m)
+    for iterations in (h + width, 2**40, 2**63 - 1):  # 2**40 steps used to run for ever
+        assert torch.equal(fastprep.dilate(m, structure, iterations), full)
+        assert torch.equal(fastprep.dilate_packed(packed, width, structure, iterations), fastprep.pack_bits(full))
+    for iterations in (1, 2**62):
+        expected = fastprep.dilate(fastprep.random_mask([2, h, width], 0.01, 3), structure, iterations)
+        assert torch.equal(fastprep.random_dilated_mask([2, h, width], 0.01, 3, structure, iterations), expected)

@@ -61,6 +61,12 @@ def dilate_words(src, dst, h, width, square):
         dst[base + wpr - 1] &= last
 
 
+@njit(cache=True, inline="always")
+def capped_iterations(iterations, h, width):
+    # As dilate.cpp: the fixed point is reached within h + width - 2 steps.
+    return h + width if iterations - width > h else iterations
+
+
 @njit(cache=True)
 def run_iterations(a, b, h, width, square, iterations):
     """`iterations` dilations of a, alternating between a and b; returns the one holding the result."""
@@ -83,6 +89,7 @@ def emit_rows(words, rows, width, packed, out, oo):
 
 @njit(cache=True)
 def dilate_kernel(inp, out, images, h, width, square, iterations, packed):
+    iterations = capped_iterations(iterations, h, width)
     wpr = words_per_row(width)
     row_bytes = (width + 7) // 8 if packed else width
     plane = h * wpr
@@ -109,6 +116,7 @@ def dilate_kernel(inp, out, images, h, width, square, iterations, packed):
 
 @njit(cache=True)
 def random_dilated_mask_kernel(seed, p, images, h, width, square, iterations, packed, out):
+    iterations = capped_iterations(iterations, h, width)
     q = mask_threshold(p)
     wpr = words_per_row(width)
     row_bytes = (width + 7) // 8 if packed else width
