@@ -1,12 +1,14 @@
 """Sizes past 32-bit indexing: absurd sizes fail with a message naming the argument on both
 backends, and windows whose offsets lie past 2^31 and 2^32 bytes give what slicing gives."""
 
+import numpy as np
 import pytest
 import torch
 
 import fastprep
+from fastprep.numba_kernels import counter_rng
 
-from conftest import bad_input_tests
+from conftest import bad_input_tests, native_available
 
 _U8 = torch.uint8
 
@@ -117,3 +119,42 @@ def test_huge_iteration_counts_stop_at_the_fixed_point(structure, width):
     for iterations in (1, 2**62):
         expected = fastprep.dilate(fastprep.random_mask([2, h, width], 0.01, 3), structure, iterations)
         assert torch.equal(fastprep.random_dilated_mask([2, h, width], 0.01, 3, structure, iterations), expected)
+
+
+def _virtual(nbytes):
+    """Untouched memory: only the pages a test writes cost RSS."""
+    try:
+        return torch.empty(nbytes, dtype=_U8)
+    except RuntimeError:
+        pytest.skip(f"cannot reserve {nbytes} bytes of address space")
+
+
+def test_uniform_below_covers_ranges_past_2_32():
+    rs = np.random.default_rng(0)
+    words = [int(w) for w in rs.integers(0, 2**64, 3000, dtype=np.uint64)]
+    ns = [int(n) for n in rs.integers(2**32 + 1, 2**63, 3000, dtype=np.int64)] + [2**32 + 1, 2**33, 2**64 - 1]
+    for w, n in zip(words, ns):
+        got = int(counter_rng.uniform_below(np.uint64(w), np.uint64(n)))
+        assert got == (w * n) >> 64 < n  # the 128-bit product's high word
+        if native_available():
+            from fastprep import _C
+            assert _C.uniform_below(w, n) == got
+    # n <= 2^32 keeps the 32-bit definition, so every saved seed gives the same windows.
+    assert int(counter_rng.uniform_below(np.uint64(2**64 - 1), np.uint64(2**32))) == 2**32 - 1
+
+
+def test_random_crop_reaches_rows_past_2_32():
+    H = 2**33  # rows overlap (row y is bytes y .. y + 7), so H rows take H + 7 bytes, all virtual
+    tops = [fastprep.random_crop_params(H, 8, 1, 8, seed)[0] for seed in range(64)]
+    assert max(tops) >= 2**32 and any(t % 2 for t in tops)  # the 32-bit product gave even rows < 2^32
+    buf = _virtual(H + 8)
+    chw = torch.as_strided(buf, (1, H, 8), (0, 1, 1))
+    hwc = torch.as_strided(buf, (H, 8, 3), (1, 1, 0))  # grey pixels
+    gen = torch.Generator().manual_seed(0)
+    for seed in (1, 2, 3):
+        top, left = fastprep.random_crop_params(H, 8, 1, 8, seed)
+        assert left == 0
+        buf[top:top + 8] = torch.randint(0, 256, (8,), dtype=_U8, generator=gen)
+        assert torch.equal(fastprep.random_crop(chw, 1, 8, seed), chw[:, top:top + 1])
+        expected = fastprep.rgb_to_ycbcr(hwc[top:top + 1].contiguous(), "HWC")
+        assert torch.equal(fastprep.crop_mask_ycbcr(hwc, 1, 8, 0.0, seed), expected)
