@@ -30,10 +30,13 @@ inline int64_t derive_seed(int64_t seed, int64_t stream) {
       random_word(static_cast<uint64_t>(seed) ^ kDeriveKey, static_cast<uint64_t>(stream)));
 }
 
-// Uniform integer in [0, n) for 1 <= n <= 2^32 from the top 32 bits of a word (multiply-shift;
-// bias below n / 2^32, i.e. < 1e-6 for image sizes).
+// Uniform integer in [0, n) for n >= 1 by multiply-shift: for n <= 2^32 from the top 32 bits of
+// the word (bias below n / 2^32, i.e. < 1e-6 for image sizes), above that from the whole word,
+// floor(word * n / 2^64) (bias below n / 2^64): the 32-bit product would wrap, leaving positions
+// past 2^32 of a larger image unreachable.
 inline uint64_t uniform_below(uint64_t word, uint64_t n) {
-  return ((word >> 32) * n) >> 32;
+  if (n <= (uint64_t{1} << 32)) return ((word >> 32) * n) >> 32;
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(word) * n) >> 64);
 }
 
 }  // namespace fastprep::kernels

@@ -24,8 +24,11 @@ void crop(const CropSource& src, void* out, int elem_size, int64_t top, int64_t 
 // `word` = random_word(seed, 0) for the rows and random_word(seed, 1) for the columns.
 inline int64_t random_crop_offset(uint64_t word, int64_t size, int64_t crop, bool pad) {
   const int64_t padding = pad && size < crop ? crop - size : 0;
-  const int64_t padded = size + 2 * padding;  // torchvision pads both sides by the shortfall
-  return static_cast<int64_t>(uniform_below(word, static_cast<uint64_t>(padded - crop + 1))) - padding;
+  // torchvision pads both sides by the shortfall: the padded size is size + 2 padding and the
+  // window has padded - crop + 1 positions, i.e. |size - crop| + 1, formed so that no step
+  // overflows (size + 2 padding does for crops near 2^62).
+  const uint64_t positions = static_cast<uint64_t>(padding > 0 ? padding : size - crop) + 1;
+  return static_cast<int64_t>(uniform_below(word, positions)) - padding;
 }
 
 }  // namespace fastprep::kernels

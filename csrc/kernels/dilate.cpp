@@ -79,6 +79,13 @@ void emit_rows(const uint64_t* words, int64_t rows, int64_t width, bool packed, 
   }
 }
 
+// Every pixel of an h x width image is within h + width - 2 steps of every other, so dilation is
+// at its fixed point after that many: more iterations change nothing, and capping them keeps a huge
+// count (iterations=2**62) from running for ever. Formed without h + width overflowing.
+int64_t capped_iterations(int64_t iterations, int64_t h, int64_t width) {
+  return iterations - width > h ? h + width : iterations;
+}
+
 // Packed rows of whole words, 8-byte aligned, are word images already: no conversion either way.
 bool packed_are_words(bool packed, int64_t width, const void* p) {
   return packed && width % 64 == 0 && reinterpret_cast<uintptr_t>(p) % alignof(uint64_t) == 0;
@@ -88,6 +95,7 @@ bool packed_are_words(bool packed, int64_t width, const void* p) {
 
 void dilate(const uint8_t* in, uint8_t* out, int64_t images, int64_t h, int64_t width, bool square,
             int64_t iterations, bool packed) {
+  iterations = capped_iterations(iterations, h, width);
   const int64_t wpr = words_per_row(width);
   const int64_t row_bytes = packed ? (width + 7) / 8 : width;
   const int64_t plane = h * wpr;
@@ -120,6 +128,7 @@ void dilate(const uint8_t* in, uint8_t* out, int64_t images, int64_t h, int64_t 
 
 void random_dilated_mask(int64_t seed, double p, int64_t images, int64_t h, int64_t width, bool square,
                          int64_t iterations, bool packed, uint8_t* out) {
+  iterations = capped_iterations(iterations, h, width);
   const uint32_t q = mask_threshold(p);
   const int64_t wpr = words_per_row(width);
   const int64_t row_bytes = packed ? (width + 7) / 8 : width;

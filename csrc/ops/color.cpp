@@ -23,7 +23,9 @@ Tensor convert(const char* op, const Tensor& img, const StrArg& layout,
                  ": expected scale=1 for a torch.uint8 output, got scale=", scale);
   std::vector<int64_t> sizes{3, v.h, v.w};
   if (v.batched) sizes.insert(sizes.begin(), v.n);
-  Tensor out = empty_like_shape(img, sizes, odt);
+  const auto source = [&] { return "img of shape " + shape_str(sizes_of(img)); };
+  check_output_bytes(op, sizes, odt, source);
+  Tensor out = new_output(op, img, sizes, odt, source);
   if (out.numel() == 0) return out;
   const int64_t ies = img.element_size(), oes = out.element_size();
   for (int64_t i = 0; i < v.n; ++i) {

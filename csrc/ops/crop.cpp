@@ -1,4 +1,7 @@
 // Bindings of crop / random_crop (schemas: pyext/fastprep/ops/crop.py).
+#include <string>
+#include <vector>
+
 #include "kernels/color.h"
 #include "kernels/counter_rng.h"
 #include "kernels/crop.h"
@@ -37,10 +40,22 @@ uint32_t fill_bits(const char* op, ScalarType t, double fill) {
   return kernels::float_bits(f);
 }
 
-Tensor new_crop_output(const Tensor& img, const ImageView& v, int64_t height, int64_t width) {
+std::vector<int64_t> crop_sizes(const ImageView& v, int64_t height, int64_t width) {
   std::vector<int64_t> sizes{v.c, height, width};
   if (v.batched) sizes.insert(sizes.begin(), v.n);
-  return empty_like_shape(img, sizes, img.scalar_type());
+  return sizes;
+}
+
+std::string window_source(int64_t height, int64_t width) {
+  return "height=" + std::to_string(height) + ", width=" + std::to_string(width);
+}
+
+// The last check of crop and random_crop, then the allocation.
+Tensor new_crop_output(const char* op, const Tensor& img, const ImageView& v, int64_t height, int64_t width) {
+  const std::vector<int64_t> sizes = crop_sizes(v, height, width);
+  const auto source = [&] { return window_source(height, width); };
+  check_output_bytes(op, sizes, img.scalar_type(), source);
+  return new_output(op, img, sizes, img.scalar_type(), source);
 }
 
 void run_crop(const Tensor& img, const ImageView& v, Tensor& out, int64_t i, int64_t es, int64_t top,
@@ -65,7 +80,7 @@ Tensor crop(Tensor img, int64_t top, int64_t left, int64_t height, int64_t width
                  " (the image height), got top=", top, ", height=", height);
   FASTPREP_CHECK(left + width <= v.w, op, ": expected left + width <= ", v.w,
                  " (the image width), got left=", left, ", width=", width);
-  Tensor out = new_crop_output(img, v, height, width);
+  Tensor out = new_crop_output(op, img, v, height, width);
   if (out.numel() > 0) {
     for (int64_t i = 0; i < v.n; ++i) run_crop(img, v, out, i, es, top, left, height, width, 0);
   }
@@ -84,7 +99,7 @@ Tensor random_crop(Tensor img, int64_t height, int64_t width, int64_t seed, StrA
   FASTPREP_CHECK(pad_if_needed || width <= v.w, op, ": crop width ", width,
                  " is larger than the image width ", v.w, " (pass pad_if_needed=True to pad)");
   const uint32_t fb = fill_bits(op, img.scalar_type(), fill);
-  Tensor out = new_crop_output(img, v, height, width);
+  Tensor out = new_crop_output(op, img, v, height, width);
   if (out.numel() > 0) {
     for (int64_t i = 0; i < v.n; ++i) {
       const int64_t s = v.batched ? kernels::derive_seed(seed, i) : seed;

@@ -1,5 +1,6 @@
 // Binding of crop_mask_ycbcr (schema and definition: pyext/fastprep/ops/fused.py).
 #include <optional>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -32,16 +33,21 @@ std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t w
                  "torch.float32, torch.float16 or torch.bfloat16, got ", dtype_name(odt));
   FASTPREP_CHECK(odt != ScalarType::Byte || scale == 1.0, op,
                  ": expected scale=1 for a torch.uint8 output, got scale=", scale);
+  const std::vector<int64_t> sizes{3, height, width};
+  const auto source = [&] { return "height=" + std::to_string(height) + ", width=" + std::to_string(width); };
+  check_output_bytes(op, sizes, odt, source);
 
   // The crop uses `seed` as random_crop does; the mask its own stream (derive_seed(seed, 1)).
   const uint64_t s = static_cast<uint64_t>(seed);
   const int64_t top = kernels::random_crop_offset(kernels::random_word(s, 0), v.h, height, false);
   const int64_t left = kernels::random_crop_offset(kernels::random_word(s, 1), v.w, width, false);
   const int64_t mseed = mask_seed.value_or(kernels::derive_seed(seed, 1));
+  // The image first, the largest allocation: if anything cannot be allocated, it is this.
+  Tensor out = new_output(op, img, sizes, odt, source);
   // The mask leaves as bits (return_mask) or is applied from bool bytes, which the gather reads
   // in step with the pixels; both come from the same generator, so they hold the same mask.
-  const std::vector<int64_t> mask_sizes{height, (width + 7) / 8};
-  Tensor mask = empty_like_shape(img, return_mask ? mask_sizes : std::vector<int64_t>{0}, ScalarType::Byte);
+  const std::vector<int64_t> mask_sizes{height, bytes_for_bits(width)};
+  Tensor mask = new_output(op, img, return_mask ? mask_sizes : std::vector<int64_t>{0}, ScalarType::Byte, source);
   std::vector<uint8_t> bools;
   if (return_mask) {
     kernels::random_dilated_mask(mseed, p, 1, height, width, square, 1, true,
@@ -50,7 +56,6 @@ std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t w
     bools.resize(static_cast<size_t>(height * width));
     kernels::random_dilated_mask(mseed, p, 1, height, width, square, 1, false, bools.data());
   }
-  Tensor out = empty_like_shape(img, {3, height, width}, odt);
   const kernels::RgbSource src{static_cast<const uint8_t*>(img.const_data_ptr()), v.sc, v.sh, v.sw};
   kernels::crop_mask_ycbcr(src, top, left, height, width, return_mask ? nullptr : bools.data(),
                            out.mutable_data_ptr(), color_type_code(odt), static_cast<float>(scale));

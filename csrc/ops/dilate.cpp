@@ -1,17 +1,20 @@
 // Bindings of dilate / dilate_packed (schemas: pyext/fastprep/ops/dilate.py).
+#include <string>
+
 #include "kernels/dilate.h"
 #include "ops/common.h"
 
 namespace fastprep::ops {
 namespace {
 
-Tensor run_dilate(const char* op, const Tensor& x, int64_t width, bool packed, StrArg& structure,
-                  int64_t iterations) {
+Tensor run_dilate(const char* op, const char* arg, const Tensor& x, int64_t width, bool packed,
+                  StrArg& structure, int64_t iterations) {
   const bool square = parse_structure(op, structure);
   check_iterations(op, iterations);
-  const Tensor xc = torch::stable::contiguous(x);
+  const Tensor xc = contiguous_input(op, arg, x);
   const AxisView v = axis_view(xc, xc.dim() - 2);  // [images, H, row bytes]
-  Tensor out = torch::stable::empty_like(xc);
+  Tensor out = new_output(op, xc, sizes_of(xc), xc.scalar_type(),
+                          [&] { return std::string(arg) + " of shape " + shape_str(sizes_of(x)); });
   if (out.numel() > 0) {
     kernels::dilate(static_cast<const uint8_t*>(xc.const_data_ptr()),
                     static_cast<uint8_t*>(out.mutable_data_ptr()), v.outer, v.n, width, square,
@@ -26,7 +29,7 @@ Tensor dilate(Tensor mask, StrArg structure, int64_t iterations) {
   constexpr const char* op = "dilate";
   check_dtype(op, "mask", mask, ScalarType::Bool);
   check_min_dim(op, "mask", mask, 2);
-  return run_dilate(op, mask, mask.size(mask.dim() - 1), false, structure, iterations);
+  return run_dilate(op, "mask", mask, mask.size(mask.dim() - 1), false, structure, iterations);
 }
 
 Tensor dilate_packed(Tensor packed, int64_t width, StrArg structure, int64_t iterations) {
@@ -34,10 +37,10 @@ Tensor dilate_packed(Tensor packed, int64_t width, StrArg structure, int64_t ite
   check_dtype(op, "packed", packed, ScalarType::Byte);
   check_min_dim(op, "packed", packed, 2);
   const int64_t nb = packed.size(packed.dim() - 1);
-  FASTPREP_CHECK(width >= 0 && (width + 7) / 8 == nb, op, ": width=", width, " needs ",
-                 width >= 0 ? (width + 7) / 8 : 0, " bytes per row but packed has ", nb,
+  FASTPREP_CHECK(width >= 0 && bytes_for_bits(width) == nb, op, ": width=", width, " needs ",
+                 width >= 0 ? bytes_for_bits(width) : 0, " bytes per row but packed has ", nb,
                  " (last dim)");
-  return run_dilate(op, packed, width, true, structure, iterations);
+  return run_dilate(op, "packed", packed, width, true, structure, iterations);
 }
 
 }  // namespace fastprep::ops

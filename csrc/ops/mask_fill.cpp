@@ -1,7 +1,6 @@
 // Bindings of mask_fill / mask_fill_ (schemas: pyext/fastprep/ops/mask_fill.py).
 #include <cmath>
 #include <cstring>
-#include <sstream>
 #include <string>
 
 #include "kernels/mask_fill.h"
@@ -9,14 +8,6 @@
 
 namespace fastprep::ops {
 namespace {
-
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::ostringstream ss;
-  ss << "[";
-  for (size_t i = 0; i < s.size(); ++i) ss << (i ? ", " : "") << s[i];
-  ss << "]";
-  return ss.str();
-}
 
 // Largest finite value of each float dtype: larger finite values would overflow to inf.
 void check_value(const char* op, double value, ScalarType t) {
@@ -51,7 +42,7 @@ Prepared prepare(const char* op, const Tensor& img, const Tensor& mask, double v
   FASTPREP_CHECK(mt == ScalarType::Bool || mt == ScalarType::Byte, op,
                  ": expected mask to be a torch.bool tensor or a packed torch.uint8 one, got ", dtype_name(mt));
   const bool packed = mt == ScalarType::Byte;
-  const int64_t last = packed ? (v.w + 7) / 8 : v.w;
+  const int64_t last = packed ? bytes_for_bits(v.w) : v.w;
   const std::vector<int64_t> got(mask.sizes().begin(), mask.sizes().end());
   const bool ok2 = got == std::vector<int64_t>{v.h, last};
   const bool ok3 = v.batched && got == std::vector<int64_t>{v.n, v.h, last};
@@ -59,12 +50,15 @@ Prepared prepare(const char* op, const Tensor& img, const Tensor& mask, double v
                  v.batched ? " or " + shape_str({v.n, v.h, last}) : std::string(), " to match img",
                  packed ? " (packed)" : "", ", got ", shape_str(got));
   check_value(op, value, t);
+  if (std::strcmp(op, "mask_fill") == 0) {  // the out-of-place op allocates an image-sized output
+    check_output_bytes(op, sizes_of(img), t, [&] { return "img of shape " + shape_str(sizes_of(img)); });
+  }
   const std::vector<int64_t> one{1};
   const Tensor cell = torch::stable::full(torch::headeronly::IntHeaderOnlyArrayRef(one.data(), 1), value, t);
   uint32_t bits = 0;
   std::memcpy(&bits, cell.const_data_ptr(), static_cast<size_t>(cell.element_size()));
   const kernels::FillView fv{v.n, v.c, v.h, v.w, v.sn, v.sc, v.sh, v.sw};
-  return Prepared{fv, torch::stable::contiguous(mask), ok3 ? v.n : 1, packed, bits};
+  return Prepared{fv, contiguous_input(op, "mask", mask), ok3 ? v.n : 1, packed, bits};
 }
 
 void run(const Tensor& src, const Prepared& ps, const Tensor& dst, const Prepared& pd) {
@@ -79,8 +73,8 @@ void run(const Tensor& src, const Prepared& ps, const Tensor& dst, const Prepare
 Tensor mask_fill(Tensor img, Tensor mask, double value, StrArg layout) {
   constexpr const char* op = "mask_fill";
   const Prepared ps = prepare(op, img, mask, value, layout);
-  const std::vector<int64_t> sizes(img.sizes().begin(), img.sizes().end());
-  Tensor out = empty_like_shape(img, sizes, img.scalar_type());  // contiguous
+  Tensor out = new_output(op, img, sizes_of(img), img.scalar_type(),  // contiguous
+                          [&] { return "img of shape " + shape_str(sizes_of(img)); });
   Prepared pd = ps;
   const ImageView ov = image_view(op, "img", out, layout.value == "HWC");
   pd.view = kernels::FillView{ov.n, ov.c, ov.h, ov.w, ov.sn, ov.sc, ov.sh, ov.sw};

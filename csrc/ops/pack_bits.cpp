@@ -1,8 +1,23 @@
 // Bindings of pack_bits / unpack_bits (schemas: pyext/fastprep/ops/pack_bits.py).
+#include <string>
+
 #include "kernels/pack_bits.h"
 #include "ops/common.h"
 
 namespace fastprep::ops {
+namespace {
+
+// ostream has no operator<< for __int128; only non-negative values are printed.
+std::string int128_str(__int128 v) {
+  std::string s;
+  do {
+    s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+    v /= 10;
+  } while (v > 0);
+  return s;
+}
+
+}  // namespace
 
 Tensor pack_bits(Tensor x, int64_t dim, StrArg bitorder) {
   constexpr const char* op = "pack_bits";
@@ -10,9 +25,10 @@ Tensor pack_bits(Tensor x, int64_t dim, StrArg bitorder) {
   check_min_dim(op, "x", x, 1);
   const int64_t d = wrap_dim(op, dim, x.dim());
   const bool little = parse_bitorder(op, bitorder);
-  const Tensor xc = torch::stable::contiguous(x);
+  const Tensor xc = contiguous_input(op, "x", x);
   const AxisView v = axis_view(xc, d);
-  Tensor out = empty_like_shape(xc, sizes_with(xc, d, (v.n + 7) / 8), ScalarType::Byte);
+  Tensor out = new_output(op, xc, sizes_with(xc, d, bytes_for_bits(v.n)), ScalarType::Byte,
+                          [&] { return "x of shape " + shape_str(sizes_of(x)); });
   if (out.numel() > 0) {
     kernels::pack_bits(static_cast<const uint8_t*>(xc.const_data_ptr()),
                        static_cast<uint8_t*>(out.mutable_data_ptr()), v.outer, v.n, v.inner, little);
@@ -27,11 +43,16 @@ Tensor unpack_bits(Tensor packed, int64_t count, int64_t dim, StrArg bitorder) {
   const int64_t d = wrap_dim(op, dim, packed.dim());
   const bool little = parse_bitorder(op, bitorder);
   const int64_t m = packed.size(d);
-  FASTPREP_CHECK(count >= 0 && count <= 8 * m, op, ": expected 0 <= count <= ", 8 * m,
+  // 8 * m in 128 bits: a stride-0 view can have m above INT64_MAX / 8.
+  const __int128 bits = static_cast<__int128>(m) * 8;
+  FASTPREP_CHECK(count >= 0 && count <= bits, op, ": expected 0 <= count <= ", int128_str(bits),
                  " (8 bits x ", m, " bytes along dim ", dim, "), got count=", count);
-  const Tensor pc = torch::stable::contiguous(packed);
+  const std::vector<int64_t> sizes = sizes_with(packed, d, count);
+  const auto source = [&] { return "count=" + std::to_string(count); };
+  check_output_bytes(op, sizes, ScalarType::Bool, source);
+  const Tensor pc = contiguous_input(op, "packed", packed);
   const AxisView v = axis_view(pc, d);
-  Tensor out = empty_like_shape(pc, sizes_with(pc, d, count), ScalarType::Bool);
+  Tensor out = new_output(op, pc, sizes, ScalarType::Bool, source);
   if (out.numel() > 0) {
     kernels::unpack_bits(static_cast<const uint8_t*>(pc.const_data_ptr()),
                          static_cast<uint8_t*>(out.mutable_data_ptr()), v.outer, v.n, v.inner, count,

@@ -4,6 +4,7 @@
 // the CompositeExplicitAutograd kernel (a CPU-key kernel is never reached: torch raises "There
 // were no tensor arguments"). The output is always a CPU tensor.
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "kernels/dilate.h"
@@ -20,13 +21,16 @@ std::vector<int64_t> mask_out_shape(const char* op, const std::vector<int64_t>& 
   }
   FASTPREP_CHECK(p >= 0.0 && p <= 1.0, op, ": expected 0 <= p <= 1, got p=", p);
   std::vector<int64_t> out(shape);
-  if (packed) out.back() = (out.back() + 7) / 8;
+  if (packed) out.back() = bytes_for_bits(out.back());
+  check_output_bytes(op, out, packed ? ScalarType::Byte : ScalarType::Bool, [&] { return "shape=" + shape_str(shape); });
   return out;
 }
 
-Tensor empty_cpu(const std::vector<int64_t>& sizes, bool packed) {
-  return torch::stable::empty(torch::headeronly::IntHeaderOnlyArrayRef(sizes.data(), sizes.size()),
-                              packed ? ScalarType::Byte : ScalarType::Bool);
+Tensor empty_cpu(const char* op, const std::vector<int64_t>& shape, const std::vector<int64_t>& sizes, bool packed) {
+  const ScalarType t = packed ? ScalarType::Byte : ScalarType::Bool;
+  return allocating(op, "the output", "", sizes, t, [&] { return "shape=" + shape_str(shape); }, [&] {
+    return torch::stable::empty(torch::headeronly::IntHeaderOnlyArrayRef(sizes.data(), sizes.size()), t);
+  });
 }
 
 int64_t leading_rows(const std::vector<int64_t>& shape, size_t keep) {
@@ -39,7 +43,7 @@ int64_t leading_rows(const std::vector<int64_t>& shape, size_t keep) {
 
 Tensor random_mask(std::vector<int64_t> shape, double p, int64_t seed, bool packed) {
   const std::vector<int64_t> sizes = mask_out_shape("random_mask", shape, p, packed);
-  Tensor out = empty_cpu(sizes, packed);
+  Tensor out = empty_cpu("random_mask", shape, sizes, packed);
   if (out.numel() > 0) {
     kernels::random_mask(seed, p, leading_rows(shape, 1), shape.back(), packed,
                          static_cast<uint8_t*>(out.mutable_data_ptr()));
@@ -55,7 +59,7 @@ Tensor random_dilated_mask(std::vector<int64_t> shape, double p, int64_t seed, S
   const std::vector<int64_t> sizes = mask_out_shape(op, shape, p, packed);
   const bool square = parse_structure(op, structure);
   check_iterations(op, iterations);
-  Tensor out = empty_cpu(sizes, packed);
+  Tensor out = empty_cpu(op, shape, sizes, packed);
   if (out.numel() > 0) {
     const int64_t h = shape[shape.size() - 2];
     kernels::random_dilated_mask(seed, p, leading_rows(shape, 2), h, shape.back(), square, iterations,

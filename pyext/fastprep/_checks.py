@@ -7,6 +7,7 @@ error whichever backend runs.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -71,6 +72,42 @@ def image_view(op: str, arg: str, t: torch.Tensor, hwc: bool) -> ImageView:
     return ImageView(t.shape[0] if batched else 1, t.shape[ic], t.shape[ih], t.shape[iw],
                      t.stride(0) if batched else 0, t.stride(ic), t.stride(ih), t.stride(iw),
                      batched)
+
+
+def check_output_bytes(op: str, sizes, dtype: torch.dtype, source) -> None:
+    """An output whose byte count does not fit int64 fails before anything is allocated, naming
+    the arguments it comes from (source(): called only to fail, keeping the text off the per-call
+    cost); an empty output is left to torch. Mirror of common.h's."""
+    if math.prod(sizes) * dtype.itemsize > 2**63 - 1:
+        fail(op, ": expected an output of at most 2^63 - 1 bytes, got ", list(sizes), " of ", dtype,
+             " from ", source())
+
+
+def allocating(op: str, what: str, sizes, dtype: torch.dtype, source, alloc):
+    """alloc(), with a failure reported as the C++ binding reports it (common.h's allocating):
+    what could not be allocated and its size, the same text on both backends."""
+    try:
+        return alloc()
+    except RuntimeError:
+        pass
+    from_ = source()
+    fail(op, ": could not allocate ", what, ", ", list(sizes), " of ", dtype, " (",
+         math.prod(sizes) * dtype.itemsize, " bytes)", " from " if from_ else "", from_)
+
+
+def new_output(op: str, like, sizes, dtype: torch.dtype, source) -> torch.Tensor:
+    """The op's output on `like`'s device (torch.empty's default without one); source() names the
+    arguments its shape comes from."""
+    if like is None:
+        return allocating(op, "the output", sizes, dtype, source, lambda: torch.empty(sizes, dtype=dtype))
+    return allocating(op, "the output", sizes, dtype, source, lambda: like.new_empty(sizes, dtype=dtype))
+
+
+def contiguous_input(op: str, arg: str, t: torch.Tensor) -> torch.Tensor:
+    """A contiguous copy of input `arg` (t itself when already contiguous)."""
+    if t.is_contiguous():
+        return t
+    return allocating(op, "a contiguous copy of " + arg, t.shape, t.dtype, str, t.contiguous)
 
 
 def check_unpack_count(op: str, count: int, m: int, dim: int) -> None:

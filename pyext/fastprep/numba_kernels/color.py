@@ -7,7 +7,8 @@ import numpy as np
 import torch
 from numba import njit
 
-from fastprep.ops.color import check_color
+from fastprep import _checks
+from fastprep.ops.color import check_color, out_shape
 
 U8, F32, F16, BF16 = 0, 1, 2, 3
 _TYPE_CODE = {torch.uint8: U8, torch.float32: F32, torch.float16: F16, torch.bfloat16: BF16}
@@ -224,7 +225,7 @@ def _convert(op, img, layout, out_dtype, scale, forward):
     from fastprep.numba_kernels.crop import storage_span  # noqa: PLC0415 (avoids an import cycle)
 
     v, odt = check_color(op, img, layout, out_dtype, scale)
-    out = img.new_empty(([v.n] if v.batched else []) + [3, v.h, v.w], dtype=odt)
+    out = _checks.new_output(op, img, out_shape(v), odt, lambda: f"img of shape {list(img.shape)}")
     if out.numel() == 0:
         return out
     src = storage_span(img).view(_flat(img[:0]).dtype)

@@ -26,6 +26,18 @@ def derive_seed(seed, stream):
     return np.int64(random_word(np.uint64(seed) ^ DERIVE_KEY, np.uint64(stream)))
 
 
+_S32 = np.uint64(32)
+_LO32 = np.uint64(0xFFFFFFFF)
+
+
 @njit(cache=True)
 def uniform_below(word, n):
-    return ((np.uint64(word) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32)
+    w, m = np.uint64(word), np.uint64(n)
+    if m <= np.uint64(1 << 32):
+        return ((w >> _S32) * m) >> _S32
+    # floor(w * m / 2^64) from 32-bit halves (Numba has no 128-bit integers): the three low
+    # partial sums stay below 3 * 2^32, so nothing wraps.
+    w_lo, w_hi, m_lo, m_hi = w & _LO32, w >> _S32, m & _LO32, m >> _S32
+    hi_lo, lo_hi = w_hi * m_lo, w_lo * m_hi
+    mid = ((w_lo * m_lo) >> _S32) + (hi_lo & _LO32) + (lo_hi & _LO32)
+    return w_hi * m_hi + (hi_lo >> _S32) + (lo_hi >> _S32) + (mid >> _S32)

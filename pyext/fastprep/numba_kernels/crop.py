@@ -12,7 +12,8 @@ from numba import njit
 
 from fastprep import _checks
 from fastprep.numba_kernels.color import float_to_bf16_bits, float_to_half_bits
-from fastprep.ops.crop import check_crop, check_random_crop, random_crop_params, sample_seed
+from fastprep.ops.crop import (check_crop, check_random_crop, random_crop_params, sample_seed,
+                               window_source)
 
 _UINT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
 
@@ -96,8 +97,9 @@ def _signed(bits: int, size: int) -> int:
     return bits - (1 << 8 * size) if size > 1 and bits >= 1 << (8 * size - 1) else bits
 
 
-def _run(img, v: _checks.ImageView, height, width, offsets, fill) -> torch.Tensor:
-    out = img.new_empty(([v.n] if v.batched else []) + [v.c, height, width])
+def _run(op, img, v: _checks.ImageView, height, width, offsets, fill) -> torch.Tensor:
+    out = _checks.new_output(op, img, ([v.n] if v.batched else []) + [v.c, height, width], img.dtype,
+                             lambda: window_source(height, width))
     if out.numel() == 0:
         return out
     flat = out.view(_UINT_OF_SIZE[out.element_size()]).numpy().reshape(-1)
@@ -113,7 +115,7 @@ def _run(img, v: _checks.ImageView, height, width, offsets, fill) -> torch.Tenso
 def crop(img: torch.Tensor, top: int, left: int, height: int, width: int,
          layout: str = "CHW") -> torch.Tensor:
     v = check_crop(img, top, left, height, width, layout)
-    return _run(img, v, height, width, lambda i: (top, left), 0)
+    return _run("crop", img, v, height, width, lambda i: (top, left), 0)
 
 
 def random_crop(img: torch.Tensor, height: int, width: int, seed: int, layout: str = "CHW",
@@ -124,4 +126,4 @@ def random_crop(img: torch.Tensor, height: int, width: int, seed: int, layout: s
         return random_crop_params(v.h, v.w, height, width, sample_seed(seed, i, v.batched),
                                   pad_if_needed)
 
-    return _run(img, v, height, width, offsets, fill)
+    return _run("random_crop", img, v, height, width, offsets, fill)

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 from numba import njit
 
+from fastprep import _checks
 from fastprep.numba_kernels.color import (CHUNK, U8, _FLAT, _TYPE_CODE, compute, convert_chunk_u8,
                                           store_chunk)
 from fastprep.numba_kernels.crop import storage_span
@@ -60,17 +61,19 @@ def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross"
                     scale=1.0, return_mask=False, mask_seed=None):
     v, odt = check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, scale)
     top, left = random_crop_params(v.h, v.w, height, width, seed)
-    # The mask leaves as bits (return_mask) or is applied from bool bytes, as in the C++ binding.
-    bits = np.empty(height * ((width + 7) // 8) if return_mask else height * width, dtype=np.uint8)
+    # Allocated as in the C++ binding: the image first, then the mask, which leaves as bits
+    # (return_mask) or is applied from bool bytes.
+    source = lambda: f"height={height}, width={width}"  # noqa: E731
+    out = _checks.new_output("crop_mask_ycbcr", img, [3, height, width], odt, source)
+    mask = _checks.new_output("crop_mask_ycbcr", img, [height, (width + 7) // 8] if return_mask else [0],
+                              torch.uint8, source)
+    bits = mask.numpy().reshape(-1) if return_mask else np.empty(height * width, dtype=np.uint8)
     random_dilated_mask_kernel(np.int64(mask_seed_of(seed, mask_seed)), np.float64(p), 1, height,
                                width, structure == "square", 1, return_mask, bits)
-    out = img.new_empty([3, height, width], dtype=odt)
     flat = out.view(_FLAT[odt]).numpy().reshape(-1)
     # Chunk temporaries: int32 for the exact uint8 path, float32 otherwise (as color_pixel.h).
     acc = np.int32 if odt == torch.uint8 else np.float32
     t0, t1, t2 = (np.empty(CHUNK, acc) for _ in range(3))
     crop_mask_ycbcr_kernel(storage_span(img), v.sc, v.sh, v.sw, top, left, height, width, bits,
                            not return_mask, flat, _TYPE_CODE[odt], np.float32(scale), t0, t1, t2)
-    mask = torch.from_numpy(bits).view(height, (width + 7) // 8) if return_mask else \
-        img.new_empty([0], dtype=torch.uint8)
     return out, mask

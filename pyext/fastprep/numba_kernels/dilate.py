@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from numba import njit
 
+from fastprep import _checks
 from fastprep.numba_kernels.random_mask import (bools_to_words, last_word_mask, mask_threshold,
                                                 packed_to_words, random_mask_row, words_per_row,
                                                 words_to_bools, words_to_packed)
@@ -60,6 +61,12 @@ def dilate_words(src, dst, h, width, square):
         dst[base + wpr - 1] &= last
 
 
+@njit(cache=True, inline="always")
+def capped_iterations(iterations, h, width):
+    # As dilate.cpp: the fixed point is reached within h + width - 2 steps.
+    return h + width if iterations - width > h else iterations
+
+
 @njit(cache=True)
 def run_iterations(a, b, h, width, square, iterations):
     """`iterations` dilations of a, alternating between a and b; returns the one holding the result."""
@@ -82,6 +89,7 @@ def emit_rows(words, rows, width, packed, out, oo):
 
 @njit(cache=True)
 def dilate_kernel(inp, out, images, h, width, square, iterations, packed):
+    iterations = capped_iterations(iterations, h, width)
     wpr = words_per_row(width)
     row_bytes = (width + 7) // 8 if packed else width
     plane = h * wpr
@@ -108,6 +116,7 @@ def dilate_kernel(inp, out, images, h, width, square, iterations, packed):
 
 @njit(cache=True)
 def random_dilated_mask_kernel(seed, p, images, h, width, square, iterations, packed, out):
+    iterations = capped_iterations(iterations, h, width)
     q = mask_threshold(p)
     wpr = words_per_row(width)
     row_bytes = (width + 7) // 8 if packed else width
@@ -122,9 +131,10 @@ def random_dilated_mask_kernel(seed, p, images, h, width, square, iterations, pa
         emit_rows(run_iterations(a, b, h, width, square, iterations), h, width, packed, out, i * h * row_bytes)
 
 
-def _run(x: torch.Tensor, width: int, square: bool, iterations: int, packed: bool) -> torch.Tensor:
-    xc = x.contiguous()
-    out = torch.empty_like(xc)
+def _run(op: str, arg: str, x: torch.Tensor, width: int, square: bool, iterations: int,
+         packed: bool) -> torch.Tensor:
+    xc = _checks.contiguous_input(op, arg, x)
+    out = _checks.new_output(op, xc, xc.shape, xc.dtype, lambda: f"{arg} of shape {list(x.shape)}")
     if out.numel() > 0:
         h = xc.shape[-2]
         images = xc.numel() // (h * xc.shape[-1])
@@ -135,10 +145,10 @@ def _run(x: torch.Tensor, width: int, square: bool, iterations: int, packed: boo
 
 def dilate(mask: torch.Tensor, structure: str = "cross", iterations: int = 1) -> torch.Tensor:
     square = check_dilate(mask, structure, iterations)
-    return _run(mask, mask.shape[-1], square, iterations, False)
+    return _run("dilate", "mask", mask, mask.shape[-1], square, iterations, False)
 
 
 def dilate_packed(packed: torch.Tensor, width: int, structure: str = "cross",
                   iterations: int = 1) -> torch.Tensor:
     square = check_dilate_packed(packed, width, structure, iterations)
-    return _run(packed, width, square, iterations, True)
+    return _run("dilate_packed", "packed", packed, width, square, iterations, True)

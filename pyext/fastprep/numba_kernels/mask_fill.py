@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from numba import njit
 
+from fastprep import _checks
 from fastprep.ops.mask_fill import check_mask_fill
 
 # The integer dtype each image dtype's bits are moved as.
@@ -69,23 +70,25 @@ def _nchw(t: torch.Tensor, batched: bool, layout: str) -> np.ndarray:
     return t.numpy()
 
 
-def _run(src: torch.Tensor, dst: torch.Tensor, mask: torch.Tensor, value: float, layout: str,
-         op: str) -> None:
-    args = check_mask_fill(op, src, mask, value, layout)
-    if src.numel() == 0:
-        return
-    m = mask.contiguous().view(torch.uint8).numpy().reshape(-1)
-    mask_fill_kernel(_nchw(src, args.view.batched, layout), _nchw(dst, args.view.batched, layout),
-                     src is dst, m, args.mask_n, args.packed, _value_bits(value, src.dtype))
+def _run(img: torch.Tensor, mask: torch.Tensor, value: float, layout: str, op: str):
+    """Checks, then allocates (the output of mask_fill; img itself for mask_fill_) and fills, in
+    the C++ binding's order: nothing is allocated before the checks pass."""
+    args = check_mask_fill(op, img, mask, value, layout)
+    m = _checks.contiguous_input(op, "mask", mask).view(torch.uint8).numpy().reshape(-1)
+    # The out-of-place output is contiguous and filled in one pass from img.
+    dst = img if op == "mask_fill_" else _checks.new_output(op, img, img.shape, img.dtype,
+                                                            lambda: f"img of shape {list(img.shape)}")
+    if img.numel() > 0:
+        mask_fill_kernel(_nchw(img, args.view.batched, layout), _nchw(dst, args.view.batched, layout),
+                         img is dst, m, args.mask_n, args.packed, _value_bits(value, img.dtype))
+    return dst
 
 
 def mask_fill(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
               layout: str = "CHW") -> torch.Tensor:
-    out = torch.empty(img.shape, dtype=img.dtype)  # contiguous; filled in one pass from img
-    _run(img, out, mask, value, layout, "mask_fill")
-    return out
+    return _run(img, mask, value, layout, "mask_fill")
 
 
 def mask_fill_(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
                layout: str = "CHW") -> None:
-    _run(img, img, mask, value, layout, "mask_fill_")
+    _run(img, mask, value, layout, "mask_fill_")

@@ -122,11 +122,11 @@ def _flat_bytes(t: torch.Tensor) -> np.ndarray:
 
 def pack_bits(x: torch.Tensor, dim: int = -1, bitorder: str = "little") -> torch.Tensor:
     d, little = _check_pack(x, dim, bitorder)
-    xc = x.contiguous()
+    xc = _checks.contiguous_input("pack_bits", "x", x)
     outer, n, inner = _checks.axis_view(xc.shape, d)
     shape = list(xc.shape)
     shape[d] = (n + 7) // 8
-    out = torch.empty(shape, dtype=torch.uint8)
+    out = _checks.new_output("pack_bits", xc, shape, torch.uint8, lambda: f"x of shape {list(x.shape)}")
     if out.numel() > 0:
         pack_bits_kernel(_flat_bytes(xc), _flat_bytes(out), outer, n, inner, little)
     return out
@@ -135,11 +135,11 @@ def pack_bits(x: torch.Tensor, dim: int = -1, bitorder: str = "little") -> torch
 def unpack_bits(packed: torch.Tensor, count: int, dim: int = -1,
                 bitorder: str = "little") -> torch.Tensor:
     d, little = _check_unpack(packed, count, dim, bitorder)
-    pc = packed.contiguous()
+    pc = _checks.contiguous_input("unpack_bits", "packed", packed)
     outer, m, inner = _checks.axis_view(pc.shape, d)
     shape = list(pc.shape)
     shape[d] = count
-    out = torch.empty(shape, dtype=torch.bool)
+    out = _checks.new_output("unpack_bits", pc, shape, torch.bool, lambda: f"count={count}")
     if out.numel() > 0:
         unpack_bits_kernel(_flat_bytes(pc), _flat_bytes(out), outer, m, inner, count, little)
     return out

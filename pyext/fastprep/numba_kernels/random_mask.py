@@ -7,6 +7,7 @@ import numpy as np
 import torch
 from numba import njit
 
+from fastprep import _checks
 from fastprep.numba_kernels.counter_rng import random_word
 from fastprep.ops.random_mask import check_dilated_args, check_mask_args
 
@@ -135,7 +136,8 @@ def _leading_rows(shape, keep: int) -> int:
 def random_mask(shape, p: float, seed: int, packed: bool = False) -> torch.Tensor:
     shape = list(shape)
     sizes = check_mask_args("random_mask", shape, p, packed)
-    out = torch.empty(sizes, dtype=torch.uint8 if packed else torch.bool)
+    out = _checks.new_output("random_mask", None, sizes, torch.uint8 if packed else torch.bool,
+                             lambda: f"shape={shape}")
     if out.numel() > 0:
         random_mask_kernel(np.int64(seed), np.float64(p), _leading_rows(shape, 1), shape[-1], packed,
                            out.view(torch.uint8).numpy().reshape(-1))
@@ -148,7 +150,8 @@ def random_dilated_mask(shape, p: float, seed: int, structure: str = "cross", it
 
     shape = list(shape)
     sizes, square = check_dilated_args(shape, p, structure, iterations, packed)
-    out = torch.empty(sizes, dtype=torch.uint8 if packed else torch.bool)
+    out = _checks.new_output("random_dilated_mask", None, sizes, torch.uint8 if packed else torch.bool,
+                             lambda: f"shape={shape}")
     if out.numel() > 0:
         random_dilated_mask_kernel(np.int64(seed), np.float64(p), _leading_rows(shape, 2), shape[-2],
                                    shape[-1], square, iterations, packed,

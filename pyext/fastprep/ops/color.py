@@ -59,13 +59,18 @@ def check_color(op: str, img: torch.Tensor, layout: str, out_dtype, scale: float
         _checks.fail(op, ": out_dtype=torch.uint8 needs a torch.uint8 img, got ", img.dtype)
     if odt == torch.uint8 and scale != 1.0:
         _checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", f"{scale:g}")
+    _checks.check_output_bytes(op, out_shape(v), odt, lambda: f"img of shape {list(img.shape)}")
     return v, odt
+
+
+def out_shape(v: _checks.ImageView) -> list[int]:
+    return ([v.n] if v.batched else []) + [3, v.h, v.w]
 
 
 def _fake(op):
     def fake(img, layout="CHW", out_dtype=None, scale=1.0):
         v, odt = check_color(op, img, layout, out_dtype, scale)
-        return img.new_empty(([v.n] if v.batched else []) + [3, v.h, v.w], dtype=odt)
+        return img.new_empty(out_shape(v), dtype=odt)
     return fake
 
 

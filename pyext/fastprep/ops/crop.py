@@ -103,6 +103,10 @@ def _check_window(op: str, img, height: int, width: int, layout: str) -> _checks
     return v
 
 
+def window_source(height: int, width: int) -> str:
+    return f"height={height}, width={width}"
+
+
 def check_crop(img, top, left, height, width, layout) -> _checks.ImageView:
     op = "crop"
     v = _check_window(op, img, height, width, layout)
@@ -116,6 +120,8 @@ def check_crop(img, top, left, height, width, layout) -> _checks.ImageView:
     if left + width > v.w:
         _checks.fail(op, ": expected left + width <= ", v.w, " (the image width), got left=", left,
                      ", width=", width)
+    _checks.check_output_bytes(op, _out_shape(v, height, width), img.dtype,
+                                lambda: window_source(height, width))
     return v
 
 
@@ -129,6 +135,8 @@ def check_random_crop(img, height, width, layout, pad_if_needed, fill) -> _check
     if img.dtype == torch.uint8 and not (0 <= fill <= 255 and fill == int(fill)):
         _checks.fail(op, ": expected fill to be an integer in [0, 255] for a torch.uint8 image, "
                      "got fill=", f"{fill:g}")
+    _checks.check_output_bytes(op, _out_shape(v, height, width), img.dtype,
+                                lambda: window_source(height, width))
     return v
 
 

@@ -66,6 +66,7 @@ def check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, s
                      "torch.bfloat16, got ", odt)
     if odt == torch.uint8 and scale != 1.0:
         _checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", f"{scale:g}")
+    _checks.check_output_bytes(op, [3, height, width], odt, lambda: f"height={height}, width={width}")
     return v, odt
 
 

@@ -45,6 +45,9 @@ def _check_unpack(packed: torch.Tensor, count: int, dim: int, bitorder: str) -> 
     d = _checks.wrap_dim("unpack_bits", dim, packed.dim())
     little = _checks.parse_bitorder("unpack_bits", bitorder)
     _checks.check_unpack_count("unpack_bits", count, packed.shape[d], dim)
+    shape = list(packed.shape)
+    shape[d] = count
+    _checks.check_output_bytes("unpack_bits", shape, torch.bool, lambda: f"count={count}")
     return d, little
 
 

@@ -51,6 +51,7 @@ def check_mask_args(op: str, shape, p: float, packed: bool) -> list[int]:
     out = list(shape)
     if packed:
         out[-1] = (out[-1] + 7) // 8
+    _checks.check_output_bytes(op, out, torch.uint8 if packed else torch.bool, lambda: f"shape={list(shape)}")
     return out
 
 
