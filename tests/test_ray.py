@@ -142,7 +142,7 @@ def test_bad_transform_outputs_and_arguments():
         fray.CompactMap(lambda im: im, label_dtype=torch.float32)
     with pytest.raises(TypeError, match="expected transform to be callable"):
         fray.CompactMap("crop")
-    with pytest.raises(TypeError, match="expected load to be callable, got 'decode'"):
+    with pytest.raises(TypeError, match="expected load to be callable or None, got 'decode'"):
         fray.CompactMap(lambda im: im, load="decode")
 
 

@@ -54,9 +54,10 @@ class CompactMap:
                  image_column: str = "image", key_column: str = "id", label_column: str = "label",
                  num_classes: int | None = None, label_dtype: torch.dtype | None = None,
                  epoch: int = 0, load: Callable[[Any], Any] | None = None):
-        for name, fn in (("transform", transform), ("load", load or len)):
-            if not callable(fn):
-                raise TypeError(f"CompactMap: expected {name} to be callable, got {fn!r}")
+        if not callable(transform):
+            raise TypeError(f"CompactMap: expected transform to be callable, got {transform!r}")
+        if load is not None and not callable(load):
+            raise TypeError(f"CompactMap: expected load to be callable or None, got {load!r}")
         if label_dtype is not None and label_dtype not in _LABEL_DTYPES:
             raise ValueError(f"CompactMap: expected label_dtype to be one of "
                              f"{[str(d) for d in _LABEL_DTYPES]} or None, got {label_dtype}")
