@@ -23,7 +23,7 @@ Tensor convert(const char* op, const Tensor& img, const StrArg& layout,
                  ": expected scale=1 for a torch.uint8 output, got scale=", scale);
   std::vector<int64_t> sizes{3, v.h, v.w};
   if (v.batched) sizes.insert(sizes.begin(), v.n);
-  const auto source = [&] { return "img of shape " + shape_str(sizes_of(img)); };
+  const auto source = shape_source("img", img);
   check_output_bytes(op, sizes, odt, source);
   Tensor out = new_output(op, img, sizes, odt, source);
   if (out.numel() == 0) return out;

@@ -156,6 +156,12 @@ inline int64_t dtype_size(ScalarType t) {
   }
 }
 
+// source() for an output shaped by input `arg`: "<arg> of shape [...]" (_checks.shape_source's twin).
+// Built only when a check fails; t must outlive the returned callable.
+inline auto shape_source(const char* arg, const Tensor& t) {
+  return [arg, &t] { return std::string(arg) + " of shape " + shape_str(sizes_of(t)); };
+}
+
 // An output whose byte count does not fit int64 fails here, before anything is allocated and
 // naming the arguments it comes from (source(): called only to fail, as building the text costs
 // about a microsecond per call): torch's own overflow error names neither, and the kernels' int64

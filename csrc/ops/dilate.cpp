@@ -13,8 +13,7 @@ Tensor run_dilate(const char* op, const char* arg, const Tensor& x, int64_t widt
   check_iterations(op, iterations);
   const Tensor xc = contiguous_input(op, arg, x);
   const AxisView v = axis_view(xc, xc.dim() - 2);  // [images, H, row bytes]
-  Tensor out = new_output(op, xc, sizes_of(xc), xc.scalar_type(),
-                          [&] { return std::string(arg) + " of shape " + shape_str(sizes_of(x)); });
+  Tensor out = new_output(op, xc, sizes_of(xc), xc.scalar_type(), shape_source(arg, x));
   if (out.numel() > 0) {
     kernels::dilate(static_cast<const uint8_t*>(xc.const_data_ptr()),
                     static_cast<uint8_t*>(out.mutable_data_ptr()), v.outer, v.n, width, square,

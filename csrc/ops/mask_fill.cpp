@@ -51,7 +51,7 @@ Prepared prepare(const char* op, const Tensor& img, const Tensor& mask, double v
                  packed ? " (packed)" : "", ", got ", shape_str(got));
   check_value(op, value, t);
   if (std::strcmp(op, "mask_fill") == 0) {  // the out-of-place op allocates an image-sized output
-    check_output_bytes(op, sizes_of(img), t, [&] { return "img of shape " + shape_str(sizes_of(img)); });
+    check_output_bytes(op, sizes_of(img), t, shape_source("img", img));
   }
   const std::vector<int64_t> one{1};
   const Tensor cell = torch::stable::full(torch::headeronly::IntHeaderOnlyArrayRef(one.data(), 1), value, t);
@@ -73,8 +73,7 @@ void run(const Tensor& src, const Prepared& ps, const Tensor& dst, const Prepare
 Tensor mask_fill(Tensor img, Tensor mask, double value, StrArg layout) {
   constexpr const char* op = "mask_fill";
   const Prepared ps = prepare(op, img, mask, value, layout);
-  Tensor out = new_output(op, img, sizes_of(img), img.scalar_type(),  // contiguous
-                          [&] { return "img of shape " + shape_str(sizes_of(img)); });
+  Tensor out = new_output(op, img, sizes_of(img), img.scalar_type(), shape_source("img", img));  // contiguous
   Prepared pd = ps;
   const ImageView ov = image_view(op, "img", out, layout.value == "HWC");
   pd.view = kernels::FillView{ov.n, ov.c, ov.h, ov.w, ov.sn, ov.sc, ov.sh, ov.sw};

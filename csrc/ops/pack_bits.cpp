@@ -28,7 +28,7 @@ Tensor pack_bits(Tensor x, int64_t dim, StrArg bitorder) {
   const Tensor xc = contiguous_input(op, "x", x);
   const AxisView v = axis_view(xc, d);
   Tensor out = new_output(op, xc, sizes_with(xc, d, bytes_for_bits(v.n)), ScalarType::Byte,
-                          [&] { return "x of shape " + shape_str(sizes_of(x)); });
+                          shape_source("x", x));
   if (out.numel() > 0) {
     kernels::pack_bits(static_cast<const uint8_t*>(xc.const_data_ptr()),
                        static_cast<uint8_t*>(out.mutable_data_ptr()), v.outer, v.n, v.inner, little);

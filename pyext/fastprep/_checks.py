@@ -83,6 +83,11 @@ def check_output_bytes(op: str, sizes, dtype: torch.dtype, source) -> None:
              " from ", source())
 
 
+def shape_source(arg: str, t: torch.Tensor):
+    """source() for an output shaped by input `arg`: "<arg> of shape [...]" (common.h's twin)."""
+    return lambda: f"{arg} of shape {list(t.shape)}"
+
+
 def allocating(op: str, what: str, sizes, dtype: torch.dtype, source, alloc):
     """alloc(), with a failure reported as the C++ binding reports it (common.h's allocating):
     what could not be allocated and its size, the same text on both backends."""

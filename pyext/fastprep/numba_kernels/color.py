@@ -225,7 +225,7 @@ def _convert(op, img, layout, out_dtype, scale, forward):
     from fastprep.numba_kernels.crop import storage_span  # noqa: PLC0415 (avoids an import cycle)
 
     v, odt = check_color(op, img, layout, out_dtype, scale)
-    out = _checks.new_output(op, img, out_shape(v), odt, lambda: f"img of shape {list(img.shape)}")
+    out = _checks.new_output(op, img, out_shape(v), odt, _checks.shape_source("img", img))
     if out.numel() == 0:
         return out
     src = storage_span(img).view(_flat(img[:0]).dtype)

@@ -12,8 +12,8 @@ from numba import njit
 
 from fastprep import _checks
 from fastprep.numba_kernels.color import float_to_bf16_bits, float_to_half_bits
-from fastprep.ops.crop import (check_crop, check_random_crop, random_crop_params, sample_seed,
-                               window_source)
+from fastprep.ops.crop import (check_crop, check_random_crop, out_shape, random_crop_params,
+                               sample_seed, window_source)
 
 _UINT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
 
@@ -98,7 +98,7 @@ def _signed(bits: int, size: int) -> int:
 
 
 def _run(op, img, v: _checks.ImageView, height, width, offsets, fill) -> torch.Tensor:
-    out = _checks.new_output(op, img, ([v.n] if v.batched else []) + [v.c, height, width], img.dtype,
+    out = _checks.new_output(op, img, out_shape(v, height, width), img.dtype,
                              lambda: window_source(height, width))
     if out.numel() == 0:
         return out

@@ -134,7 +134,7 @@ def random_dilated_mask_kernel(seed, p, images, h, width, square, iterations, pa
 def _run(op: str, arg: str, x: torch.Tensor, width: int, square: bool, iterations: int,
          packed: bool) -> torch.Tensor:
     xc = _checks.contiguous_input(op, arg, x)
-    out = _checks.new_output(op, xc, xc.shape, xc.dtype, lambda: f"{arg} of shape {list(x.shape)}")
+    out = _checks.new_output(op, xc, xc.shape, xc.dtype, _checks.shape_source(arg, x))
     if out.numel() > 0:
         h = xc.shape[-2]
         images = xc.numel() // (h * xc.shape[-1])

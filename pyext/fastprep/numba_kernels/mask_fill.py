@@ -77,7 +77,7 @@ def _run(img: torch.Tensor, mask: torch.Tensor, value: float, layout: str, op: s
     m = _checks.contiguous_input(op, "mask", mask).view(torch.uint8).numpy().reshape(-1)
     # The out-of-place output is contiguous and filled in one pass from img.
     dst = img if op == "mask_fill_" else _checks.new_output(op, img, img.shape, img.dtype,
-                                                            lambda: f"img of shape {list(img.shape)}")
+                                                            _checks.shape_source("img", img))
     if img.numel() > 0:
         mask_fill_kernel(_nchw(img, args.view.batched, layout), _nchw(dst, args.view.batched, layout),
                          img is dst, m, args.mask_n, args.packed, _value_bits(value, img.dtype))

@@ -126,7 +126,7 @@ def pack_bits(x: torch.Tensor, dim: int = -1, bitorder: str = "little") -> torch
     outer, n, inner = _checks.axis_view(xc.shape, d)
     shape = list(xc.shape)
     shape[d] = (n + 7) // 8
-    out = _checks.new_output("pack_bits", xc, shape, torch.uint8, lambda: f"x of shape {list(x.shape)}")
+    out = _checks.new_output("pack_bits", xc, shape, torch.uint8, _checks.shape_source("x", x))
     if out.numel() > 0:
         pack_bits_kernel(_flat_bytes(xc), _flat_bytes(out), outer, n, inner, little)
     return out

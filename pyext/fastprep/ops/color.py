@@ -59,7 +59,7 @@ def check_color(op: str, img: torch.Tensor, layout: str, out_dtype, scale: float
         _checks.fail(op, ": out_dtype=torch.uint8 needs a torch.uint8 img, got ", img.dtype)
     if odt == torch.uint8 and scale != 1.0:
         _checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", f"{scale:g}")
-    _checks.check_output_bytes(op, out_shape(v), odt, lambda: f"img of shape {list(img.shape)}")
+    _checks.check_output_bytes(op, out_shape(v), odt, _checks.shape_source("img", img))
     return v, odt
 
 

@@ -120,7 +120,7 @@ def check_crop(img, top, left, height, width, layout) -> _checks.ImageView:
     if left + width > v.w:
         _checks.fail(op, ": expected left + width <= ", v.w, " (the image width), got left=", left,
                      ", width=", width)
-    _checks.check_output_bytes(op, _out_shape(v, height, width), img.dtype,
+    _checks.check_output_bytes(op, out_shape(v, height, width), img.dtype,
                                 lambda: window_source(height, width))
     return v
 
@@ -135,25 +135,25 @@ def check_random_crop(img, height, width, layout, pad_if_needed, fill) -> _check
     if img.dtype == torch.uint8 and not (0 <= fill <= 255 and fill == int(fill)):
         _checks.fail(op, ": expected fill to be an integer in [0, 255] for a torch.uint8 image, "
                      "got fill=", f"{fill:g}")
-    _checks.check_output_bytes(op, _out_shape(v, height, width), img.dtype,
+    _checks.check_output_bytes(op, out_shape(v, height, width), img.dtype,
                                 lambda: window_source(height, width))
     return v
 
 
-def _out_shape(v: _checks.ImageView, height: int, width: int) -> list[int]:
+def out_shape(v: _checks.ImageView, height: int, width: int) -> list[int]:
     return ([v.n] if v.batched else []) + [v.c, height, width]
 
 
 @torch.library.register_fake("fastprep::crop")
 def _crop_fake(img, top, left, height, width, layout="CHW"):
     v = check_crop(img, top, left, height, width, layout)
-    return img.new_empty(_out_shape(v, height, width))
+    return img.new_empty(out_shape(v, height, width))
 
 
 @torch.library.register_fake("fastprep::random_crop")
 def _random_crop_fake(img, height, width, seed, layout="CHW", pad_if_needed=False, fill=0.0):
     v = check_random_crop(img, height, width, layout, pad_if_needed, fill)
-    return img.new_empty(_out_shape(v, height, width))
+    return img.new_empty(out_shape(v, height, width))
 
 
 def _as_nchw(img: torch.Tensor, layout: str) -> torch.Tensor:
@@ -173,7 +173,7 @@ def random_crop_torch(img, height, width, seed, layout="CHW", pad_if_needed=Fals
     v = check_random_crop(img, height, width, layout, pad_if_needed, fill)
     x = _as_nchw(img, layout)
     fill_t = torch.tensor(fill, dtype=torch.float32).to(img.dtype)
-    out = x.new_empty(_out_shape(v._replace(batched=True), height, width))
+    out = x.new_empty(out_shape(v._replace(batched=True), height, width))
     for i in range(v.n):
         top, left = random_crop_params(v.h, v.w, height, width, sample_seed(seed, i, v.batched),
                                        pad_if_needed)

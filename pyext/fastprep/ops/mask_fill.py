@@ -72,7 +72,7 @@ def check_mask_fill(op: str, img: torch.Tensor, mask: torch.Tensor, value: float
         _checks.fail(op, ": value=", _checks.fmt_float(value), " is not representable in ",
                      img.dtype, " (largest finite value ", _checks.fmt_float(_FLOAT_MAX[img.dtype]), ")")
     if op == "mask_fill":  # the out-of-place op allocates an image-sized output
-        _checks.check_output_bytes(op, img.shape, img.dtype, lambda: f"img of shape {list(img.shape)}")
+        _checks.check_output_bytes(op, img.shape, img.dtype, _checks.shape_source("img", img))
     return FillArgs(v, v.n if ok3 else 1, packed)
 
 
