@@ -16,8 +16,8 @@ using namespace color_pixel;  // NOLINT: the per-pixel formulas shared with crop
 // the source layout. SW / SC: compile-time column / channel strides when known (1 and 0: planar
 // rows; 3 and 1: packed HWC), 0 for runtime strides.
 template <int SW, int SC, bool Fwd, typename In, typename Out>
-FASTPREP_MULTIVERSION void rows(const In* src, int64_t h, int64_t w, int64_t sc_rt, int64_t sh,
-                                int64_t sw_rt, Out* out, float delta, float scale) {
+FASTPREP_MULTIVERSION void rows(const In* src, int64_t h, int64_t w, int64_t sc_rt, int64_t sh, int64_t sw_rt, Out* out,
+                                float delta, float scale) {
   using Acc = std::conditional_t<std::is_same_v<In, uint8_t> && std::is_same_v<Out, uint8_t>, int32_t, float>;
   const int64_t sw = SW ? SW : sw_rt, sc = SC ? SC : sc_rt;
   const int64_t plane = h * w;
@@ -43,9 +43,12 @@ template <bool Fwd, typename In, typename Out>
 void convert_typed(const ColorSource& s, void* out, float delta, float scale) {
   const In* src = static_cast<const In*>(s.data);
   Out* o = static_cast<Out*>(out);
-  if (s.sw == 1) rows<1, 0, Fwd>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
-  else if (s.sw == 3 && s.sc == 1) rows<3, 1, Fwd>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
-  else rows<0, 0, Fwd>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
+  if (s.sw == 1)
+    rows<1, 0, Fwd>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
+  else if (s.sw == 3 && s.sc == 1)
+    rows<3, 1, Fwd>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
+  else
+    rows<0, 0, Fwd>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
 }
 
 template <bool Fwd, typename In>
@@ -54,28 +57,43 @@ void convert_in(const ColorSource& s, void* out, int out_type, float delta, floa
     case kU8:  // only from uint8: the bindings reject float -> uint8
       if constexpr (std::is_same_v<In, uint8_t>) convert_typed<Fwd, In, uint8_t>(s, out, delta, scale);
       break;
-    case kF32: convert_typed<Fwd, In, float>(s, out, delta, scale); break;
-    case kF16: convert_typed<Fwd, In, Half>(s, out, delta, scale); break;
-    default: convert_typed<Fwd, In, BF16>(s, out, delta, scale); break;
+    case kF32:
+      convert_typed<Fwd, In, float>(s, out, delta, scale);
+      break;
+    case kF16:
+      convert_typed<Fwd, In, Half>(s, out, delta, scale);
+      break;
+    default:
+      convert_typed<Fwd, In, BF16>(s, out, delta, scale);
+      break;
   }
 }
 
 template <bool Fwd>
 void convert_dir(const ColorSource& s, int in_type, void* out, int out_type, float scale) {
   switch (in_type) {
-    case kU8: convert_in<Fwd, uint8_t>(s, out, out_type, 128.0f, scale); break;
-    case kF32: convert_in<Fwd, float>(s, out, out_type, 0.5f, scale); break;
-    case kF16: convert_in<Fwd, Half>(s, out, out_type, 0.5f, scale); break;
-    default: convert_in<Fwd, BF16>(s, out, out_type, 0.5f, scale); break;
+    case kU8:
+      convert_in<Fwd, uint8_t>(s, out, out_type, 128.0f, scale);
+      break;
+    case kF32:
+      convert_in<Fwd, float>(s, out, out_type, 0.5f, scale);
+      break;
+    case kF16:
+      convert_in<Fwd, Half>(s, out, out_type, 0.5f, scale);
+      break;
+    default:
+      convert_in<Fwd, BF16>(s, out, out_type, 0.5f, scale);
+      break;
   }
 }
 
 }  // namespace
 
-void convert_color(const ColorSource& src, int in_type, void* out, int out_type, bool forward,
-                   float scale) {
-  if (forward) convert_dir<true>(src, in_type, out, out_type, scale);
-  else convert_dir<false>(src, in_type, out, out_type, scale);
+void convert_color(const ColorSource& src, int in_type, void* out, int out_type, bool forward, float scale) {
+  if (forward)
+    convert_dir<true>(src, in_type, out, out_type, scale);
+  else
+    convert_dir<false>(src, in_type, out, out_type, scale);
 }
 
 }  // namespace fastprep::kernels

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "kernels/color.h"
+#include "kernels/float_bits.h"
 #include "kernels/isa.h"
 
 namespace fastprep::kernels::color_pixel {
@@ -45,13 +46,30 @@ inline void ycbcr_to_rgb_u8(int32_t y, int32_t cb, int32_t cr, int32_t& r, int32
   b = div_clamped<250, 15, 131>(250 * y + 125 + 443 * cb);
 }
 
-template <typename T> inline float load(const T* p);
-template <> inline float load<uint8_t>(const uint8_t* p) { return static_cast<float>(*p); }
-template <> inline float load<float>(const float* p) { return *p; }
-struct Half { uint16_t bits; };
-struct BF16 { uint16_t bits; };
-template <> inline float load<Half>(const Half* p) { return half_bits_to_float(p->bits); }
-template <> inline float load<BF16>(const BF16* p) { return bf16_bits_to_float(p->bits); }
+template <typename T>
+inline float load(const T* p);
+template <>
+inline float load<uint8_t>(const uint8_t* p) {
+  return static_cast<float>(*p);
+}
+template <>
+inline float load<float>(const float* p) {
+  return *p;
+}
+struct Half {
+  uint16_t bits;
+};
+struct BF16 {
+  uint16_t bits;
+};
+template <>
+inline float load<Half>(const Half* p) {
+  return half_bits_to_float(p->bits);
+}
+template <>
+inline float load<BF16>(const BF16* p) {
+  return bf16_bits_to_float(p->bits);
+}
 
 inline void store(float* p, float v) { *p = v; }
 inline void store(Half* p, float v) { p->bits = float_to_half_bits(v); }
@@ -77,17 +95,21 @@ constexpr int64_t kChunk = 256;
 // writes the three output planes; the temporaries are overwritten. Contiguous, so it vectorises.
 template <bool Fwd, typename Acc, typename Out>
 FASTPREP_INLINE void convert_chunk(Acc* __restrict__ t0, Acc* __restrict__ t1, Acc* __restrict__ t2, int64_t n,
-                          Out* __restrict__ o0,
-                          Out* __restrict__ o1, Out* __restrict__ o2, float delta, float scale) {
+                                   Out* __restrict__ o0, Out* __restrict__ o1, Out* __restrict__ o2, float delta,
+                                   float scale) {
   constexpr bool kExact = std::is_same_v<Acc, int32_t>;
   for (int64_t i = 0; i < n; ++i) {
     if constexpr (kExact) {  // in place, narrowed below: mixed widths defeat the vectoriser
-      if constexpr (Fwd) rgb_to_ycbcr_u8(t0[i], t1[i], t2[i], t0[i], t1[i], t2[i]);
-      else ycbcr_to_rgb_u8(t0[i], t1[i], t2[i], t0[i], t1[i], t2[i]);
+      if constexpr (Fwd)
+        rgb_to_ycbcr_u8(t0[i], t1[i], t2[i], t0[i], t1[i], t2[i]);
+      else
+        ycbcr_to_rgb_u8(t0[i], t1[i], t2[i], t0[i], t1[i], t2[i]);
     } else {
       float a, b, c;
-      if constexpr (Fwd) rgb_to_ycbcr_f(t0[i], t1[i], t2[i], delta, a, b, c);
-      else ycbcr_to_rgb_f(t0[i], t1[i], t2[i], delta, a, b, c);
+      if constexpr (Fwd)
+        rgb_to_ycbcr_f(t0[i], t1[i], t2[i], delta, a, b, c);
+      else
+        ycbcr_to_rgb_f(t0[i], t1[i], t2[i], delta, a, b, c);
       store(o0 + i, a * scale);
       store(o1 + i, b * scale);
       store(o2 + i, c * scale);

@@ -21,13 +21,10 @@ inline uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-inline uint64_t random_word(uint64_t seed, uint64_t counter) {
-  return mix64(seed + (counter + 1) * kGolden);
-}
+inline uint64_t random_word(uint64_t seed, uint64_t counter) { return mix64(seed + (counter + 1) * kGolden); }
 
 inline int64_t derive_seed(int64_t seed, int64_t stream) {
-  return static_cast<int64_t>(
-      random_word(static_cast<uint64_t>(seed) ^ kDeriveKey, static_cast<uint64_t>(stream)));
+  return static_cast<int64_t>(random_word(static_cast<uint64_t>(seed) ^ kDeriveKey, static_cast<uint64_t>(stream)));
 }
 
 // Uniform integer in [0, n) for n >= 1 by multiply-shift: for n <= 2^32 from the top 32 bits of

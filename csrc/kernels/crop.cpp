@@ -10,9 +10,9 @@ namespace {
 
 // Row y of every output plane. [x0, x1) is the part of the row inside the image.
 template <typename T>
-FASTPREP_MULTIVERSION void crop_rows(const T* src, T* out, int64_t c, int64_t sc, int64_t sh,
-                                     int64_t sw, int64_t h, int64_t top, int64_t left,
-                                     int64_t height, int64_t width, int64_t x0, int64_t x1, T fill) {
+FASTPREP_MULTIVERSION void crop_rows(const T* src, T* out, int64_t c, int64_t sc, int64_t sh, int64_t sw, int64_t h,
+                                     int64_t top, int64_t left, int64_t height, int64_t width, int64_t x0, int64_t x1,
+                                     T fill) {
   const int64_t plane = height * width;
   for (int64_t y = 0; y < height; ++y) {
     const int64_t sy = top + y;
@@ -58,24 +58,30 @@ FASTPREP_MULTIVERSION void crop_rows(const T* src, T* out, int64_t c, int64_t sc
 }
 
 template <typename T>
-void crop_typed(const CropSource& s, void* out, int64_t top, int64_t left, int64_t height,
-                int64_t width, uint32_t fill_bits) {
+void crop_typed(const CropSource& s, void* out, int64_t top, int64_t left, int64_t height, int64_t width,
+                uint32_t fill_bits) {
   T fill;
   std::memcpy(&fill, &fill_bits, sizeof(T));  // little-endian: the low bytes
   const int64_t x0 = std::clamp<int64_t>(-left, 0, width);
   const int64_t x1 = std::clamp<int64_t>(s.w - left, x0, width);
-  crop_rows<T>(static_cast<const T*>(s.data), static_cast<T*>(out), s.c, s.sc, s.sh, s.sw, s.h,
-               top, left, height, width, x0, x1, fill);
+  crop_rows<T>(static_cast<const T*>(s.data), static_cast<T*>(out), s.c, s.sc, s.sh, s.sw, s.h, top, left, height,
+               width, x0, x1, fill);
 }
 
 }  // namespace
 
-void crop(const CropSource& src, void* out, int elem_size, int64_t top, int64_t left,
-          int64_t height, int64_t width, uint32_t fill_bits) {
+void crop(const CropSource& src, void* out, int elem_size, int64_t top, int64_t left, int64_t height, int64_t width,
+          uint32_t fill_bits) {
   switch (elem_size) {
-    case 1: crop_typed<uint8_t>(src, out, top, left, height, width, fill_bits); break;
-    case 2: crop_typed<uint16_t>(src, out, top, left, height, width, fill_bits); break;
-    default: crop_typed<uint32_t>(src, out, top, left, height, width, fill_bits); break;
+    case 1:
+      crop_typed<uint8_t>(src, out, top, left, height, width, fill_bits);
+      break;
+    case 2:
+      crop_typed<uint16_t>(src, out, top, left, height, width, fill_bits);
+      break;
+    default:
+      crop_typed<uint32_t>(src, out, top, left, height, width, fill_bits);
+      break;
   }
 }
 

@@ -10,15 +10,15 @@
 namespace fastprep::kernels {
 
 struct CropSource {
-  const void* data;        // element (0, 0, 0) of the image
-  int64_t c, h, w;         // image sizes
-  int64_t sc, sh, sw;      // element strides (any, e.g. HWC is sc=1, sw=c)
+  const void* data;    // element (0, 0, 0) of the image
+  int64_t c, h, w;     // image sizes
+  int64_t sc, sh, sw;  // element strides (any, e.g. HWC is sc=1, sw=c)
 };
 
 // out: [c, height, width] contiguous. Output (y, x) reads source (top + y, left + x) when inside
 // the image, else gets fill_bits (the element's bit pattern, low elem_size bytes).
-void crop(const CropSource& src, void* out, int elem_size, int64_t top, int64_t left,
-          int64_t height, int64_t width, uint32_t fill_bits);
+void crop(const CropSource& src, void* out, int elem_size, int64_t top, int64_t left, int64_t height, int64_t width,
+          uint32_t fill_bits);
 
 // Offset of a random window on one axis, in source coordinates (negative when padded): from
 // `word` = random_word(seed, 0) for the rows and random_word(seed, 1) for the columns.

@@ -15,8 +15,8 @@ using namespace color_pixel;  // NOLINT: the arithmetic rgb_to_ycbcr runs, for t
 // contiguous temporaries, then convert_chunk. SW / SC: compile-time column / channel strides
 // when known (3 and 1: packed HWC; 1 and 0: planar rows), 0 for runtime strides.
 template <int SW, int SC, typename Out>
-FASTPREP_MULTIVERSION void rows(const RgbSource& s, int64_t top, int64_t left, int64_t height,
-                                int64_t width, const uint8_t* mask, Out* out, float scale) {
+FASTPREP_MULTIVERSION void rows(const RgbSource& s, int64_t top, int64_t left, int64_t height, int64_t width,
+                                const uint8_t* mask, Out* out, float scale) {
   using Acc = std::conditional_t<std::is_same_v<Out, uint8_t>, int32_t, float>;
   const int64_t sw = SW ? SW : s.sw, sc = SC ? SC : s.sc;
   const int64_t plane = height * width;
@@ -49,12 +49,15 @@ FASTPREP_MULTIVERSION void rows(const RgbSource& s, int64_t top, int64_t left, i
 }
 
 template <typename Out>
-void run(const RgbSource& s, int64_t top, int64_t left, int64_t height, int64_t width,
-         const uint8_t* mask, void* out, float scale) {
+void run(const RgbSource& s, int64_t top, int64_t left, int64_t height, int64_t width, const uint8_t* mask, void* out,
+         float scale) {
   Out* o = static_cast<Out*>(out);
-  if (s.sw == 3 && s.sc == 1) rows<3, 1>(s, top, left, height, width, mask, o, scale);
-  else if (s.sw == 1) rows<1, 0>(s, top, left, height, width, mask, o, scale);
-  else rows<0, 0>(s, top, left, height, width, mask, o, scale);
+  if (s.sw == 3 && s.sc == 1)
+    rows<3, 1>(s, top, left, height, width, mask, o, scale);
+  else if (s.sw == 1)
+    rows<1, 0>(s, top, left, height, width, mask, o, scale);
+  else
+    rows<0, 0>(s, top, left, height, width, mask, o, scale);
 }
 
 }  // namespace
@@ -62,10 +65,18 @@ void run(const RgbSource& s, int64_t top, int64_t left, int64_t height, int64_t 
 void crop_mask_ycbcr(const RgbSource& src, int64_t top, int64_t left, int64_t height, int64_t width,
                      const uint8_t* mask, void* out, int out_type, float scale) {
   switch (out_type) {
-    case kU8: run<uint8_t>(src, top, left, height, width, mask, out, scale); break;
-    case kF32: run<float>(src, top, left, height, width, mask, out, scale); break;
-    case kF16: run<Half>(src, top, left, height, width, mask, out, scale); break;
-    default: run<BF16>(src, top, left, height, width, mask, out, scale); break;
+    case kU8:
+      run<uint8_t>(src, top, left, height, width, mask, out, scale);
+      break;
+    case kF32:
+      run<float>(src, top, left, height, width, mask, out, scale);
+      break;
+    case kF16:
+      run<Half>(src, top, left, height, width, mask, out, scale);
+      break;
+    default:
+      run<BF16>(src, top, left, height, width, mask, out, scale);
+      break;
   }
 }
 

@@ -19,8 +19,8 @@ inline uint64_t spread_h(uint64_t prev, uint64_t cur, uint64_t next) {
 // One output row from the rows above, at and below it (pass zeros outside the image); `vert` is
 // one row of scratch.
 FASTPREP_MULTIVERSION
-void dilate_row(const uint64_t* up, const uint64_t* cur, const uint64_t* dn, uint64_t* o, uint64_t* vert,
-                int64_t wpr, uint64_t last, bool square) {
+void dilate_row(const uint64_t* up, const uint64_t* cur, const uint64_t* dn, uint64_t* o, uint64_t* vert, int64_t wpr,
+                uint64_t last, bool square) {
   if (square) {
     // The 3x3 square is the horizontal spread of the vertical OR (ORing up / dn again below
     // changes nothing, and keeps one loop for both structures).
@@ -47,8 +47,8 @@ void dilate_words(const uint64_t* src, uint64_t* dst, int64_t h, int64_t width, 
   std::vector<uint64_t> zeros(static_cast<size_t>(wpr), 0), vert(static_cast<size_t>(wpr));
   for (int64_t r = 0; r < h; ++r) {
     const uint64_t* cur = src + r * wpr;
-    dilate_row(r > 0 ? cur - wpr : zeros.data(), cur, r + 1 < h ? cur + wpr : zeros.data(), dst + r * wpr,
-               vert.data(), wpr, last, square);
+    dilate_row(r > 0 ? cur - wpr : zeros.data(), cur, r + 1 < h ? cur + wpr : zeros.data(), dst + r * wpr, vert.data(),
+               wpr, last, square);
   }
 }
 
@@ -56,8 +56,8 @@ namespace {
 
 // `iterations` dilations of src, alternating between buffers a and b (src may be a); the last one
 // goes to `final` when given. Returns where the result is (src itself for 0 iterations).
-const uint64_t* run_iterations(const uint64_t* src, uint64_t* final, uint64_t* a, uint64_t* b, int64_t h,
-                               int64_t width, bool square, int64_t iterations) {
+const uint64_t* run_iterations(const uint64_t* src, uint64_t* final, uint64_t* a, uint64_t* b, int64_t h, int64_t width,
+                               bool square, int64_t iterations) {
   const uint64_t* cur = src;
   for (int64_t it = 0; it < iterations; ++it) {
     uint64_t* dst = (it + 1 == iterations && final != nullptr) ? final : (cur == a ? b : a);
@@ -93,8 +93,8 @@ bool packed_are_words(bool packed, int64_t width, const void* p) {
 
 }  // namespace
 
-void dilate(const uint8_t* in, uint8_t* out, int64_t images, int64_t h, int64_t width, bool square,
-            int64_t iterations, bool packed) {
+void dilate(const uint8_t* in, uint8_t* out, int64_t images, int64_t h, int64_t width, bool square, int64_t iterations,
+            bool packed) {
   iterations = capped_iterations(iterations, h, width);
   const int64_t wpr = words_per_row(width);
   const int64_t row_bytes = packed ? (width + 7) / 8 : width;
@@ -110,8 +110,8 @@ void dilate(const uint8_t* in, uint8_t* out, int64_t images, int64_t h, int64_t 
     const uint8_t* src = in + i * h * row_bytes;
     uint8_t* dst = out + i * h * row_bytes;
     if (direct) {
-      run_iterations(reinterpret_cast<const uint64_t*>(src), reinterpret_cast<uint64_t*>(dst), a.data(),
-                     b.data(), h, width, square, iterations);
+      run_iterations(reinterpret_cast<const uint64_t*>(src), reinterpret_cast<uint64_t*>(dst), a.data(), b.data(), h,
+                     width, square, iterations);
       continue;
     }
     for (int64_t r = 0; r < h; ++r) {
@@ -121,8 +121,8 @@ void dilate(const uint8_t* in, uint8_t* out, int64_t images, int64_t h, int64_t 
         bools_to_words(src + r * row_bytes, width, a.data() + r * wpr);
       }
     }
-    emit_rows(run_iterations(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations), h, width,
-              packed, dst);
+    emit_rows(run_iterations(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations), h, width, packed,
+              dst);
   }
 }
 
@@ -143,8 +143,8 @@ void random_dilated_mask(int64_t seed, double p, int64_t images, int64_t h, int6
       random_mask_row(useed, q, i * h, wpr, width, slot(0));
       for (int64_t r = 0; r < h; ++r) {
         if (r + 1 < h) random_mask_row(useed, q, i * h + r + 1, wpr, width, slot(r + 1));
-        dilate_row(r > 0 ? slot(r - 1) : zeros.data(), slot(r), r + 1 < h ? slot(r + 1) : zeros.data(),
-                   orow.data(), vert.data(), wpr, last_word_mask(width), square);
+        dilate_row(r > 0 ? slot(r - 1) : zeros.data(), slot(r), r + 1 < h ? slot(r + 1) : zeros.data(), orow.data(),
+                   vert.data(), wpr, last_word_mask(width), square);
         emit_rows(orow.data(), 1, width, packed, out + (i * h + r) * row_bytes);
       }
     }
@@ -153,8 +153,8 @@ void random_dilated_mask(int64_t seed, double p, int64_t images, int64_t h, int6
   std::vector<uint64_t> a(static_cast<size_t>(h * wpr)), b(static_cast<size_t>(h * wpr));
   for (int64_t i = 0; i < images; ++i) {
     for (int64_t r = 0; r < h; ++r) random_mask_row(useed, q, i * h + r, wpr, width, a.data() + r * wpr);
-    emit_rows(run_iterations(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations), h, width,
-              packed, out + i * h * row_bytes);
+    emit_rows(run_iterations(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations), h, width, packed,
+              out + i * h * row_bytes);
   }
 }
 

@@ -11,8 +11,8 @@ namespace fastprep::kernels {
 void dilate_words(const uint64_t* src, uint64_t* dst, int64_t h, int64_t width, bool square);
 
 // Bool bytes [images, h, width] or packed bytes [images, h, ceil(width / 8)] -> same layout.
-void dilate(const uint8_t* in, uint8_t* out, int64_t images, int64_t h, int64_t width, bool square,
-            int64_t iterations, bool packed);
+void dilate(const uint8_t* in, uint8_t* out, int64_t images, int64_t h, int64_t width, bool square, int64_t iterations,
+            bool packed);
 
 // dilate(random_mask(...)) with the bits kept as words between generation and output.
 void random_dilated_mask(int64_t seed, double p, int64_t images, int64_t h, int64_t width, bool square,

@@ -68,8 +68,8 @@ FASTPREP_MULTIVERSION void fill_typed(const T* src, const FillView& sv_ref, T* d
 
 }  // namespace
 
-void mask_fill(const void* src, const FillView& sv, void* dst, const FillView& dv, int elem_size,
-               const uint8_t* mask, int64_t mask_n, bool packed, uint32_t value_bits) {
+void mask_fill(const void* src, const FillView& sv, void* dst, const FillView& dv, int elem_size, const uint8_t* mask,
+               int64_t mask_n, bool packed, uint32_t value_bits) {
   switch (elem_size) {
     case 1:
       fill_typed(static_cast<const uint8_t*>(src), sv, static_cast<uint8_t*>(dst), dv, mask, mask_n, packed,

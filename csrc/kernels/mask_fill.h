@@ -18,7 +18,7 @@ struct FillView {
 // mask: [mask_n, H, row_bytes] contiguous bytes, mask_n == 1 (shared by the batch) or N. Packed
 // masks hold pixel x in bit x % 8 of byte x / 8 (pack_bits bitorder="little"); bool masks one
 // byte per pixel (nonzero = true). value_bits: the value in the image dtype, as raw bits.
-void mask_fill(const void* src, const FillView& sv, void* dst, const FillView& dv, int elem_size,
-               const uint8_t* mask, int64_t mask_n, bool packed, uint32_t value_bits);
+void mask_fill(const void* src, const FillView& sv, void* dst, const FillView& dv, int elem_size, const uint8_t* mask,
+               int64_t mask_n, bool packed, uint32_t value_bits);
 
 }  // namespace fastprep::kernels

@@ -26,9 +26,7 @@ inline uint64_t load_word(const uint8_t* p) {
 }
 
 // Each byte becomes 1 if it was nonzero, else 0.
-inline uint64_t bytes_to_bits(uint64_t w) {
-  return ((((w & kLow7) + kLow7) | w) & kHigh1) >> 7;
-}
+inline uint64_t bytes_to_bits(uint64_t w) { return ((((w & kLow7) + kLow7) | w) & kHigh1) >> 7; }
 
 inline int bit_shift(int64_t k, bool little) { return little ? static_cast<int>(k) : 7 - static_cast<int>(k); }
 
@@ -90,8 +88,8 @@ void unpack_rows(const uint8_t* packed, uint8_t* out, int64_t rows, int64_t m, i
 }
 
 FASTPREP_MULTIVERSION
-void unpack_planes(const uint8_t* packed, uint8_t* out, int64_t outer, int64_t m, int64_t inner,
-                   int64_t count, bool little) {
+void unpack_planes(const uint8_t* packed, uint8_t* out, int64_t outer, int64_t m, int64_t inner, int64_t count,
+                   bool little) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t c = 0; c < count; ++c) {
       const uint8_t* prow = packed + (o * m + c / 8) * inner;
@@ -114,8 +112,8 @@ void pack_bits(const uint8_t* x, uint8_t* out, int64_t outer, int64_t n, int64_t
   }
 }
 
-void unpack_bits(const uint8_t* packed, uint8_t* out, int64_t outer, int64_t m, int64_t inner,
-                 int64_t count, bool little) {
+void unpack_bits(const uint8_t* packed, uint8_t* out, int64_t outer, int64_t m, int64_t inner, int64_t count,
+                 bool little) {
   if (inner == 1) {
     unpack_rows(packed, out, outer, m, count, little);
   } else {

@@ -12,7 +12,7 @@ namespace fastprep::kernels {
 void pack_bits(const uint8_t* x, uint8_t* out, int64_t outer, int64_t n, int64_t inner, bool little);
 
 // packed: [outer, m, inner] -> out: [outer, count, inner] of 0/1 bytes, count <= 8 * m.
-void unpack_bits(const uint8_t* packed, uint8_t* out, int64_t outer, int64_t m, int64_t inner,
-                 int64_t count, bool little);
+void unpack_bits(const uint8_t* packed, uint8_t* out, int64_t outer, int64_t m, int64_t inner, int64_t count,
+                 bool little);
 
 }  // namespace fastprep::kernels

@@ -33,9 +33,7 @@ inline uint64_t load8(const uint8_t* p) {
 // 8 bits -> 8 bytes of 0/1; each spread byte holds at most one bit, so + kLow7 never carries.
 inline uint64_t spread_byte(uint64_t b) { return ((((b * kOnes) & kSpread) + kLow7) & kHigh1) >> 7; }
 
-inline uint64_t gather_bytes(uint64_t w) {
-  return ((((((w & kLow7) + kLow7) | w) & kHigh1) >> 7) * kGather) >> 56;
-}
+inline uint64_t gather_bytes(uint64_t w) { return ((((((w & kLow7) + kLow7) | w) & kHigh1) >> 7) * kGather) >> 56; }
 
 }  // namespace
 
@@ -108,8 +106,8 @@ __attribute__((target("avx512bw"))) void bools_to_words_avx512(const uint8_t* ro
 
 __attribute__((target("avx2"))) void words_to_bools_avx2(const uint64_t* words, int64_t width, uint8_t* out) {
   // Byte k of 32 gets source byte k / 8 (in-lane: the broadcast puts all 4 bytes in each lane).
-  const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
-                                        3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i shuf =
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(kSpread));
   const __m256i one = _mm256_set1_epi8(1);
   const int64_t full = width / 32;

@@ -2,21 +2,28 @@
 #include <optional>
 
 #include "kernels/color.h"
-#include "ops/common.h"
+#include "ops/alloc.h"
+#include "ops/checks.h"
+#include "ops/color_args.h"
+#include "ops/views.h"
 
 namespace fastprep::ops {
 namespace {
 
-Tensor convert(const char* op, const Tensor& img, const StrArg& layout,
-               std::optional<ScalarType> out_dtype, double scale, bool forward) {
+Tensor convert(const char* op, const Tensor& img, const StrArg& layout, std::optional<ScalarType> out_dtype,
+               double scale, bool forward) {
   const ScalarType in = img.scalar_type();
-  FASTPREP_CHECK(color_type_code(in) >= 0, op, ": expected img to be a torch.uint8, torch.float32, "
-                 "torch.float16 or torch.bfloat16 tensor, got ", dtype_name(in));
+  FASTPREP_CHECK(color_type_code(in) >= 0, op,
+                 ": expected img to be a torch.uint8, torch.float32, "
+                 "torch.float16 or torch.bfloat16 tensor, got ",
+                 dtype_name(in));
   const ImageView v = image_view(op, "img", img, parse_layout(op, layout));
   FASTPREP_CHECK(v.c == 3, op, ": expected img to have 3 channels, got ", v.c);
   const ScalarType odt = out_dtype.value_or(in);
-  FASTPREP_CHECK(color_type_code(odt) >= 0, op, ": expected out_dtype to be torch.uint8, torch.float32, "
-                 "torch.float16 or torch.bfloat16, got ", dtype_name(odt));
+  FASTPREP_CHECK(color_type_code(odt) >= 0, op,
+                 ": expected out_dtype to be torch.uint8, torch.float32, "
+                 "torch.float16 or torch.bfloat16, got ",
+                 dtype_name(odt));
   FASTPREP_CHECK(odt != ScalarType::Byte || in == ScalarType::Byte, op,
                  ": out_dtype=torch.uint8 needs a torch.uint8 img, got ", dtype_name(in));
   FASTPREP_CHECK(odt != ScalarType::Byte || scale == 1.0, op,
@@ -29,8 +36,8 @@ Tensor convert(const char* op, const Tensor& img, const StrArg& layout,
   if (out.numel() == 0) return out;
   const int64_t ies = img.element_size(), oes = out.element_size();
   for (int64_t i = 0; i < v.n; ++i) {
-    const kernels::ColorSource src{static_cast<const char*>(img.const_data_ptr()) + i * v.sn * ies,
-                                   v.h, v.w, v.sc, v.sh, v.sw};
+    const kernels::ColorSource src{
+        static_cast<const char*>(img.const_data_ptr()) + i * v.sn * ies, v.h, v.w, v.sc, v.sh, v.sw};
     char* o = static_cast<char*>(out.mutable_data_ptr()) + i * 3 * v.h * v.w * oes;
     kernels::convert_color(src, color_type_code(in), o, color_type_code(odt), forward, static_cast<float>(scale));
   }

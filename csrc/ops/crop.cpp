@@ -2,24 +2,22 @@
 #include <string>
 #include <vector>
 
-#include "kernels/color.h"
 #include "kernels/counter_rng.h"
 #include "kernels/crop.h"
-#include "ops/common.h"
+#include "kernels/float_bits.h"
+#include "ops/alloc.h"
+#include "ops/checks.h"
+#include "ops/views.h"
 
 namespace fastprep::ops {
 namespace {
 
 int64_t image_elem_size(const char* op, const Tensor& img) {
-  switch (img.scalar_type()) {
-    case ScalarType::Byte: return 1;
-    case ScalarType::Half:
-    case ScalarType::BFloat16: return 2;
-    case ScalarType::Float: return 4;
-    default:
-      fail(op, ": expected img to be a torch.uint8, torch.float32, torch.float16 or torch.bfloat16 "
-           "tensor, got ", dtype_name(img.scalar_type()));
-  }
+  const ScalarType t = img.scalar_type();
+  FASTPREP_CHECK(t == ScalarType::Byte || t == ScalarType::Float || t == ScalarType::Half || t == ScalarType::BFloat16,
+                 op, ": expected img to be a torch.uint8, torch.float32, torch.float16 or torch.bfloat16 tensor, got ",
+                 dtype_name(t));
+  return dtype_size(t);
 }
 
 void check_positive(const char* op, const char* arg, int64_t v) {
@@ -29,9 +27,8 @@ void check_positive(const char* op, const char* arg, int64_t v) {
 // The element bits of `fill` in img's dtype: float32 first, then rounded to nearest even.
 uint32_t fill_bits(const char* op, ScalarType t, double fill) {
   if (t == ScalarType::Byte) {
-    FASTPREP_CHECK(fill >= 0 && fill <= 255 && fill == static_cast<double>(static_cast<int>(fill)),
-                   op, ": expected fill to be an integer in [0, 255] for a torch.uint8 image, got fill=",
-                   fill);
+    FASTPREP_CHECK(fill >= 0 && fill <= 255 && fill == static_cast<double>(static_cast<int>(fill)), op,
+                   ": expected fill to be an integer in [0, 255] for a torch.uint8 image, got fill=", fill);
     return static_cast<uint32_t>(fill);
   }
   const float f = static_cast<float>(fill);
@@ -58,10 +55,10 @@ Tensor new_crop_output(const char* op, const Tensor& img, const ImageView& v, in
   return new_output(op, img, sizes, img.scalar_type(), source);
 }
 
-void run_crop(const Tensor& img, const ImageView& v, Tensor& out, int64_t i, int64_t es, int64_t top,
-              int64_t left, int64_t height, int64_t width, uint32_t fill) {
-  const kernels::CropSource src{static_cast<const char*>(img.const_data_ptr()) + i * v.sn * es,
-                                v.c, v.h, v.w, v.sc, v.sh, v.sw};
+void run_crop(const Tensor& img, const ImageView& v, Tensor& out, int64_t i, int64_t es, int64_t top, int64_t left,
+              int64_t height, int64_t width, uint32_t fill) {
+  const kernels::CropSource src{
+      static_cast<const char*>(img.const_data_ptr()) + i * v.sn * es, v.c, v.h, v.w, v.sc, v.sh, v.sw};
   char* o = static_cast<char*>(out.mutable_data_ptr()) + i * v.c * height * width * es;
   kernels::crop(src, o, static_cast<int>(es), top, left, height, width, fill);
 }
@@ -76,10 +73,10 @@ Tensor crop(Tensor img, int64_t top, int64_t left, int64_t height, int64_t width
   check_positive(op, "width", width);
   FASTPREP_CHECK(top >= 0, op, ": expected top >= 0, got top=", top);
   FASTPREP_CHECK(left >= 0, op, ": expected left >= 0, got left=", left);
-  FASTPREP_CHECK(top + height <= v.h, op, ": expected top + height <= ", v.h,
-                 " (the image height), got top=", top, ", height=", height);
-  FASTPREP_CHECK(left + width <= v.w, op, ": expected left + width <= ", v.w,
-                 " (the image width), got left=", left, ", width=", width);
+  FASTPREP_CHECK(top + height <= v.h, op, ": expected top + height <= ", v.h, " (the image height), got top=", top,
+                 ", height=", height);
+  FASTPREP_CHECK(left + width <= v.w, op, ": expected left + width <= ", v.w, " (the image width), got left=", left,
+                 ", width=", width);
   Tensor out = new_crop_output(op, img, v, height, width);
   if (out.numel() > 0) {
     for (int64_t i = 0; i < v.n; ++i) run_crop(img, v, out, i, es, top, left, height, width, 0);
@@ -87,26 +84,26 @@ Tensor crop(Tensor img, int64_t top, int64_t left, int64_t height, int64_t width
   return out;
 }
 
-Tensor random_crop(Tensor img, int64_t height, int64_t width, int64_t seed, StrArg layout,
-                   bool pad_if_needed, double fill) {
+Tensor random_crop(Tensor img, int64_t height, int64_t width, int64_t seed, StrArg layout, bool pad_if_needed,
+                   double fill) {
   constexpr const char* op = "random_crop";
   const int64_t es = image_elem_size(op, img);
   const ImageView v = image_view(op, "img", img, parse_layout(op, layout));
   check_positive(op, "height", height);
   check_positive(op, "width", width);
-  FASTPREP_CHECK(pad_if_needed || height <= v.h, op, ": crop height ", height,
-                 " is larger than the image height ", v.h, " (pass pad_if_needed=True to pad)");
-  FASTPREP_CHECK(pad_if_needed || width <= v.w, op, ": crop width ", width,
-                 " is larger than the image width ", v.w, " (pass pad_if_needed=True to pad)");
+  FASTPREP_CHECK(pad_if_needed || height <= v.h, op, ": crop height ", height, " is larger than the image height ", v.h,
+                 " (pass pad_if_needed=True to pad)");
+  FASTPREP_CHECK(pad_if_needed || width <= v.w, op, ": crop width ", width, " is larger than the image width ", v.w,
+                 " (pass pad_if_needed=True to pad)");
   const uint32_t fb = fill_bits(op, img.scalar_type(), fill);
   Tensor out = new_crop_output(op, img, v, height, width);
   if (out.numel() > 0) {
     for (int64_t i = 0; i < v.n; ++i) {
       const int64_t s = v.batched ? kernels::derive_seed(seed, i) : seed;
-      const int64_t top = kernels::random_crop_offset(kernels::random_word(static_cast<uint64_t>(s), 0), v.h, height,
-                                        pad_if_needed);
-      const int64_t left = kernels::random_crop_offset(kernels::random_word(static_cast<uint64_t>(s), 1), v.w, width,
-                                         pad_if_needed);
+      const int64_t top =
+          kernels::random_crop_offset(kernels::random_word(static_cast<uint64_t>(s), 0), v.h, height, pad_if_needed);
+      const int64_t left =
+          kernels::random_crop_offset(kernels::random_word(static_cast<uint64_t>(s), 1), v.w, width, pad_if_needed);
       run_crop(img, v, out, i, es, top, left, height, width, fb);
     }
   }

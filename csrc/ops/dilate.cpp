@@ -2,22 +2,23 @@
 #include <string>
 
 #include "kernels/dilate.h"
-#include "ops/common.h"
+#include "ops/alloc.h"
+#include "ops/checks.h"
+#include "ops/views.h"
 
 namespace fastprep::ops {
 namespace {
 
-Tensor run_dilate(const char* op, const char* arg, const Tensor& x, int64_t width, bool packed,
-                  StrArg& structure, int64_t iterations) {
+Tensor run_dilate(const char* op, const char* arg, const Tensor& x, int64_t width, bool packed, StrArg& structure,
+                  int64_t iterations) {
   const bool square = parse_structure(op, structure);
   check_iterations(op, iterations);
   const Tensor xc = contiguous_input(op, arg, x);
   const AxisView v = axis_view(xc, xc.dim() - 2);  // [images, H, row bytes]
   Tensor out = new_output(op, xc, sizes_of(xc), xc.scalar_type(), shape_source(arg, x));
   if (out.numel() > 0) {
-    kernels::dilate(static_cast<const uint8_t*>(xc.const_data_ptr()),
-                    static_cast<uint8_t*>(out.mutable_data_ptr()), v.outer, v.n, width, square,
-                    iterations, packed);
+    kernels::dilate(static_cast<const uint8_t*>(xc.const_data_ptr()), static_cast<uint8_t*>(out.mutable_data_ptr()),
+                    v.outer, v.n, width, square, iterations, packed);
   }
   return out;
 }
@@ -37,8 +38,7 @@ Tensor dilate_packed(Tensor packed, int64_t width, StrArg structure, int64_t ite
   check_min_dim(op, "packed", packed, 2);
   const int64_t nb = packed.size(packed.dim() - 1);
   FASTPREP_CHECK(width >= 0 && bytes_for_bits(width) == nb, op, ": width=", width, " needs ",
-                 width >= 0 ? bytes_for_bits(width) : 0, " bytes per row but packed has ", nb,
-                 " (last dim)");
+                 width >= 0 ? bytes_for_bits(width) : 0, " bytes per row but packed has ", nb, " (last dim)");
   return run_dilate(op, "packed", packed, width, true, structure, iterations);
 }
 

@@ -4,7 +4,9 @@
 #include <string>
 
 #include "kernels/mask_fill.h"
-#include "ops/common.h"
+#include "ops/alloc.h"
+#include "ops/checks.h"
+#include "ops/views.h"
 
 namespace fastprep::ops {
 namespace {
@@ -16,10 +18,11 @@ void check_value(const char* op, double value, ScalarType t) {
                    ": value=", value, " is not representable in torch.uint8 (expected an integer in [0, 255])");
     return;
   }
-  const double max = t == ScalarType::Half ? 65504.0 : t == ScalarType::BFloat16 ? 3.3895313892515355e38
-                                                                                 : 3.4028234663852886e38;
-  FASTPREP_CHECK(!std::isfinite(value) || std::abs(value) <= max, op, ": value=", value,
-                 " is not representable in ", dtype_name(t), " (largest finite value ", max, ")");
+  const double max = t == ScalarType::Half       ? 65504.0
+                     : t == ScalarType::BFloat16 ? 3.3895313892515355e38
+                                                 : 3.4028234663852886e38;
+  FASTPREP_CHECK(!std::isfinite(value) || std::abs(value) <= max, op, ": value=", value, " is not representable in ",
+                 dtype_name(t), " (largest finite value ", max, ")");
 }
 
 struct Prepared {
@@ -33,8 +36,7 @@ struct Prepared {
 Prepared prepare(const char* op, const Tensor& img, const Tensor& mask, double value, const StrArg& layout) {
   const bool hwc = parse_layout(op, layout);
   const ScalarType t = img.scalar_type();
-  FASTPREP_CHECK(t == ScalarType::Byte || t == ScalarType::Float || t == ScalarType::Half ||
-                     t == ScalarType::BFloat16,
+  FASTPREP_CHECK(t == ScalarType::Byte || t == ScalarType::Float || t == ScalarType::Half || t == ScalarType::BFloat16,
                  op, ": expected img to be a torch.uint8, torch.float32, torch.float16 or torch.bfloat16 tensor, got ",
                  dtype_name(t));
   const ImageView v = image_view(op, "img", img, hwc);

@@ -2,7 +2,9 @@
 #include <string>
 
 #include "kernels/pack_bits.h"
-#include "ops/common.h"
+#include "ops/alloc.h"
+#include "ops/checks.h"
+#include "ops/views.h"
 
 namespace fastprep::ops {
 namespace {
@@ -27,11 +29,10 @@ Tensor pack_bits(Tensor x, int64_t dim, StrArg bitorder) {
   const bool little = parse_bitorder(op, bitorder);
   const Tensor xc = contiguous_input(op, "x", x);
   const AxisView v = axis_view(xc, d);
-  Tensor out = new_output(op, xc, sizes_with(xc, d, bytes_for_bits(v.n)), ScalarType::Byte,
-                          shape_source("x", x));
+  Tensor out = new_output(op, xc, sizes_with(xc, d, bytes_for_bits(v.n)), ScalarType::Byte, shape_source("x", x));
   if (out.numel() > 0) {
-    kernels::pack_bits(static_cast<const uint8_t*>(xc.const_data_ptr()),
-                       static_cast<uint8_t*>(out.mutable_data_ptr()), v.outer, v.n, v.inner, little);
+    kernels::pack_bits(static_cast<const uint8_t*>(xc.const_data_ptr()), static_cast<uint8_t*>(out.mutable_data_ptr()),
+                       v.outer, v.n, v.inner, little);
   }
   return out;
 }
@@ -45,8 +46,8 @@ Tensor unpack_bits(Tensor packed, int64_t count, int64_t dim, StrArg bitorder) {
   const int64_t m = packed.size(d);
   // 8 * m in 128 bits: a stride-0 view can have m above INT64_MAX / 8.
   const __int128 bits = static_cast<__int128>(m) * 8;
-  FASTPREP_CHECK(count >= 0 && count <= bits, op, ": expected 0 <= count <= ", int128_str(bits),
-                 " (8 bits x ", m, " bytes along dim ", dim, "), got count=", count);
+  FASTPREP_CHECK(count >= 0 && count <= bits, op, ": expected 0 <= count <= ", int128_str(bits), " (8 bits x ", m,
+                 " bytes along dim ", dim, "), got count=", count);
   const std::vector<int64_t> sizes = sizes_with(packed, d, count);
   const auto source = [&] { return "count=" + std::to_string(count); };
   check_output_bytes(op, sizes, ScalarType::Bool, source);
@@ -55,8 +56,7 @@ Tensor unpack_bits(Tensor packed, int64_t count, int64_t dim, StrArg bitorder) {
   Tensor out = new_output(op, pc, sizes, ScalarType::Bool, source);
   if (out.numel() > 0) {
     kernels::unpack_bits(static_cast<const uint8_t*>(pc.const_data_ptr()),
-                         static_cast<uint8_t*>(out.mutable_data_ptr()), v.outer, v.n, v.inner, count,
-                         little);
+                         static_cast<uint8_t*>(out.mutable_data_ptr()), v.outer, v.n, v.inner, count, little);
   }
   return out;
 }

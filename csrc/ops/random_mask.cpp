@@ -9,7 +9,9 @@
 
 #include "kernels/dilate.h"
 #include "kernels/random_mask.h"
-#include "ops/common.h"
+#include "ops/alloc.h"
+#include "ops/checks.h"
+#include "ops/views.h"
 
 namespace fastprep::ops {
 namespace {
@@ -22,15 +24,16 @@ std::vector<int64_t> mask_out_shape(const char* op, const std::vector<int64_t>& 
   FASTPREP_CHECK(p >= 0.0 && p <= 1.0, op, ": expected 0 <= p <= 1, got p=", p);
   std::vector<int64_t> out(shape);
   if (packed) out.back() = bytes_for_bits(out.back());
-  check_output_bytes(op, out, packed ? ScalarType::Byte : ScalarType::Bool, [&] { return "shape=" + shape_str(shape); });
+  check_output_bytes(op, out, packed ? ScalarType::Byte : ScalarType::Bool,
+                     [&] { return "shape=" + shape_str(shape); });
   return out;
 }
 
 Tensor empty_cpu(const char* op, const std::vector<int64_t>& shape, const std::vector<int64_t>& sizes, bool packed) {
   const ScalarType t = packed ? ScalarType::Byte : ScalarType::Bool;
-  return allocating(op, "the output", "", sizes, t, [&] { return "shape=" + shape_str(shape); }, [&] {
-    return torch::stable::empty(torch::headeronly::IntHeaderOnlyArrayRef(sizes.data(), sizes.size()), t);
-  });
+  return allocating(
+      op, "the output", "", sizes, t, [&] { return "shape=" + shape_str(shape); },
+      [&] { return torch::stable::empty(torch::headeronly::IntHeaderOnlyArrayRef(sizes.data(), sizes.size()), t); });
 }
 
 int64_t leading_rows(const std::vector<int64_t>& shape, size_t keep) {
@@ -51,19 +54,18 @@ Tensor random_mask(std::vector<int64_t> shape, double p, int64_t seed, bool pack
   return out;
 }
 
-Tensor random_dilated_mask(std::vector<int64_t> shape, double p, int64_t seed, StrArg structure,
-                           int64_t iterations, bool packed) {
+Tensor random_dilated_mask(std::vector<int64_t> shape, double p, int64_t seed, StrArg structure, int64_t iterations,
+                           bool packed) {
   constexpr const char* op = "random_dilated_mask";
-  FASTPREP_CHECK(shape.size() >= 2, op, ": expected shape to have at least 2 dimensions, got ",
-                 shape.size());
+  FASTPREP_CHECK(shape.size() >= 2, op, ": expected shape to have at least 2 dimensions, got ", shape.size());
   const std::vector<int64_t> sizes = mask_out_shape(op, shape, p, packed);
   const bool square = parse_structure(op, structure);
   check_iterations(op, iterations);
   Tensor out = empty_cpu(op, shape, sizes, packed);
   if (out.numel() > 0) {
     const int64_t h = shape[shape.size() - 2];
-    kernels::random_dilated_mask(seed, p, leading_rows(shape, 2), h, shape.back(), square, iterations,
-                                 packed, static_cast<uint8_t*>(out.mutable_data_ptr()));
+    kernels::random_dilated_mask(seed, p, leading_rows(shape, 2), h, shape.back(), square, iterations, packed,
+                                 static_cast<uint8_t*>(out.mutable_data_ptr()));
   }
   return out;
 }

@@ -15,22 +15,26 @@ namespace k = fastprep::kernels;
 PYBIND11_MODULE(_C, m) {
   m.doc() = "fastprep native module: build information and counter-generator known answers";
 
-  m.def("build_info", [] {
-    py::dict info;
-    info["compiler"] = FASTPREP_COMPILER;
-    info["cxx_flags"] = FASTPREP_CXX_FLAGS;
-    info["torch_version"] = FASTPREP_TORCH_VERSION;
-    info["abi"] = "stable";
-    info["abi_target"] = "2.10";
-    info["isa_variants"] = std::string(FASTPREP_ISA_VARIANTS);
-    info["isa_selected"] = std::string(k::selected_isa());
-    return info;
-  }, "Compiler, flags, the torch version built against, ABI and the ISA variants compiled in.");
+  m.def(
+      "build_info",
+      [] {
+        py::dict info;
+        info["compiler"] = FASTPREP_COMPILER;
+        info["cxx_flags"] = FASTPREP_CXX_FLAGS;
+        info["torch_version"] = FASTPREP_TORCH_VERSION;
+        info["abi"] = "stable";
+        info["abi_target"] = "2.10";
+        info["isa_variants"] = std::string(FASTPREP_ISA_VARIANTS);
+        info["isa_selected"] = std::string(k::selected_isa());
+        return info;
+      },
+      "Compiler, flags, the torch version built against, ABI and the ISA variants compiled in.");
 
   // uint64 words go to Python as unsigned ints; seeds are int64 as in the op schemas.
-  m.def("random_word", [](int64_t seed, uint64_t counter) {
-    return k::random_word(static_cast<uint64_t>(seed), counter);
-  }, py::arg("seed"), py::arg("counter"));
+  m.def(
+      "random_word",
+      [](int64_t seed, uint64_t counter) { return k::random_word(static_cast<uint64_t>(seed), counter); },
+      py::arg("seed"), py::arg("counter"));
   m.def("derive_seed", &k::derive_seed, py::arg("seed"), py::arg("stream"));
   m.def("uniform_below", &k::uniform_below, py::arg("word"), py::arg("n"));
 }

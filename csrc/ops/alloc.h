@@ -1,0 +1,97 @@
+// Outputs of the bindings: the byte count checked for int64 overflow before anything is allocated,
+// and allocation failures reported with what and how many bytes (mirror: ops/checks.py).
+#pragma once
+
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ops/checks.h"
+#include "ops/views.h"
+
+namespace fastprep::ops {
+
+inline std::string shape_str(const std::vector<int64_t>& s) {
+  std::ostringstream ss;
+  ss << "[";
+  for (size_t i = 0; i < s.size(); ++i) ss << (i ? ", " : "") << s[i];
+  ss << "]";
+  return ss.str();
+}
+
+inline int64_t dtype_size(ScalarType t) {
+  switch (t) {
+    case ScalarType::Half:
+    case ScalarType::BFloat16:
+      return 2;
+    case ScalarType::Float:
+      return 4;
+    default:
+      return 1;  // bool, uint8: the only other output dtypes
+  }
+}
+
+// source() for an output shaped by input `arg`: "<arg> of shape [...]" (checks.shape_source's twin).
+// Built only when a check fails; t must outlive the returned callable.
+inline auto shape_source(const char* arg, const Tensor& t) {
+  return [arg, &t] { return std::string(arg) + " of shape " + shape_str(sizes_of(t)); };
+}
+
+// An output whose byte count does not fit int64 fails here, before anything is allocated and
+// naming the arguments it comes from (source(): called only to fail, as building the text costs
+// about a microsecond per call): torch's own overflow error names neither, and the kernels' int64
+// offsets must not wrap. An empty output is left to torch. Mirror: checks.check_output_bytes.
+template <typename Source>
+void check_output_bytes(const char* op, const std::vector<int64_t>& sizes, ScalarType dtype, const Source& source) {
+  int64_t bytes = dtype_size(dtype);
+  bool overflow = false;
+  for (const int64_t s : sizes) {
+    if (s == 0) return;
+    overflow = __builtin_mul_overflow(bytes, s, &bytes) || overflow;
+  }
+  FASTPREP_CHECK(!overflow, op, ": expected an output of at most 2^63 - 1 bytes, got ", shape_str(sizes), " of ",
+                 dtype_name(dtype), " from ", source());
+}
+
+// The bytes of a contiguous `sizes` tensor of `dtype`, for sizes already known not to overflow.
+inline int64_t byte_count(const std::vector<int64_t>& sizes, ScalarType dtype) {
+  int64_t bytes = dtype_size(dtype);
+  for (const int64_t s : sizes) bytes *= s;
+  return bytes;
+}
+
+// Runs alloc(). A failing allocation inside torch reaches here through the stable ABI without
+// torch's message ("... API call failed"), so the error says what could not be allocated and its
+// size instead, as checks.allocating does on the Numba backend.
+template <typename Source, typename Alloc>
+Tensor allocating(const char* op, const char* what, const char* arg, const std::vector<int64_t>& sizes,
+                  ScalarType dtype, const Source& source, Alloc&& alloc) {
+  try {
+    return alloc();
+  } catch (const std::exception&) {
+    const std::string from = source();
+    fail(op, ": could not allocate ", what, arg, ", ", shape_str(sizes), " of ", dtype_name(dtype), " (",
+         byte_count(sizes, dtype), " bytes)", from.empty() ? "" : " from ", from);
+  }
+}
+
+// The op's output, shaped like `sizes` on `like`'s device; source() names the arguments it comes from.
+template <typename Source>
+Tensor new_output(const char* op, const Tensor& like, const std::vector<int64_t>& sizes, ScalarType dtype,
+                  const Source& source) {
+  return allocating(op, "the output", "", sizes, dtype, source, [&] {
+    return torch::stable::new_empty(like, torch::headeronly::IntHeaderOnlyArrayRef(sizes.data(), sizes.size()), dtype);
+  });
+}
+
+// A contiguous copy of input `arg` (t itself when already contiguous).
+inline Tensor contiguous_input(const char* op, const char* arg, const Tensor& t) {
+  return allocating(
+      op, "a contiguous copy of ", arg, sizes_of(t), t.scalar_type(), [] { return std::string(); },
+      [&] { return torch::stable::contiguous(t); });
+}
+
+}  // namespace fastprep::ops
