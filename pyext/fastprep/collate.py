@@ -21,12 +21,18 @@ from torch.utils.data import default_collate, get_worker_info
 from fastprep._tree import is_namedtuple
 from fastprep.batch import CompactBatch, Leaf
 
-_LABEL_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+LABEL_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
+
+def check_label_dtype(owner: str, label_dtype: torch.dtype | None) -> None:
+    if label_dtype is not None and label_dtype not in LABEL_DTYPES:
+        raise ValueError(f"{owner}: expected label_dtype to be one of "
+                         f"{[str(d) for d in LABEL_DTYPES]} or None, got {label_dtype}")
 
 
 def smallest_int_dtype(lo: int, hi: int) -> torch.dtype:
     """The smallest integer dtype holding every value in [lo, hi] (uint8 preferred)."""
-    for dtype in _LABEL_DTYPES:
+    for dtype in LABEL_DTYPES:
         info = torch.iinfo(dtype)
         if info.min <= lo and hi <= info.max:
             return dtype
@@ -85,9 +91,7 @@ class CompactCollate:
 
     def __init__(self, label_dtype: torch.dtype | None = None, float_dtype: torch.dtype | None = None,
                  pack_masks: bool = True, reuse: bool = False):
-        if label_dtype is not None and label_dtype not in _LABEL_DTYPES:
-            raise ValueError(f"CompactCollate: expected label_dtype to be one of "
-                             f"{[str(d) for d in _LABEL_DTYPES]} or None, got {label_dtype}")
+        check_label_dtype("CompactCollate", label_dtype)
         if float_dtype is not None and not float_dtype.is_floating_point:
             raise ValueError(f"CompactCollate: expected float_dtype to be a floating dtype or None, "
                              f"got {float_dtype}")

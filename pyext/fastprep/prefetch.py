@@ -19,7 +19,8 @@ from fastprep._tree import leaves, tree_map
 from fastprep.batch import CompactBatch
 
 
-def _move(batch: Any, device: torch.device, non_blocking: bool) -> Any:
+def move_to(batch: Any, device: torch.device, non_blocking: bool) -> Any:
+    """`batch` on `device`: a CompactBatch as a whole, any other batch tensor by tensor."""
     if isinstance(batch, CompactBatch):
         return batch.to(device, non_blocking=non_blocking)
     return tree_map(lambda x: x.to(device, non_blocking=non_blocking)
@@ -111,9 +112,9 @@ class DevicePrefetcher:
 
     def _start_copy(self, batch: Any, side: Any) -> tuple[Any, Any, Any]:
         if side is None:
-            return _move(batch, self.device, non_blocking=False), None, batch
+            return move_to(batch, self.device, non_blocking=False), None, batch
         with torch.cuda.stream(side):
-            moved = _move(batch, self.device, non_blocking=True)
+            moved = move_to(batch, self.device, non_blocking=True)
             event = torch.cuda.Event()
             event.record(side)
         return moved, event, batch

@@ -14,7 +14,6 @@ in-process pipeline's. Needs `pip install 'fastprep[ray]'`.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -29,7 +28,7 @@ except ImportError as exc:  # pragma: no cover (the extra is installed in CI)
                       f"pip install 'fastprep[ray]'") from exc
 
 from fastprep.batch import CompactBatch, Leaf
-from fastprep.collate import _LABEL_DTYPES, smallest_int_dtype
+from fastprep.collate import check_label_dtype, smallest_int_dtype
 from fastprep.rng import draw_seed, item_seed, seeded
 
 WIDTH_SUFFIX = "_width"
@@ -58,9 +57,7 @@ class CompactMap:
             raise TypeError(f"CompactMap: expected transform to be callable, got {transform!r}")
         if load is not None and not callable(load):
             raise TypeError(f"CompactMap: expected load to be callable or None, got {load!r}")
-        if label_dtype is not None and label_dtype not in _LABEL_DTYPES:
-            raise ValueError(f"CompactMap: expected label_dtype to be one of "
-                             f"{[str(d) for d in _LABEL_DTYPES]} or None, got {label_dtype}")
+        check_label_dtype("CompactMap", label_dtype)
         if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, int)
                                         or num_classes < 1):
             raise ValueError(f"CompactMap: expected num_classes to be an int >= 1, got {num_classes!r}")
@@ -177,44 +174,3 @@ def iter_compact_batches(ds: ray.data.Dataset, batch_size: int = 256, **iter_bat
     drop_last, local_shuffle_buffer_size, ...). Needs only Ray Data, not Ray Train."""
     for batch in ds.iter_batches(batch_size=batch_size, batch_format="numpy", **iter_batches_kwargs):
         yield to_compact_batch(batch)
-
-
-@functools.lru_cache(maxsize=4)
-def _source_pool(pool: int, seed: int, size: int) -> np.ndarray:
-    from fastprep.pipelines import make_source  # noqa: PLC0415
-
-    return np.stack([make_source(i, seed, size) for i in range(pool)])
-
-
-class SyntheticSource:
-    """`load` for synthetic_images(decoded=False): source index -> the HWC uint8 image, from a
-    pool made once per Ray worker process (it stands in for decoding a file)."""
-
-    def __init__(self, pool: int = 8, seed: int = 0, size: int | None = None):
-        from fastprep.pipelines import SOURCE_SIZE  # noqa: PLC0415
-
-        self.pool, self.seed, self.size = pool, seed, size or SOURCE_SIZE
-
-    def __call__(self, index: Any) -> np.ndarray:
-        return _source_pool(self.pool, self.seed, self.size)[int(index) % self.pool]
-
-
-def _synthetic_rows(batch: dict[str, np.ndarray], source: SyntheticSource | None,
-                    num_classes: int) -> dict[str, np.ndarray]:
-    ids = batch["id"]
-    image = ids if source is None else np.stack([source(i) for i in ids])
-    return {"id": ids, "image": image, "label": ids % num_classes}
-
-
-def synthetic_images(n: int, pool: int = 8, seed: int = 0, size: int | None = None,
-                     decoded: bool = True) -> ray.data.Dataset:
-    """Ray's twin of fastprep.pipelines.SyntheticImages: rows {id, image, label}, row i holding
-    the image and label of SyntheticImages(...).load_raw(i). With decoded=False the image column
-    holds the source index and ``CompactMap(..., load=SyntheticSource(pool, seed, size))``
-    makes the image in the task that transforms it (as a decode would), so no 3 MB sources
-    travel through the object store."""
-    from fastprep.pipelines import NUM_CLASSES  # noqa: PLC0415
-
-    source = SyntheticSource(pool, seed, size) if decoded else None
-    return ray.data.range(n).map_batches(_synthetic_rows, batch_format="numpy",
-                                         fn_kwargs=dict(source=source, num_classes=NUM_CLASSES))

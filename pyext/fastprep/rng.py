@@ -1,7 +1,7 @@
 """Seeds for fastprep's random ops.
 
 Every random op takes an explicit int64 `seed` and draws all its randomness from the counter-based
-generator of csrc/kernels/counter_rng.h (mirrored in numba_kernels/counter_rng.py). The helpers
+generator defined in fastprep/counter_rng.py (csrc/kernels/counter_rng.h in C++). The helpers
 here draw those seeds from torch's generator, so `torch.manual_seed` and the DataLoader's
 per-worker seeding make fastprep pipelines reproducible with no extra state.
 """
@@ -15,8 +15,7 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
-from fastprep.numba_kernels.counter_rng import derive_seed as _derive_seed
-from fastprep.numba_kernels.counter_rng import random_word as _random_word
+from fastprep import counter_rng
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -40,13 +39,12 @@ def random_word(seed: int, counter: int) -> int:
     _check_int64("seed", seed)
     if isinstance(counter, bool) or not isinstance(counter, int) or not 0 <= counter < 2**64:
         raise ValueError(f"expected counter to be an int in [0, 2**64), got {counter!r}")
-    # Typed scalars: Numba would otherwise reuse an int64 specialisation for counters >= 2**63.
-    return int(_random_word(np.int64(seed), np.uint64(counter)))
+    return counter_rng.random_word(seed, counter)
 
 
 def derive_seed(seed: int, stream: int) -> int:
     """The int64 seed of sub-stream `stream` of `seed` (sample i of a batch uses stream i)."""
-    return int(_derive_seed(np.int64(_check_int64("seed", seed)), np.int64(_check_int64("stream", stream))))
+    return counter_rng.derive_seed(_check_int64("seed", seed), _check_int64("stream", stream))
 
 
 def key_stream(key: int | str | bytes) -> int:

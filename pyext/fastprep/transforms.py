@@ -194,7 +194,7 @@ class Compose(nn.Module):
         out_dtype = color.out_dtype or torch.uint8
         image, _ = torch.ops.fastprep.crop_mask_ycbcr(t, crop.size[0], crop.size[1], mask.p, crop_seed,
                                                       layout, mask.structure, out_dtype, color.scale,
-                                                      False, mask_seed)
+                                                      True, False, mask_seed)
         return image
 
 

@@ -1,5 +1,5 @@
-"""Numba mirror of csrc/kernels/color.cpp (kernels, fp16/bf16 bit conversions) and
-csrc/ops/color.cpp (binding). Same integer formulas, same float32 operations in the same order."""
+"""Numba mirror of csrc/kernels/color.cpp (kernels) and csrc/ops/color.cpp (binding). Same integer
+formulas, same float32 operations in the same order."""
 
 from __future__ import annotations
 
@@ -7,69 +7,19 @@ import numpy as np
 import torch
 from numba import njit
 
-from fastprep import _checks
+from fastprep.numba_kernels.float_bits import (
+    bf16_bits_to_float,
+    float_to_bf16_bits,
+    float_to_half_bits,
+    half_bits_to_float,
+)
+from fastprep.numba_kernels.storage import flat_view, storage_span
+from fastprep.ops import checks
 from fastprep.ops.color import check_color, out_shape
 
+# kernels/color.h's ColorType codes.
 U8, F32, F16, BF16 = 0, 1, 2, 3
-_TYPE_CODE = {torch.uint8: U8, torch.float32: F32, torch.float16: F16, torch.bfloat16: BF16}
-_FLAT = {torch.uint8: torch.uint8, torch.float32: torch.float32, torch.float16: torch.int16,
-         torch.bfloat16: torch.int16}
-
-
-_U = np.uint32
-_SUB_UNIT = np.float32(5.9604644775390625e-08)  # 2^-24
-
-
-@njit(cache=True, inline="always")
-def float_to_bf16_bits(f):
-    x = np.float32(f).view(np.uint32)
-    rounded = (x + _U(0x7FFF) + ((x >> _U(16)) & _U(1))) >> _U(16)
-    if (x & _U(0x7FFFFFFF)) > _U(0x7F800000):
-        return np.uint16((x >> _U(16)) | _U(0x40))
-    return np.uint16(rounded)
-
-
-@njit(cache=True, inline="always")
-def float_to_half_bits(f):
-    x = np.float32(f).view(np.uint32)
-    sign = (x >> _U(16)) & _U(0x8000)
-    a = x & _U(0x7FFFFFFF)
-    normal = _U(a - _U(0x38000000) + _U(0xFFF) + ((a >> _U(13)) & _U(1))) >> _U(13)
-    e = a >> _U(23)
-    # As color.h: kept in [14, 25] even where unused, since LLVM's shift by >= 32 is poison.
-    shift = _U(25) if e < _U(101) else (_U(14) if e > _U(112) else _U(126) - e)
-    mant = (a & _U(0x7FFFFF)) | _U(0x800000)
-    sub = (mant + (_U(1) << (shift - _U(1))) - _U(1) + ((mant >> shift) & _U(1))) >> shift
-    payload = (a >> _U(13)) & _U(0x3FF)
-    if a > _U(0x7F800000):
-        h = _U(0x7C00) | (payload if payload != _U(0) else _U(1))
-    elif a >= _U(0x47800000):
-        h = _U(0x7C00)
-    elif a >= _U(0x38800000):
-        h = normal
-    else:
-        h = sub
-    return np.uint16(sign | h)
-
-
-@njit(cache=True, inline="always")
-def half_bits_to_float(hb):
-    h = _U(hb) & _U(0xFFFF)
-    sign = (h & _U(0x8000)) << _U(16)
-    e = (h >> _U(10)) & _U(0x1F)
-    m = h & _U(0x3FF)
-    if e == _U(0x1F):
-        bits = _U(0x7F800000) | (m << _U(13))
-    elif e != _U(0):
-        bits = ((e + _U(112)) << _U(23)) | (m << _U(13))
-    else:
-        bits = np.float32(np.float32(m) * _SUB_UNIT).view(np.uint32)
-    return _U(sign | bits).view(np.float32)
-
-
-@njit(cache=True, inline="always")
-def bf16_bits_to_float(b):
-    return np.uint32((np.uint32(b) & np.uint32(0xFFFF)) << np.uint32(16)).view(np.float32)
+TYPE_CODE = {torch.uint8: U8, torch.float32: F32, torch.float16: F16, torch.bfloat16: BF16}
 
 
 _I = np.int32
@@ -217,20 +167,14 @@ def rows_float(src, base, h, w, sc, sh, sw, out, in_type, out_type, forward, del
                         out[2 * plane + o:2 * plane + o + n], out_type)
 
 
-def _flat(t: torch.Tensor) -> np.ndarray:
-    return t.view(_FLAT[t.dtype]).numpy().reshape(-1)
-
-
 def _convert(op, img, layout, out_dtype, scale, forward):
-    from fastprep.numba_kernels.crop import storage_span  # noqa: PLC0415 (avoids an import cycle)
-
     v, odt = check_color(op, img, layout, out_dtype, scale)
-    out = _checks.new_output(op, img, out_shape(v), odt, _checks.shape_source("img", img))
+    out = checks.new_output(op, img, out_shape(v), odt, checks.shape_source("img", img))
     if out.numel() == 0:
         return out
-    src = storage_span(img).view(_flat(img[:0]).dtype)
-    flat = _flat(out)
-    in_type, out_type = _TYPE_CODE[img.dtype], _TYPE_CODE[odt]
+    src = storage_span(img).view(flat_view(img[:0]).dtype)
+    flat = flat_view(out)
+    in_type, out_type = TYPE_CODE[img.dtype], TYPE_CODE[odt]
     delta = np.float32(128.0 if in_type == U8 else 0.5)
     for i in range(v.n):
         o = flat[i * 3 * v.h * v.w:(i + 1) * 3 * v.h * v.w]

@@ -1,12 +1,15 @@
-"""Mirror of csrc/kernels/counter_rng.h (read that header for the definition)."""
+"""The counter generator for Numba kernels: fastprep/counter_rng.py (the plain-Python definition,
+whose constants it takes) compiled on uint64, as csrc/kernels/counter_rng.h is for C++."""
 
 import numpy as np
 from numba import njit
 
-GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-DERIVE_KEY = np.uint64(0xD1B54A32D192ED03)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
+from fastprep import counter_rng as definition
+
+GOLDEN = np.uint64(definition.GOLDEN)
+DERIVE_KEY = np.uint64(definition.DERIVE_KEY)
+_M1 = np.uint64(definition.MIX_M1)
+_M2 = np.uint64(definition.MIX_M2)
 
 
 @njit(cache=True)

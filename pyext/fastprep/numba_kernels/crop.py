@@ -10,12 +10,10 @@ import numpy as np
 import torch
 from numba import njit
 
-from fastprep import _checks
-from fastprep.numba_kernels.color import float_to_bf16_bits, float_to_half_bits
-from fastprep.ops.crop import (check_crop, check_random_crop, out_shape, random_crop_params,
-                               sample_seed, window_source)
-
-_UINT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
+from fastprep.numba_kernels.float_bits import float_to_bf16_bits, float_to_half_bits
+from fastprep.numba_kernels.storage import UINT_OF_SIZE, storage_span
+from fastprep.ops import checks
+from fastprep.ops.crop import check_crop, check_random_crop, out_shape, random_crop_params, sample_seed, window_source
 
 
 @njit(cache=True, inline="always")
@@ -73,14 +71,6 @@ def crop_kernel(src, base, out, obase, c, h, w, sc, sh, sw, top, left, height, w
     crop_rows(src, base, out, obase, c, sc, sh, sw, h, top, left, height, width, x0, x1, fill)
 
 
-def storage_span(t: torch.Tensor) -> np.ndarray:
-    """A flat integer view of the storage `t` spans, from its first element: element i of `t`
-    is at the sum of index x stride. Same-size integers, since the kernel only copies bits."""
-    span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
-    it = t.view(_UINT_OF_SIZE[t.element_size()])
-    return torch.as_strided(it, (span,), (1,), t.storage_offset()).numpy()
-
-
 def fill_bits(dtype: torch.dtype, fill: float) -> int:
     if dtype == torch.uint8:
         return int(fill)
@@ -97,12 +87,12 @@ def _signed(bits: int, size: int) -> int:
     return bits - (1 << 8 * size) if size > 1 and bits >= 1 << (8 * size - 1) else bits
 
 
-def _run(op, img, v: _checks.ImageView, height, width, offsets, fill) -> torch.Tensor:
-    out = _checks.new_output(op, img, out_shape(v, height, width), img.dtype,
+def _run(op, img, v: checks.ImageView, height, width, offsets, fill) -> torch.Tensor:
+    out = checks.new_output(op, img, out_shape(v, height, width), img.dtype,
                              lambda: window_source(height, width))
     if out.numel() == 0:
         return out
-    flat = out.view(_UINT_OF_SIZE[out.element_size()]).numpy().reshape(-1)
+    flat = out.view(UINT_OF_SIZE[out.element_size()]).numpy().reshape(-1)
     src = storage_span(img) if img.numel() > 0 else flat[:0]
     fb = flat.dtype.type(_signed(fill_bits(img.dtype, fill), img.element_size()))
     for i in range(v.n):

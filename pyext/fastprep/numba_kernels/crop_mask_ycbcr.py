@@ -7,13 +7,12 @@ import numpy as np
 import torch
 from numba import njit
 
-from fastprep import _checks
-from fastprep.numba_kernels.color import (CHUNK, U8, _FLAT, _TYPE_CODE, compute, convert_chunk_u8,
-                                          store_chunk)
-from fastprep.numba_kernels.crop import storage_span
-from fastprep.numba_kernels.dilate import random_dilated_mask_kernel
+from fastprep.numba_kernels.color import CHUNK, TYPE_CODE, U8, compute, convert_chunk_u8, store_chunk
+from fastprep.numba_kernels.random_mask import random_dilated_mask_kernel
+from fastprep.numba_kernels.storage import flat_view, storage_span
+from fastprep.ops import checks
 from fastprep.ops.crop import random_crop_params
-from fastprep.ops.fused import check_crop_mask_ycbcr, mask_seed_of
+from fastprep.ops.crop_mask_ycbcr import check_crop_mask_ycbcr, mask_seed_of
 
 
 @njit(cache=True, inline="always")
@@ -58,22 +57,26 @@ def crop_mask_ycbcr_kernel(src, sc, sh, sw, top, left, height, width, mask, appl
 
 
 def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross", out_dtype=None,
-                    scale=1.0, return_mask=False, mask_seed=None):
+                    scale=1.0, apply_mask=True, return_mask=False, mask_seed=None):
     v, odt = check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, scale)
     top, left = random_crop_params(v.h, v.w, height, width, seed)
     # Allocated as in the C++ binding: the image first, then the mask, which leaves as bits
-    # (return_mask) or is applied from bool bytes.
+    # (return_mask) and/or is applied from bool bytes (apply_mask), drawn once for each.
     source = lambda: f"height={height}, width={width}"  # noqa: E731
-    out = _checks.new_output("crop_mask_ycbcr", img, [3, height, width], odt, source)
-    mask = _checks.new_output("crop_mask_ycbcr", img, [height, (width + 7) // 8] if return_mask else [0],
+    out = checks.new_output("crop_mask_ycbcr", img, [3, height, width], odt, source)
+    mask = checks.new_output("crop_mask_ycbcr", img, [height, (width + 7) // 8] if return_mask else [0],
                               torch.uint8, source)
-    bits = mask.numpy().reshape(-1) if return_mask else np.empty(height * width, dtype=np.uint8)
-    random_dilated_mask_kernel(np.int64(mask_seed_of(seed, mask_seed)), np.float64(p), 1, height,
-                               width, structure == "square", 1, return_mask, bits)
-    flat = out.view(_FLAT[odt]).numpy().reshape(-1)
+    mseed, square = np.int64(mask_seed_of(seed, mask_seed)), structure == "square"
+    if return_mask:
+        random_dilated_mask_kernel(mseed, np.float64(p), 1, height, width, square, 1, True,
+                                   mask.numpy().reshape(-1))
+    bools = np.empty(height * width if apply_mask else 0, dtype=np.uint8)
+    if apply_mask:
+        random_dilated_mask_kernel(mseed, np.float64(p), 1, height, width, square, 1, False, bools)
+    flat = flat_view(out)
     # Chunk temporaries: int32 for the exact uint8 path, float32 otherwise (as color_pixel.h).
     acc = np.int32 if odt == torch.uint8 else np.float32
     t0, t1, t2 = (np.empty(CHUNK, acc) for _ in range(3))
-    crop_mask_ycbcr_kernel(storage_span(img), v.sc, v.sh, v.sw, top, left, height, width, bits,
-                           not return_mask, flat, _TYPE_CODE[odt], np.float32(scale), t0, t1, t2)
+    crop_mask_ycbcr_kernel(storage_span(img), v.sc, v.sh, v.sw, top, left, height, width, bools,
+                           apply_mask, flat, TYPE_CODE[odt], np.float32(scale), t0, t1, t2)
     return out, mask

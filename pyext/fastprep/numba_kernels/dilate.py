@@ -6,10 +6,15 @@ import numpy as np
 import torch
 from numba import njit
 
-from fastprep import _checks
-from fastprep.numba_kernels.random_mask import (bools_to_words, last_word_mask, mask_threshold,
-                                                packed_to_words, random_mask_row, words_per_row,
-                                                words_to_bools, words_to_packed)
+from fastprep.numba_kernels.mask_words import (
+    bools_to_words,
+    last_word_mask,
+    packed_to_words,
+    words_per_row,
+    words_to_bools,
+    words_to_packed,
+)
+from fastprep.ops import checks
 from fastprep.ops.dilate import check_dilate, check_dilate_packed
 
 _ONE = np.uint64(1)
@@ -114,27 +119,10 @@ def dilate_kernel(inp, out, images, h, width, square, iterations, packed):
         emit_rows(run_iterations(a, b, h, width, square, iterations), h, width, packed, out, i * h * row_bytes)
 
 
-@njit(cache=True)
-def random_dilated_mask_kernel(seed, p, images, h, width, square, iterations, packed, out):
-    iterations = capped_iterations(iterations, h, width)
-    q = mask_threshold(p)
-    wpr = words_per_row(width)
-    row_bytes = (width + 7) // 8 if packed else width
-    useed = np.uint64(seed)
-    # Whole image of words, then dilation: the C++ kernel's 3-row rolling window for iterations 1
-    # measured slower here (per-row calls and slices), and both give the same bits.
-    a = np.empty(h * wpr, dtype=np.uint64)
-    b = np.empty(h * wpr, dtype=np.uint64)
-    for i in range(images):
-        for r in range(h):
-            random_mask_row(useed, q, i * h + r, wpr, width, a, r * wpr)
-        emit_rows(run_iterations(a, b, h, width, square, iterations), h, width, packed, out, i * h * row_bytes)
-
-
 def _run(op: str, arg: str, x: torch.Tensor, width: int, square: bool, iterations: int,
          packed: bool) -> torch.Tensor:
-    xc = _checks.contiguous_input(op, arg, x)
-    out = _checks.new_output(op, xc, xc.shape, xc.dtype, _checks.shape_source(arg, x))
+    xc = checks.contiguous_input(op, arg, x)
+    out = checks.new_output(op, xc, xc.shape, xc.dtype, checks.shape_source(arg, x))
     if out.numel() > 0:
         h = xc.shape[-2]
         images = xc.numel() // (h * xc.shape[-1])

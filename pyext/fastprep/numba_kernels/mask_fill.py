@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from fastprep import _checks
+from fastprep.ops import checks
 from fastprep.ops.mask_fill import check_mask_fill
 
 # The integer dtype each image dtype's bits are moved as.
@@ -74,10 +74,10 @@ def _run(img: torch.Tensor, mask: torch.Tensor, value: float, layout: str, op: s
     """Checks, then allocates (the output of mask_fill; img itself for mask_fill_) and fills, in
     the C++ binding's order: nothing is allocated before the checks pass."""
     args = check_mask_fill(op, img, mask, value, layout)
-    m = _checks.contiguous_input(op, "mask", mask).view(torch.uint8).numpy().reshape(-1)
+    m = checks.contiguous_input(op, "mask", mask).view(torch.uint8).numpy().reshape(-1)
     # The out-of-place output is contiguous and filled in one pass from img.
-    dst = img if op == "mask_fill_" else _checks.new_output(op, img, img.shape, img.dtype,
-                                                            _checks.shape_source("img", img))
+    dst = img if op == "mask_fill_" else checks.new_output(op, img, img.shape, img.dtype,
+                                                            checks.shape_source("img", img))
     if img.numel() > 0:
         mask_fill_kernel(_nchw(img, args.view.batched, layout), _nchw(dst, args.view.batched, layout),
                          img is dst, m, args.mask_n, args.packed, _value_bits(value, img.dtype))

@@ -9,8 +9,8 @@ import numpy as np
 import torch
 from numba import njit
 
-from fastprep import _checks
-from fastprep.ops.pack_bits import _check_pack, _check_unpack
+from fastprep.ops import checks
+from fastprep.ops.pack_bits import check_pack, check_unpack
 
 _GATHER_LITTLE = np.uint64(0x0102040810204080)
 _GATHER_BIG = np.uint64(0x8040201008040201)
@@ -121,12 +121,12 @@ def _flat_bytes(t: torch.Tensor) -> np.ndarray:
 
 
 def pack_bits(x: torch.Tensor, dim: int = -1, bitorder: str = "little") -> torch.Tensor:
-    d, little = _check_pack(x, dim, bitorder)
-    xc = _checks.contiguous_input("pack_bits", "x", x)
-    outer, n, inner = _checks.axis_view(xc.shape, d)
+    d, little = check_pack(x, dim, bitorder)
+    xc = checks.contiguous_input("pack_bits", "x", x)
+    outer, n, inner = checks.axis_view(xc.shape, d)
     shape = list(xc.shape)
     shape[d] = (n + 7) // 8
-    out = _checks.new_output("pack_bits", xc, shape, torch.uint8, _checks.shape_source("x", x))
+    out = checks.new_output("pack_bits", xc, shape, torch.uint8, checks.shape_source("x", x))
     if out.numel() > 0:
         pack_bits_kernel(_flat_bytes(xc), _flat_bytes(out), outer, n, inner, little)
     return out
@@ -134,12 +134,12 @@ def pack_bits(x: torch.Tensor, dim: int = -1, bitorder: str = "little") -> torch
 
 def unpack_bits(packed: torch.Tensor, count: int, dim: int = -1,
                 bitorder: str = "little") -> torch.Tensor:
-    d, little = _check_unpack(packed, count, dim, bitorder)
-    pc = _checks.contiguous_input("unpack_bits", "packed", packed)
-    outer, m, inner = _checks.axis_view(pc.shape, d)
+    d, little = check_unpack(packed, count, dim, bitorder)
+    pc = checks.contiguous_input("unpack_bits", "packed", packed)
+    outer, m, inner = checks.axis_view(pc.shape, d)
     shape = list(pc.shape)
     shape[d] = count
-    out = _checks.new_output("unpack_bits", pc, shape, torch.bool, lambda: f"count={count}")
+    out = checks.new_output("unpack_bits", pc, shape, torch.bool, lambda: f"count={count}")
     if out.numel() > 0:
         unpack_bits_kernel(_flat_bytes(pc), _flat_bytes(out), outer, m, inner, count, little)
     return out

@@ -1,13 +1,17 @@
-"""Op schemas, fake kernels and Python entry points, one module per op family."""
+"""The op contract: schemas, argument checks, fake kernels and torch-ops implementations, one
+module per op family (the families of ops/registry.py). Importing it defines every
+``torch.ops.fastprep`` schema; the backends (the C++ library, ``fastprep.numba_kernels``) import
+this package to register kernels, never the other way round.
+"""
 
-from fastprep.ops.color import rgb_to_ycbcr, ycbcr_to_rgb
-from fastprep.ops.crop import crop, random_crop, random_crop_params
-from fastprep.ops.dilate import dilate, dilate_packed
-from fastprep.ops.fused import crop_mask_ycbcr
-from fastprep.ops.mask_fill import mask_fill, mask_fill_
-from fastprep.ops.pack_bits import pack_bits, unpack_bits
-from fastprep.ops.random_mask import random_dilated_mask, random_mask
+import importlib
 
-__all__ = ["crop", "crop_mask_ycbcr", "dilate", "dilate_packed", "mask_fill", "mask_fill_",
-           "pack_bits", "random_crop", "random_crop_params", "random_dilated_mask", "random_mask",
-           "rgb_to_ycbcr", "unpack_bits", "ycbcr_to_rgb"]
+from fastprep.ops.registry import FAMILIES
+
+__all__: list[str] = []
+for _family in FAMILIES:
+    _module = importlib.import_module(f"fastprep.ops.{_family}")
+    for _name in _module.__all__:
+        globals()[_name] = getattr(_module, _name)
+        __all__.append(_name)
+del _family, _module, _name

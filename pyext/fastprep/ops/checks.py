@@ -1,6 +1,6 @@
 """Argument checks for the Python-side kernels (Numba backend, torch-ops fallback).
 
-Mirror of csrc/ops/common.h: same conditions, same message text, same exception type
+Mirror of csrc/ops/checks.h, views.h and alloc.h: same conditions, same message text, same exception type
 (RuntimeError, which is what a C++ kernel's error becomes in Python), so a caller sees the same
 error whichever backend runs.
 """
@@ -77,19 +77,19 @@ def image_view(op: str, arg: str, t: torch.Tensor, hwc: bool) -> ImageView:
 def check_output_bytes(op: str, sizes, dtype: torch.dtype, source) -> None:
     """An output whose byte count does not fit int64 fails before anything is allocated, naming
     the arguments it comes from (source(): called only to fail, keeping the text off the per-call
-    cost); an empty output is left to torch. Mirror of common.h's."""
+    cost); an empty output is left to torch. Mirror of alloc.h's."""
     if math.prod(sizes) * dtype.itemsize > 2**63 - 1:
         fail(op, ": expected an output of at most 2^63 - 1 bytes, got ", list(sizes), " of ", dtype,
              " from ", source())
 
 
 def shape_source(arg: str, t: torch.Tensor):
-    """source() for an output shaped by input `arg`: "<arg> of shape [...]" (common.h's twin)."""
+    """source() for an output shaped by input `arg`: "<arg> of shape [...]" (alloc.h's twin)."""
     return lambda: f"{arg} of shape {list(t.shape)}"
 
 
 def allocating(op: str, what: str, sizes, dtype: torch.dtype, source, alloc):
-    """alloc(), with a failure reported as the C++ binding reports it (common.h's allocating):
+    """alloc(), with a failure reported as the C++ binding reports it (alloc.h's allocating):
     what could not be allocated and its size, the same text on both backends."""
     try:
         return alloc()

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import torch
 
-from fastprep import _checks
+from fastprep.ops import checks
 from fastprep.ops._library import define, impl_any_device
 from fastprep.ops.crop import IMAGE_DTYPES, check_image_dtype
+
+__all__ = ["rgb_to_ycbcr", "ycbcr_to_rgb"]
 
 for _name in ("rgb_to_ycbcr", "ycbcr_to_rgb"):
     define(f"{_name}(Tensor img, str layout='CHW', ScalarType? out_dtype=None, float scale=1.0) -> Tensor")
@@ -48,22 +50,22 @@ ycbcr_to_rgb.__doc__ = ("YCbCr -> RGB: R = Y + 1.402 (Cr - 128), "
 def check_color(op: str, img: torch.Tensor, layout: str, out_dtype, scale: float):
     """Returns (ImageView, output dtype)."""
     check_image_dtype(op, img)
-    v = _checks.image_view(op, "img", img, _checks.parse_layout(op, layout))
+    v = checks.image_view(op, "img", img, checks.parse_layout(op, layout))
     if v.c != 3:
-        _checks.fail(op, ": expected img to have 3 channels, got ", v.c)
+        checks.fail(op, ": expected img to have 3 channels, got ", v.c)
     odt = img.dtype if out_dtype is None else out_dtype
     if odt not in IMAGE_DTYPES:
-        _checks.fail(op, ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or "
+        checks.fail(op, ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or "
                      "torch.bfloat16, got ", odt)
     if odt == torch.uint8 and img.dtype != torch.uint8:
-        _checks.fail(op, ": out_dtype=torch.uint8 needs a torch.uint8 img, got ", img.dtype)
+        checks.fail(op, ": out_dtype=torch.uint8 needs a torch.uint8 img, got ", img.dtype)
     if odt == torch.uint8 and scale != 1.0:
-        _checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", f"{scale:g}")
-    _checks.check_output_bytes(op, out_shape(v), odt, _checks.shape_source("img", img))
+        checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", f"{scale:g}")
+    checks.check_output_bytes(op, out_shape(v), odt, checks.shape_source("img", img))
     return v, odt
 
 
-def out_shape(v: _checks.ImageView) -> list[int]:
+def out_shape(v: checks.ImageView) -> list[int]:
     return ([v.n] if v.batched else []) + [3, v.h, v.w]
 
 

@@ -3,11 +3,13 @@ random window definition. Kernels: csrc/kernels/crop.cpp (native), numba_kernels
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
-from fastprep import _checks
+from fastprep import counter_rng
+from fastprep.ops import checks
 from fastprep.ops._library import define, impl_any_device
+
+__all__ = ["crop", "random_crop", "random_crop_params"]
 
 define("crop(Tensor img, int top, int left, int height, int width, str layout='CHW') -> Tensor")
 define("random_crop(Tensor img, int height, int width, int seed, str layout='CHW', "
@@ -45,11 +47,9 @@ def random_crop(img: torch.Tensor, height: int, width: int, seed: int, layout: s
     return torch.ops.fastprep.random_crop(img, height, width, seed, layout, pad_if_needed, fill)
 
 
-def _axis_offset(word, size: int, crop_size: int, pad: bool) -> int:
-    from fastprep.numba_kernels.counter_rng import uniform_below  # noqa: PLC0415 (import cycle)
-
+def _axis_offset(word: int, size: int, crop_size: int, pad: bool) -> int:
     padding = crop_size - size if pad and size < crop_size else 0
-    return int(uniform_below(np.uint64(word), np.uint64(size + 2 * padding - crop_size + 1))) - padding
+    return counter_rng.uniform_below(word, size + 2 * padding - crop_size + 1) - padding
 
 
 def random_crop_params(H: int, W: int, height: int, width: int, seed: int,
@@ -65,39 +65,34 @@ def random_crop_params(H: int, W: int, height: int, width: int, seed: int,
     """
     for name, v in (("height", height), ("width", width)):
         if v <= 0:
-            _checks.fail("random_crop_params: expected ", name, " > 0, got ", name, "=", v)
+            checks.fail("random_crop_params: expected ", name, " > 0, got ", name, "=", v)
     for name, size, c in (("height", H, height), ("width", W, width)):
         if size < c and not pad_if_needed:
-            _checks.fail("random_crop_params: crop ", name, " ", c, " is larger than the image ",
+            checks.fail("random_crop_params: crop ", name, " ", c, " is larger than the image ",
                          name, " ", size, " (pass pad_if_needed=True to pad)")
-    from fastprep.numba_kernels.counter_rng import random_word  # noqa: PLC0415 (import cycle)
-
-    s = np.int64(seed)
-    return (_axis_offset(random_word(s, np.uint64(0)), H, height, pad_if_needed),
-            _axis_offset(random_word(s, np.uint64(1)), W, width, pad_if_needed))
+    return (_axis_offset(counter_rng.random_word(seed, 0), H, height, pad_if_needed),
+            _axis_offset(counter_rng.random_word(seed, 1), W, width, pad_if_needed))
 
 
 def sample_seed(seed: int, i: int, batched: bool) -> int:
-    from fastprep.numba_kernels.counter_rng import derive_seed  # noqa: PLC0415 (import cycle)
-
-    return int(derive_seed(np.int64(seed), np.int64(i))) if batched else seed
+    return counter_rng.derive_seed(seed, i) if batched else seed
 
 
 def check_image_dtype(op: str, img: torch.Tensor) -> None:
     if img.dtype not in IMAGE_DTYPES:
-        _checks.fail(op, ": expected img to be a torch.uint8, torch.float32, torch.float16 or "
+        checks.fail(op, ": expected img to be a torch.uint8, torch.float32, torch.float16 or "
                      "torch.bfloat16 tensor, got ", img.dtype)
 
 
 def _check_positive(op: str, arg: str, v: int) -> None:
     if v <= 0:
-        _checks.fail(op, ": expected ", arg, " > 0, got ", arg, "=", v)
+        checks.fail(op, ": expected ", arg, " > 0, got ", arg, "=", v)
 
 
-def _check_window(op: str, img, height: int, width: int, layout: str) -> _checks.ImageView:
+def _check_window(op: str, img, height: int, width: int, layout: str) -> checks.ImageView:
     """What crop and random_crop check alike: the image, its layout and a positive window."""
     check_image_dtype(op, img)
-    v = _checks.image_view(op, "img", img, _checks.parse_layout(op, layout))
+    v = checks.image_view(op, "img", img, checks.parse_layout(op, layout))
     _check_positive(op, "height", height)
     _check_positive(op, "width", width)
     return v
@@ -107,40 +102,40 @@ def window_source(height: int, width: int) -> str:
     return f"height={height}, width={width}"
 
 
-def check_crop(img, top, left, height, width, layout) -> _checks.ImageView:
+def check_crop(img, top, left, height, width, layout) -> checks.ImageView:
     op = "crop"
     v = _check_window(op, img, height, width, layout)
     if top < 0:
-        _checks.fail(op, ": expected top >= 0, got top=", top)
+        checks.fail(op, ": expected top >= 0, got top=", top)
     if left < 0:
-        _checks.fail(op, ": expected left >= 0, got left=", left)
+        checks.fail(op, ": expected left >= 0, got left=", left)
     if top + height > v.h:
-        _checks.fail(op, ": expected top + height <= ", v.h, " (the image height), got top=", top,
+        checks.fail(op, ": expected top + height <= ", v.h, " (the image height), got top=", top,
                      ", height=", height)
     if left + width > v.w:
-        _checks.fail(op, ": expected left + width <= ", v.w, " (the image width), got left=", left,
+        checks.fail(op, ": expected left + width <= ", v.w, " (the image width), got left=", left,
                      ", width=", width)
-    _checks.check_output_bytes(op, out_shape(v, height, width), img.dtype,
+    checks.check_output_bytes(op, out_shape(v, height, width), img.dtype,
                                 lambda: window_source(height, width))
     return v
 
 
-def check_random_crop(img, height, width, layout, pad_if_needed, fill) -> _checks.ImageView:
+def check_random_crop(img, height, width, layout, pad_if_needed, fill) -> checks.ImageView:
     op = "random_crop"
     v = _check_window(op, img, height, width, layout)
     for name, size, c in (("height", v.h, height), ("width", v.w, width)):
         if size < c and not pad_if_needed:
-            _checks.fail(op, ": crop ", name, " ", c, " is larger than the image ", name, " ", size,
+            checks.fail(op, ": crop ", name, " ", c, " is larger than the image ", name, " ", size,
                          " (pass pad_if_needed=True to pad)")
     if img.dtype == torch.uint8 and not (0 <= fill <= 255 and fill == int(fill)):
-        _checks.fail(op, ": expected fill to be an integer in [0, 255] for a torch.uint8 image, "
+        checks.fail(op, ": expected fill to be an integer in [0, 255] for a torch.uint8 image, "
                      "got fill=", f"{fill:g}")
-    _checks.check_output_bytes(op, out_shape(v, height, width), img.dtype,
+    checks.check_output_bytes(op, out_shape(v, height, width), img.dtype,
                                 lambda: window_source(height, width))
     return v
 
 
-def out_shape(v: _checks.ImageView, height: int, width: int) -> list[int]:
+def out_shape(v: checks.ImageView, height: int, width: int) -> list[int]:
     return ([v.n] if v.batched else []) + [v.c, height, width]
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from fastprep import _checks
+from fastprep.ops import checks
 from fastprep.ops._library import define
+
+__all__ = ["dilate", "dilate_packed"]
 
 define("dilate(Tensor mask, str structure='cross', int iterations=1) -> Tensor")
 define("dilate_packed(Tensor packed, int width, str structure='cross', int iterations=1) -> Tensor")
@@ -30,24 +32,24 @@ def dilate_packed(packed: torch.Tensor, width: int, structure: str = "cross",
 
 def check_dilate(mask: torch.Tensor, structure: str, iterations: int) -> bool:
     op = "dilate"
-    _checks.check_dtype(op, "mask", mask, torch.bool)
-    _checks.check_min_dim(op, "mask", mask, 2)
-    square = _checks.parse_structure(op, structure)
-    _checks.check_iterations(op, iterations)
+    checks.check_dtype(op, "mask", mask, torch.bool)
+    checks.check_min_dim(op, "mask", mask, 2)
+    square = checks.parse_structure(op, structure)
+    checks.check_iterations(op, iterations)
     return square
 
 
 def check_dilate_packed(packed: torch.Tensor, width: int, structure: str, iterations: int) -> bool:
     op = "dilate_packed"
-    _checks.check_dtype(op, "packed", packed, torch.uint8)
-    _checks.check_min_dim(op, "packed", packed, 2)
+    checks.check_dtype(op, "packed", packed, torch.uint8)
+    checks.check_min_dim(op, "packed", packed, 2)
     nb = packed.shape[-1]
     need = (width + 7) // 8 if width >= 0 else 0
     if width < 0 or need != nb:
-        _checks.fail(op, ": width=", width, " needs ", need, " bytes per row but packed has ", nb,
+        checks.fail(op, ": width=", width, " needs ", need, " bytes per row but packed has ", nb,
                      " (last dim)")
-    square = _checks.parse_structure(op, structure)
-    _checks.check_iterations(op, iterations)
+    square = checks.parse_structure(op, structure)
+    checks.check_iterations(op, iterations)
     return square
 
 

@@ -8,8 +8,10 @@ from typing import NamedTuple
 
 import torch
 
-from fastprep import _checks
+from fastprep.ops import checks
 from fastprep.ops._library import define
+
+__all__ = ["mask_fill", "mask_fill_"]
 
 define("mask_fill(Tensor img, Tensor mask, float value=0, str layout='CHW') -> Tensor")
 # The in-place op returns nothing: torch cannot functionalize (torch.compile, opcheck) a custom op
@@ -40,7 +42,7 @@ def mask_fill_(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
 
 
 class FillArgs(NamedTuple):
-    view: _checks.ImageView
+    view: checks.ImageView
     mask_n: int
     packed: bool
 
@@ -48,31 +50,31 @@ class FillArgs(NamedTuple):
 def check_mask_fill(op: str, img: torch.Tensor, mask: torch.Tensor, value: float,
                     layout: str) -> FillArgs:
     """Mirror of prepare() in csrc/ops/mask_fill.cpp."""
-    hwc = _checks.parse_layout(op, layout)
+    hwc = checks.parse_layout(op, layout)
     if img.dtype not in IMAGE_DTYPES:
-        _checks.fail(op, ": expected img to be a torch.uint8, torch.float32, torch.float16 or "
+        checks.fail(op, ": expected img to be a torch.uint8, torch.float32, torch.float16 or "
                      "torch.bfloat16 tensor, got ", img.dtype)
-    v = _checks.image_view(op, "img", img, hwc)
+    v = checks.image_view(op, "img", img, hwc)
     if mask.dtype not in (torch.bool, torch.uint8):
-        _checks.fail(op, ": expected mask to be a torch.bool tensor or a packed torch.uint8 one, got ",
+        checks.fail(op, ": expected mask to be a torch.bool tensor or a packed torch.uint8 one, got ",
                      mask.dtype)
     packed = mask.dtype == torch.uint8
     last = (v.w + 7) // 8 if packed else v.w
     got = list(mask.shape)
     ok3 = v.batched and got == [v.n, v.h, last]
     if got != [v.h, last] and not ok3:
-        _checks.fail(op, ": expected mask to have shape ", [v.h, last],
+        checks.fail(op, ": expected mask to have shape ", [v.h, last],
                      f" or {[v.n, v.h, last]}" if v.batched else "", " to match img",
                      " (packed)" if packed else "", ", got ", got)
     if img.dtype == torch.uint8:
         if not (0 <= value <= 255 and value == int(value)):
-            _checks.fail(op, ": value=", _checks.fmt_float(value), " is not representable in "
+            checks.fail(op, ": value=", checks.fmt_float(value), " is not representable in "
                          "torch.uint8 (expected an integer in [0, 255])")
     elif math.isfinite(value) and abs(value) > _FLOAT_MAX[img.dtype]:
-        _checks.fail(op, ": value=", _checks.fmt_float(value), " is not representable in ",
-                     img.dtype, " (largest finite value ", _checks.fmt_float(_FLOAT_MAX[img.dtype]), ")")
+        checks.fail(op, ": value=", checks.fmt_float(value), " is not representable in ",
+                     img.dtype, " (largest finite value ", checks.fmt_float(_FLOAT_MAX[img.dtype]), ")")
     if op == "mask_fill":  # the out-of-place op allocates an image-sized output
-        _checks.check_output_bytes(op, img.shape, img.dtype, _checks.shape_source("img", img))
+        checks.check_output_bytes(op, img.shape, img.dtype, checks.shape_source("img", img))
     return FillArgs(v, v.n if ok3 else 1, packed)
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from fastprep import _checks
+from fastprep.ops import checks
 from fastprep.ops._library import define, impl_any_device
+
+__all__ = ["pack_bits", "unpack_bits"]
 
 define("pack_bits(Tensor x, int dim=-1, str bitorder='little') -> Tensor")
 define("unpack_bits(Tensor packed, int count, int dim=-1, str bitorder='little') -> Tensor")
@@ -32,22 +34,22 @@ def unpack_bits(packed: torch.Tensor, count: int, dim: int = -1,
     return torch.ops.fastprep.unpack_bits(packed, count, dim, bitorder)
 
 
-def _check_pack(x: torch.Tensor, dim: int, bitorder: str) -> tuple[int, bool]:
-    _checks.check_dtype("pack_bits", "x", x, torch.bool)
-    _checks.check_min_dim("pack_bits", "x", x, 1)
-    d = _checks.wrap_dim("pack_bits", dim, x.dim())
-    return d, _checks.parse_bitorder("pack_bits", bitorder)
+def check_pack(x: torch.Tensor, dim: int, bitorder: str) -> tuple[int, bool]:
+    checks.check_dtype("pack_bits", "x", x, torch.bool)
+    checks.check_min_dim("pack_bits", "x", x, 1)
+    d = checks.wrap_dim("pack_bits", dim, x.dim())
+    return d, checks.parse_bitorder("pack_bits", bitorder)
 
 
-def _check_unpack(packed: torch.Tensor, count: int, dim: int, bitorder: str) -> tuple[int, bool]:
-    _checks.check_dtype("unpack_bits", "packed", packed, torch.uint8)
-    _checks.check_min_dim("unpack_bits", "packed", packed, 1)
-    d = _checks.wrap_dim("unpack_bits", dim, packed.dim())
-    little = _checks.parse_bitorder("unpack_bits", bitorder)
-    _checks.check_unpack_count("unpack_bits", count, packed.shape[d], dim)
+def check_unpack(packed: torch.Tensor, count: int, dim: int, bitorder: str) -> tuple[int, bool]:
+    checks.check_dtype("unpack_bits", "packed", packed, torch.uint8)
+    checks.check_min_dim("unpack_bits", "packed", packed, 1)
+    d = checks.wrap_dim("unpack_bits", dim, packed.dim())
+    little = checks.parse_bitorder("unpack_bits", bitorder)
+    checks.check_unpack_count("unpack_bits", count, packed.shape[d], dim)
     shape = list(packed.shape)
     shape[d] = count
-    _checks.check_output_bytes("unpack_bits", shape, torch.bool, lambda: f"count={count}")
+    checks.check_output_bytes("unpack_bits", shape, torch.bool, lambda: f"count={count}")
     return d, little
 
 
@@ -61,7 +63,7 @@ def _bit_shifts(little: bool, d: int, ndim: int, device: torch.device) -> torch.
 
 @torch.library.register_fake("fastprep::pack_bits")
 def _pack_bits_fake(x, dim=-1, bitorder="little"):
-    d, _ = _check_pack(x, dim, bitorder)
+    d, _ = check_pack(x, dim, bitorder)
     shape = list(x.shape)
     shape[d] = (shape[d] + 7) // 8
     return x.new_empty(shape, dtype=torch.uint8)
@@ -69,7 +71,7 @@ def _pack_bits_fake(x, dim=-1, bitorder="little"):
 
 @torch.library.register_fake("fastprep::unpack_bits")
 def _unpack_bits_fake(packed, count, dim=-1, bitorder="little"):
-    d, _ = _check_unpack(packed, count, dim, bitorder)
+    d, _ = check_unpack(packed, count, dim, bitorder)
     shape = list(packed.shape)
     shape[d] = count
     return packed.new_empty(shape, dtype=torch.bool)
@@ -77,7 +79,7 @@ def _unpack_bits_fake(packed, count, dim=-1, bitorder="little"):
 
 def pack_bits_torch(x: torch.Tensor, dim: int = -1, bitorder: str = "little") -> torch.Tensor:
     """pack_bits in plain torch ops, for devices without a fastprep kernel."""
-    d, little = _check_pack(x, dim, bitorder)
+    d, little = check_pack(x, dim, bitorder)
     n = x.shape[d]
     nb = (n + 7) // 8
     padded = torch.nn.functional.pad(x.to(torch.uint8).movedim(d, -1), (0, 8 * nb - n)).movedim(-1, d)
@@ -89,7 +91,7 @@ def pack_bits_torch(x: torch.Tensor, dim: int = -1, bitorder: str = "little") ->
 def unpack_bits_torch(packed: torch.Tensor, count: int, dim: int = -1,
                       bitorder: str = "little") -> torch.Tensor:
     """unpack_bits in plain torch ops: what a GPU runs to decode packed masks."""
-    d, little = _check_unpack(packed, count, dim, bitorder)
+    d, little = check_unpack(packed, count, dim, bitorder)
     bits = (packed.unsqueeze(d + 1) >> _bit_shifts(little, d + 1, packed.dim() + 1, packed.device)) & 1
     return bits.flatten(d, d + 1).narrow(d, 0, count).to(torch.bool)
 

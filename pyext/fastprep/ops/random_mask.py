@@ -12,8 +12,10 @@ import math
 
 import torch
 
-from fastprep import _checks
+from fastprep.ops import checks
 from fastprep.ops._library import define
+
+__all__ = ["random_mask", "random_dilated_mask"]
 
 define("random_mask(int[] shape, float p, int seed, bool packed=False) -> Tensor")
 define("random_dilated_mask(int[] shape, float p, int seed, str structure='cross', "
@@ -42,26 +44,26 @@ def random_dilated_mask(shape, p: float, seed: int, structure: str = "cross", it
 def check_mask_args(op: str, shape, p: float, packed: bool) -> list[int]:
     """Mirror of mask_out_shape in csrc/ops/random_mask.cpp: the output shape."""
     if len(shape) == 0:
-        _checks.fail(op, ": expected shape to have at least 1 dimension, got []")
+        checks.fail(op, ": expected shape to have at least 1 dimension, got []")
     for s in shape:
         if s < 0:
-            _checks.fail(op, ": expected non-negative sizes in shape, got ", s)
+            checks.fail(op, ": expected non-negative sizes in shape, got ", s)
     if math.isnan(p) or not 0.0 <= p <= 1.0:
-        _checks.fail(op, ": expected 0 <= p <= 1, got p=", _checks.fmt_float(p))
+        checks.fail(op, ": expected 0 <= p <= 1, got p=", checks.fmt_float(p))
     out = list(shape)
     if packed:
         out[-1] = (out[-1] + 7) // 8
-    _checks.check_output_bytes(op, out, torch.uint8 if packed else torch.bool, lambda: f"shape={list(shape)}")
+    checks.check_output_bytes(op, out, torch.uint8 if packed else torch.bool, lambda: f"shape={list(shape)}")
     return out
 
 
 def check_dilated_args(shape, p, structure, iterations, packed) -> tuple[list[int], bool]:
     op = "random_dilated_mask"
     if len(shape) < 2:
-        _checks.fail(op, ": expected shape to have at least 2 dimensions, got ", len(shape))
+        checks.fail(op, ": expected shape to have at least 2 dimensions, got ", len(shape))
     out = check_mask_args(op, shape, p, packed)
-    square = _checks.parse_structure(op, structure)
-    _checks.check_iterations(op, iterations)
+    square = checks.parse_structure(op, structure)
+    checks.check_iterations(op, iterations)
     return out, square
 
 

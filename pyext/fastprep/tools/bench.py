@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, default_collate
 
-from fastprep import pipelines
+from fastprep.tools import pipelines
 
 
 @dataclass
@@ -86,6 +86,7 @@ def ray_rate(batch_size: int, batches: int, num_cpus: int, pool: int, address: s
 
     import fastprep  # noqa: PLC0415
     from fastprep import ray as fray  # noqa: PLC0415
+    from fastprep.tools.ray_synthetic import SyntheticSource, synthetic_images  # noqa: PLC0415
 
     started = not ray.is_initialized()
     if started:
@@ -97,9 +98,9 @@ def ray_rate(batch_size: int, batches: int, num_cpus: int, pool: int, address: s
 
         def dataset(rows: int):
             # Sources are made in the task from a per-worker pool, as SyntheticImages does in-process.
-            return fray.synthetic_images(rows, decoded=False).map_batches(
+            return synthetic_images(rows, decoded=False).map_batches(
                 fray.CompactMap(pipelines.fastprep_transform, seed=0, num_classes=pipelines.NUM_CLASSES,
-                                load=fray.SyntheticSource(pool)),
+                                load=SyntheticSource(pool)),
                 batch_format="numpy", batch_size=64)
 
         # A first pass starts Ray's worker processes (import torch and fastprep, make the pool);

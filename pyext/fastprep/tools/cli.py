@@ -19,10 +19,10 @@ def _best_time(fn, repeat: int = 50) -> float:
 
 def demo(_args: argparse.Namespace) -> int:
     """Show the active backend and build, then pack/unpack binary maps and check them."""
-    import numpy as np
-    import torch
+    import numpy as np  # noqa: PLC0415 (the CLI starts fast: each command imports what it runs)
+    import torch  # noqa: PLC0415
 
-    import fastprep
+    import fastprep  # noqa: PLC0415
 
     print(f"fastprep {fastprep.__version__} on torch {torch.__version__}: backend = {fastprep.backend()}")
     try:
@@ -36,8 +36,8 @@ def demo(_args: argparse.Namespace) -> int:
         packed = fastprep.pack_bits(masks, dim)
         same = np.array_equal(packed.numpy(), np.packbits(masks.numpy(), axis=dim, bitorder="little"))
         back = torch.equal(fastprep.unpack_bits(packed, masks.shape[dim], dim), masks)
-        t_fp = _best_time(lambda: fastprep.pack_bits(masks, dim))
-        t_np = _best_time(lambda: np.packbits(masks.numpy(), axis=dim, bitorder="little"))
+        t_fp = _best_time(lambda dim=dim: fastprep.pack_bits(masks, dim))
+        t_np = _best_time(lambda dim=dim: np.packbits(masks.numpy(), axis=dim, bitorder="little"))
         print(f"pack_bits 8x256x256 along dim {dim}: {masks.nbytes} -> {packed.nbytes} bytes, "
               f"equal to numpy: {same}, round trip: {back}, "
               f"{t_fp * 1e6:.1f} us vs numpy {t_np * 1e6:.1f} us ({t_np / t_fp:.1f}x)")
@@ -54,14 +54,14 @@ def _write_outputs(args: argparse.Namespace, payload: dict, plot, *plot_args) ->
         with open(args.json, "w") as f:
             json.dump(payload, f, indent=2)
     if args.plot:
-        import fastprep.plotting  # noqa: PLC0415
+        import fastprep.tools.plotting  # noqa: PLC0415
 
-        getattr(fastprep.plotting, plot)(*plot_args, args.plot)
+        getattr(fastprep.tools.plotting, plot)(*plot_args, args.plot)
 
 
 def bench(args: argparse.Namespace) -> int:
     """The target workload the usual way and the fastprep way."""
-    from fastprep import bench as b  # noqa: PLC0415
+    from fastprep.tools import bench as b  # noqa: PLC0415
 
     result = b.run(quick=args.quick, generate_per_item=args.generate_per_item, gpu_rate=args.gpu_rate,
                    batch_size=args.batch_size,
@@ -78,10 +78,10 @@ def diagnose(args: argparse.Namespace) -> int:
 
     from torch.utils.data import DataLoader  # noqa: PLC0415
 
-    from fastprep import diagnose as dg  # noqa: PLC0415
+    from fastprep.tools import diagnose as dg  # noqa: PLC0415
 
     if args.demo:
-        from fastprep.demo_model import demo_factory as factory  # noqa: PLC0415
+        from fastprep.tools.demo_model import demo_factory as factory  # noqa: PLC0415
     elif args.target:
         module, _, name = args.target.partition(":")
         if not name:
@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     bench_p.set_defaults(func=bench)
 
     diag_p = sub.add_parser("diagnose", help="find the stage that starves the device")
-    diag_p.add_argument("target", nargs="?", help="MODULE:FACTORY returning (dataset, step_fn, batch_size[, collate_fn])")
+    diag_p.add_argument("target", nargs="?",
+                        help="MODULE:FACTORY returning (dataset, step_fn, batch_size[, collate_fn])")
     diag_p.add_argument("--demo", action="store_true", help="a small CPU model on the target pipeline")
     diag_p.add_argument("--device", default="cpu")
     diag_p.add_argument("--workers", type=int, default=0, help="num_workers of the DataLoader")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from fastprep import pipelines
+from fastprep.tools import pipelines
 
 
 class TinyNet(nn.Module):

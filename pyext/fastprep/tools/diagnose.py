@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from fastprep.prefetch import _move
+from fastprep.prefetch import move_to
 
 LEVELS = ("device-cached batch", "host-cached batch", "cached processed sample",
           "cached raw sample", "nothing cached")
@@ -171,12 +171,12 @@ def find_bottleneck(loader_factory: Callable[..., Any], step_fn: Callable[[Any],
     levels: list[Level] = []
     loader = loader_factory()
     host_batch = next(iter(loader))
-    dev_batch = _move(host_batch, device, non_blocking=False)
+    dev_batch = move_to(host_batch, device, non_blocking=False)
 
     say(f"1/5 {LEVELS[0]}")
     levels.append(Level(LEVELS[0], _rate(iter(lambda: dev_batch, None), step_fn, steps, warmup, device)))
     say(f"2/5 {LEVELS[1]}")
-    copy_step = lambda b: step_fn(_move(b, device, non_blocking=True))  # noqa: E731
+    copy_step = lambda b: step_fn(move_to(b, device, non_blocking=True))  # noqa: E731
     levels.append(Level(LEVELS[1], _rate(iter(lambda: host_batch, None), copy_step, steps, warmup, device)))
 
     dataset = getattr(loader, "dataset", None)
@@ -260,7 +260,7 @@ def sweep_loader(dataset: Any, batch_size: int, step_fn: Callable[[Any], Any] | 
     if pin_memory is None:  # pinning needs an accelerator; asking without one only warns
         pin_memory = (False, True) if torch.cuda.is_available() else (False,)
     step = step_fn or (lambda b: None)
-    copy_step = lambda b: step(_move(b, device, non_blocking=True))  # noqa: E731
+    copy_step = lambda b: step(move_to(b, device, non_blocking=True))  # noqa: E731
     configs = []
     for w in num_workers:
         for pin in pin_memory:
