@@ -5,13 +5,12 @@ Single-threaded (torch and OpenCV pinned to one thread), same input for all.
 Run: python -m pytest benchmarks/bench_color.py --benchmark-only -p no:logging
 """
 
-import numpy as np
 import pytest
 import torch
 
 import fastprep
-from fastprep import pipelines
 from fastprep.numba_kernels import color as numba_color
+from fastprep.tools import pipelines
 
 U8 = "rgb_to_ycbcr 256x256x3 uint8 HWC -> uint8"
 F32 = "rgb_to_ycbcr 256x256x3 uint8 HWC -> float32 * 1/255"

@@ -6,7 +6,7 @@ import torch
 from torch.utils.data import DataLoader, default_collate
 
 import fastprep
-from fastprep import pipelines
+from fastprep.tools import pipelines
 
 BATCH, BATCHES, WORKERS = 64, 4, 2
 GROUP = f"DataLoader epoch: {BATCHES} batches of {BATCH}, {WORKERS} workers, start-up included"

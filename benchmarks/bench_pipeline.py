@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from fastprep import pipelines
+from fastprep.tools import pipelines
 
 from conftest import memcpy_floor, requires_native
 

@@ -1,4 +1,5 @@
 import os
+from typing import NamedTuple
 
 import pytest
 import torch
@@ -24,19 +25,59 @@ requires_native = pytest.mark.skipif(
     fastprep.backend() != "native", reason="needs the native backend (FASTPREP_BACKEND=native)")
 
 
+class OpCall(NamedTuple):
+    """A call of op `op` with fixed arguments, run through the public wrapper fastprep.<op>."""
+    op: str
+    args: tuple
+    kwargs: dict
+
+    def __call__(self):
+        return getattr(fastprep, self.op)(*self.args, **self.kwargs)
+
+    def numba(self):
+        """The same call on the op's Numba kernel, whatever backend is active."""
+        from fastprep import numba_kernels
+        return numba_kernels.kernel(self.op)(*self.args, **self.kwargs)
+
+    def fake(self):
+        """The same call on fake tensors (the fake kernel: what torch.compile traces run)."""
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        mode = FakeTensorMode()
+        as_fake = lambda a: mode.from_tensor(a) if isinstance(a, torch.Tensor) else a  # noqa: E731
+        with mode:
+            return getattr(fastprep, self.op)(*map(as_fake, self.args),
+                                              **{k: as_fake(v) for k, v in self.kwargs.items()})
+
+    def __repr__(self):  # the test id
+        return f"{self.op}(...)"
+
+
+def call(op: str, *args, **kwargs) -> OpCall:
+    return OpCall(op, args, kwargs)
+
+
 def bad_input_tests(cases):
-    """The two tests every op module runs over its table of (call, message regex): the real
-    kernel raises RuntimeError naming the argument and value, and so does the fake kernel on the
-    meta device (so torch.compile traces report the same error)."""
+    """The tests every op module runs over its table of (call(op, *args), message regex): the op
+    raises RuntimeError naming the argument and value on the active backend, the Numba kernel
+    raises the same text (so both backends agree whichever runs the suite), and so does the fake
+    kernel (so torch.compile traces report the same error). Use as
+    ``test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)``."""
+    ids = [f"{c.op}-{i}" for i, (c, _) in enumerate(cases)]
 
-    @pytest.mark.parametrize("call,match", cases)
-    def test_bad_input_raises_naming_argument_and_value(call, match):
+    @pytest.mark.parametrize("case,match", cases, ids=ids)
+    def test_bad_input_raises_naming_argument_and_value(case, match):
         with pytest.raises(RuntimeError, match=match):
-            call()
+            case()
 
-    @pytest.mark.parametrize("call,match", cases)
-    def test_bad_input_on_meta_device(call, match):
-        with torch.device("meta"), pytest.raises(RuntimeError, match=match):
-            call()
+    @pytest.mark.parametrize("case,match", cases, ids=ids)
+    def test_bad_input_numba_kernel_gives_the_same_text(case, match):
+        with pytest.raises(RuntimeError, match=match):
+            case.numba()
 
-    return test_bad_input_raises_naming_argument_and_value, test_bad_input_on_meta_device
+    @pytest.mark.parametrize("case,match", cases, ids=ids)
+    def test_bad_input_in_fake_mode(case, match):
+        with pytest.raises(RuntimeError, match=match):
+            case.fake()
+
+    return (test_bad_input_raises_naming_argument_and_value, test_bad_input_numba_kernel_gives_the_same_text,
+            test_bad_input_in_fake_mode)

@@ -114,21 +114,14 @@ print(len(latency), max(latency.values()))
 """
 
 
-def test_sample_calls_cover_every_op():
-    from fastprep import numba_kernels
-    from fastprep.warmup import sample_calls
-    ops = set(numba_kernels.CPU_KERNELS) | set(numba_kernels.NO_TENSOR_KERNELS)
-    assert set(sample_calls()) == ops  # a new op must join warmup() and the leak test
-
-
 def test_warmup_compiles_every_numba_kernel_then_loads_from_cache(tmp_path):
-    from fastprep.warmup import sample_calls
+    from fastprep.ops.registry import OPS
     first = run_python(WARMUP_PROBE, NUMBA_CACHE_DIR=str(tmp_path))
     second = run_python(WARMUP_PROBE, NUMBA_CACHE_DIR=str(tmp_path))
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     n1, slowest_first = first.stdout.split()
     n2, slowest_second = second.stdout.split()
-    assert int(n1) == int(n2) == len(sample_calls())
+    assert int(n1) == int(n2) == len(OPS)
     assert float(slowest_second) < float(slowest_first)  # cache loads beat compiles
 
 

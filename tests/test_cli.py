@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.utils.data import Dataset
 
-from fastprep.cli import main
+from fastprep.tools.cli import main
 
 pytest.importorskip("scipy")
 pytest.importorskip("PIL")

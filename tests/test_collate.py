@@ -7,7 +7,6 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-import fastprep
 from fastprep import CompactBatch, CompactCollate, compact_collate
 from fastprep.collate import smallest_int_dtype
 

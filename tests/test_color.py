@@ -10,7 +10,7 @@ import fastprep
 from fastprep.numba_kernels import color as numba_color
 from fastprep.ops.color import rgb_to_ycbcr_torch, ycbcr_to_rgb_torch
 
-from conftest import bad_input_tests, requires_native
+from conftest import bad_input_tests, call, requires_native
 
 DTYPES = [torch.uint8, torch.float32, torch.float16, torch.bfloat16]
 FLOAT_DTYPES = DTYPES[1:]
@@ -229,24 +229,23 @@ def _img(*shape, dtype=torch.uint8):
 
 
 BAD_INPUTS = [
-    (lambda: fastprep.rgb_to_ycbcr(_img(3, 4, 4, dtype=torch.int16)),
+    (call("rgb_to_ycbcr", _img(3, 4, 4, dtype=torch.int16)),
      r"rgb_to_ycbcr: expected img to be a torch.uint8, torch.float32, torch.float16 or torch.bfloat16 tensor, got torch.int16"),
-    (lambda: fastprep.rgb_to_ycbcr(_img(4, 4, 4)), r"rgb_to_ycbcr: expected img to have 3 channels, got 4"),
-    (lambda: fastprep.ycbcr_to_rgb(_img(4, 4, 1), "HWC"), r"ycbcr_to_rgb: expected img to have 3 channels, got 1"),
-    (lambda: fastprep.rgb_to_ycbcr(_img(4, 4)),
+    (call("rgb_to_ycbcr", _img(4, 4, 4)), r"rgb_to_ycbcr: expected img to have 3 channels, got 4"),
+    (call("ycbcr_to_rgb", _img(4, 4, 1), "HWC"), r"ycbcr_to_rgb: expected img to have 3 channels, got 1"),
+    (call("rgb_to_ycbcr", _img(4, 4)),
      r"rgb_to_ycbcr: expected img to be a 3-D \[C, H, W\] image or a 4-D batch of them, got a 2-D tensor"),
-    (lambda: fastprep.rgb_to_ycbcr(_img(3, 4, 4), "chw"),
+    (call("rgb_to_ycbcr", _img(3, 4, 4), "chw"),
      r"rgb_to_ycbcr: expected layout to be 'CHW' or 'HWC', got 'chw'"),
-    (lambda: fastprep.rgb_to_ycbcr(_img(3, 4, 4), "CHW", torch.float64),
+    (call("rgb_to_ycbcr", _img(3, 4, 4), "CHW", torch.float64),
      r"rgb_to_ycbcr: expected out_dtype to be torch.uint8, torch.float32, torch.float16 or torch.bfloat16, got torch.float64"),
-    (lambda: fastprep.ycbcr_to_rgb(_img(3, 4, 4), "CHW", torch.int32),
+    (call("ycbcr_to_rgb", _img(3, 4, 4), "CHW", torch.int32),
      r"ycbcr_to_rgb: expected out_dtype to be .* got torch.int32"),
-    (lambda: fastprep.rgb_to_ycbcr(_img(3, 4, 4, dtype=torch.float32), "CHW", torch.uint8),
+    (call("rgb_to_ycbcr", _img(3, 4, 4, dtype=torch.float32), "CHW", torch.uint8),
      r"rgb_to_ycbcr: out_dtype=torch.uint8 needs a torch.uint8 img, got torch.float32"),
-    (lambda: fastprep.ycbcr_to_rgb(_img(3, 4, 4), "CHW", None, 0.5),
+    (call("ycbcr_to_rgb", _img(3, 4, 4), "CHW", None, 0.5),
      r"ycbcr_to_rgb: expected scale=1 for a torch.uint8 output, got scale=0.5"),
 ]
 
 
-test_bad_input_raises_naming_argument_and_value, test_bad_input_on_meta_device = \
-    bad_input_tests(BAD_INPUTS)
+test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)

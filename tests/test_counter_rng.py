@@ -3,6 +3,7 @@ import pytest
 import torch
 
 import fastprep
+from fastprep import counter_rng
 from fastprep.numba_kernels import counter_rng as nb_rng
 
 from conftest import native_available
@@ -16,8 +17,17 @@ KNOWN_WORDS = {(0, 0): 16294208416658607535, (-1, 5): 15212506146343009075,
 KNOWN_DERIVED = {(0, 0): 3246858695411730098, (42, 7): 5462329707490493304}
 
 
+def _numba_word(seed, counter):
+    # Typed scalars: Numba would otherwise reuse an int64 specialisation for counters >= 2**63.
+    return int(nb_rng.random_word(np.int64(seed), np.uint64(counter)))
+
+
+def _numba_derive(seed, stream):
+    return int(nb_rng.derive_seed(np.int64(seed), np.int64(stream)))
+
+
 def _impls():
-    impls = [("numba", fastprep.random_word, fastprep.derive_seed)]
+    impls = [("python", fastprep.random_word, fastprep.derive_seed), ("numba", _numba_word, _numba_derive)]
     if native_available():
         from fastprep import _C
         impls.append(("native", _C.random_word, _C.derive_seed))
@@ -44,7 +54,9 @@ def test_native_and_numba_agree_on_random_inputs():
         w = _C.random_word(seed, counter)
         assert w == fastprep.random_word(seed, counter)
         assert _C.derive_seed(seed, counter) == fastprep.derive_seed(seed, counter)
+        assert _numba_word(seed, counter) == w and _numba_derive(seed, counter) == _C.derive_seed(seed, counter)
         assert _C.uniform_below(w, n) == int(nb_rng.uniform_below(np.uint64(w), np.uint64(n))) < n
+        assert counter_rng.uniform_below(w, n) == _C.uniform_below(w, n)
 
 
 def test_words_look_uniform():

@@ -6,11 +6,13 @@ import torch
 
 import fastprep
 from fastprep.numba_kernels.crop_mask_ycbcr import crop_mask_ycbcr as numba_fused
-from fastprep.ops.fused import crop_mask_ycbcr_torch
+from fastprep.ops.crop_mask_ycbcr import crop_mask_ycbcr_torch
 
-from conftest import requires_native
+from conftest import bad_input_tests, call, requires_native
 
 OUT = [(None, 1.0), (torch.float32, 1 / 255), (torch.float16, 1.0), (torch.bfloat16, 0.5)]
+# (apply_mask, return_mask): every combination the schema allows.
+MASK_CHOICES = [(True, False), (True, True), (False, True), (False, False)]
 
 
 def _image(h=120, w=97, seed=0):
@@ -42,14 +44,19 @@ def test_fused_equals_the_composed_ops(view, out_dtype, scale, structure):
 
 
 @pytest.mark.parametrize("out_dtype,scale", OUT)
-def test_return_mask_gives_the_unmasked_image_and_the_bits(out_dtype, scale):
+def test_return_mask_gives_the_bits_and_apply_mask_chooses_the_image(out_dtype, scale):
     x = _image()
     image, mask = fastprep.crop_mask_ycbcr(x, 40, 33, 0.25, 9, out_dtype=out_dtype, scale=scale,
-                                           return_mask=True, mask_seed=77)
+                                           apply_mask=False, return_mask=True, mask_seed=77)
     assert torch.equal(mask, fastprep.random_dilated_mask([40, 33], 0.25, 77, packed=True))
     assert torch.equal(image, fastprep.rgb_to_ycbcr(fastprep.random_crop(x, 40, 33, 9, "HWC"), "CHW",
                                                     out_dtype, scale))
     masked = fastprep.crop_mask_ycbcr(x, 40, 33, 0.25, 9, out_dtype=out_dtype, scale=scale, mask_seed=77)
+    masked2, mask2 = fastprep.crop_mask_ycbcr(x, 40, 33, 0.25, 9, out_dtype=out_dtype, scale=scale,
+                                              return_mask=True, mask_seed=77)
+    assert torch.equal(masked2, masked) and torch.equal(mask2, mask)  # both: masked image + bits
+    assert torch.equal(fastprep.crop_mask_ycbcr(x, 40, 33, 0.25, 9, out_dtype=out_dtype, scale=scale,
+                                                apply_mask=False, mask_seed=77), image)
     bits = fastprep.unpack_bits(mask, 33)
     black = torch.tensor([0.0, 128.0, 128.0]).mul(scale).to(image.dtype).view(3, 1)
     assert torch.equal(masked[:, bits], black.expand(3, int(bits.sum())))  # YCbCr of black
@@ -58,9 +65,9 @@ def test_return_mask_gives_the_unmasked_image_and_the_bits(out_dtype, scale):
 
 def test_torch_ops_implementation_is_the_composition():
     x, layout = _views()["strided"]
-    for rm in (False, True):
-        a = torch.ops.fastprep.crop_mask_ycbcr(x, 20, 21, 0.3, 4, layout, "cross", None, 1.0, rm, None)
-        b = crop_mask_ycbcr_torch(x, 20, 21, 0.3, 4, layout, "cross", None, 1.0, rm, None)
+    for am, rm in MASK_CHOICES:
+        a = torch.ops.fastprep.crop_mask_ycbcr(x, 20, 21, 0.3, 4, layout, "cross", None, 1.0, am, rm, None)
+        b = crop_mask_ycbcr_torch(x, 20, 21, 0.3, 4, layout, "cross", None, 1.0, am, rm, None)
         assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
 
 
@@ -69,16 +76,16 @@ def test_torch_ops_implementation_is_the_composition():
 def test_native_and_numba_give_the_same_bits(out_dtype, scale):
     for name, (x, layout) in _views().items():
         for seed in range(3):
-            for rm in (False, True):
+            for am, rm in MASK_CHOICES:
                 a = torch.ops.fastprep.crop_mask_ycbcr(x, 50, 47, 0.25, seed, layout, "cross", out_dtype,
-                                                       scale, rm, None)
-                b = numba_fused(x, 50, 47, 0.25, seed, layout, "cross", out_dtype, scale, rm, None)
+                                                       scale, am, rm, None)
+                b = numba_fused(x, 50, 47, 0.25, seed, layout, "cross", out_dtype, scale, am, rm, None)
                 assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), name
 
 
 def test_float_output_matches_the_usual_float_pipeline():
     scipy = pytest.importorskip("scipy")  # noqa: F841  (the usual pipeline dilates with scipy)
-    from fastprep.pipelines import usual_transform
+    from fastprep.tools.pipelines import usual_transform
 
     src = np.random.default_rng(1).integers(0, 256, (300, 280, 3), dtype=np.uint8)
     for seed in range(3):
@@ -100,26 +107,23 @@ def test_opcheck_and_compile():
     assert torch.equal(f(x), fastprep.crop_mask_ycbcr(x, 16, 16, 0.25, 1).float().mean())
 
 
-BAD = [
-    (dict(img=torch.zeros(8, 8, 3)), "expected img to be a torch.uint8 tensor, got torch.float32"),
-    (dict(img=torch.zeros(2, 8, 8, 3, dtype=torch.uint8)), r"expected img to be a 3-D \[H, W, C\] image, got a 4-D"),
-    (dict(img=torch.zeros(8, 8, 4, dtype=torch.uint8)), "expected img to have 3 channels, got 4"),
-    (dict(layout="WHC"), "expected layout to be 'CHW' or 'HWC', got 'WHC'"),
-    (dict(height=0), "expected a positive crop size, got height=0 width=4"),
-    (dict(width=9), "crop 4x9 is larger than the image 8x8"),
-    (dict(p=1.5), "expected 0 <= p <= 1, got p=1.5"),
-    (dict(p=float("nan")), "expected 0 <= p <= 1, got p=nan"),
-    (dict(structure="disk"), "expected structure to be 'cross' or 'square', got 'disk'"),
-    (dict(out_dtype=torch.int32), "expected out_dtype to be .* got torch.int32"),
-    (dict(scale=2.0), "expected scale=1 for a torch.uint8 output, got scale=2"),
-]
-
-
-@pytest.mark.parametrize("kw,match", BAD)
-@pytest.mark.parametrize("device", ["cpu", "meta"])
-def test_bad_input(kw, match, device):
+def _fused(**kw):
+    """A crop_mask_ycbcr call on valid arguments but for those in kw."""
     args = dict(img=torch.zeros(8, 8, 3, dtype=torch.uint8), height=4, width=4, p=0.25, seed=0)
-    args.update(kw)
-    args["img"] = args["img"].to(device)
-    with pytest.raises(RuntimeError, match="crop_mask_ycbcr: " + match):
-        fastprep.crop_mask_ycbcr(**args)
+    return call("crop_mask_ycbcr", **{**args, **kw})
+
+
+BAD_INPUTS = [
+    (_fused(img=torch.zeros(8, 8, 3)), "crop_mask_ycbcr: expected img to be a torch.uint8 tensor, got torch.float32"),
+    (_fused(img=torch.zeros(2, 8, 8, 3, dtype=torch.uint8)), r"crop_mask_ycbcr: expected img to be a 3-D \[H, W, C\] image, got a 4-D"),
+    (_fused(img=torch.zeros(8, 8, 4, dtype=torch.uint8)), "crop_mask_ycbcr: expected img to have 3 channels, got 4"),
+    (_fused(layout="WHC"), "crop_mask_ycbcr: expected layout to be 'CHW' or 'HWC', got 'WHC'"),
+    (_fused(height=0), "crop_mask_ycbcr: expected a positive crop size, got height=0 width=4"),
+    (_fused(width=9), "crop_mask_ycbcr: crop 4x9 is larger than the image 8x8"),
+    (_fused(p=1.5), "crop_mask_ycbcr: expected 0 <= p <= 1, got p=1.5"),
+    (_fused(p=float("nan")), "crop_mask_ycbcr: expected 0 <= p <= 1, got p=nan"),
+    (_fused(structure="disk"), "crop_mask_ycbcr: expected structure to be 'cross' or 'square', got 'disk'"),
+    (_fused(out_dtype=torch.int32), "crop_mask_ycbcr: expected out_dtype to be .* got torch.int32"),
+    (_fused(scale=2.0), "crop_mask_ycbcr: expected scale=1 for a torch.uint8 output, got scale=2"),
+]
+test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)

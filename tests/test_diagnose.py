@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from fastprep.diagnose import find_bottleneck, sweep_loader
+from fastprep.tools.diagnose import find_bottleneck, sweep_loader
 
 # Injected delays dwarf everything else these tiny pipelines do, so verdicts are robust on a
 # noisy 2-core machine; no timing is asserted beyond them.
@@ -102,8 +102,10 @@ def test_sweep_loader_grid_and_best():
     seen = []
     report = sweep_loader(Synthetic(n=32), batch_size=4, num_workers=(0, 1), prefetch_factor=(2,),
                           persistent_workers=(False, True), steps=3, warmup=1, progress=seen.append)
-    keys = {(r["num_workers"], r["prefetch_factor"], r["persistent_workers"]) for r in report.rows}
-    assert keys == {(0, None, False), (1, 2, False), (1, 2, True)}
-    assert len(seen) == 3 and report.best in report.rows
+    pins = (False, True) if torch.cuda.is_available() else (False,)  # pinning is swept only with CUDA
+    keys = {(r["num_workers"], r["prefetch_factor"], r["pin_memory"], r["persistent_workers"]) for r in report.rows}
+    assert keys == {(w, pf, pin, pers) for pin in pins
+                    for w, pf, pers in [(0, None, False), (1, 2, False), (1, 2, True)]}
+    assert len(seen) == 3 * len(pins) and report.best in report.rows
     assert all(r["samples_per_s"] > 0 for r in report.rows)
     assert "<- best" in report.table()

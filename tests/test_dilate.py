@@ -9,7 +9,7 @@ import fastprep
 from fastprep.numba_kernels import dilate as numba_dilate
 from fastprep.numba_kernels import random_mask as numba_rm
 
-from conftest import requires_native
+from conftest import bad_input_tests, call, requires_native
 
 STRUCTURES = {"cross": ndimage.generate_binary_structure(2, 1),
               "square": ndimage.generate_binary_structure(2, 2)}
@@ -122,43 +122,28 @@ def test_torch_compile_fullgraph():
 _M = torch.zeros(4, 9, dtype=torch.bool)
 _P = torch.zeros(4, 2, dtype=torch.uint8)
 BAD_INPUTS = [
-    ("dilate", (_M.to(torch.uint8),), r"dilate: expected mask to be a torch.bool tensor, got torch.uint8"),
-    ("dilate", (torch.zeros(9, dtype=torch.bool),),
+    (call("dilate", _M.to(torch.uint8)), r"dilate: expected mask to be a torch.bool tensor, got torch.uint8"),
+    (call("dilate", torch.zeros(9, dtype=torch.bool)),
      r"dilate: expected mask to have at least 2 dimension\(s\), got a 1-D tensor"),
-    ("dilate", (_M, "diamond"), r"dilate: expected structure to be 'cross' or 'square', got 'diamond'"),
-    ("dilate", (_M, "cross", -1), r"dilate: expected iterations >= 0, got iterations=-1"),
-    ("dilate_packed", (_P, 17), r"dilate_packed: width=17 needs 3 bytes per row but packed has 2"),
-    ("dilate_packed", (_P, -3), r"dilate_packed: width=-3 needs 0 bytes per row but packed has 2"),
-    ("dilate_packed", (_M, 9), r"dilate_packed: expected packed to be a torch.uint8 tensor, got torch.bool"),
-    ("dilate_packed", (torch.zeros(2, dtype=torch.uint8), 9),
+    (call("dilate", _M, "diamond"), r"dilate: expected structure to be 'cross' or 'square', got 'diamond'"),
+    (call("dilate", _M, "cross", -1), r"dilate: expected iterations >= 0, got iterations=-1"),
+    (call("dilate_packed", _P, 17), r"dilate_packed: width=17 needs 3 bytes per row but packed has 2"),
+    (call("dilate_packed", _P, -3), r"dilate_packed: width=-3 needs 0 bytes per row but packed has 2"),
+    (call("dilate_packed", _M, 9), r"dilate_packed: expected packed to be a torch.uint8 tensor, got torch.bool"),
+    (call("dilate_packed", torch.zeros(2, dtype=torch.uint8), 9),
      r"dilate_packed: expected packed to have at least 2 dimension\(s\), got a 1-D tensor"),
-    ("dilate_packed", (_P, 9, "x"), r"dilate_packed: expected structure to be 'cross' or 'square', got 'x'"),
-    ("dilate_packed", (_P, 9, "cross", -2), r"dilate_packed: expected iterations >= 0, got iterations=-2"),
-    ("random_dilated_mask", ([9], 0.5, 0), r"random_dilated_mask: expected shape to have at least 2 dimensions, got 1"),
-    ("random_dilated_mask", ([3, 9], 2.0, 0), r"random_dilated_mask: expected 0 <= p <= 1, got p=2"),
-    ("random_dilated_mask", ([3, 9], float("nan"), 0), r"random_dilated_mask: expected 0 <= p <= 1, got p=nan"),
-    ("random_dilated_mask", ([3, -9], 0.5, 0), r"random_dilated_mask: expected non-negative sizes in shape, got -9"),
-    ("random_dilated_mask", ([3, 9], 0.5, 0, "ring"),
+    (call("dilate_packed", _P, 9, "x"), r"dilate_packed: expected structure to be 'cross' or 'square', got 'x'"),
+    (call("dilate_packed", _P, 9, "cross", -2), r"dilate_packed: expected iterations >= 0, got iterations=-2"),
+    (call("random_dilated_mask", [9], 0.5, 0), r"random_dilated_mask: expected shape to have at least 2 dimensions, got 1"),
+    (call("random_dilated_mask", [3, 9], 2.0, 0), r"random_dilated_mask: expected 0 <= p <= 1, got p=2"),
+    (call("random_dilated_mask", [3, 9], float("nan"), 0), r"random_dilated_mask: expected 0 <= p <= 1, got p=nan"),
+    (call("random_dilated_mask", [3, -9], 0.5, 0), r"random_dilated_mask: expected non-negative sizes in shape, got -9"),
+    (call("random_dilated_mask", [3, 9], 0.5, 0, "ring"),
      r"random_dilated_mask: expected structure to be 'cross' or 'square', got 'ring'"),
-    ("random_dilated_mask", ([3, 9], 0.5, 0, "cross", -1),
+    (call("random_dilated_mask", [3, 9], 0.5, 0, "cross", -1),
      r"random_dilated_mask: expected iterations >= 0, got iterations=-1"),
 ]
-NUMBA = {"dilate": numba_dilate.dilate, "dilate_packed": numba_dilate.dilate_packed,
-         "random_dilated_mask": numba_rm.random_dilated_mask}
-
-
-@pytest.mark.parametrize("name,args,match", BAD_INPUTS)
-def test_bad_input_raises_naming_argument_and_value(name, args, match):
-    for impl in (getattr(fastprep, name), NUMBA[name]):
-        with pytest.raises(RuntimeError, match=match):
-            impl(*args)
-
-
-@pytest.mark.parametrize("name,args,match", [b for b in BAD_INPUTS if b[0] != "random_dilated_mask"])
-def test_bad_input_on_meta_device(name, args, match):
-    meta = tuple(a.to("meta") if isinstance(a, torch.Tensor) else a for a in args)
-    with pytest.raises(RuntimeError, match=match):
-        getattr(fastprep, name)(*meta)
+test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)
 
 
 _SIMD_SCRIPT = """

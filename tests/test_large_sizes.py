@@ -145,7 +145,7 @@ def test_crop_mask_ycbcr_far_from_the_start(buf, layout, out_dtype, scale, retur
     crop = win if return_mask else fastprep.mask_fill(win, mask, 0)
     expected = fastprep.rgb_to_ycbcr(crop.contiguous(), "CHW", out_dtype, scale)
     got = fastprep.crop_mask_ycbcr(img, h, w, p, seed, layout, out_dtype=out_dtype, scale=scale,
-                                   return_mask=return_mask)
+                                   apply_mask=not return_mask, return_mask=return_mask)
     if return_mask:
         got, got_mask = got
         assert torch.equal(got_mask, mask)

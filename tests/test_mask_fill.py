@@ -7,7 +7,7 @@ import torch
 import fastprep
 from fastprep.numba_kernels import mask_fill as numba_mf
 
-from conftest import requires_native
+from conftest import bad_input_tests, call, requires_native
 
 DTYPES = [torch.uint8, torch.float32, torch.float16, torch.bfloat16]
 H, W, C, N = 7, 70, 3, 2
@@ -124,37 +124,24 @@ def test_torch_compile_fullgraph():
 _I = torch.zeros(C, H, W, dtype=torch.uint8)
 _MK = torch.zeros(H, W, dtype=torch.bool)
 BAD_INPUTS = [
-    ((_I, _MK, 0, "WHC"), r"mask_fill: expected layout to be 'CHW' or 'HWC', got 'WHC'"),
-    ((_I.to(torch.int32), _MK), r"mask_fill: expected img to be a torch.uint8, .* tensor, got torch.int32"),
-    ((_I[0], _MK), r"mask_fill: expected img to be a 3-D \[C, H, W\] image or a 4-D batch of them, got a 2-D"),
-    ((_I, _MK.float()), r"mask_fill: expected mask to be a torch.bool tensor or a packed torch.uint8 one, got torch.float32"),
-    ((_I, _MK[:, :5]), r"mask_fill: expected mask to have shape \[7, 70\] to match img, got \[7, 5\]"),
-    ((_I, _MK[0]), r"mask_fill: expected mask to have shape \[7, 70\] to match img, got \[70\]"),
-    ((_I, _MK[None]), r"mask_fill: expected mask to have shape \[7, 70\] to match img, got \[1, 7, 70\]"),
-    ((_I[None].expand(2, -1, -1, -1), _MK[None].expand(3, -1, -1)),
+    (call("mask_fill", _I, _MK, 0, "WHC"), r"mask_fill: expected layout to be 'CHW' or 'HWC', got 'WHC'"),
+    (call("mask_fill", _I.to(torch.int32), _MK), r"mask_fill: expected img to be a torch.uint8, .* tensor, got torch.int32"),
+    (call("mask_fill", _I[0], _MK), r"mask_fill: expected img to be a 3-D \[C, H, W\] image or a 4-D batch of them, got a 2-D"),
+    (call("mask_fill", _I, _MK.float()), r"mask_fill: expected mask to be a torch.bool tensor or a packed torch.uint8 one, got torch.float32"),
+    (call("mask_fill", _I, _MK[:, :5]), r"mask_fill: expected mask to have shape \[7, 70\] to match img, got \[7, 5\]"),
+    (call("mask_fill", _I, _MK[0]), r"mask_fill: expected mask to have shape \[7, 70\] to match img, got \[70\]"),
+    (call("mask_fill", _I, _MK[None]), r"mask_fill: expected mask to have shape \[7, 70\] to match img, got \[1, 7, 70\]"),
+    (call("mask_fill", _I[None].expand(2, -1, -1, -1), _MK[None].expand(3, -1, -1)),
      r"mask_fill: expected mask to have shape \[7, 70\] or \[2, 7, 70\] to match img, got \[3, 7, 70\]"),
-    ((_I, torch.zeros(H, 8, dtype=torch.uint8)),
+    (call("mask_fill", _I, torch.zeros(H, 8, dtype=torch.uint8)),
      r"mask_fill: expected mask to have shape \[7, 9\] to match img \(packed\), got \[7, 8\]"),
-    ((_I, _MK, 256), r"mask_fill: value=256 is not representable in torch.uint8"),
-    ((_I, _MK, 1.5), r"mask_fill: value=1.5 is not representable in torch.uint8"),
-    ((_I, _MK, -1), r"mask_fill: value=-1 is not representable in torch.uint8"),
-    ((_I, _MK, float("nan")), r"mask_fill: value=nan is not representable in torch.uint8"),
-    ((_I.half(), _MK, 1e5), r"mask_fill: value=100000 is not representable in torch.float16"),
+    (call("mask_fill", _I, _MK, 256), r"mask_fill: value=256 is not representable in torch.uint8"),
+    (call("mask_fill", _I, _MK, 1.5), r"mask_fill: value=1.5 is not representable in torch.uint8"),
+    (call("mask_fill", _I, _MK, -1), r"mask_fill: value=-1 is not representable in torch.uint8"),
+    (call("mask_fill", _I, _MK, float("nan")), r"mask_fill: value=nan is not representable in torch.uint8"),
+    (call("mask_fill", _I.half(), _MK, 1e5), r"mask_fill: value=100000 is not representable in torch.float16"),
 ]
-
-
-@pytest.mark.parametrize("args,match", BAD_INPUTS)
-def test_bad_input_raises_naming_argument_and_value(args, match):
-    for impl in (fastprep.mask_fill, numba_mf.mask_fill):
-        with pytest.raises(RuntimeError, match=match):
-            impl(*args)
-    for impl in (fastprep.mask_fill_, numba_mf.mask_fill_):
-        with pytest.raises(RuntimeError, match=match.replace("mask_fill:", "mask_fill_:")):
-            impl(args[0].clone(), *args[1:])
-
-
-@pytest.mark.parametrize("args,match", BAD_INPUTS)
-def test_bad_input_on_meta_device(args, match):
-    meta = tuple(a.to("meta") if isinstance(a, torch.Tensor) else a for a in args)
-    with pytest.raises(RuntimeError, match=match):
-        fastprep.mask_fill(*meta)
+# mask_fill_ checks the same arguments in place, word for word but for its name.
+BAD_INPUTS += [(call("mask_fill_", c.args[0].clone(), *c.args[1:]), m.replace("mask_fill:", "mask_fill_:"))
+               for c, m in BAD_INPUTS]
+test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)

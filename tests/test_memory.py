@@ -1,7 +1,7 @@
 """No op may grow memory per call: the hot ops run once per sample for days.
 
 torch 2.13's stable-ABI header leaks a heap copy of every `str` argument (~48 bytes a call); the
-native bindings avoid it (csrc/ops/common.h, StrArg). Each op is called enough times that a leak
+native bindings avoid it (csrc/ops/str_arg.h, StrArg). Each op is called enough times that a leak
 of a quarter byte per call would show above the allocator's noise (checked: a binding taking
 std::string grew RSS by 49 bytes a call here and failed this test).
 """
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.warmup import sample_calls
+from fastprep.ops.registry import OPS
 
 # Native calls cost 4-20 us; Numba-backend calls go through Python (25-100 us), so fewer of them.
 CALLS = int(os.environ.get("FASTPREP_LEAK_CALLS", 200_000 if fastprep.backend() == "native" else 25_000))
@@ -25,9 +25,9 @@ def rss_bytes() -> int:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads RSS from /proc")
-@pytest.mark.parametrize("name", sorted(sample_calls()))
-def test_rss_flat_over_many_calls(name):
-    fn, args = getattr(torch.ops.fastprep, name), sample_calls()[name]
+@pytest.mark.parametrize("row", OPS, ids=lambda row: row.name)
+def test_rss_flat_over_many_calls(row):
+    fn, args = getattr(torch.ops.fastprep, row.name), row.sample()
     for _ in range(20_000):  # warm up allocator caches and lazy compilation
         fn(*args)
     # A leak grows RSS in every window; the allocator growing its heap once does not, so the
@@ -38,4 +38,4 @@ def test_rss_flat_over_many_calls(name):
         for _ in range(CALLS):
             fn(*args)
         grown.append(rss_bytes() - before)
-    assert min(grown) < CALLS // 4, f"{name}: RSS grew {grown} bytes in two windows of {CALLS} calls"
+    assert min(grown) < CALLS // 4, f"{row.name}: RSS grew {grown} bytes in two windows of {CALLS} calls"

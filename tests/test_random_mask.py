@@ -9,7 +9,7 @@ import torch
 import fastprep
 from fastprep.numba_kernels import random_mask as numba_rm
 
-from conftest import requires_native
+from conftest import bad_input_tests, call, requires_native
 
 P_VALUES = [0.0, 1.0, 0.25, 0.1, 0.9, 1 / 3, 0.5, 2**-16, 1 - 2**-16]
 
@@ -109,24 +109,10 @@ def test_torch_compile_fullgraph():
 
 
 BAD_INPUTS = [
-    (((4, 4), 1.5, 0), r"random_mask: expected 0 <= p <= 1, got p=1\.5"),
-    (((4, 4), -0.5, 0), r"random_mask: expected 0 <= p <= 1, got p=-0\.5"),
-    (((4, 4), float("nan"), 0), r"random_mask: expected 0 <= p <= 1, got p=nan"),
-    (((4, -2), 0.5, 0), r"random_mask: expected non-negative sizes in shape, got -2"),
-    (((), 0.5, 0), r"random_mask: expected shape to have at least 1 dimension"),
+    (call("random_mask", (4, 4), 1.5, 0), r"random_mask: expected 0 <= p <= 1, got p=1\.5"),
+    (call("random_mask", (4, 4), -0.5, 0), r"random_mask: expected 0 <= p <= 1, got p=-0\.5"),
+    (call("random_mask", (4, 4), float("nan"), 0), r"random_mask: expected 0 <= p <= 1, got p=nan"),
+    (call("random_mask", (4, -2), 0.5, 0), r"random_mask: expected non-negative sizes in shape, got -2"),
+    (call("random_mask", (), 0.5, 0), r"random_mask: expected shape to have at least 1 dimension"),
 ]
-
-
-@pytest.mark.parametrize("args,match", BAD_INPUTS)
-def test_bad_input_raises_naming_argument_and_value(args, match):
-    for impl in (fastprep.random_mask, numba_rm.random_mask):
-        with pytest.raises(RuntimeError, match=match):
-            impl(*args)
-
-
-def test_bad_input_in_fake_mode():
-    # The fake kernel runs the same checks, so torch.compile traces report the same errors.
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    with FakeTensorMode(), pytest.raises(RuntimeError, match=r"got p=1\.5"):
-        torch.ops.fastprep.random_mask([4, 4], 1.5, 0, False)
+test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)

@@ -10,10 +10,11 @@ from torch.utils.data import DataLoader
 
 import fastprep
 from fastprep import transforms as T
-from fastprep.pipelines import SyntheticImages
+from fastprep.tools.pipelines import SyntheticImages
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'fastprep[ray]')")
 fray = pytest.importorskip("fastprep.ray")
+from fastprep.tools.ray_synthetic import SyntheticSource, synthetic_images  # noqa: E402 (needs ray)
 
 N, SIZE, CROP, SEED = 40, 48, 24, 7
 
@@ -58,10 +59,10 @@ def _in_process():
 
 @pytest.mark.parametrize("blocks,map_batch,decoded", [(None, 7, True), (5, 3, False), (1, None, True)])
 def test_ray_gives_the_in_process_samples_however_blocks_split(local_ray, blocks, map_batch, decoded):
-    ds = fray.synthetic_images(N, pool=4, size=SIZE, decoded=decoded)
+    ds = synthetic_images(N, pool=4, size=SIZE, decoded=decoded)
     if blocks:
         ds = ds.repartition(blocks)
-    load = None if decoded else fray.SyntheticSource(pool=4, size=SIZE)
+    load = None if decoded else SyntheticSource(pool=4, size=SIZE)
     ds = ds.map_batches(fray.CompactMap(_transform(), seed=SEED, num_classes=1000, load=load),
                         batch_format="numpy", batch_size=map_batch)
     got = _by_id(fray.iter_compact_batches(ds, batch_size=16))
@@ -78,7 +79,7 @@ def test_compact_columns_and_device_decode(local_ray):
         crop = T.RandomCrop(CROP, layout="HWC")(image)
         return {"image": crop, "mask": crop[0] > 127}
 
-    ds = fray.synthetic_images(12, pool=2, size=SIZE).map_batches(
+    ds = synthetic_images(12, pool=2, size=SIZE).map_batches(
         fray.CompactMap(crop_and_mask, seed=1, num_classes=1000), batch_format="numpy")
     batches = list(fastprep.DevicePrefetcher(fray.iter_compact_batches(ds, batch_size=4), "cpu"))
     assert len(batches) == 3
@@ -94,7 +95,7 @@ def test_compact_columns_and_device_decode(local_ray):
 
 def test_iter_torch_batches_with_the_collate_fn(local_ray):
     pytest.importorskip("ray.train", reason="iter_torch_batches needs Ray Train")
-    ds = fray.synthetic_images(8, pool=4, size=SIZE).map_batches(
+    ds = synthetic_images(8, pool=4, size=SIZE).map_batches(
         fray.CompactMap(_transform(), seed=SEED, num_classes=1000), batch_format="numpy")
     batches = list(ds.iter_torch_batches(batch_size=4, collate_fn=fray.CompactCollateFn()))
     assert [type(b) for b in batches] == [fastprep.CompactBatch] * 2
@@ -147,7 +148,7 @@ def test_bad_transform_outputs_and_arguments():
 
 
 def test_bench_ray_row(local_ray, tmp_path, capsys):
-    from fastprep.cli import main
+    from fastprep.tools.cli import main
     path = tmp_path / "bench.json"
     assert main(["bench", "--quick", "--batch-size", "4", "--workers", "0", "--ray", "--json", str(path)]) == 0
     result = json.loads(path.read_text())

@@ -9,7 +9,7 @@ import torch
 import fastprep
 from fastprep.numba_kernels import counter_rng
 
-from conftest import bad_input_tests, native_available
+from conftest import bad_input_tests, call, native_available
 
 _U8 = torch.uint8
 
@@ -21,14 +21,14 @@ def _stride0(*shape, dtype=_U8):
 
 BAD_INPUTS = [
     # 8 x 2^62 bytes does not fit int64: the bound is printed exactly on both backends.
-    (lambda: fastprep.unpack_bits(_stride0(2**62), -1),
+    (call("unpack_bits", _stride0(2**62), -1),
      r"unpack_bits: expected 0 <= count <= 36893488147419103232 \(8 bits x 4611686018427387904 bytes "
      r"along dim -1\), got count=-1"),
     # ceil(width / 8) without the overflow of width + 7.
-    (lambda: fastprep.dilate_packed(torch.zeros(2, 3, dtype=_U8), 2**63 - 1),
+    (call("dilate_packed", torch.zeros(2, 3, dtype=_U8), 2**63 - 1),
      r"dilate_packed: width=9223372036854775807 needs 1152921504606846976 bytes per row but packed has 3 "
      r"\(last dim\)"),
-    (lambda: fastprep.mask_fill(_stride0(1, 1, 2**63 - 1), torch.zeros(1, 1, dtype=_U8)),
+    (call("mask_fill", _stride0(1, 1, 2**63 - 1), torch.zeros(1, 1, dtype=_U8)),
      r"mask_fill: expected mask to have shape \[1, 1152921504606846976\] to match img \(packed\), got \[1, 1\]"),
 ]
 
@@ -36,70 +36,71 @@ BAD_INPUTS = [
 # they come from (torch's own error names neither; native used to pass it on as "API call failed").
 _TOO_BIG = r"expected an output of at most 2\^63 - 1 bytes, got "
 BAD_INPUTS += [
-    (lambda: fastprep.random_mask([2**40, 2**40], 0.5, 0),
+    (call("random_mask", [2**40, 2**40], 0.5, 0),
      r"random_mask: " + _TOO_BIG + r"\[1099511627776, 1099511627776\] of torch.bool from shape=\[1099511627776, "
      r"1099511627776\]"),
-    (lambda: fastprep.random_mask([2**62, 16], 0.5, 0, packed=True),
+    (call("random_mask", [2**62, 16], 0.5, 0, packed=True),
      r"random_mask: " + _TOO_BIG + r"\[4611686018427387904, 2\] of torch.uint8 from shape=\[4611686018427387904, 16\]"),
-    (lambda: fastprep.random_dilated_mask([3, 2**62, 1], 0.5, 0),
+    (call("random_dilated_mask", [3, 2**62, 1], 0.5, 0),
      r"random_dilated_mask: " + _TOO_BIG + r"\[3, 4611686018427387904, 1\] of torch.bool from shape=\[3, "
      r"4611686018427387904, 1\]"),
-    (lambda: fastprep.crop(_stride0(3, 2**60, 2, dtype=torch.float32), 0, 0, 2**60, 2),
+    (call("crop", _stride0(3, 2**60, 2, dtype=torch.float32), 0, 0, 2**60, 2),
      r"crop: " + _TOO_BIG + r"\[3, 1152921504606846976, 2\] of torch.float32 from height=1152921504606846976, "
      r"width=2"),
-    (lambda: fastprep.random_crop(torch.zeros(3, 4, 5, dtype=_U8), 2**62, 4, 0, "CHW", True),
+    (call("random_crop", torch.zeros(3, 4, 5, dtype=_U8), 2**62, 4, 0, "CHW", True),
      r"random_crop: " + _TOO_BIG + r"\[3, 4611686018427387904, 4\] of torch.uint8 from height=4611686018427387904, "
      r"width=4"),
-    (lambda: fastprep.random_crop(torch.zeros(2, 4, 5, 3, dtype=_U8), 2**61, 2, 0, "HWC", True),
+    (call("random_crop", torch.zeros(2, 4, 5, 3, dtype=_U8), 2**61, 2, 0, "HWC", True),
      r"random_crop: " + _TOO_BIG + r"\[2, 3, 2305843009213693952, 2\] of torch.uint8 from "
      r"height=2305843009213693952, width=2"),
-    (lambda: fastprep.rgb_to_ycbcr(_stride0(2**30, 2**30, 3), "HWC", torch.float32),
+    (call("rgb_to_ycbcr", _stride0(2**30, 2**30, 3), "HWC", torch.float32),
      r"rgb_to_ycbcr: " + _TOO_BIG + r"\[3, 1073741824, 1073741824\] of torch.float32 from img of shape "
      r"\[1073741824, 1073741824, 3\]"),
-    (lambda: fastprep.ycbcr_to_rgb(_stride0(3, 2**30, 2**30, dtype=torch.float16), "CHW", torch.float32),
+    (call("ycbcr_to_rgb", _stride0(3, 2**30, 2**30, dtype=torch.float16), "CHW", torch.float32),
      r"ycbcr_to_rgb: " + _TOO_BIG + r"\[3, 1073741824, 1073741824\] of torch.float32 from img of shape "
      r"\[3, 1073741824, 1073741824\]"),
-    (lambda: fastprep.crop_mask_ycbcr(_stride0(2**30, 2**30, 3), 2**30, 2**30, 0.5, 0, out_dtype=torch.float32),
+    (call("crop_mask_ycbcr", _stride0(2**30, 2**30, 3), 2**30, 2**30, 0.5, 0, out_dtype=torch.float32),
      r"crop_mask_ycbcr: " + _TOO_BIG + r"\[3, 1073741824, 1073741824\] of torch.float32 from height=1073741824, "
      r"width=1073741824"),
-    (lambda: fastprep.mask_fill(_stride0(3, 2**30, 2**31, dtype=torch.float32),
+    (call("mask_fill", _stride0(3, 2**30, 2**31, dtype=torch.float32),
                                 _stride0(2**30, 2**31, dtype=torch.bool)),
      r"mask_fill: " + _TOO_BIG + r"\[3, 1073741824, 2147483648\] of torch.float32 from img of shape "
      r"\[3, 1073741824, 2147483648\]"),
-    (lambda: fastprep.unpack_bits(_stride0(3, 2**61), 2**63 - 1),
+    (call("unpack_bits", _stride0(3, 2**61), 2**63 - 1),
      r"unpack_bits: " + _TOO_BIG + r"\[3, 9223372036854775807\] of torch.bool from count=9223372036854775807"),
 ]
 
-test_bad_input_raises_naming_argument_and_value, test_bad_input_on_meta_device = bad_input_tests(BAD_INPUTS)
+test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)
 
 # Outputs that fit int64 but no machine can allocate: the same message on both backends (native's
 # stable ABI used to pass the failure on without torch's text). Not on meta, where nothing is allocated.
 UNALLOCATABLE = [
-    (lambda: fastprep.random_crop(torch.zeros(1, 4, 5, dtype=_U8), 2**62, 1, 0, "CHW", True),
+    (call("random_crop", torch.zeros(1, 4, 5, dtype=_U8), 2**62, 1, 0, "CHW", True),
      r"random_crop: could not allocate the output, \[1, 4611686018427387904, 1\] of torch.uint8 "
      r"\(4611686018427387904 bytes\) from height=4611686018427387904, width=1"),
-    (lambda: fastprep.random_mask([2**63 - 1], 0.5, 0, packed=True),
+    (call("random_mask", [2**63 - 1], 0.5, 0, packed=True),
      r"random_mask: could not allocate the output, \[1152921504606846976\] of torch.uint8 "
      r"\(1152921504606846976 bytes\) from shape=\[9223372036854775807\]"),
-    (lambda: fastprep.crop_mask_ycbcr(_stride0(2**30, 2**30, 3), 2**30, 2**30, 0.5, 0),
+    (call("crop_mask_ycbcr", _stride0(2**30, 2**30, 3), 2**30, 2**30, 0.5, 0),
      r"crop_mask_ycbcr: could not allocate the output, \[3, 1073741824, 1073741824\] of torch.uint8 "
      r"\(3458764513820540928 bytes\) from height=1073741824, width=1073741824"),
-    (lambda: fastprep.dilate(_stride0(2**31, 2**31, dtype=torch.bool)),
+    (call("dilate", _stride0(2**31, 2**31, dtype=torch.bool)),
      r"dilate: could not allocate a contiguous copy of mask, \[2147483648, 2147483648\] of torch.bool "
      r"\(4611686018427387904 bytes\)$"),
-    (lambda: fastprep.pack_bits(_stride0(2**62, dtype=torch.bool)),
+    (call("pack_bits", _stride0(2**62, dtype=torch.bool)),
      r"pack_bits: could not allocate a contiguous copy of x, \[4611686018427387904\] of torch.bool "
      r"\(4611686018427387904 bytes\)$"),
-    (lambda: fastprep.mask_fill(_stride0(1, 2**31, 2**31), _stride0(2**31, 2**31, dtype=torch.bool)),
+    (call("mask_fill", _stride0(1, 2**31, 2**31), _stride0(2**31, 2**31, dtype=torch.bool)),
      r"mask_fill: could not allocate a contiguous copy of mask, \[2147483648, 2147483648\] of torch.bool "
      r"\(4611686018427387904 bytes\)$"),
 ]
 
 
-@pytest.mark.parametrize("call,match", UNALLOCATABLE)
-def test_bad_input_unallocatable_output_names_its_size(call, match):
-    with pytest.raises(RuntimeError, match=match):
-        call()
+@pytest.mark.parametrize("case,match", UNALLOCATABLE)
+def test_bad_input_unallocatable_output_names_its_size(case, match):
+    for run in (case, case.numba):
+        with pytest.raises(RuntimeError, match=match):
+            run()
 
 
 @pytest.mark.parametrize("structure", ["cross", "square"])

@@ -1,0 +1,135 @@
+"""The package's architecture, checked: the op contract (fastprep.ops) never imports a backend, the
+library never imports the tooling, no module imports another's private names, no import cycles,
+and the op registry lists exactly the ops that exist, each with every piece an op must have."""
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import fastprep
+from fastprep.ops.registry import OPS
+
+PACKAGE = Path(fastprep.__file__).parent
+# Leaf modules the contract may use: they import nothing of fastprep's.
+CONTRACT_MAY_IMPORT = ("fastprep.ops", "fastprep.counter_rng")
+
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(module, names) for every fastprep import in the file, at any depth (lazy ones too)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [(a.name, []) for a in node.names if a.name.startswith("fastprep")]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("fastprep"):
+            out.append((node.module, [a.name for a in node.names]))
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the fastprep modules it imports (a `from pkg import sub` counts as pkg.sub)."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        deps = set()
+        for module, names in _imports(path):
+            subs = [f"{module}.{n}" for n in names if f"{module}.{n}" in modules]
+            deps.update(subs or [module])
+        graph[name] = deps - {name}
+    return graph
+
+
+def test_the_contract_never_imports_a_backend():
+    for name, deps in _graph().items():
+        if name == "fastprep.ops" or name.startswith("fastprep.ops."):
+            bad = [d for d in deps if not d.startswith(CONTRACT_MAY_IMPORT)]
+            assert not bad, f"{name} imports {bad}: the contract may import only {CONTRACT_MAY_IMPORT}"
+
+
+def test_the_counter_generator_is_a_leaf():
+    assert _graph()["fastprep.counter_rng"] == set()
+
+
+def test_the_library_never_imports_the_tooling():
+    for name, deps in _graph().items():
+        if not name.startswith("fastprep.tools") and name != "fastprep.__main__":  # the CLI entry
+            bad = [d for d in deps if d.startswith("fastprep.tools")]
+            assert not bad, f"{name} (library) imports {bad} (tooling)"
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    # Packages import their submodules by design (fastprep.ops defines the schemas by importing
+    # its families); a cycle through a package's own __init__ is that, not a cycle between peers.
+    edges = {m: {d for d in deps if d in graph and not m.startswith(d + ".")} for m, deps in graph.items()}
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for d in sorted(edges[m]):
+            if state.get(d) == 1:
+                pytest.fail("import cycle: " + " -> ".join(path[path.index(d):] + [d]))
+            if d not in state:
+                visit(d, path + [d])
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m, [m])
+
+
+def test_no_private_names_imported_across_modules():
+    for path in PACKAGE.rglob("*.py"):
+        for module, names in _imports(path):
+            private = [n for n in names if n.startswith("_") and n != "_C"]
+            assert not private, f"{_module_name(path)} imports {private} from {module}"
+
+
+def test_import_on_the_native_backend_loads_no_numba():
+    code = "import sys, fastprep; print(fastprep.backend(), 'numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "FASTPREP_BACKEND": "native"})
+    assert out.returncode == 0, out.stderr
+    backend, numba_loaded = out.stdout.split()
+    if backend != "native":
+        pytest.skip("the native backend is not built here")
+    assert numba_loaded == "False"
+
+
+def _schemas() -> set[str]:
+    return {s.name.split("::")[1] for s in torch._C._jit_get_all_schemas() if s.name.startswith("fastprep::")}
+
+
+def test_the_registry_lists_exactly_the_defined_ops():
+    names = [row.name for row in OPS]
+    assert len(names) == len(set(names))
+    assert set(names) == _schemas()
+
+
+@pytest.mark.parametrize("row", OPS, ids=lambda row: row.name)
+def test_every_op_has_all_its_pieces(row):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from fastprep import numba_kernels
+
+    qualname = f"fastprep::{row.name}"
+    assert getattr(fastprep, row.name).__module__ == f"fastprep.ops.{row.family}"  # the wrapper
+    assert row.name in fastprep.__all__
+    assert callable(numba_kernels.kernel(row.name))  # the Numba kernel, same name
+    key = "CPU" if row.takes_tensor else "CompositeExplicitAutograd"
+    assert torch._C._dispatch_has_kernel_for_dispatch_key(qualname, key)  # the active backend's
+    importlib.import_module(f"fastprep.ops.{row.family}")
+    with FakeTensorMode():  # the fake kernel: shapes without data
+        getattr(torch.ops.fastprep, row.name)(*row.sample())
+    assert (PACKAGE.parents[1] / "csrc" / "ops" / f"{row.family}.cpp").exists() or \
+        not (PACKAGE.parents[1] / "csrc").exists()  # the binding, in a source checkout
