@@ -79,37 +79,67 @@ def _fake(op):
 torch.library.register_fake("fastprep::rgb_to_ycbcr")(_fake("rgb_to_ycbcr"))
 torch.library.register_fake("fastprep::ycbcr_to_rgb")(_fake("ycbcr_to_rgb"))
 
-_FWD = torch.tensor([[0.299, 0.587, 0.114], [-0.168736, -0.331264, 0.5], [0.5, -0.418688, -0.081312]],
-                    dtype=torch.float64)
-_INV = torch.tensor([[1.0, 0.0, 1.402], [1.0, -0.344136, -0.714136], [1.0, 1.772, 0.0]],
-                    dtype=torch.float64)
+# The kernels' float32 constants (csrc/kernels/color_pixel.h): every product rounds once, in
+# float32, and the sums run in the kernels' order, so the float path gives their bits on any
+# device whose float32 arithmetic is IEEE (CPU, CUDA) in eager mode (no contraction into FMA).
+_K = {name: torch.tensor(value, dtype=torch.float32) for name, value in dict(
+    yr=0.299, yg=0.587, yb=0.114, br=-0.168736, bg=0.331264, bb=0.5, rr=0.5, rg=0.418688, rb=0.081312,
+    kr=1.402, gb=0.344136, gr=0.714136, kb=1.772).items()}
+
+
+def _div_floor(n: torch.Tensor, d: int) -> torch.Tensor:
+    """floor(n / d) for n clamped to [0, 256 d): the kernels' div_clamped, exactly, in int32."""
+    return torch.div(n.clamp(0, 256 * d - 1), d, rounding_mode="floor")
+
+
+def _exact_u8(a, b, c, forward):
+    """uint8 -> uint8 in integer arithmetic: the exact rounded JFIF formula of color_pixel.h."""
+    a, b, c = (t.to(torch.int32) for t in (a, b, c))
+    if forward:
+        return (_div_floor(299 * a + 587 * b + 114 * c + 500, 1000),
+                _div_floor(-5273 * a - 10352 * b + 15625 * c + 4015625, 31250),
+                _div_floor(15625 * a - 13084 * b - 2541 * c + 4015625, 31250))
+    cb, cr = b - 128, c - 128
+    return (_div_floor(500 * a + 250 + 701 * cr, 500),
+            _div_floor(125000 * a + 62500 - 43017 * cb - 89267 * cr, 125000),
+            _div_floor(250 * a + 125 + 443 * cb, 250))
+
+
+def _float32(a, b, c, forward, delta):
+    """The float formulas of color_pixel.h, operation for operation, in float32."""
+    k = {name: t.to(a.device) for name, t in _K.items()}
+    a, b, c = (t.to(torch.float32) for t in (a, b, c))
+    if forward:
+        return (k["yr"] * a + k["yg"] * b + k["yb"] * c,
+                k["br"] * a - k["bg"] * b + k["bb"] * c + delta,
+                k["rr"] * a - k["rg"] * b - k["rb"] * c + delta)
+    cb, cr = b - delta, c - delta
+    return a + k["kr"] * cr, a - k["gb"] * cb - k["gr"] * cr, a + k["kb"] * cb
 
 
 def _color_torch(op, img, layout, out_dtype, scale, forward):
     v, odt = check_color(op, img, layout, out_dtype, scale)
     x = img if v.batched else img.unsqueeze(0)
     x = x.permute(0, 3, 1, 2) if layout == "HWC" else x
-    delta = 128.0 if img.dtype == torch.uint8 else 0.5
-    off = torch.tensor([0.0, delta, delta], dtype=torch.float64, device=img.device).view(3, 1, 1)
-    xd = x.double()
-    m = _FWD.to(img.device)
-    if forward:
-        y = torch.einsum("oc,nchw->nohw", m, xd) + off
-    else:
-        y = torch.einsum("oc,nchw->nohw", _INV.to(img.device), xd - off)
+    a, b, c = x.unbind(1)
     if odt == torch.uint8:
-        y = torch.floor(y + 0.5).clamp(0, 255)
-    y = (y * scale).to(odt).contiguous()
+        planes = _exact_u8(a, b, c, forward)
+    else:
+        delta = torch.tensor(128.0 if img.dtype == torch.uint8 else 0.5, dtype=torch.float32)
+        s = torch.tensor(scale, dtype=torch.float32)  # the kernels scale by float(scale)
+        planes = [p * s for p in _float32(a, b, c, forward, delta)]
+    y = torch.stack(planes, dim=1).to(odt)
     return y if v.batched else y[0]
 
 
 def rgb_to_ycbcr_torch(img, layout="CHW", out_dtype=None, scale=1.0):
-    """rgb_to_ycbcr in plain torch ops (float64), for devices without a fastprep kernel."""
+    """rgb_to_ycbcr in plain torch ops with the kernels' bits (integer arithmetic for uint8 ->
+    uint8, the kernels' float32 operations otherwise): what devices without a kernel run."""
     return _color_torch("rgb_to_ycbcr", img, layout, out_dtype, scale, True)
 
 
 def ycbcr_to_rgb_torch(img, layout="CHW", out_dtype=None, scale=1.0):
-    """ycbcr_to_rgb in plain torch ops (float64), for devices without a fastprep kernel."""
+    """ycbcr_to_rgb in plain torch ops with the kernels' bits (see rgb_to_ycbcr_torch)."""
     return _color_torch("ycbcr_to_rgb", img, layout, out_dtype, scale, False)
 
 

@@ -10,7 +10,7 @@ from fastprep import counter_rng
 from fastprep.ops import checks
 from fastprep.ops._library import define, impl_any_device
 
-__all__ = ["crop_mask_ycbcr"]
+__all__ = ["crop_mask_ycbcr", "mask_ycbcr"]
 
 define("crop_mask_ycbcr(Tensor img, int height, int width, float p, int seed, str layout='HWC', "
        "str structure='cross', ScalarType? out_dtype=None, float scale=1.0, bool apply_mask=True, "
@@ -52,6 +52,35 @@ def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: 
                                                      out_dtype, scale, apply_mask, return_mask,
                                                      mask_seed)
     return (image, mask) if return_mask else image
+
+
+def mask_ycbcr(images: torch.Tensor, masks: torch.Tensor, out_dtype: torch.dtype | None = None,
+               scale: float = 1.0) -> torch.Tensor:
+    """The mask and colour steps of :func:`crop_mask_ycbcr` on crops made elsewhere, on the device
+    the batch is on: ``rgb_to_ycbcr(mask_fill(images, masks, 0), "CHW", out_dtype, scale)``.
+
+    When CPUs are short, ship uint8 crops and packed masks (a quarter of the float bytes, the
+    mask 1/24 of the image) and run this on the GPU: the result has the CPU's bits (integer
+    arithmetic for uint8 output, the kernels' float32 operations otherwise), so sample i equals
+    ``crop_mask_ycbcr(img_i, h, w, p, seed_i, ..., mask_seed=mask_seed_i)`` when crop i is
+    ``random_crop(img_i, h, w, seed_i)`` and mask i is
+    ``random_dilated_mask([h, w], p, mask_seed_i, packed=True)``.
+
+    Args:
+        images: uint8 RGB ``[N, 3, H, W]`` (or one ``[3, H, W]`` image).
+        masks: bool ``[N, H, W]`` / ``[H, W]``, or the same packed by :func:`pack_bits`.
+        out_dtype: uint8 (default), float32, float16 or bfloat16.
+        scale: multiplies float outputs (1/255 for [0, 1] values).
+
+    Example:
+        >>> crops = torch.randint(0, 256, (4, 3, 8, 8), dtype=torch.uint8)
+        >>> masks = torch.zeros(4, 8, 1, dtype=torch.uint8)  # packed, nothing masked
+        >>> mask_ycbcr(crops, masks, torch.float32, 1 / 255).shape
+        torch.Size([4, 3, 8, 8])
+    """
+    ops = torch.ops.fastprep
+    odt = torch.uint8 if out_dtype is None else out_dtype
+    return ops.rgb_to_ycbcr(ops.mask_fill(images, masks, 0.0, "CHW"), "CHW", odt, scale)
 
 
 def check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, scale):

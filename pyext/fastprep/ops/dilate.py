@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from fastprep.ops import checks
-from fastprep.ops._library import define
+from fastprep.ops._library import define, impl_any_device
 
 __all__ = ["dilate", "dilate_packed"]
 
@@ -63,3 +63,37 @@ def _dilate_fake(mask, structure="cross", iterations=1):
 def _dilate_packed_fake(packed, width, structure="cross", iterations=1):
     check_dilate_packed(packed, width, structure, iterations)
     return torch.empty_like(packed, memory_format=torch.contiguous_format)
+
+
+def _dilate_bools(m: torch.Tensor, square: bool, iterations: int) -> torch.Tensor:
+    """Dilation of bool [..., H, W] by shifted ORs (exact on any device), stopping at the fixed
+    point as the kernels do (at most H + W steps change anything)."""
+    x = m.reshape(-1, 1, *m.shape[-2:]).to(torch.uint8)
+    for _ in range(min(iterations, m.shape[-2] + m.shape[-1])):
+        p = torch.nn.functional.pad(x, (1, 1, 1, 1))
+        y = x | p[..., :-2, 1:-1] | p[..., 2:, 1:-1] | p[..., 1:-1, :-2] | p[..., 1:-1, 2:]
+        if square:
+            y = y | p[..., :-2, :-2] | p[..., :-2, 2:] | p[..., 2:, :-2] | p[..., 2:, 2:]
+        if torch.equal(y, x):
+            break
+        x = y
+    return x.to(torch.bool).reshape(m.shape)
+
+
+def dilate_torch(mask, structure="cross", iterations=1):
+    """dilate in plain torch ops: what devices without a kernel run, with the kernels' bits."""
+    square = check_dilate(mask, structure, iterations)
+    return _dilate_bools(mask, square, iterations)
+
+
+def dilate_packed_torch(packed, width, structure="cross", iterations=1):
+    """dilate_packed in plain torch ops: unpack, dilate, pack, on the device."""
+    square = check_dilate_packed(packed, width, structure, iterations)
+    ops = torch.ops.fastprep
+    bools = ops.unpack_bits(packed, width, -1, "little")
+    return ops.pack_bits(_dilate_bools(bools, square, iterations), -1, "little")
+
+
+impl_any_device("dilate", dilate_torch)
+impl_any_device("dilate_packed", dilate_packed_torch)
+

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import torch
 
 from fastprep.ops import checks
-from fastprep.ops._library import define
+from fastprep.ops._library import define, impl_any_device
 
 __all__ = ["mask_fill", "mask_fill_"]
 
@@ -87,3 +87,34 @@ def _mask_fill_fake(img, mask, value=0, layout="CHW"):
 @torch.library.register_fake("fastprep::mask_fill_")
 def _mask_fill__fake(img, mask, value=0, layout="CHW"):
     check_mask_fill("mask_fill_", img, mask, value, layout)
+
+
+def _bool_mask(img: torch.Tensor, mask: torch.Tensor, args: FillArgs, layout: str) -> torch.Tensor:
+    """The mask as bools shaped to broadcast over img's channels (unpacked on its device)."""
+    m = torch.ops.fastprep.unpack_bits(mask, args.view.w, -1, "little") if args.packed else mask
+    if args.view.batched and m.dim() == 2:
+        m = m.unsqueeze(0)
+    return m.unsqueeze(-1) if layout == "HWC" else m.unsqueeze(-3)
+
+
+def _fill_value(value: float, img: torch.Tensor) -> torch.Tensor:
+    # torch's own conversion, as the C++ binding's torch::stable::full.
+    return torch.full((), value, dtype=img.dtype, device=img.device)
+
+
+def mask_fill_torch(img, mask, value=0, layout="CHW"):
+    """mask_fill in plain torch ops (a select, exact on any device): what devices without a kernel
+    run; the packed mask is unpacked on the device."""
+    args = check_mask_fill("mask_fill", img, mask, value, layout)
+    return torch.where(_bool_mask(img, mask, args, layout), _fill_value(value, img), img).contiguous()
+
+
+def mask_fill__torch(img, mask, value=0, layout="CHW"):
+    """mask_fill_ in plain torch ops, in place through img's strides."""
+    args = check_mask_fill("mask_fill_", img, mask, value, layout)
+    img.masked_fill_(_bool_mask(img, mask, args, layout), _fill_value(value, img))
+
+
+impl_any_device("mask_fill", mask_fill_torch)
+impl_any_device("mask_fill_", mask_fill__torch)
+
