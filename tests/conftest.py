@@ -3,6 +3,7 @@ from typing import NamedTuple
 
 import pytest
 import torch
+from torch.utils._pytree import tree_map_only
 
 import fastprep
 
@@ -43,10 +44,9 @@ class OpCall(NamedTuple):
         """The same call on fake tensors (the fake kernel: what torch.compile traces run)."""
         from torch._subclasses.fake_tensor import FakeTensorMode
         mode = FakeTensorMode()
-        as_fake = lambda a: mode.from_tensor(a) if isinstance(a, torch.Tensor) else a  # noqa: E731
+        args, kwargs = tree_map_only(torch.Tensor, mode.from_tensor, (self.args, self.kwargs))
         with mode:
-            return getattr(fastprep, self.op)(*map(as_fake, self.args),
-                                              **{k: as_fake(v) for k, v in self.kwargs.items()})
+            return getattr(fastprep, self.op)(*args, **kwargs)
 
     def __repr__(self):  # the test id
         return f"{self.op}(...)"

@@ -127,3 +127,62 @@ BAD_INPUTS = [
     (_fused(scale=2.0), "crop_mask_ycbcr: expected scale=1 for a torch.uint8 output, got scale=2"),
 ]
 test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)
+
+
+@pytest.mark.parametrize("out_dtype,scale", [(torch.uint8, 1.0), *OUT[1:]])
+@pytest.mark.parametrize("with_masks", [False, True])
+def test_batch_writes_the_per_sample_bits_into_the_callers_buffers(out_dtype, scale, with_masks):
+    views = list(_views().values())
+    imgs = [x for x, _ in views if _ == "HWC"] + [_image(60, 50, seed=3), _image(31, 45, seed=4)]
+    seeds, mask_seeds = [0, -7, 2**62, 11], [None, [5, 6, 7, 8]]
+    for ms in mask_seeds:
+        out = torch.full((len(imgs), 3, 31, 45), 7).to(out_dtype)
+        masks = torch.zeros(len(imgs), 31, 6, dtype=torch.uint8) if with_masks else None
+        got = fastprep.crop_mask_ycbcr_batch(imgs, 31, 45, 0.25, seeds, out, scale=scale, mask_seeds=ms, masks=masks)
+        assert got is out
+        for i, img in enumerate(imgs):
+            image, mask = fastprep.crop_mask_ycbcr(img, 31, 45, 0.25, seeds[i], out_dtype=out_dtype, scale=scale,
+                                                   return_mask=True, mask_seed=None if ms is None else ms[i])
+            assert torch.equal(out[i], image)
+            if with_masks:
+                assert torch.equal(masks[i], mask)
+        out_nb = torch.empty_like(out)
+        masks_nb = torch.empty_like(masks) if with_masks else None
+        call("crop_mask_ycbcr_batch", imgs, 31, 45, 0.25, seeds, out_nb, scale=scale, mask_seeds=ms,
+             masks=masks_nb).numba()
+        assert torch.equal(out_nb, out) and (not with_masks or torch.equal(masks_nb, masks))
+
+
+def test_batch_opcheck():
+    imgs = [_image(40, 30), _image(35, 33, seed=1)]
+    torch.library.opcheck(torch.ops.fastprep.crop_mask_ycbcr_batch.default,
+                          (imgs, 16, 16, 0.25, [1, 2], torch.empty(2, 3, 16, 16), "HWC", "cross", 1.0, True, None,
+                           torch.empty(2, 16, 2, dtype=torch.uint8)))
+
+
+_IMGS = [torch.zeros(8, 8, 3, dtype=torch.uint8)] * 2
+_OUT = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
+BAD_BATCH = [
+    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 0.25, [1], _OUT),
+     r"crop_mask_ycbcr_batch: expected one seed per image \(2\), got 1 seeds"),
+    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 0.25, [1, 2], _OUT, mask_seeds=[3]),
+     r"crop_mask_ycbcr_batch: expected one mask seed per image \(2\), got 1 mask_seeds"),
+    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 0.25, [1, 2], _OUT[:, :, :3]),
+     r"crop_mask_ycbcr_batch: expected out to be a contiguous \[2, 3, 4, 4\] tensor, got \[2, 3, 3, 4\] "
+     r"\(not contiguous\)"),
+    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 0.25, [1, 2], _OUT.int()),
+     r"crop_mask_ycbcr_batch: expected out to be a torch.uint8, .* tensor, got torch.int32"),
+    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 0.25, [1, 2], _OUT, scale=0.5),
+     r"crop_mask_ycbcr_batch: expected scale=1 for a torch.uint8 output, got scale=0.5"),
+    (call("crop_mask_ycbcr_batch", _IMGS, 0, 4, 0.25, [1, 2], _OUT),
+     r"crop_mask_ycbcr_batch: expected a positive crop size, got height=0 width=4"),
+    (call("crop_mask_ycbcr_batch", [_IMGS[0], torch.zeros(8, 3, 3, dtype=torch.uint8)], 4, 4, 0.25, [1, 2], _OUT),
+     r"crop_mask_ycbcr_batch: crop 4x4 is larger than the image 8x3"),
+    (call("crop_mask_ycbcr_batch", [_IMGS[0], torch.zeros(8, 8, 3)], 4, 4, 0.25, [1, 2], _OUT),
+     r"crop_mask_ycbcr_batch: expected imgs\[1\] to be a torch.uint8 tensor, got torch.float32"),
+    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 0.25, [1, 2], _OUT, masks=torch.zeros(2, 4, 2, dtype=torch.uint8)),
+     r"crop_mask_ycbcr_batch: expected masks to be a contiguous \[2, 4, 1\] tensor, got \[2, 4, 2\]"),
+    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 1.5, [1, 2], _OUT),
+     r"crop_mask_ycbcr_batch: expected 0 <= p <= 1, got p=1.5"),
+]
+test_bad_batch_op, test_bad_batch_numba, test_bad_batch_fake = bad_input_tests(BAD_BATCH)

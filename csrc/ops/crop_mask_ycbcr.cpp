@@ -1,4 +1,6 @@
-// Binding of crop_mask_ycbcr (schema and definition: pyext/fastprep/ops/crop_mask_ycbcr.py).
+// Bindings of crop_mask_ycbcr and its batched form crop_mask_ycbcr_batch (schemas and definitions:
+// pyext/fastprep/ops/crop_mask_ycbcr.py). Both run one sample at a time through run_sample, so a
+// batch has the per-sample op's bits by construction.
 #include <optional>
 #include <string>
 #include <tuple>
@@ -13,6 +15,76 @@
 #include "ops/views.h"
 
 namespace fastprep::ops {
+namespace {
+
+void check_crop_size(const char* op, int64_t height, int64_t width) {
+  FASTPREP_CHECK(height > 0 && width > 0, op, ": expected a positive crop size, got height=", height, " width=", width);
+}
+
+// The arguments every sample shares but the crop size; returns whether the structure is "square".
+bool check_shared(const char* op, double p, const StrArg& structure, ScalarType odt, double scale) {
+  FASTPREP_CHECK(p >= 0.0 && p <= 1.0, op, ": expected 0 <= p <= 1, got p=", p);  // NaN fails too
+  const bool square = parse_structure(op, structure);
+  FASTPREP_CHECK(color_type_code(odt) >= 0, op,
+                 ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or torch.bfloat16, got ",
+                 dtype_name(odt));
+  FASTPREP_CHECK(odt != ScalarType::Byte || scale == 1.0, op,
+                 ": expected scale=1 for a torch.uint8 output, got scale=", scale);
+  return square;
+}
+
+// One source image (`arg` names it in messages): uint8, 3-D, 3 channels.
+ImageView check_image(const char* op, const char* arg, const Tensor& img, bool hwc) {
+  check_dtype(op, arg, img, ScalarType::Byte);
+  FASTPREP_CHECK(img.dim() == 3, op, ": expected ", arg, " to be a 3-D ", hwc ? "[H, W, C]" : "[C, H, W]",
+                 " image, got a ", img.dim(), "-D tensor");
+  const ImageView v = image_view(op, arg, img, hwc);
+  FASTPREP_CHECK(v.c == 3, op, ": expected ", arg, " to have 3 channels, got ", v.c);
+  return v;
+}
+
+void check_fits(const char* op, const ImageView& v, int64_t height, int64_t width) {
+  FASTPREP_CHECK(height <= v.h && width <= v.w, op, ": crop ", height, "x", width, " is larger than the image ", v.h,
+                 "x", v.w);
+}
+
+struct Sample {
+  int64_t height, width;
+  double p;
+  bool square;
+  int out_type;
+  float scale;
+};
+
+// One sample into out ([3, height, width] contiguous) and, when mask_out is given, its packed mask
+// ([height, ceil(width / 8)]): the crop uses `seed` as random_crop does, the mask `mask_seed`.
+// The mask is applied from bool bytes (bools: scratch of height * width), which the gather reads
+// in step with the pixels; packed and bool masks come from the same generator, so they agree.
+void run_sample(const Sample& s, const Tensor& img, const ImageView& v, int64_t seed, int64_t mask_seed,
+                bool apply_mask, uint8_t* mask_out, void* out, std::vector<uint8_t>& bools) {
+  const uint64_t useed = static_cast<uint64_t>(seed);
+  const int64_t top = kernels::random_crop_offset(kernels::random_word(useed, 0), v.h, s.height, false);
+  const int64_t left = kernels::random_crop_offset(kernels::random_word(useed, 1), v.w, s.width, false);
+  if (mask_out != nullptr) {
+    kernels::random_dilated_mask(mask_seed, s.p, 1, s.height, s.width, s.square, 1, true, mask_out);
+  }
+  if (apply_mask) {
+    bools.resize(static_cast<size_t>(s.height * s.width));
+    kernels::random_dilated_mask(mask_seed, s.p, 1, s.height, s.width, s.square, 1, false, bools.data());
+  }
+  const kernels::RgbSource src{static_cast<const uint8_t*>(img.const_data_ptr()), v.sc, v.sh, v.sw};
+  kernels::crop_mask_ycbcr(src, top, left, s.height, s.width, apply_mask ? bools.data() : nullptr, out, s.out_type,
+                           s.scale);
+}
+
+// An output argument the caller provides: dtype, contiguity and exact shape.
+void check_out(const char* op, const char* arg, const Tensor& t, const std::vector<int64_t>& want) {
+  FASTPREP_CHECK(t.is_contiguous() && sizes_of(t) == want, op, ": expected ", arg, " to be a contiguous ",
+                 shape_str(want), " tensor, got ", shape_str(sizes_of(t)),
+                 t.is_contiguous() ? "" : " (not contiguous)");
+}
+
+}  // namespace
 
 std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t width, double p, int64_t seed,
                                            StrArg layout, StrArg structure, std::optional<ScalarType> out_dtype,
@@ -21,53 +93,72 @@ std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t w
   constexpr const char* op = "crop_mask_ycbcr";
   check_dtype(op, "img", img, ScalarType::Byte);
   const bool hwc = parse_layout(op, layout);
-  FASTPREP_CHECK(img.dim() == 3, op, ": expected img to be a 3-D ", hwc ? "[H, W, C]" : "[C, H, W]", " image, got a ",
-                 img.dim(), "-D tensor");
-  const ImageView v = image_view(op, "img", img, hwc);
-  FASTPREP_CHECK(v.c == 3, op, ": expected img to have 3 channels, got ", v.c);
-  FASTPREP_CHECK(height > 0 && width > 0, op, ": expected a positive crop size, got height=", height, " width=", width);
-  FASTPREP_CHECK(height <= v.h && width <= v.w, op, ": crop ", height, "x", width, " is larger than the image ", v.h,
-                 "x", v.w);
-  FASTPREP_CHECK(p >= 0.0 && p <= 1.0, op, ": expected 0 <= p <= 1, got p=", p);  // NaN fails too
-  const bool square = parse_structure(op, structure);
+  const ImageView v = check_image(op, "img", img, hwc);
+  check_crop_size(op, height, width);
+  check_fits(op, v, height, width);
   const ScalarType odt = out_dtype.value_or(ScalarType::Byte);
-  FASTPREP_CHECK(color_type_code(odt) >= 0, op,
-                 ": expected out_dtype to be torch.uint8, "
-                 "torch.float32, torch.float16 or torch.bfloat16, got ",
-                 dtype_name(odt));
-  FASTPREP_CHECK(odt != ScalarType::Byte || scale == 1.0, op,
-                 ": expected scale=1 for a torch.uint8 output, got scale=", scale);
+  const bool square = check_shared(op, p, structure, odt, scale);
   const std::vector<int64_t> sizes{3, height, width};
   const auto source = [&] { return "height=" + std::to_string(height) + ", width=" + std::to_string(width); };
   check_output_bytes(op, sizes, odt, source);
 
-  // The crop uses `seed` as random_crop does; the mask its own stream (derive_seed(seed, 1)).
-  const uint64_t s = static_cast<uint64_t>(seed);
-  const int64_t top = kernels::random_crop_offset(kernels::random_word(s, 0), v.h, height, false);
-  const int64_t left = kernels::random_crop_offset(kernels::random_word(s, 1), v.w, width, false);
-  const int64_t mseed = mask_seed.value_or(kernels::derive_seed(seed, 1));
   // The image first, the largest allocation: if anything cannot be allocated, it is this.
   Tensor out = new_output(op, img, sizes, odt, source);
-  // The mask leaves as bits (return_mask) and/or is applied from bool bytes (apply_mask), which
-  // the gather reads in step with the pixels; each is drawn from the same generator, so they hold
-  // the same mask.
   const std::vector<int64_t> mask_sizes{height, bytes_for_bits(width)};
   Tensor mask = new_output(op, img, return_mask ? mask_sizes : std::vector<int64_t>{0}, ScalarType::Byte, source);
-  if (return_mask) {
-    kernels::random_dilated_mask(mseed, p, 1, height, width, square, 1, true,
-                                 static_cast<uint8_t*>(mask.mutable_data_ptr()));
-  }
   std::vector<uint8_t> bools;
-  if (apply_mask) {
-    bools.resize(static_cast<size_t>(height * width));
-    kernels::random_dilated_mask(mseed, p, 1, height, width, square, 1, false, bools.data());
-  }
-  const kernels::RgbSource src{static_cast<const uint8_t*>(img.const_data_ptr()), v.sc, v.sh, v.sw};
-  kernels::crop_mask_ycbcr(src, top, left, height, width, apply_mask ? bools.data() : nullptr, out.mutable_data_ptr(),
-                           color_type_code(odt), static_cast<float>(scale));
+  const Sample s{height, width, p, square, color_type_code(odt), static_cast<float>(scale)};
+  run_sample(s, img, v, seed, mask_seed.value_or(kernels::derive_seed(seed, 1)), apply_mask,
+             return_mask ? static_cast<uint8_t*>(mask.mutable_data_ptr()) : nullptr, out.mutable_data_ptr(), bools);
   return {out, mask};
+}
+
+void crop_mask_ycbcr_batch(std::vector<Tensor> imgs, int64_t height, int64_t width, double p,
+                           std::vector<int64_t> seeds, Tensor out, StrArg layout, StrArg structure, double scale,
+                           bool apply_mask, std::optional<std::vector<int64_t>> mask_seeds,
+                           std::optional<Tensor> masks) {
+  constexpr const char* op = "crop_mask_ycbcr_batch";
+  const bool hwc = parse_layout(op, layout);
+  const ScalarType odt = out.scalar_type();
+  FASTPREP_CHECK(color_type_code(odt) >= 0, op,
+                 ": expected out to be a torch.uint8, torch.float32, torch.float16 or torch.bfloat16 tensor, got ",
+                 dtype_name(odt));
+  check_crop_size(op, height, width);
+  const bool square = check_shared(op, p, structure, odt, scale);
+  const int64_t n = static_cast<int64_t>(imgs.size());
+  FASTPREP_CHECK(static_cast<int64_t>(seeds.size()) == n, op, ": expected one seed per image (", n, "), got ",
+                 seeds.size(), " seeds");
+  FASTPREP_CHECK(!mask_seeds || static_cast<int64_t>(mask_seeds->size()) == n, op,
+                 ": expected one mask seed per image (", n, "), got ", mask_seeds ? mask_seeds->size() : 0,
+                 " mask_seeds");
+  check_out(op, "out", out, {n, 3, height, width});
+  if (masks) {
+    check_dtype(op, "masks", *masks, ScalarType::Byte);
+    check_out(op, "masks", *masks, {n, height, bytes_for_bits(width)});
+  }
+  // Every image is checked before the first is written: a bad one leaves out untouched.
+  std::vector<ImageView> views;
+  views.reserve(imgs.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string arg = "imgs[" + std::to_string(i) + "]";
+    views.push_back(check_image(op, arg.c_str(), imgs[static_cast<size_t>(i)], hwc));
+    check_fits(op, views.back(), height, width);
+  }
+  const Sample s{height, width, p, square, color_type_code(odt), static_cast<float>(scale)};
+  const int64_t image_bytes = 3 * height * width * dtype_size(odt), mask_bytes = height * bytes_for_bits(width);
+  std::vector<uint8_t> bools;
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    const int64_t mseed = mask_seeds ? (*mask_seeds)[k] : kernels::derive_seed(seeds[k], 1);
+    uint8_t* mask_out = masks ? static_cast<uint8_t*>(masks->mutable_data_ptr()) + i * mask_bytes : nullptr;
+    run_sample(s, imgs[k], views[k], seeds[k], mseed, apply_mask, mask_out,
+               static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, bools);
+  }
 }
 
 }  // namespace fastprep::ops
 
-STABLE_TORCH_LIBRARY_IMPL(fastprep, CPU, m) { m.impl("crop_mask_ycbcr", TORCH_BOX(&fastprep::ops::crop_mask_ycbcr)); }
+STABLE_TORCH_LIBRARY_IMPL(fastprep, CPU, m) {
+  m.impl("crop_mask_ycbcr", TORCH_BOX(&fastprep::ops::crop_mask_ycbcr));
+  m.impl("crop_mask_ycbcr_batch", TORCH_BOX(&fastprep::ops::crop_mask_ycbcr_batch));
+}

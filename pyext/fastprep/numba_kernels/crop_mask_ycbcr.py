@@ -12,7 +12,7 @@ from fastprep.numba_kernels.random_mask import random_dilated_mask_kernel
 from fastprep.numba_kernels.storage import flat_view, storage_span
 from fastprep.ops import checks
 from fastprep.ops.crop import random_crop_params
-from fastprep.ops.crop_mask_ycbcr import check_crop_mask_ycbcr, mask_seed_of
+from fastprep.ops.crop_mask_ycbcr import check_crop_mask_ycbcr, check_crop_mask_ycbcr_batch, mask_seed_of
 
 
 @njit(cache=True, inline="always")
@@ -56,27 +56,50 @@ def crop_mask_ycbcr_kernel(src, sc, sh, sw, top, left, height, width, mask, appl
                 store_chunk(t0, t1, t2, n, o0, o1, o2, out_type)
 
 
+def _run_sample(img, v, height, width, p, seed, mseed, square, apply_mask, out_flat, out_type, scale, mask_flat,
+                scratch):
+    """One sample into out_flat ([3 * height * width] of the output's flat view) and, when given,
+    its packed mask into mask_flat: as run_sample in csrc/ops/crop_mask_ycbcr.cpp."""
+    top, left = random_crop_params(v.h, v.w, height, width, seed)
+    if mask_flat is not None:
+        random_dilated_mask_kernel(np.int64(mseed), np.float64(p), 1, height, width, square, 1, True, mask_flat)
+    bools = np.empty(height * width if apply_mask else 0, dtype=np.uint8)
+    if apply_mask:
+        random_dilated_mask_kernel(np.int64(mseed), np.float64(p), 1, height, width, square, 1, False, bools)
+    t0, t1, t2 = scratch
+    crop_mask_ycbcr_kernel(storage_span(img), v.sc, v.sh, v.sw, top, left, height, width, bools, apply_mask,
+                           out_flat, out_type, np.float32(scale), t0, t1, t2)
+
+
+def _scratch(odt: torch.dtype):
+    # Chunk temporaries: int32 for the exact uint8 path, float32 otherwise (as color_pixel.h).
+    acc = np.int32 if odt == torch.uint8 else np.float32
+    return tuple(np.empty(CHUNK, acc) for _ in range(3))
+
+
 def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross", out_dtype=None,
                     scale=1.0, apply_mask=True, return_mask=False, mask_seed=None):
     v, odt = check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, scale)
-    top, left = random_crop_params(v.h, v.w, height, width, seed)
-    # Allocated as in the C++ binding: the image first, then the mask, which leaves as bits
-    # (return_mask) and/or is applied from bool bytes (apply_mask), drawn once for each.
+    # Allocated as in the C++ binding: the image first, then the mask.
     source = lambda: f"height={height}, width={width}"  # noqa: E731
     out = checks.new_output("crop_mask_ycbcr", img, [3, height, width], odt, source)
     mask = checks.new_output("crop_mask_ycbcr", img, [height, (width + 7) // 8] if return_mask else [0],
-                              torch.uint8, source)
-    mseed, square = np.int64(mask_seed_of(seed, mask_seed)), structure == "square"
-    if return_mask:
-        random_dilated_mask_kernel(mseed, np.float64(p), 1, height, width, square, 1, True,
-                                   mask.numpy().reshape(-1))
-    bools = np.empty(height * width if apply_mask else 0, dtype=np.uint8)
-    if apply_mask:
-        random_dilated_mask_kernel(mseed, np.float64(p), 1, height, width, square, 1, False, bools)
-    flat = flat_view(out)
-    # Chunk temporaries: int32 for the exact uint8 path, float32 otherwise (as color_pixel.h).
-    acc = np.int32 if odt == torch.uint8 else np.float32
-    t0, t1, t2 = (np.empty(CHUNK, acc) for _ in range(3))
-    crop_mask_ycbcr_kernel(storage_span(img), v.sc, v.sh, v.sw, top, left, height, width, bools,
-                           apply_mask, flat, TYPE_CODE[odt], np.float32(scale), t0, t1, t2)
+                             torch.uint8, source)
+    _run_sample(img, v, height, width, p, seed, mask_seed_of(seed, mask_seed), structure == "square", apply_mask,
+                flat_view(out), TYPE_CODE[odt], scale, mask.numpy().reshape(-1) if return_mask else None,
+                _scratch(odt))
     return out, mask
+
+
+def crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout="HWC", structure="cross", scale=1.0,
+                          apply_mask=True, mask_seeds=None, masks=None):
+    views = check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds,
+                                        masks)
+    flat, scratch = flat_view(out), _scratch(out.dtype)
+    mask_flat = None if masks is None else masks.numpy().reshape(-1)
+    size, mask_size = 3 * height * width, height * ((width + 7) // 8)
+    for i, (img, v) in enumerate(zip(imgs, views)):
+        mseed = mask_seed_of(seeds[i], None if mask_seeds is None else mask_seeds[i])
+        _run_sample(img, v, height, width, p, seeds[i], mseed, structure == "square", apply_mask,
+                    flat[i * size:(i + 1) * size], TYPE_CODE[out.dtype], scale,
+                    None if mask_flat is None else mask_flat[i * mask_size:(i + 1) * mask_size], scratch)

@@ -10,11 +10,16 @@ from fastprep import counter_rng
 from fastprep.ops import checks
 from fastprep.ops._library import define, impl_any_device
 
-__all__ = ["crop_mask_ycbcr", "mask_ycbcr"]
+__all__ = ["crop_mask_ycbcr", "crop_mask_ycbcr_batch", "mask_ycbcr"]
 
 define("crop_mask_ycbcr(Tensor img, int height, int width, float p, int seed, str layout='HWC', "
        "str structure='cross', ScalarType? out_dtype=None, float scale=1.0, bool apply_mask=True, "
        "bool return_mask=False, int? mask_seed=None) -> (Tensor, Tensor)")
+# The batched form writes into buffers the caller owns (a loader's batch slots): no per-sample
+# output tensor and no stack copy.
+define("crop_mask_ycbcr_batch(Tensor[] imgs, int height, int width, float p, int[] seeds, Tensor(a!) out, "
+       "str layout='HWC', str structure='cross', float scale=1.0, bool apply_mask=True, int[]? mask_seeds=None, "
+       "Tensor(b!)? masks=None) -> ()")
 
 OUT_DTYPES = (torch.uint8, torch.float32, torch.float16, torch.bfloat16)
 
@@ -54,6 +59,34 @@ def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: 
     return (image, mask) if return_mask else image
 
 
+def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], height: int, width: int, p: float, seeds: list[int],
+                          out: torch.Tensor, *, layout: str = "HWC", structure: str = "cross", scale: float = 1.0,
+                          apply_mask: bool = True, mask_seeds: list[int] | None = None,
+                          masks: torch.Tensor | None = None) -> torch.Tensor:
+    """:func:`crop_mask_ycbcr` of each image into a buffer you own: ``out[i]`` gets sample i's
+    image (of ``out``'s dtype) and, when given, ``masks[i]`` its packed mask, bit for bit what the
+    per-sample op returns for ``imgs[i]``, ``seeds[i]`` (and ``mask_seeds[i]``). One call runs a
+    whole chunk of samples without the GIL and allocates nothing: it is how :class:`fastprep.Loader`
+    writes straight into its batch slots.
+
+    Args:
+        imgs: uint8 RGB images (sizes may differ), ``[H, W, 3]`` or ``[3, H, W]`` per `layout`.
+        seeds: one crop seed per image; the mask uses ``mask_seeds[i]`` or ``derive_seed(seeds[i], 1)``.
+        out: contiguous ``[len(imgs), 3, height, width]``, uint8 / float32 / float16 / bfloat16.
+        masks: optional contiguous uint8 ``[len(imgs), height, ceil(width / 8)]`` for the bits.
+
+    Example:
+        >>> imgs = [torch.zeros(40, 50, 3, dtype=torch.uint8) for _ in range(4)]
+        >>> out = torch.empty(4, 3, 32, 32, dtype=torch.uint8)
+        >>> crop_mask_ycbcr_batch(imgs, 32, 32, 0.25, [0, 1, 2, 3], out).shape
+        torch.Size([4, 3, 32, 32])
+    """
+    torch.ops.fastprep.crop_mask_ycbcr_batch(list(imgs), height, width, p, list(seeds), out, layout, structure,
+                                             scale, apply_mask, None if mask_seeds is None else list(mask_seeds),
+                                             masks)
+    return out
+
+
 def mask_ycbcr(images: torch.Tensor, masks: torch.Tensor, out_dtype: torch.dtype | None = None,
                scale: float = 1.0) -> torch.Tensor:
     """The mask and colour steps of :func:`crop_mask_ycbcr` on crops made elsewhere, on the device
@@ -83,33 +116,83 @@ def mask_ycbcr(images: torch.Tensor, masks: torch.Tensor, out_dtype: torch.dtype
     return ops.rgb_to_ycbcr(ops.mask_fill(images, masks, 0.0, "CHW"), "CHW", odt, scale)
 
 
+def check_image(op: str, arg: str, img: torch.Tensor, hwc: bool) -> checks.ImageView:
+    """One source image (`arg` names it): uint8, 3-D, 3 channels (csrc/ops/crop_mask_ycbcr.cpp)."""
+    checks.check_dtype(op, arg, img, torch.uint8)
+    if img.dim() != 3:
+        checks.fail(op, ": expected ", arg, " to be a 3-D ", "[H, W, C]" if hwc else "[C, H, W]",
+                    " image, got a ", img.dim(), "-D tensor")
+    v = checks.image_view(op, arg, img, hwc)
+    if v.c != 3:
+        checks.fail(op, ": expected ", arg, " to have 3 channels, got ", v.c)
+    return v
+
+
+def check_crop_size(op: str, height: int, width: int) -> None:
+    if height <= 0 or width <= 0:
+        checks.fail(op, ": expected a positive crop size, got height=", height, " width=", width)
+
+
+def check_fits(op: str, v: checks.ImageView, height: int, width: int) -> None:
+    if height > v.h or width > v.w:
+        checks.fail(op, ": crop ", height, "x", width, " is larger than the image ", v.h, "x", v.w)
+
+
+def check_shared(op: str, p: float, structure: str, odt: torch.dtype, scale: float) -> None:
+    """The arguments every sample shares but the crop size."""
+    if not 0.0 <= p <= 1.0:  # also rejects NaN
+        checks.fail(op, ": expected 0 <= p <= 1, got p=", p)
+    checks.parse_structure(op, structure)
+    if odt not in OUT_DTYPES:
+        checks.fail(op, ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or "
+                    "torch.bfloat16, got ", odt)
+    if odt == torch.uint8 and scale != 1.0:
+        checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", f"{scale:g}")
+
+
 def check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, scale):
     """Returns (ImageView, output dtype)."""
     op = "crop_mask_ycbcr"
     checks.check_dtype(op, "img", img, torch.uint8)
-    hwc = checks.parse_layout(op, layout)
-    if img.dim() != 3:
-        checks.fail(op, ": expected img to be a 3-D ", "[H, W, C]" if hwc else "[C, H, W]",
-                     " image, got a ", img.dim(), "-D tensor")
-    v = checks.image_view(op, "img", img, hwc)
-    if v.c != 3:
-        checks.fail(op, ": expected img to have 3 channels, got ", v.c)
-    if height <= 0 or width <= 0:
-        checks.fail(op, ": expected a positive crop size, got height=", height, " width=", width)
-    if height > v.h or width > v.w:
-        checks.fail(op, ": crop ", height, "x", width, " is larger than the image ", v.h, "x", v.w)
-    if not 0.0 <= p <= 1.0:  # also rejects NaN
-        checks.fail(op, ": expected 0 <= p <= 1, got p=", p)
-    if structure not in ("cross", "square"):
-        checks.fail(op, ": expected structure to be 'cross' or 'square', got '", structure, "'")
+    v = check_image(op, "img", img, checks.parse_layout(op, layout))
+    check_crop_size(op, height, width)
+    check_fits(op, v, height, width)
     odt = torch.uint8 if out_dtype is None else out_dtype
-    if odt not in OUT_DTYPES:
-        checks.fail(op, ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or "
-                     "torch.bfloat16, got ", odt)
-    if odt == torch.uint8 and scale != 1.0:
-        checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", f"{scale:g}")
+    check_shared(op, p, structure, odt, scale)
     checks.check_output_bytes(op, [3, height, width], odt, lambda: f"height={height}, width={width}")
     return v, odt
+
+
+def _check_out(op: str, arg: str, t: torch.Tensor, want: list[int]) -> None:
+    if not t.is_contiguous() or list(t.shape) != want:
+        checks.fail(op, ": expected ", arg, " to be a contiguous ", want, " tensor, got ", list(t.shape),
+                    "" if t.is_contiguous() else " (not contiguous)")
+
+
+def check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds,
+                                masks) -> list[checks.ImageView]:
+    """Mirror of crop_mask_ycbcr_batch's checks in the C++ binding; returns each image's view."""
+    op = "crop_mask_ycbcr_batch"
+    hwc = checks.parse_layout(op, layout)
+    if out.dtype not in OUT_DTYPES:
+        checks.fail(op, ": expected out to be a torch.uint8, torch.float32, torch.float16 or torch.bfloat16 "
+                    "tensor, got ", out.dtype)
+    check_crop_size(op, height, width)
+    check_shared(op, p, structure, out.dtype, scale)
+    n = len(imgs)
+    if len(seeds) != n:
+        checks.fail(op, ": expected one seed per image (", n, "), got ", len(seeds), " seeds")
+    if mask_seeds is not None and len(mask_seeds) != n:
+        checks.fail(op, ": expected one mask seed per image (", n, "), got ", len(mask_seeds), " mask_seeds")
+    _check_out(op, "out", out, [n, 3, height, width])
+    if masks is not None:
+        checks.check_dtype(op, "masks", masks, torch.uint8)
+        _check_out(op, "masks", masks, [n, height, (width + 7) // 8])
+    views = []
+    for i, img in enumerate(imgs):
+        views.append(check_image(op, f"imgs[{i}]", img, hwc))
+        check_fits(op, views[-1], height, width)
+    return views
 
 
 def mask_seed_of(seed: int, mask_seed: int | None) -> int:
@@ -139,3 +222,26 @@ def crop_mask_ycbcr_torch(img, height, width, p, seed, layout="HWC", structure="
 
 
 impl_any_device("crop_mask_ycbcr", crop_mask_ycbcr_torch)
+
+
+@torch.library.register_fake("fastprep::crop_mask_ycbcr_batch")
+def _crop_mask_ycbcr_batch_fake(imgs, height, width, p, seeds, out, layout="HWC", structure="cross", scale=1.0,
+                                apply_mask=True, mask_seeds=None, masks=None):
+    check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds, masks)
+
+
+def crop_mask_ycbcr_batch_torch(imgs, height, width, p, seeds, out, layout="HWC", structure="cross", scale=1.0,
+                                apply_mask=True, mask_seeds=None, masks=None):
+    """The batch as its definition: the per-sample op into each slot, on out's device."""
+    check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds, masks)
+    for i, img in enumerate(imgs):
+        image, mask = torch.ops.fastprep.crop_mask_ycbcr(
+            img.to(out.device), height, width, p, seeds[i], layout, structure, out.dtype, scale, apply_mask,
+            masks is not None, None if mask_seeds is None else mask_seeds[i])
+        out[i].copy_(image)
+        if masks is not None:
+            masks[i].copy_(mask)
+
+
+impl_any_device("crop_mask_ycbcr_batch", crop_mask_ycbcr_batch_torch)
+

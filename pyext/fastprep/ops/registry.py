@@ -60,6 +60,9 @@ OPS: tuple[OpRow, ...] = (
     OpRow("unpack_bits", "pack_bits", lambda: (_packed(), 8, -1, "big")),
     OpRow("crop_mask_ycbcr", "crop_mask_ycbcr",
           lambda: (_hwc(), 4, 4, 0.25, 5, "HWC", "cross", None, 1.0, True, False, None)),
+    OpRow("crop_mask_ycbcr_batch", "crop_mask_ycbcr",
+          lambda: ([_hwc(), _chw().permute(1, 2, 0)], 4, 4, 0.25, [5, 6], torch.empty(2, 3, 4, 4),
+                   "HWC", "cross", 1 / 255, True, None, torch.empty(2, 4, 1, dtype=torch.uint8))),
 )
 
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(row.family for row in OPS))
