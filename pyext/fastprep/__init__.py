@@ -9,6 +9,7 @@ from fastprep import ops
 from fastprep._backend import NativeUnavailableWarning, backend, build_info, select_backend
 from fastprep.batch import CompactBatch
 from fastprep.collate import CompactCollate, compact_collate
+from fastprep.loader import Loader
 from fastprep.ops import *  # noqa: F403  (the op wrappers, as listed in ops.__all__)
 from fastprep.prefetch import DevicePrefetcher
 from fastprep.rng import derive_seed, draw_seed, random_word
@@ -19,7 +20,7 @@ __version__ = "0.1.0"
 select_backend()
 
 __all__ = [
-    "CompactBatch", "CompactCollate", "DevicePrefetcher", "NativeUnavailableWarning", "backend",
+    "CompactBatch", "CompactCollate", "DevicePrefetcher", "Loader", "NativeUnavailableWarning", "backend",
     "build_info", "compact_collate", "derive_seed", "draw_seed", "random_word", "warmup",
 ]
 __all__ += ops.__all__

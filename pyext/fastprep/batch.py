@@ -53,6 +53,11 @@ class CompactBatch:
         del device  # pinned host memory serves every accelerator in torch >= 2.3
         return self._map(lambda t: t.pin_memory())
 
+    def clone(self) -> CompactBatch:
+        """A copy that owns its tensors: keeps a batch past the buffer reuse of a reusing collate
+        or a fastprep.Loader slot."""
+        return self._map(lambda t: t.clone())
+
     def to(self, device: Any, non_blocking: bool = False) -> CompactBatch:
         return self._map(lambda t: t.to(device, non_blocking=non_blocking))
 

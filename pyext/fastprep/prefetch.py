@@ -33,18 +33,19 @@ def _tensors(batch: Any) -> list[torch.Tensor]:
     return [x for x in leaves(batch) if isinstance(x, torch.Tensor)]
 
 
-def _check_device(device: Any) -> torch.device:
+def check_device(owner: str, device: Any) -> torch.device:
+    """`device` as a torch.device that exists here, or a ValueError naming `owner` and the value."""
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"DevicePrefetcher: bad device {device!r}: {exc}") from None
+        raise ValueError(f"{owner}: bad device {device!r}: {exc}") from None
     if dev.type == "cuda":
         # Otherwise the first copy fails deep in a worker loop, or non-tensor batches pass silently.
         if not torch.cuda.is_available():
-            raise ValueError(f"DevicePrefetcher: device={device!r} but CUDA is not available "
+            raise ValueError(f"{owner}: device={device!r} but CUDA is not available "
                              f"(torch {torch.__version__})")
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"DevicePrefetcher: device={device!r} but there are "
+            raise ValueError(f"{owner}: device={device!r} but there are "
                              f"{torch.cuda.device_count()} CUDA devices")
     return dev
 
@@ -71,7 +72,7 @@ class DevicePrefetcher:
             raise ValueError(f"DevicePrefetcher: expected decode to be None, True or a callable, "
                              f"got {decode!r}")
         self.source = source
-        self.device = _check_device(device)
+        self.device = check_device("DevicePrefetcher", device)
         self.depth = depth
         self.decode = (lambda b: b.decode()) if decode is True else decode
         self.release = release

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -21,9 +22,33 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
 
+# The generator draw_seed() uses in this thread when given none (set by thread_seeded).
+_thread = threading.local()
+
+
 def draw_seed(generator: torch.Generator | None = None) -> int:
-    """A fresh int64 seed from `generator` (torch's default generator when None)."""
+    """A fresh int64 seed from `generator`; when None, from this thread's generator inside
+    :func:`thread_seeded` (fastprep.Loader's threads), else torch's default generator."""
+    if generator is None:
+        generator = getattr(_thread, "generator", None)
     return int(torch.randint(INT64_MIN, INT64_MAX, (), dtype=torch.int64, generator=generator))
+
+
+@contextlib.contextmanager
+def thread_seeded(seed: int) -> Iterator[None]:
+    """Inside the block, draw_seed() in this thread (every fastprep transform's draws) comes from a
+    CPU generator seeded with `seed`: the same numbers as torch's default generator seeded with it
+    (what :func:`seeded` does), without touching state other threads share."""
+    own = getattr(_thread, "own", None)
+    if own is None:
+        own = _thread.own = torch.Generator()
+    own.manual_seed(seed)
+    outer = getattr(_thread, "generator", None)
+    _thread.generator = own
+    try:
+        yield
+    finally:
+        _thread.generator = outer
 
 
 def _check_int64(name: str, value: int) -> int:

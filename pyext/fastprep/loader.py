@@ -1,0 +1,303 @@
+"""fastprep.Loader: batches made by threads in the training process, written straight into a ring
+of reused batch slots.
+
+A DataLoader worker spends most of each core on moving bytes: a fresh output tensor per sample,
+a stack copy into fresh shared memory, IPC, then a copy into pinned memory. The Loader's threads
+(fastprep's native ops release the GIL) write each sample once, into a slot that is allocated
+once (pinned when the device is CUDA) and reused; the fused transform writes there directly
+through ``crop_mask_ycbcr_batch``, with no per-sample tensor at all.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+from torch.utils.data import Sampler
+
+from fastprep import slots as slot_mod
+from fastprep.batch import CompactBatch
+from fastprep.prefetch import DevicePrefetcher, check_device
+from fastprep.rng import draw_seed, item_seed, seeded, thread_seeded
+from fastprep.transforms import (
+    Compose,
+    RandomCrop,
+    RandomDilatedMask,
+    RGBToYCbCr,
+    SeedByIndex,
+    ToDtype,
+    as_image,
+    fusable,
+    require_rgb,
+)
+
+_FASTPREP_TRANSFORMS = (RandomCrop, RandomDilatedMask, RGBToYCbCr, ToDtype)
+
+
+def _fastprep_only(t: Any) -> bool:
+    """Whether every random draw of transform `t` goes through fastprep.draw_seed."""
+    if isinstance(t, Compose):
+        return all(_fastprep_only(s) for s in t.transforms)
+    return isinstance(t, _FASTPREP_TRANSFORMS)
+
+
+def _check_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"Loader: expected {name} to be an int >= {low}, got {value!r}")
+    return value
+
+
+class Loader:
+    """Iterate batches of a map-style dataset, made by `threads` threads in this process.
+
+    Each item is ``dataset[i]``; with `transform`, it is ``dataset.load_raw(i)`` (or
+    ``dataset[i]`` when there is no ``load_raw``) with `transform` applied to the image: the item
+    itself, or its first element when it is a tuple or list (torchvision's (image, target)).
+    Batches are :class:`CompactBatch` es as :func:`fastprep.compact_collate` makes them (uint8
+    images, packed bool masks, small labels), or, with `device` and `decode`, decoded on it.
+
+    Randomness: sample i of epoch e runs under the seed ``item_seed(seed, i, e)``, exactly as
+    ``SeedByIndex(dataset, seed)`` in a DataLoader gives it, whatever `threads`, worker count or
+    order. fastprep's transforms draw from a per-thread generator, so threads run in parallel; a
+    transform that is not made of fastprep transforms only (the Loader's, or the dataset's
+    ``transform`` attribute when the Loader has none) runs under a lock with torch's generator
+    seeded per sample, as SeedByIndex does (reproducible, one sample at a time).
+
+    Memory: batches are written into ``depth + 1`` slots reused in turn (``2 depth + 2`` with a
+    CUDA device, pinned). Without a device, a yielded batch stays valid until the next batch is
+    asked for; ``batch.clone()`` keeps one. With a device, the copy runs on a side stream and a
+    slot is reused only after its copy has completed.
+
+    Args:
+        dataset: a map-style dataset (``len`` and ``[i]``); a SeedByIndex is unwrapped (its seed
+            and epoch are used unless given).
+        batch_size: samples per batch.
+        transform: applied to each item's image in the loader threads (see above).
+        shuffle: a fresh order each epoch, drawn from (seed, epoch).
+        sampler: an iterable of indices instead (not with shuffle).
+        drop_last: drop the last incomplete batch.
+        threads: worker threads (default: the CPUs this process may use).
+        device: where batches go ("cuda", ...); None keeps them on the CPU.
+        depth: batches prepared ahead of the consumer.
+        decode: decode each batch on the device (CompactBatch.decode()), or a callable to apply.
+        seed: the base seed (default: drawn from torch's generator when the Loader is made).
+
+    Example:
+        >>> loader = Loader(dataset, 256, transform=train_tf, shuffle=True, device="cuda", decode=True)
+        >>> for epoch in range(epochs):
+        ...     loader.set_epoch(epoch)
+        ...     for images, labels in loader:
+        ...         ...
+    """
+
+    def __init__(self, dataset: Any, batch_size: int, *, transform: Any = None, shuffle: bool = False,
+                 sampler: Sampler | Sequence[int] | None = None, drop_last: bool = False,
+                 threads: int | None = None, device: Any = None, depth: int = 2, decode: Any = False,
+                 seed: int | None = None):
+        self.epoch = 0
+        if isinstance(dataset, SeedByIndex):
+            seed = dataset.seed if seed is None else seed
+            self.epoch = dataset.epoch
+            dataset = dataset.dataset
+        self.dataset = dataset
+        self.batch_size = _check_int("batch_size", batch_size, 1)
+        if transform is not None and not callable(transform):
+            raise ValueError(f"Loader: expected transform to be callable or None, got {transform!r}")
+        if shuffle and sampler is not None:
+            raise ValueError("Loader: shuffle=True and a sampler are exclusive (the sampler sets the order)")
+        self.transform, self.shuffle, self.sampler, self.drop_last = transform, shuffle, sampler, drop_last
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        self.threads = _check_int("threads", cores if threads is None else threads, 1)
+        self.depth = _check_int("depth", depth, 1)
+        self.device = None if device is None else check_device("Loader", device)
+        if not (decode is False or decode is True or callable(decode)):
+            raise ValueError(f"Loader: expected decode to be a bool or a callable, got {decode!r}")
+        self.decode = decode
+        self.seed = draw_seed() if seed is None else seed
+        self._position = 0  # samples of this epoch already yielded (state_dict / resume)
+        self._resume_at = 0
+        fused = transform if isinstance(transform, Compose) and transform.fuse else None
+        self._fused = list(fused.transforms) if fused is not None and fusable(list(fused.transforms)) else None
+        rng_source = transform if transform is not None else getattr(dataset, "transform", None)
+        self._thread_rng = self.threads == 1 or (rng_source is not None and _fastprep_only(rng_source))
+        self._global_rng = threading.Lock()
+
+    # -- the order ------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        n = len(self._indices_len())
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def _indices_len(self) -> Sequence[int]:
+        if self.sampler is not None:
+            return self.sampler if hasattr(self.sampler, "__len__") else list(self.sampler)
+        return range(len(self.dataset))
+
+    def _epoch_indices(self, epoch: int) -> list[int]:
+        if self.sampler is not None:
+            return [int(i) for i in self.sampler]
+        n = len(self.dataset)
+        if not self.shuffle:
+            return list(range(n))
+        g = torch.Generator()
+        g.manual_seed(item_seed(self.seed, "shuffle", epoch))
+        return torch.randperm(n, generator=g).tolist()
+
+    def set_epoch(self, epoch: int) -> None:
+        """Fresh, reproducible randomness (and order, with shuffle) for epoch `epoch`."""
+        self.epoch = _check_int("epoch", epoch, 0)
+        self._position = self._resume_at = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the loader is: load it into a Loader over the same dataset to resume mid-epoch with
+        exactly the remaining samples and the same bits."""
+        state = {"seed": self.seed, "epoch": self.epoch, "position": self._position}
+        if self.sampler is not None:  # a sampler's order is not ours to redraw
+            state["indices"] = self._epoch_indices(self.epoch)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.seed, self.epoch = state["seed"], state["epoch"]
+        self._position = self._resume_at = state["position"]
+        self._saved_indices = state.get("indices")
+
+    # -- iteration ------------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Any]:
+        indices = getattr(self, "_saved_indices", None) or self._epoch_indices(self.epoch)
+        self._saved_indices = None
+        start, self._resume_at = self._resume_at, 0
+        if start % self.batch_size:
+            raise ValueError(f"Loader: resume position {start} is not a batch boundary")
+        batches = [indices[k:k + self.batch_size] for k in range(start, len(indices), self.batch_size)]
+        if self.drop_last and batches and len(batches[-1]) < self.batch_size:
+            batches.pop()
+        cuda = self.device is not None and self.device.type == "cuda"
+        ring = slot_mod.SlotRing(2 * self.depth + 2 if cuda else self.depth + 1, self.batch_size, pin=cuda)
+        pool = slot_mod.WorkerPool(self.threads)
+        host = self._host_batches(batches, ring, pool, start)
+        if self.device is None:
+            return self._cpu(host)
+        decode = (lambda b: b.decode()) if self.decode is True else (self.decode or None)
+        return iter(DevicePrefetcher(host, self.device, self.depth, decode=decode, release=True))
+
+    def _cpu(self, host: Iterator[CompactBatch]) -> Iterator[Any]:
+        previous = None
+        for batch in host:
+            if previous is not None:
+                previous.release()  # the consumer asked for the next one: its slot may be reused
+            previous = batch
+            yield batch.decode() if self.decode is True else self.decode(batch) if self.decode else batch
+
+    def _host_batches(self, batches: list[list[int]], ring: slot_mod.SlotRing, pool: slot_mod.WorkerPool,
+                      start: int) -> Iterator[CompactBatch]:
+        inflight: list[slot_mod.BatchJob] = []
+        submitted = 0
+        position = start
+        try:
+            while submitted < len(batches) or inflight:
+                while submitted < len(batches) and ring.has_free():
+                    inflight.append(self._submit(batches[submitted], ring, pool))
+                    submitted += 1
+                job = inflight.pop(0)
+                job.wait()
+                position += len(job.indices)
+                self._position = position
+                yield job.batch()
+        finally:
+            pool.shutdown()
+
+    def _submit(self, indices: list[int], ring: slot_mod.SlotRing, pool: slot_mod.WorkerPool) -> slot_mod.BatchJob:
+        job = slot_mod.BatchJob(indices, ring)
+        chunk = max(1, -(-len(indices) // self.threads))
+        for a in range(0, len(indices), chunk):
+            pool.submit(job, functools.partial(self._run_chunk, job, a, min(a + chunk, len(indices))))
+        return job
+
+    # -- one chunk of a batch, in a worker thread -------------------------------------------------
+
+    def _seeding(self, i: int):
+        s = item_seed(self.seed, i, self.epoch)
+        if self._thread_rng:
+            return thread_seeded(s)
+        return slot_mod.locked(self._global_rng, seeded(s))
+
+    def _load(self, i: int) -> Any:
+        try:
+            if self.transform is None:
+                return self.dataset[i]
+            load = getattr(self.dataset, "load_raw", None)
+            return load(i) if load is not None else self.dataset[i]
+        except Exception as exc:
+            raise slot_mod.SampleError(i, "dataset") from exc
+
+    def _run_chunk(self, job: slot_mod.BatchJob, a: int, b: int) -> None:
+        if self._fused is not None:
+            self._run_fused(job, a, b)
+            return
+        for j in range(a, b):
+            i = job.indices[j]
+            with self._seeding(i):  # SeedByIndex seeds the whole item: loading too
+                raw = self._load(i)
+                try:
+                    sample = raw if self.transform is None else _apply_to_image(self.transform, raw)
+                except Exception as exc:
+                    raise slot_mod.SampleError(i, "transform") from exc
+            job.write(j, i, sample)
+
+    def _run_fused(self, job: slot_mod.BatchJob, a: int, b: int) -> None:
+        """The chunk through crop_mask_ycbcr_batch, straight into the slot's image rows: one call,
+        without the GIL, per run of uint8 images (another image kind goes through the Compose)."""
+        crop, mask, color = self._fused
+        run: list[tuple[int, int, Any, torch.Tensor, int, int]] = []  # (j, i, raw, src, seed, mask seed)
+
+        def flush() -> None:
+            if not run:
+                return
+            j0, i0, raw0 = run[0][:3]
+            template = _rebuild(raw0, torch.empty(3, *crop.size, dtype=color.out_dtype or torch.uint8),
+                                raw0[1:] if isinstance(raw0, (tuple, list)) else None)
+            rows = job.image_rows(template, i0, j0, j0 + len(run))
+            torch.ops.fastprep.crop_mask_ycbcr_batch([r[3] for r in run], crop.size[0], crop.size[1], mask.p,
+                                                     [r[4] for r in run], rows, crop.layout, mask.structure,
+                                                     color.scale, True, [r[5] for r in run], None)
+            for j, i, raw, *_ in run:
+                job.write(j, i, raw, skip_first=True)
+            run.clear()
+
+        for j in range(a, b):
+            i = job.indices[j]
+            with self._seeding(i):
+                raw = self._load(i)
+                image = raw[0] if isinstance(raw, (tuple, list)) and raw else raw
+                try:
+                    require_rgb(image, "Loader (its transform has an RGBToYCbCr step)")
+                    t, layout = as_image(image, crop.layout)
+                    if t.dtype == torch.uint8 and t.dim() == 3:
+                        # The draws Compose's fused path makes, in its order.
+                        run.append((j, i, raw, t, crop.draw(), mask.draw()))
+                        continue
+                    sample = _apply_to_image(self.transform, raw)
+                except Exception as exc:
+                    raise slot_mod.SampleError(i, "transform") from exc
+            flush()
+            job.write(j, i, sample)
+        flush()
+
+
+def _apply_to_image(transform: Any, raw: Any) -> Any:
+    if isinstance(raw, (tuple, list)) and raw:
+        return _rebuild(raw, transform(raw[0]), raw[1:])
+    return transform(raw)
+
+
+def _rebuild(raw: Any, image: Any, rest: Any) -> Any:
+    """raw with its image replaced: (image, *rest) of raw's type, or image itself."""
+    if rest is None:
+        return image
+    items = [image, *rest]
+    return items if isinstance(raw, list) else tuple(items)

@@ -1,0 +1,231 @@
+"""The machinery under fastprep.Loader: a ring of reused batch slots, batch jobs that worker threads
+fill sample by sample, and the thread pool that runs them."""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch.utils.data import default_collate
+
+from fastprep._tree import leaves, tree_map
+from fastprep.batch import CompactBatch, Leaf
+from fastprep.collate import CompactCollate, smallest_int_dtype
+
+_POLL_S = 0.1  # how often a waiting consumer looks for failures (and lets KeyboardInterrupt in)
+
+
+class SampleError(Exception):
+    """Raised in a worker thread: sample `index` failed in `stage`; the cause is the user's error."""
+
+    def __init__(self, index: int, stage: str):
+        super().__init__(f"sample {index} failed in {stage}")
+        self.index, self.stage = index, stage
+
+
+def reraise(exc: BaseException) -> None:
+    """Raise a worker's failure in the consumer: the user's own exception (same type) with a note
+    naming the sample, so `except KeyError` around the loop still works."""
+    if isinstance(exc, SampleError) and exc.__cause__ is not None:
+        cause = exc.__cause__
+        note = f"fastprep.Loader: raised by sample {exc.index} (dataset index) in {exc.stage}"
+        if hasattr(cause, "add_note"):
+            cause.add_note(note)
+            raise cause
+        raise RuntimeError(f"{note}: {cause!r}") from cause
+    raise exc
+
+
+@contextlib.contextmanager
+def locked(lock: threading.Lock, inner: contextlib.AbstractContextManager) -> Iterator[None]:
+    with lock, inner:
+        yield
+
+
+class _Field:
+    """One leaf of the sample structure: how it is stored in a slot."""
+
+    def __init__(self, leaf: Leaf, value: Any):
+        self.leaf = leaf
+        t = torch.from_numpy(value) if hasattr(value, "__array_interface__") and not isinstance(value, torch.Tensor) \
+            else value
+        self.shape = tuple(t.shape) if isinstance(t, torch.Tensor) and leaf.kind in ("image", "mask", "float") else None
+        self.dtype = t.dtype if self.shape is not None else None
+
+    def storage(self, batch_size: int, pin: bool) -> torch.Tensor | None:
+        if self.shape is None:
+            return None  # labels and other fields are gathered per batch
+        shape = [batch_size, *self.shape]
+        dtype = self.dtype
+        if self.leaf.kind == "mask":
+            shape[-1], dtype = (self.shape[-1] + 7) // 8, torch.uint8
+        return torch.empty(shape, dtype=dtype, pin_memory=pin)
+
+
+class SlotRing:
+    """`count` batch slots, laid out from the first sample written and reused in turn."""
+
+    def __init__(self, count: int, batch_size: int, pin: bool):
+        self.count, self.batch_size, self.pin = count, batch_size, pin
+        self._free = list(range(count))
+        self._lock = threading.Lock()
+        self.structure: Any = None  # the first sample: the structure every batch has
+        self.layout: Any = None
+        self.fields: list[_Field] = []
+        self.first_index = -1
+        self._storage: list[list[torch.Tensor | None]] = []
+
+    def has_free(self) -> bool:
+        with self._lock:
+            return bool(self._free)
+
+    def take(self) -> int:
+        with self._lock:
+            return self._free.pop(0)
+
+    def give(self, slot: int) -> None:
+        with self._lock:
+            if slot not in self._free:
+                self._free.append(slot)
+
+    def ensure_layout(self, sample: Any, index: int) -> None:
+        with self._lock:
+            if self.structure is not None:
+                return
+            layout = CompactCollate()([sample]).layout  # fastprep.compact_collate's rules, field by field
+            self.fields = [_Field(leaf, x) for leaf, x in zip(leaves(layout), leaves(sample), strict=True)]
+            self._storage = [[f.storage(self.batch_size, self.pin) for f in self.fields] for _ in range(self.count)]
+            self.structure, self.layout, self.first_index = sample, layout, index
+
+    def storage(self, slot: int) -> list[torch.Tensor | None]:
+        return self._storage[slot]
+
+
+class _SlotReturn:
+    """CompactBatch's buffer-pool protocol: the first tensor handed back returns the whole slot."""
+
+    def __init__(self, ring: SlotRing, slot: int):
+        self.ring, self.slot = ring, slot
+
+    def give(self, _tensor: torch.Tensor) -> None:
+        self.ring.give(self.slot)
+
+
+class BatchJob:
+    """One batch in flight: its indices, its slot, the chunks still running, and per-batch columns
+    for labels and other fields."""
+
+    def __init__(self, indices: list[int], ring: SlotRing):
+        self.indices, self.ring = indices, ring
+        self.slot = ring.take()
+        self._pending = 0
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self.error: BaseException | None = None
+        self._columns: dict[int, list[Any]] = {}
+
+    def add_chunk(self) -> None:
+        with self._lock:
+            self._pending += 1
+
+    def chunk_done(self, error: BaseException | None = None) -> None:
+        with self._lock:
+            if error is not None and self.error is None:
+                self.error = error
+            self._pending -= 1
+            if self._pending == 0 or error is not None:
+                self._done.set()
+
+    def wait(self) -> None:
+        while not self._done.wait(_POLL_S):
+            pass
+        if self.error is not None:
+            reraise(self.error)
+
+    def write(self, j: int, index: int, sample: Any, skip_first: bool = False) -> None:
+        """Sample `index` into position j of the batch (the first field already written when
+        skip_first: the fused path writes images itself)."""
+        ring = self.ring
+        ring.ensure_layout(sample, index)
+        values = leaves(sample)
+        if len(values) != len(ring.fields):
+            raise ValueError(f"Loader: sample {index} has {len(values)} fields, sample {ring.first_index}'s "
+                             f"has {len(ring.fields)}; samples must share one structure")
+        storage = ring.storage(self.slot)
+        for k, (field, x) in enumerate(zip(ring.fields, values, strict=True)):
+            if skip_first and k == 0:
+                continue
+            if field.shape is None:
+                with self._lock:
+                    self._columns.setdefault(k, [None] * len(self.indices))[j] = x
+                continue
+            t = torch.from_numpy(x) if not isinstance(x, torch.Tensor) and hasattr(x, "__array_interface__") else x
+            if not isinstance(t, torch.Tensor) or tuple(t.shape) != field.shape or t.dtype != field.dtype:
+                got = (tuple(t.shape), t.dtype) if isinstance(t, torch.Tensor) else type(t).__name__
+                raise ValueError(f"Loader: field {k} of sample {index} is {got}, but the batch is laid out from "
+                                 f"sample {ring.first_index}'s {(field.shape, field.dtype)}; batch equal shapes")
+            if field.leaf.kind == "mask":
+                t = torch.ops.fastprep.pack_bits(t, -1, "little")
+            storage[k][j].copy_(t)
+
+    def image_rows(self, template: Any, index: int, a: int, b: int) -> torch.Tensor:
+        """Rows a:b of the slot's first field (the fused path's images), laid out from `template`."""
+        self.ring.ensure_layout(template, index)
+        return self.ring.storage(self.slot)[0][a:b]
+
+    def batch(self) -> CompactBatch:
+        ring, n = self.ring, len(self.indices)
+        storage = ring.storage(self.slot)
+        out = []
+        for k, field in enumerate(ring.fields):
+            if field.shape is not None:
+                out.append(storage[k][:n])
+            elif field.leaf.kind == "label":
+                values = [int(v) for v in self._columns[k]]
+                labels = torch.tensor(values, dtype=torch.int64).to(smallest_int_dtype(min(values), max(values)))
+                out.append(labels.pin_memory() if ring.pin else labels)
+            else:
+                out.append(default_collate(self._columns[k]))
+        it = iter(out)
+        data = tree_map(lambda _: next(it), ring.structure)
+        return CompactBatch(data, ring.layout, pool=_SlotReturn(ring, self.slot))
+
+
+class WorkerPool:
+    """`threads` daemon threads running submitted chunks; shutdown() stops and joins them."""
+
+    def __init__(self, threads: int):
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, name=f"fastprep-loader-{k}", daemon=True)
+                         for k in range(threads)]
+        for t in self._threads:
+            t.start()
+
+    def submit(self, job: BatchJob, fn: Callable[[], None]) -> None:
+        job.add_chunk()
+        self._tasks.put((job, fn))
+
+    def _run(self) -> None:
+        while True:
+            task = self._tasks.get()
+            if task is None or self._stop.is_set():
+                return
+            job, fn = task
+            try:
+                fn()
+            except BaseException as exc:  # noqa: BLE001 (handed to the consumer, which re-raises it)
+                job.chunk_done(exc)
+            else:
+                job.chunk_done()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        for _ in self._threads:
+            self._tasks.put(None)
+        for t in self._threads:
+            t.join()
