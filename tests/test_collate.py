@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+import fastprep
 from fastprep import CompactBatch, CompactCollate, compact_collate
 from fastprep.collate import smallest_int_dtype
 
@@ -180,3 +181,37 @@ def test_dataloader_workers_give_complete_ordered_shared_batches(workers, contex
                 assert torch.equal(images[j], ref[0].float()) and torch.equal(masks[j], ref[1])
             seen += labels.tolist()
         assert seen == list(range(24))
+
+
+class _Images(torch.utils.data.Dataset):
+    def __len__(self):
+        return 48
+
+    def __getitem__(self, i):
+        return torch.full((3, 16, 16), i, dtype=torch.uint8), torch.arange(20) % (i + 2) == 0, i
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_reuse_in_workers_refills_shared_slots_once_released(start):
+    """DataLoader workers refill their shared-memory slots once batches are released, and the
+    batches stay equal to fresh ones."""
+    ds = _Images()
+    want = list(DataLoader(ds, batch_size=4, collate_fn=compact_collate))
+    loader = DataLoader(ds, batch_size=4, num_workers=2, collate_fn=CompactCollate(reuse=True),
+                        multiprocessing_context=start, persistent_workers=True, prefetch_factor=2)
+    fresh = []
+    for _ in range(2):  # two epochs over the same workers: 24 batches
+        for got, ref in zip(loader, want, strict=True):
+            assert all(torch.equal(a, b) for a, b in zip(got.decode(), ref.decode(), strict=True))
+            fresh.append(got._pool.fresh)
+            got.release()
+    # Each worker needs at most prefetch_factor + 1 slots; every other batch refills one.
+    assert fresh.count(True) <= 2 * 3, fresh
+    moved = [b.decode() for b in fastprep.DevicePrefetcher(loader, "cpu", release=True)]
+    assert all(torch.equal(a[0], b.decode()[0]) for a, b in zip(moved, want, strict=True))
+
+
+def test_reuse_in_workers_falls_back_to_fresh_memory_when_nothing_is_released():
+    got = list(DataLoader(_Images(), batch_size=4, num_workers=1, collate_fn=CompactCollate(reuse=True)))
+    want = list(DataLoader(_Images(), batch_size=4, collate_fn=compact_collate))
+    assert all(torch.equal(a.data[0], b.data[0]) for a, b in zip(got, want, strict=True))  # none overwritten

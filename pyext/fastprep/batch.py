@@ -51,7 +51,10 @@ class CompactBatch:
     def pin_memory(self, device: Any = None) -> CompactBatch:
         """DataLoader's pin_memory protocol: the pin thread calls this on each batch."""
         del device  # pinned host memory serves every accelerator in torch >= 2.3
-        return self._map(lambda t: t.pin_memory())
+        pinned = self._map(lambda t: t.pin_memory())
+        if getattr(self._pool, "release_after_copy", False):
+            self.release()  # a worker's shared slot: the pinned copy is all the consumer sees
+        return pinned
 
     def clone(self) -> CompactBatch:
         """A copy that owns its tensors: keeps a batch past the buffer reuse of a reusing collate

@@ -20,6 +20,7 @@ from torch.utils.data import default_collate, get_worker_info
 
 from fastprep._tree import is_namedtuple
 from fastprep.batch import CompactBatch, Leaf
+from fastprep.shared_slots import SharedSlots
 
 LABEL_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
@@ -54,9 +55,12 @@ class BufferPool:
         self._free.setdefault((tuple(t.shape), t.dtype), []).append(t)
 
 
-def _alloc(shape: Sequence[int], dtype: torch.dtype, pool: BufferPool | None = None) -> torch.Tensor:
+def _alloc(shape: Sequence[int], dtype: torch.dtype, pool: Any = None) -> torch.Tensor:
+    """A batch buffer: from `pool` (a BufferPool in-process, a worker's SlotBuffers), else fresh."""
+    if pool is not None:
+        return pool.take(shape, dtype)
     if get_worker_info() is None:
-        return pool.take(shape, dtype) if pool is not None else torch.empty(shape, dtype=dtype)
+        return torch.empty(shape, dtype=dtype)
     # As default_collate: shared memory, so the batch is not copied again to cross processes.
     proto = torch.empty(0, dtype=dtype)
     storage = proto._typed_storage()._new_shared(math.prod(shape), device=proto.device)
@@ -84,9 +88,13 @@ class CompactCollate:
             labels (a value outside the given dtype's range is an error naming it).
         float_dtype: narrow float tensors to this (torch.bfloat16 / torch.float16); None keeps.
         pack_masks: pack bool tensors into bits along the last dim (decode() unpacks them).
-        reuse: keep the buffers of released batches (CompactBatch.release(), or
-            DevicePrefetcher(release=True)) and collate into them again. For in-process loading
-            (num_workers=0); in worker processes batches go to shared memory as usual.
+        reuse: collate into buffers used before instead of fresh ones. In-process
+            (num_workers=0), buffers of released batches (CompactBatch.release(), or
+            DevicePrefetcher(release=True)) are kept and refilled. In DataLoader workers, each
+            worker keeps a few slots of shared memory and refills one once the training process
+            is done with its batch: pinned by the DataLoader (pin_memory=True), released by
+            DevicePrefetcher(release=True) or by hand; until then a worker falls back to fresh
+            shared memory. Either way, do not keep a batch's tensors past its release.
     """
 
     def __init__(self, label_dtype: torch.dtype | None = None, float_dtype: torch.dtype | None = None,
@@ -99,12 +107,24 @@ class CompactCollate:
         self.float_dtype = float_dtype
         self.pack_masks = pack_masks
         self.pool = BufferPool() if reuse else None
+        self.shared = SharedSlots() if reuse else None
+        self._batch_pool: Any = None  # where the batch being collated takes its buffers
 
     def __call__(self, samples: Sequence[Any]) -> CompactBatch:
         if len(samples) == 0:
             raise ValueError("CompactCollate: got an empty list of samples")
-        data, layout = self._collate(list(samples), "sample")
-        return CompactBatch(data, layout, pool=self.pool if get_worker_info() is None else None)
+        worker = get_worker_info()
+        if worker is None:
+            self._batch_pool = self.pool
+        else:
+            self._batch_pool = self.shared.claim(worker.id) if self.shared is not None else None
+        try:
+            data, layout = self._collate(list(samples), "sample")
+        except BaseException:
+            if worker is not None and self._batch_pool is not None:
+                self._batch_pool.give(None)  # the slot was never handed out
+            raise
+        return CompactBatch(data, layout, pool=self._batch_pool)
 
     def _collate(self, items: list[Any], where: str) -> tuple[Any, Any]:
         first = items[0]
@@ -166,12 +186,12 @@ class CompactCollate:
             if not info.min <= v <= info.max:
                 raise ValueError(f"CompactCollate: label {v} ({where} of sample {i}) does not fit "
                                  f"label_dtype={dtype} [{info.min}, {info.max}]")
-        out = _alloc([len(values)], dtype, self.pool)
+        out = _alloc([len(values)], dtype, self._batch_pool)
         out.copy_(torch.tensor(values, dtype=torch.int64))
         return out
 
     def _stack(self, tensors: list[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
-        out = _alloc([len(tensors), *tensors[0].shape], dtype, self.pool)
+        out = _alloc([len(tensors), *tensors[0].shape], dtype, self._batch_pool)
         if tensors[0].dtype == dtype:
             torch.stack(tensors, out=out)  # one call writes every sample into its slot
         else:
@@ -181,7 +201,7 @@ class CompactCollate:
 
     def _pack(self, masks: list[torch.Tensor]) -> torch.Tensor:
         packed_shape = [*masks[0].shape[:-1], (masks[0].shape[-1] + 7) // 8]
-        out = _alloc([len(masks), *packed_shape], torch.uint8, self.pool)
+        out = _alloc([len(masks), *packed_shape], torch.uint8, self._batch_pool)
         for i, m in enumerate(masks):
             out[i].copy_(torch.ops.fastprep.pack_bits(m, -1, "little"))
         return out
