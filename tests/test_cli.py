@@ -21,16 +21,32 @@ def test_demo(capsys):
 
 def test_bench_quick_writes_table_and_json(tmp_path, capsys):
     path = tmp_path / "bench.json"
-    assert main(["bench", "--quick", "--batch-size", "4", "--workers", "0", "--json", str(path)]) == 0
+    assert main(["bench", "--quick", "--batch-size", "4", "--workers", "0", "--threads", "1", "--seconds", "0",
+                 "--json", str(path)]) == 0
     out = capsys.readouterr().out
     result = json.loads(path.read_text())
-    names = [v["name"] for v in result["variants"]]
-    assert names[0].startswith("usual") and any("fused" in n for n in names)
-    usual, fused = result["variants"][0], result["variants"][1]
+    rows = {(r["name"], r["source"], r["setting"]): r for r in result["rows"]}
+    usual = rows[("usual + default_collate, DataLoader", "pil", "w=0")]
+    fused = rows[("fused + compact_collate, DataLoader", "numpy", "w=0")]
+    loader = rows[("fastprep.Loader (fused, into slots)", "pil", "t=1")]
     assert usual["bytes_per_sample"] == 3 * 256 * 256 * 4 + 8  # float32 image + int64 label
-    assert fused["bytes_per_sample"] == 3 * 256 * 256 + 1  # uint8 image + uint8 label
-    assert all(v["loader"]["w=0"] > 0 and v["us_per_sample"] > 0 for v in result["variants"])
-    assert "samples/s w=0" in out and "1 core feeds" in out
+    assert fused["bytes_per_sample"] == loader["bytes_per_sample"] == 3 * 256 * 256 + 1  # uint8 image + uint8 label
+    assert all(r["samples_per_s"] > 0 for r in result["rows"])
+    assert all(v["us_per_sample"]["pil"] > 0 and v["us_per_sample"]["numpy"] > 0 for v in result["variants"])
+    # The printed table: delivered rates, both source kinds, the legend, synthetic sources said.
+    for text in ("DELIVERED", "SYNTHETIC", "of kernel", "per core", "1 core feeds", "fused kernel alone",
+                 "w=N", "t=N", "fastprep.Loader (fused, into slots)"):
+        assert text in out, text
+    assert out.count(" PIL ") >= 3 and out.count(" numpy ") >= 3
+    for peer in ("torchdata.nodes", "SPDL, pipe per sample"):
+        installed = any(r["loader"] == peer for r in result["rows"])
+        assert installed != (peer in result["not_installed"])
+        assert installed or f"{peer}" in out and "not installed" in out
+
+
+def test_bench_rejects_unknown_sources():
+    with pytest.raises(SystemExit, match="expected sources among pil, numpy, got 'jpeg'"):
+        main(["bench", "--quick", "--sources", "jpeg"])
 
 
 class SlowTransforms(Dataset):

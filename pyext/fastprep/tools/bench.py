@@ -1,8 +1,12 @@
-"""`python -m fastprep bench`: the target workload, the usual way and the fastprep way.
+"""`python -m fastprep bench`: the target workload, delivered into a consumer.
 
-Measures (1) per-sample transform time on one thread and (2) samples/s delivered by a DataLoader
-for num_workers 0..cores with the best prefetch_factor, and reports bytes shipped per sample and
-the share of a stated GPU consumption rate that one core can feed.
+The figure a training job feels is samples/s delivered into its step, not kernel time. Every row
+here is a loader feeding a consumer that copies each batch once into a preallocated buffer of the
+batch's size (as the host to device copy would): the usual pipeline and the fused fastprep
+pipeline through a DataLoader (num_workers 0..cores), fastprep.Loader (threads 1..cores), and
+the peers torchdata.nodes and SPDL where they are installed, each on PIL and on numpy sources
+(synthetic images). Rates are given as a share of the fused kernel's own 1-thread rate, measured
+in the same run on the same sources, and per core used.
 """
 
 from __future__ import annotations
@@ -11,37 +15,25 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, default_collate
+from torch.utils.data import default_collate
 
-from fastprep.tools import pipelines
+import fastprep
+from fastprep import transforms as T
+from fastprep.tools import feeds, pipelines
 
-
-@dataclass
-class Variant:
-    name: str
-    transform: Callable[[Any], torch.Tensor]
-    collate: Callable[[list], Any]
-    as_pil: bool
-    bytes_per_sample: int = 0
-    us_per_sample: float = 0.0
-    loader: dict[str, float] = field(default_factory=dict)  # "w=N" -> samples/s (best prefetch)
-
-
-def _variants(backends: list[str]) -> list[Variant]:
-    import fastprep  # noqa: PLC0415
-
-    out = [Variant("usual (PIL, scipy, float32)", pipelines.usual_transform, default_collate, True)]
-    for backend in backends:
-        fused = pipelines.fastprep_transform if backend == "native" else pipelines.fastprep_numba_transform
-        out.append(Variant(f"fastprep fused ({backend})", fused, fastprep.compact_collate, False))
-    out.append(Variant("fastprep unfused chain", pipelines.fastprep_unfused_transform,
-                       fastprep.compact_collate, False))
-    return out
+SOURCES = ("pil", "numpy")
+SOURCE_LABEL = {"pil": "PIL", "numpy": "numpy"}
+# (pipeline, loader) -> the row's name
+NAMES = {("usual", "DataLoader"): "usual + default_collate, DataLoader",
+         ("fastprep", "DataLoader"): "fused + compact_collate, DataLoader",
+         ("fastprep", "fastprep.Loader"): "fastprep.Loader (fused, into slots)",
+         ("fastprep", "torchdata.nodes"): "fused + compact_collate, torchdata.nodes",
+         ("fastprep", "SPDL, pipe per sample"): "fused + compact_collate, SPDL per sample",
+         ("fastprep", "SPDL, pipe per batch"): "fused + compact_collate, SPDL per batch"}
 
 
 def _say(msg: str) -> None:
@@ -60,133 +52,130 @@ def time_per_sample(transform: Callable, sources: list, repeat: int) -> float:
     return float(np.median(times)) * 1e6
 
 
-def loader_rate(dataset, batch_size: int, collate: Callable, workers: int,
-                prefetch: int | None, batches: int) -> float:
-    """Samples/s out of a DataLoader in steady state (host side: on a GPU the decode would run
-    there). The first `workers` batches are skipped: the workers made them in parallel while the
-    first one was awaited, so counting them would overstate the rate."""
-    loader = DataLoader(dataset, batch_size=batch_size, num_workers=workers, collate_fn=collate,
-                        prefetch_factor=prefetch, persistent_workers=False, drop_last=True)
-    it = iter(loader)
-    for _ in range(max(workers, 1)):
-        next(it)
-    t0 = time.perf_counter()
-    for _ in range(batches):
-        next(it)
-    rate = batches * batch_size / (time.perf_counter() - t0)
-    del it
-    return rate
+def fused_compose() -> Any:
+    """The target pipeline as a fastprep Compose (fused: crop_mask_ycbcr, or the batch op in the Loader)."""
+    return T.Compose([T.RandomCrop(pipelines.CROP, layout="HWC"), T.RandomDilatedMask(pipelines.P), T.RGBToYCbCr()])
 
 
-def ray_rate(batch_size: int, batches: int, num_cpus: int, pool: int, address: str | None = None) -> float:
-    """Samples/s of the fused fastprep pipeline run by Ray Data tasks and streamed back as
-    CompactBatches, in steady state (the first batch, which pays for starting the workers, is
-    not counted). Starts a local Ray instance with `num_cpus` unless `address` names one."""
-    import ray  # noqa: PLC0415
-
-    import fastprep  # noqa: PLC0415
-    from fastprep import ray as fray  # noqa: PLC0415
-    from fastprep.tools.ray_synthetic import SyntheticSource, synthetic_images  # noqa: PLC0415
-
-    started = not ray.is_initialized()
-    if started:
-        ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
-                 log_to_driver=False,
-                 runtime_env={"env_vars": {"FASTPREP_BACKEND": fastprep.backend()}})
-    try:
-        ray.data.DataContext.get_current().enable_progress_bars = False
-
-        def dataset(rows: int):
-            # Sources are made in the task from a per-worker pool, as SyntheticImages does in-process.
-            return synthetic_images(rows, decoded=False).map_batches(
-                fray.CompactMap(pipelines.fastprep_transform, seed=0, num_classes=pipelines.NUM_CLASSES,
-                                load=SyntheticSource(pool)),
-                batch_format="numpy", batch_size=64)
-
-        # A first pass starts Ray's worker processes (import torch and fastprep, make the pool);
-        # a DataLoader's workers pay the same once, and loader_rate skips it too.
-        for _ in dataset(64 * num_cpus * 2).iter_batches(batch_size=64):
-            pass
-        it = fray.iter_compact_batches(dataset(batch_size * (batches + 1)), batch_size=batch_size,
-                                       drop_last=True, prefetch_batches=2)
-        next(it)
-        t0 = time.perf_counter()
-        rows = sum(len(batch.data["id"]) for batch in it)
-        return rows / (time.perf_counter() - t0)
-    finally:
-        if started:
-            ray.shutdown()
+def _per_sample(backend: str, quick: bool, pools: dict[str, list]) -> list[dict]:
+    """Each transform alone on one thread, on both source kinds (the old headline's numbers)."""
+    variants = [("usual (PIL->tensor, scipy, float32)", pipelines.usual_transform),
+                (f"fastprep fused ({backend})", pipelines.fastprep_transform)]
+    if backend == "native":
+        variants.append(("fastprep fused (numba)", pipelines.fastprep_numba_transform))
+    variants.append(("fastprep unfused chain", pipelines.fastprep_unfused_transform))
+    out = []
+    for name, transform in variants:
+        _say(f"per-sample time: {name}")
+        repeat = (2 if quick else 5) if name.startswith("usual") else (10 if quick else 50)
+        out.append({"name": name, "us_per_sample": {k: time_per_sample(transform, pools[k], repeat) for k in pools}})
+    return out
 
 
-def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 5000.0,
-        batch_size: int = 256, workers: list[int] | None = None, with_ray: bool = False,
-        ray_address: str | None = None) -> dict:
-    import fastprep  # noqa: PLC0415
+def _ray_row(quick: bool, batch_size: int, cores: int, pool: int, address: str | None) -> dict:
+    from fastprep.tools.ray_row import ray_rate  # noqa: PLC0415 (Ray is an optional extra)
 
-    cores = os.cpu_count() or 1
+    _say("Ray Data: fastprep fused, local instance" if address is None else f"Ray Data at {address}")
+    rate = ray_rate(batch_size, 8 if quick else 16, cores, pool, address)
+    return {"num_cpus": cores, "address": address, "source": "numpy", "samples_per_s": rate,
+            "variant": f"fastprep fused ({fastprep.backend()})"}
+
+
+def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 5000.0, batch_size: int = 256,
+        workers: list[int] | None = None, threads: list[int] | None = None, sources: list[str] | None = None,
+        seconds: float | None = None, peers: bool = True, with_ray: bool = False,
+        ray_address: str | None = None, pool: int | None = None) -> dict:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     workers = list(range(0, cores + 1)) if workers is None else workers
-    prefetches = [2] if quick else [2, 4]
-    backends = ["native", "numba"] if fastprep.backend() == "native" else ["numba"]
-    variants = _variants(backends)
+    threads = list(range(1, cores + 1)) if threads is None else threads
+    sources = list(SOURCES) if sources is None else sources
+    if not sources or any(s not in SOURCES for s in sources):
+        raise SystemExit(f"bench: expected sources among {', '.join(SOURCES)}, got {','.join(sources)!r}")
+    pool = pool or (4 if quick else 8)
+    budget = feeds.Budget(*((2, 0.5, 16) if quick else (4, 4.0, 200)))
+    if seconds is not None:
+        budget.min_seconds = seconds
     torch.set_num_threads(1)
-    sources = [pipelines.make_source(i) for i in range(4 if quick else 8)]
-    from PIL import Image  # noqa: PLC0415
+    pools = {k: pipelines.SyntheticImages(1, None, pool=pool, as_pil=k == "pil").pool for k in SOURCES}
 
-    pil_sources = [Image.fromarray(s) for s in sources]
-    for v in variants:
-        _say(f"per-sample time: {v.name}")
-        fast = "usual" not in v.name
-        v.us_per_sample = time_per_sample(v.transform, pil_sources if v.as_pil else sources,
-                                          repeat=(20 if fast else 2) if quick else (50 if fast else 5))
-        sample = v.collate([(v.transform(sources[0]), 7)])
-        v.bytes_per_sample = sample.nbytes if hasattr(sample, "nbytes") else \
-            sum(t.numel() * t.element_size() for t in sample)
-    for v in variants:
-        for w in workers:
-            batches = 2 * w + (2 if quick else 4)
-            dataset = pipelines.SyntheticImages(batch_size * (batches + w + 1), v.transform,
-                                                pool=len(sources), as_pil=v.as_pil,
+    # The kernel's own rate: the fused op alone, one thread, on the numpy sources (a zero-copy view).
+    _say("fused kernel alone, 1 thread")
+    kernel_us = time_per_sample(pipelines.fastprep_transform, pools["numpy"], 20 if quick else 100)
+    kernel_rate = 1e6 / kernel_us
+    per_sample = _per_sample(fastprep.backend(), quick, pools)
+
+    compose = fused_compose()
+    transforms = {"usual": (pipelines.usual_transform, default_collate),
+                  "fastprep": (pipelines.fastprep_transform, fastprep.compact_collate)}
+    plan: list[tuple[str, str, str, list[int]]] = [("usual", "DataLoader", "w", workers),
+                                                   ("fastprep", "DataLoader", "w", workers),
+                                                   ("fastprep", "fastprep.Loader", "t", threads)]
+    not_installed = {}
+    for peer in feeds.PEERS if peers else []:
+        why = feeds.peer_missing(peer)
+        if why is None:
+            plan.append(("fastprep", peer, "t", threads))
+        else:
+            not_installed[peer] = why
+    rows = []
+    for pipeline, loader, kind, settings in plan:
+        transform, collate = transforms[pipeline]
+        name = NAMES[(pipeline, loader)]
+        for source in sources:
+            length = batch_size * (budget.max_batches + 2 * max(settings) + 8)
+            dataset = pipelines.SyntheticImages(length, transform, pool=pool, as_pil=source == "pil",
                                                 generate_per_item=generate_per_item)
-            best = 0.0
-            for pf in (prefetches if w > 0 else [None]):
-                _say(f"DataLoader: {v.name}, num_workers={w}, prefetch_factor={pf}")
-                best = max(best, loader_rate(dataset, batch_size, v.collate, w, pf, batches))
-            v.loader[f"w={w}"] = best
-    base = variants[0].us_per_sample
+            if pipeline == "fastprep" and loader == "DataLoader":
+                dataset = T.SeedByIndex(dataset, seed=0)  # as the README's DataLoader: the Loader's samples
+            for n in settings:
+                _say(f"{name}, {SOURCE_LABEL[source]} sources, {kind}={n}")
+                rate, extra = _measure(loader, dataset, batch_size, n, collate, compose, budget, quick)
+                per_core = rate / max(n, 1)
+                rows.append({"name": name, "pipeline": pipeline, "loader": loader, "source": source,
+                             "setting": f"{kind}={n}", kind: n, "cores": max(n, 1), "samples_per_s": rate,
+                             "share_of_kernel": rate / kernel_rate, "delivered_per_core": per_core,
+                             "one_core_feeds": per_core / gpu_rate,
+                             "bytes_per_sample": _bytes_per_sample(transform, collate, pools["numpy"][0]), **extra})
     ray_result = None
     if with_ray:
-        _say("Ray Data: fastprep fused, local instance" if ray_address is None else f"Ray Data at {ray_address}")
-        fused = variants[1]
-        ray_result = {"num_cpus": cores, "address": ray_address,
-                      "samples_per_s": ray_rate(batch_size, 8 if quick else 16, cores, len(sources),
-                                                ray_address),
-                      "variant": fused.name, "in_process_samples_per_s": fused.loader}
-    return {"ray": ray_result,"workload": {"source": f"{pipelines.SOURCE_SIZE}x{pipelines.SOURCE_SIZE}x3 uint8",
-                         "crop": pipelines.CROP, "p": pipelines.P, "structure": "cross",
-                         "batch_size": batch_size, "generate_per_item": generate_per_item},
+        ray_result = _ray_row(quick, batch_size, cores, pool, ray_address)
+        r = ray_result["samples_per_s"]
+        ray_result.update(share_of_kernel=r / kernel_rate, delivered_per_core=r / cores,
+                          one_core_feeds=r / cores / gpu_rate)
+    return {"workload": {"source": f"{pipelines.SOURCE_SIZE}x{pipelines.SOURCE_SIZE}x3 uint8",
+                         "sources_are": "synthetic", "pool": pool, "crop": pipelines.CROP, "p": pipelines.P,
+                         "structure": "cross", "batch_size": batch_size, "generate_per_item": generate_per_item,
+                         "consumer": "copies each batch's tensors once into preallocated buffers"},
             "machine": {"cores": cores, "torch": torch.__version__, "backend": fastprep.backend()},
-            "gpu_rate": gpu_rate,
-            "variants": [{**asdict(v), "transform": None, "collate": None,
-                          "speedup": base / v.us_per_sample,
-                          "one_core_feeds": 1e6 / v.us_per_sample / gpu_rate} for v in variants]}
+            "gpu_rate": gpu_rate, "quick": quick,
+            "kernel": {"what": "crop_mask_ycbcr alone, 1 thread, numpy HWC sources", "us_per_sample": kernel_us,
+                       "samples_per_s": kernel_rate},
+            "variants": per_sample, "rows": rows, "peers_run": peers, "not_installed": not_installed, "ray": ray_result}
+
+
+def _measure(loader: str, dataset: Any, batch_size: int, n: int, collate: Callable, compose: Any,
+             budget: feeds.Budget, quick: bool) -> tuple[float, dict]:
+    consume = feeds.Consumer()
+    if loader == "DataLoader":
+        best, best_pf = 0.0, None
+        for pf in ([2] if quick else [2, 4]) if n > 0 else [None]:
+            batches, skip = feeds.dataloader(dataset, batch_size, n, collate, pf)
+            rate = feeds.delivered_rate(batches, consume, skip, budget, multiple=max(n, 1))
+            if rate > best:
+                best, best_pf = rate, pf
+        return best, {"prefetch_factor": best_pf}
+    if loader == "fastprep.Loader":
+        batches, skip = feeds.fastprep_loader(dataset, batch_size, n, compose)
+    else:
+        batches, skip = feeds.PEERS[loader][1](dataset, batch_size, n, collate)
+    return feeds.delivered_rate(batches, consume, skip, budget), {}
+
+
+def _bytes_per_sample(transform: Callable, collate: Callable, source: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in feeds.batch_tensors(collate([(transform(source), 7)])))
 
 
 def table(result: dict) -> str:
-    ws = list(result["variants"][0]["loader"])
-    head = (f"{'variant':<30}{'us/sample':>11}{'speedup':>9}{'bytes/sample':>14}"
-            f"{'1 core feeds':>14}" + "".join(f"{'samples/s ' + w:>16}" for w in ws))
-    lines = [head, "-" * len(head)]
-    for v in result["variants"]:
-        lines.append(f"{v['name']:<30}{v['us_per_sample']:>11.1f}{v['speedup']:>8.1f}x"
-                     f"{v['bytes_per_sample']:>14,}{v['one_core_feeds']:>13.1%} "
-                     + "".join(f"{v['loader'][w]:>16.0f}" for w in ws))
-    lines.append(f"(1 core feeds = share of a GPU consuming {result['gpu_rate']:.0f} samples/s that "
-                 f"one core's transforms keep up with; samples/s through a DataLoader, batch "
-                 f"{result['workload']['batch_size']}, best prefetch_factor)")
-    r = result.get("ray")
-    if r:
-        where = f"cluster at {r['address']}" if r["address"] else f"local, num_cpus={r['num_cpus']}"
-        best_w, best = max(r["in_process_samples_per_s"].items(), key=lambda kv: kv[1])
-        lines.append(f"{r['variant'] + ' via Ray Data':<30}{'':>48}{r['samples_per_s']:>16.0f}   "
-                     f"({where}; {r['samples_per_s'] / best:.2f}x the best DataLoader, {best_w})")
-    return "\n".join(lines)
+    from fastprep.tools.bench_table import format_table  # noqa: PLC0415 (kept apart: this file runs, that prints)
+
+    return format_table(result)

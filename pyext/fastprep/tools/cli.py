@@ -63,10 +63,12 @@ def bench(args: argparse.Namespace) -> int:
     """The target workload the usual way and the fastprep way."""
     from fastprep.tools import bench as b  # noqa: PLC0415
 
+    ints = lambda text: [int(x) for x in text.split(",")] if text else None  # noqa: E731
     result = b.run(quick=args.quick, generate_per_item=args.generate_per_item, gpu_rate=args.gpu_rate,
-                   batch_size=args.batch_size,
-                   workers=[int(w) for w in args.workers.split(",")] if args.workers else None,
-                   with_ray=args.ray or args.ray_address is not None, ray_address=args.ray_address)
+                   batch_size=args.batch_size, workers=ints(args.workers), threads=ints(args.threads),
+                   sources=args.sources.split(",") if args.sources else None, seconds=args.seconds,
+                   peers=not args.no_peers, with_ray=args.ray or args.ray_address is not None,
+                   ray_address=args.ray_address)
     print(b.table(result))
     _write_outputs(args, result, "plot_bench", result)
     return 0
@@ -117,18 +119,24 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("demo", help=demo.__doc__).set_defaults(func=demo)
 
     bench_p = sub.add_parser("bench", help="the target workload, the usual way vs fastprep")
-    bench_p.add_argument("--quick", action="store_true", help="fewer repeats and batches (< 60 s)")
+    bench_p.add_argument("--quick", action="store_true", help="fewer repeats and batches (about a minute on 2 cores)")
     bench_p.add_argument("--generate-per-item", action="store_true",
                        help="generate every source image instead of drawing from a pool")
     bench_p.add_argument("--gpu-rate", type=float, default=5000.0,
                        help="samples/s the GPU consumes, for the '1 core feeds' column")
     bench_p.add_argument("--batch-size", type=int, default=256)
-    bench_p.add_argument("--workers", help="comma-separated num_workers to try (default 0..cores)")
+    bench_p.add_argument("--workers", help="comma-separated DataLoader num_workers to try (default 0..cores)")
+    bench_p.add_argument("--threads", help="comma-separated threads for fastprep.Loader and the thread-based peers "
+                         "(default 1..cores)")
+    bench_p.add_argument("--sources", help="comma-separated source kinds: pil,numpy (default both)")
+    bench_p.add_argument("--seconds", type=float,
+                         help="least seconds timed per row after warm-up (default 0.5 with --quick, else 4)")
+    bench_p.add_argument("--no-peers", action="store_true", help="skip the torchdata.nodes and SPDL rows")
     bench_p.add_argument("--ray", action="store_true",
                          help="add a row through Ray Data on a local instance (pip install 'fastprep[ray]')")
     bench_p.add_argument("--ray-address", help="run the Ray row on this cluster (ray.init(address=...))")
     bench_p.add_argument("--json", help="write the results here")
-    bench_p.add_argument("--plot", help="draw samples/s per num_workers to this PNG (matplotlib)")
+    bench_p.add_argument("--plot", help="draw delivered samples/s per workers / threads to this PNG (matplotlib)")
     bench_p.set_defaults(func=bench)
 
     diag_p = sub.add_parser("diagnose", help="find the stage that starves the device")

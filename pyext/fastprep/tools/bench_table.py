@@ -1,0 +1,81 @@
+"""The printed form of `python -m fastprep bench`'s result (fastprep.tools.bench.run)."""
+
+from __future__ import annotations
+
+SOURCE_LABEL = {"pil": "PIL", "numpy": "numpy"}
+
+
+def _header(result: dict) -> list[str]:
+    w, m, k = result["workload"], result["machine"], result["kernel"]
+    return [
+        "fastprep bench: samples/s DELIVERED into a consumer that copies each batch once into a preallocated "
+        "buffer (as the host->device copy would)",
+        f"  SYNTHETIC sources: {w['source']} images ({'generated per item' if w['generate_per_item'] else 'pool of '}"
+        f"{'' if w['generate_per_item'] else w['pool']}), as PIL images and as numpy arrays; crop {w['crop']}, "
+        f"Bernoulli({w['p']}) mask dilated ({w['structure']}), RGB->YCbCr; batch {w['batch_size']}; "
+        f"{m['cores']} cores; backend {m['backend']}; torch {m['torch']}{'; --quick' if result.get('quick') else ''}",
+        f"  fused kernel alone ({k['what']}): {k['us_per_sample']:.1f} us/sample = "
+        f"{k['samples_per_s']:,.0f} samples/s = 100% in 'of kernel'",
+        "",
+    ]
+
+
+def _rows(result: dict) -> list[str]:
+    head = (f"{'row':<42}{'source':<8}{'setting':<9}{'samples/s':>10}{'of kernel':>11}{'per core':>10}"
+            f"{'1 core feeds':>14}{'bytes/sample':>14}")
+    lines = [head, "-" * len(head)]
+    last_name = None
+    for r in result["rows"]:
+        name = r["name"] if r["name"] != last_name else ""
+        last_name = r["name"]
+        lines.append(f"{name:<42}{SOURCE_LABEL[r['source']]:<8}{r['setting']:<9}{r['samples_per_s']:>10,.0f}"
+                     f"{r['share_of_kernel']:>10.1%} {r['delivered_per_core']:>9,.0f}{r['one_core_feeds']:>13.1%} "
+                     f"{r['bytes_per_sample']:>13,}")
+    ray = result.get("ray")
+    if ray:
+        where = f"cluster at {ray['address']}" if ray["address"] else f"local Ray, num_cpus={ray['num_cpus']}"
+        lines.append(f"{'fused + CompactMap via Ray Data':<42}{'numpy':<8}{'cpus=' + str(ray['num_cpus']):<9}"
+                     f"{ray['samples_per_s']:>10,.0f}{ray['share_of_kernel']:>10.1%} "
+                     f"{ray['delivered_per_core']:>9,.0f}{ray['one_core_feeds']:>13.1%}   ({where})")
+    for peer, why in result.get("not_installed", {}).items():
+        lines.append(f"{peer:<42}not installed ({why.splitlines()[0][:70]})")
+    return lines
+
+
+def _per_sample(result: dict) -> list[str]:
+    per = result["variants"]
+    if not per:
+        return []
+    usual = per[0]["us_per_sample"]
+    kinds = list(usual)
+    head = "".join(f"{SOURCE_LABEL[k] + ' us':>11}" for k in kinds)
+    lines = ["", f"{'per-sample transform alone, 1 thread':<42}{head}   speedup vs usual on the same source"]
+    for v in per:
+        us = v["us_per_sample"]
+        speed = " / ".join(f"{usual[k] / us[k]:.1f}x {SOURCE_LABEL[k]}" for k in kinds)
+        lines.append(f"{v['name']:<42}" + "".join(f"{us[k]:>11.1f}" for k in kinds) + f"   {speed}")
+    return lines
+
+
+def _legend(result: dict) -> list[str]:
+    return [
+        "",
+        "w=N           torch DataLoader, num_workers=N worker processes (w=0: batches made in the main process; "
+        "counted as 1 core); best prefetch_factor",
+        "t=N           N threads in the training process: fastprep.Loader(threads=N); torchdata.nodes "
+        "ParallelMapper(num_workers=N, method='thread') per sample;",
+        "              SPDL build(num_threads=N) with pipe(concurrency=N) per sample (its docs' form) or per batch "
+        "(indices aggregated first, a task makes a batch)",
+        "of kernel     delivered samples/s divided by the fused kernel's own 1-thread rate above (same run, the "
+        "same images as numpy arrays)",
+        "per core      delivered samples/s divided by N (w=0 counts as 1 core); cores the consumer uses are not "
+        "counted",
+        f"1 core feeds  per core / {result['gpu_rate']:,.0f} samples/s (--gpu-rate): the share of such a GPU that "
+        "one core of this row keeps fed",
+        "PIL rows      every loader first turns the PIL image into an array: a copy of the whole source "
+        "(1024^2 x 3 bytes) before any crop",
+    ]
+
+
+def format_table(result: dict) -> str:
+    return "\n".join(_header(result) + _rows(result) + _per_sample(result) + _legend(result))
