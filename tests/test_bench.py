@@ -73,6 +73,18 @@ def test_bench_result_has_rows_per_source_kind_and_shares(result):
     assert "SYNTHETIC" in text and "w=N" in text and "t=N" in text
 
 
+def test_markdown_table_has_the_best_setting_per_row_and_source(result):
+    from fastprep.tools.bench_table import markdown
+
+    lines = markdown(result).splitlines()
+    body = [line for line in lines if line.startswith("| ") and "---" not in line][1:]
+    assert len(body) == len({(r["name"], r["source"]) for r in result["rows"]}) + len(result["not_installed"])
+    best = max((r for r in result["rows"] if r["name"].startswith("fastprep.Loader") and r["source"] == "numpy"),
+               key=lambda r: r["samples_per_s"])
+    assert any(line.startswith("| fastprep.Loader (fused, into slots) | numpy | ") and f"({best['setting']})" in line
+               for line in body)
+
+
 def test_missing_peer_is_reported_not_installed(monkeypatch):
     monkeypatch.setitem(feeds.PEERS, "nopeer", ("fastprep_no_such_module", None))
     assert feeds.peer_missing("nopeer").startswith("ModuleNotFoundError")

@@ -79,3 +79,25 @@ def _legend(result: dict) -> list[str]:
 
 def format_table(result: dict) -> str:
     return "\n".join(_header(result) + _rows(result) + _per_sample(result) + _legend(result))
+
+
+def markdown(result: dict) -> str:
+    """The README's table: per row and source kind, its best setting's delivered rate."""
+    k = result["kernel"]
+    lines = [f"Fused kernel alone, 1 thread, numpy sources: {k['us_per_sample']:.0f} us/sample = "
+             f"{k['samples_per_s']:,.0f} samples/s (100%). Best setting per row; {result['machine']['cores']} cores, "
+             f"batch {result['workload']['batch_size']}, synthetic sources.", "",
+             "| row | source | samples/s delivered (setting) | of kernel | per core | 1 core feeds | bytes/sample |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    best: dict[tuple[str, str], dict] = {}
+    for r in result["rows"]:
+        key = (r["name"], r["source"])
+        if key not in best or r["samples_per_s"] > best[key]["samples_per_s"]:
+            best[key] = r
+    for (name, source), r in best.items():
+        lines.append(f"| {name} | {SOURCE_LABEL[source]} | {r['samples_per_s']:,.0f} ({r['setting']}) | "
+                     f"{r['share_of_kernel']:.0%} | {r['delivered_per_core']:,.0f} | {r['one_core_feeds']:.0%} | "
+                     f"{r['bytes_per_sample']:,} |")
+    for peer in result.get("not_installed", {}):
+        lines.append(f"| {peer} | | not installed | | | | |")
+    return "\n".join(lines)

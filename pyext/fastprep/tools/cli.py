@@ -70,6 +70,10 @@ def bench(args: argparse.Namespace) -> int:
                    peers=not args.no_peers, with_ray=args.ray or args.ray_address is not None,
                    ray_address=args.ray_address)
     print(b.table(result))
+    if args.markdown:
+        from fastprep.tools.bench_table import markdown  # noqa: PLC0415
+
+        print("\n" + markdown(result))
     _write_outputs(args, result, "plot_bench", result)
     return 0
 
@@ -135,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     bench_p.add_argument("--ray", action="store_true",
                          help="add a row through Ray Data on a local instance (pip install 'fastprep[ray]')")
     bench_p.add_argument("--ray-address", help="run the Ray row on this cluster (ray.init(address=...))")
+    bench_p.add_argument("--markdown", action="store_true",
+                         help="also print the README's table (best setting per row and source kind)")
     bench_p.add_argument("--json", help="write the results here")
     bench_p.add_argument("--plot", help="draw delivered samples/s per workers / threads to this PNG (matplotlib)")
     bench_p.set_defaults(func=bench)
