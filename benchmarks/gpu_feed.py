@@ -108,7 +108,9 @@ def _repeat(make: Callable[[], Any]) -> Iterator[Any]:
 def _host_batch(transform: Callable, collate: Callable, batch_size: int, pin: bool) -> Any:
     sources = [pipelines.make_source(i) for i in range(4)]
     batch = collate([(transform(sources[i % 4]), i % pipelines.NUM_CLASSES) for i in range(batch_size)])
-    return batch.pin_memory() if pin else batch
+    if isinstance(batch, fastprep.CompactBatch):
+        return batch.pin_memory() if pin else batch
+    return tuple(t.pin_memory() if pin else t for t in batch)  # default_collate's [images, labels]
 
 
 def levels(device: torch.device, batch_size: int, workers: int, threads: list[int], sources: list[str],
