@@ -92,7 +92,7 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
     if not sources or any(s not in SOURCES for s in sources):
         raise SystemExit(f"bench: expected sources among {', '.join(SOURCES)}, got {','.join(sources)!r}")
     pool = pool or (4 if quick else 8)
-    budget = feeds.Budget(*((2, 0.5, 16) if quick else (4, 4.0, 200)))
+    budget = feeds.Budget(*((1, 0.5, 16) if quick else (4, 4.0, 200)))  # quick: 1 batch of a slow row is enough
     if seconds is not None:
         budget.min_seconds = seconds
     torch.set_num_threads(1)
