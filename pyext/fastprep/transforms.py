@@ -10,6 +10,7 @@ fused op `crop_mask_ycbcr`, with the same bits as the three steps.
 
 from __future__ import annotations
 
+import threading
 import warnings
 from typing import Any
 
@@ -18,6 +19,8 @@ import torch
 from torch import nn
 
 from fastprep.rng import draw_seed, item_seed, seeded
+
+_WARNINGS_LOCK = threading.Lock()
 
 
 def as_image(img: Any, layout: str = "CHW") -> tuple[torch.Tensor, str]:
@@ -36,8 +39,9 @@ def as_image(img: Any, layout: str = "CHW") -> tuple[torch.Tensor, str]:
         img = img[:, :, None]
     if img.ndim != 3:
         raise ValueError(f"expected an HWC image array, got {img.ndim}-D with shape {img.shape}")
-    with warnings.catch_warnings():
-        # The ops only read their input, so a read-only array (PIL's) is safe to wrap.
+    # The ops only read their input, so a read-only array (PIL's) is safe to wrap. catch_warnings
+    # swaps process-wide state: the lock keeps Loader threads from restoring each other's filters.
+    with _WARNINGS_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return torch.from_numpy(img), "HWC"
 
