@@ -178,3 +178,15 @@ def test_the_loader_releases_a_batch_the_consumer_kept():
     next(loader)
     with pytest.raises(RuntimeError, match="was released"):
         first.decode()
+
+
+@pytest.mark.parametrize("sampler,match", [([0, 1.5], "the sampler gave 1.5; expected int indices"),
+                                           ([0, True], "the sampler gave True"),
+                                           ([0, -1], r"index -1, outside the dataset's \[0, 4\)"),
+                                           ([4], r"index 4, outside the dataset's \[0, 4\)")])
+def test_loader_sampler_indices_are_ints_of_the_dataset(sampler, match):
+    with pytest.raises(ValueError, match=match):
+        list(fastprep.Loader([(torch.zeros(1), 1)] * 4, 2, sampler=sampler, seed=0))
+    got = list(fastprep.Loader([(torch.zeros(1), k) for k in range(4)], 2, sampler=[np.int64(3), torch.tensor(1)],
+                               seed=0, decode=True))
+    assert got[0][1].tolist() == [3, 1]

@@ -25,7 +25,7 @@ from fastprep.args import check_bool, check_int
 from fastprep.batch import CompactBatch
 from fastprep.prefetch import DevicePrefetcher, check_device
 from fastprep.rng import check_epoch, draw_seed, item_seed, seed_argument, seeded, thread_seeded
-from fastprep.roles import check_fields
+from fastprep.roles import check_fields, is_int_label
 from fastprep.transforms import (
     Compose,
     RandomCrop,
@@ -54,8 +54,9 @@ class Loader:
     Each item is ``dataset[i]``; with `transform`, it is ``dataset.load_raw(i)`` (or
     ``dataset[i]`` when there is no ``load_raw``) with `transform` applied to the image: the item
     itself, or its first element when it is a tuple or list (torchvision's (image, target)).
-    Batches are :class:`CompactBatch` es as :func:`fastprep.compact_collate` makes them (uint8
-    images, packed bool masks, small labels), or, with `device` and `decode`, decoded on it.
+    Batches are :class:`CompactBatch` es as :func:`fastprep.compact_collate` makes them, every field
+    with the same role (fastprep/roles.py, or `fields`): uint8 images, packed bool masks, small
+    labels, other tensors as they are; or, with `decode`, decoded (on `device` when given).
 
     Randomness: sample i of epoch e runs under the seed ``item_seed(seed, i, e)``, exactly as
     ``SeedByIndex(dataset, seed)`` in a DataLoader gives it, whatever `threads`, worker count or
@@ -141,7 +142,7 @@ class Loader:
 
     def _epoch_indices(self, epoch: int) -> list[int]:
         if self.sampler is not None:
-            return [int(i) for i in self.sampler]
+            return [_sampler_index(i, self.dataset) for i in self.sampler]
         n = len(self.dataset)
         if not self.shuffle:
             return list(range(n))
@@ -170,7 +171,8 @@ class Loader:
         self.seed = seed_argument("Loader.load_state_dict", "seed", state["seed"])
         self.epoch = check_epoch("Loader.load_state_dict", state["epoch"])
         self._position = self._resume_at = check_int("Loader.load_state_dict", "position", state["position"], 0)
-        self._saved_indices = state.get("indices")
+        indices = state.get("indices")
+        self._saved_indices = None if indices is None else [_sampler_index(i, self.dataset) for i in indices]
 
     # -- iteration ------------------------------------------------------------------------------
 
@@ -294,6 +296,17 @@ class Loader:
             flush()
             job.write(j, i, sample)
         flush()
+
+
+def _sampler_index(i: Any, dataset: Any) -> int:
+    """A sampler's index as an int: an int (Python, numpy, 0-d tensor) in [0, len(dataset)) when
+    the dataset has a length; a float would be truncated and a negative index wrap around, silently."""
+    if isinstance(i, (bool, np.bool_)) or not is_int_label(i):
+        raise ValueError(f"Loader: the sampler gave {i!r}; expected int indices")
+    n = len(dataset) if hasattr(dataset, "__len__") else None
+    if i < 0 or (n is not None and i >= n):
+        raise ValueError(f"Loader: the sampler gave index {int(i)}, outside the dataset's [0, {n})")
+    return int(i)
 
 
 def _apply_to_image(transform: Any, raw: Any) -> Any:
