@@ -60,7 +60,9 @@ def test_dicts_namedtuples_lists_numpy_and_other_leaves():
     assert batch.data["meta"]["y"].dtype == torch.uint8
     inner = batch.data["pair"][1]
     assert isinstance(inner, Sample) and inner.mask.shape == (3, 2, 2) and inner.label.tolist() == [0, 1, 2]
-    assert batch.layout["pair"][1].mask.kind == "mask" and batch.layout["pair"][1].mask.width == 9
+    assert batch.layout["pair"][1].mask.role == "mask" and batch.layout["pair"][1].mask.width == 9
+    assert batch.roles == {"img": "image", "meta": {"name": "other", "y": "label"},
+                           "pair": ["tensor", Sample("image", "mask", "label")]}
 
 
 def test_float_tensors_narrowed_on_request():
@@ -75,9 +77,9 @@ def test_float_tensors_narrowed_on_request():
     ([(torch.zeros(3, 4, 4, dtype=torch.uint8),), (torch.zeros(3, 4, 5, dtype=torch.uint8),)],
      r"sample\[0\] of sample 1 is \(\(3, 4, 5\), torch.uint8\), sample 0's is \(\(3, 4, 4\), torch.uint8\)"),
     ([(torch.zeros(2, dtype=torch.uint8),), (torch.zeros(2, dtype=torch.float32),)], "sample 1 is"),
-    ([(1, 2), (1,)], r"sample of sample 1 has 1 fields, sample 0's has 2"),
+    ([(1, 2), (1,)], r"sample 1 has 1 fields, sample 0's has 2"),
     ([], "empty list of samples"),
-    ([(torch.zeros(2, dtype=torch.uint8), 1), None], "sample of sample 1 is NoneType, sample 0's is tuple"),
+    ([(torch.zeros(2, dtype=torch.uint8), 1), None], "sample 1 is NoneType, sample 0's is tuple"),
     ([{"x": (1, 2)}, {"x": 3}], r"sample\['x'\] of sample 1 is int, sample 0's is tuple"),
     ([(torch.zeros(2, dtype=torch.uint8, device="meta"),)] * 2,
      r"sample\[0\] of sample 0 is on meta; collate CPU samples"),
@@ -89,11 +91,18 @@ def test_bad_batches_name_the_sample(bad, match):
 
 @pytest.mark.parametrize("bad,match", [
     ([(1, None), (2, None)], r"sample\[1\] holds NoneType across the batch"),
-    ([(1, 1), (2, "cat")], r"sample\[1\] holds int, str across the batch"),
+    ([(1, None), (2, 1.5)], r"sample\[1\] holds NoneType, float across the batch"),
 ])
 def test_fields_default_collate_cannot_batch_are_named(bad, match):
     with pytest.raises(TypeError, match=match):
         compact_collate(bad)
+
+
+def test_a_label_field_takes_only_ints():
+    with pytest.raises(ValueError, match=r"sample\[1\] of sample 1 is str 'cat', but the field is a label"):
+        compact_collate([(1, 1), (2, "cat")])
+    with pytest.raises(ValueError, match=r"sample\[0\]: labels in \[0, 36893488147419103232\] do not fit in int64"):
+        compact_collate([(0,), (2**65,)])
 
 
 def test_non_tensor_fields_survive_decode_and_moves():

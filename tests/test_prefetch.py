@@ -2,6 +2,7 @@
 
 from collections import namedtuple
 
+import numpy as np
 import pytest
 import torch
 from torch.utils.data import DataLoader
@@ -36,6 +37,21 @@ def test_decode_applied_to_compact_batches():
     assert custom[0][1].shape == (2, 4)
     raw = list(DevicePrefetcher(batches, "cpu"))
     assert isinstance(raw[0], CompactBatch)
+
+
+@pytest.mark.parametrize("decode", [False, None, np.False_])
+def test_decode_false_moves_compact_batches_without_decoding(decode):
+    samples = [(torch.full((1, 2, 2), 255, dtype=torch.uint8), 3)] * 2
+    batches = [compact_collate(samples) for _ in range(3)]
+    out = list(DevicePrefetcher(batches, "cpu", decode=decode, release=False))
+    assert [type(b) for b in out] == [CompactBatch] * 3
+    assert out[0].roles == ("image", "label") and torch.equal(out[0].data[0], batches[0].data[0])
+    assert torch.equal(list(DevicePrefetcher(batches, "cpu", decode=np.True_))[0][0], torch.ones(2, 1, 2, 2))
+
+
+def test_decode_true_names_a_batch_that_is_not_compact():
+    with pytest.raises(TypeError, match="decode=True decodes CompactBatches .* got a Tensor"):
+        list(DevicePrefetcher([torch.zeros(2)], "cpu", decode=True))
 
 
 def test_len_follows_the_source():
@@ -96,7 +112,11 @@ def test_stops_real_dataloader_workers_early():
 
 @pytest.mark.parametrize("kwargs,match", [({"depth": 0}, "depth to be an int >= 1, got 0"),
                                           ({"depth": 1.5}, "got 1.5"),
-                                          ({"decode": "yes"}, "decode to be None, True or a callable, got 'yes'")])
+                                          ({"depth": True}, "depth to be an int >= 1, got True"),
+                                          ({"decode": "yes"}, "decode to be None, a bool or a callable, got 'yes'"),
+                                          ({"decode": 1}, "decode to be None, a bool or a callable, got 1"),
+                                          ({"release": "no"}, "expected release to be a bool, got 'no'"),
+                                          ({"release": None}, "expected release to be a bool, got None")])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         DevicePrefetcher([], "cpu", **kwargs)

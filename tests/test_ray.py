@@ -123,7 +123,14 @@ def test_string_keys_seed_by_a_stable_hash():
     ({}, {"image": np.zeros((1, 2, 2, 3), np.uint8)}, r"no column 'id' \(columns: \['image'\]\)"),
     ({"image_column": "img"}, None, "no column 'img'"),
     ({"label_dtype": torch.int8}, None, r"label 400 of row 1 does not fit label_dtype=torch.int8"),
-    ({"num_classes": 2}, None, r"label 400 of row 1 does not fit label_dtype=torch.uint8 \[0, 255\]"),
+    ({"num_classes": 2}, None, r"label 400 of row 1 is not a class index for num_classes=2 \(expected 0 <= label < 2\)"),
+    ({"num_classes": 400}, None, r"label 400 of row 1 is not a class index for num_classes=400"),
+    ({"num_classes": 10}, {"id": np.arange(2), "image": np.zeros((2, 2, 2, 3), np.uint8), "label": np.array([3, -1])},
+     r"label -1 of row 1 is not a class index for num_classes=10 \(expected 0 <= label < 10\)"),
+    ({"num_classes": 10}, {"id": np.arange(1), "image": np.zeros((1, 2, 2, 3), np.uint8), "label": np.array([10])},
+     r"label 10 of row 0 is not a class index for num_classes=10"),
+    ({}, {**_batch(), "__fastprep_roles__": np.array(["x"] * 3)}, "already has a column '__fastprep_roles__'"),
+    ({"fields": {"imgs": "image"}}, None, r"fields names \['imgs'\], which neither the transform's outputs"),
 ])
 def test_bad_batches_name_the_column_or_row(kwargs, batch, match):
     fn = fray.CompactMap(lambda im: torch.from_numpy(np.ascontiguousarray(im)), seed=0, **kwargs)
@@ -145,6 +152,72 @@ def test_bad_transform_outputs_and_arguments():
         fray.CompactMap("crop")
     with pytest.raises(TypeError, match="expected load to be callable or None, got 'decode'"):
         fray.CompactMap(lambda im: im, load="decode")
+    with pytest.raises(ValueError, match="num_classes to be an int >= 1, got True"):
+        fray.CompactMap(lambda im: im, num_classes=True)
+    with pytest.raises(TypeError, match=r"CompactMap: expected seed to be an int, got float \(1.5\)"):
+        fray.CompactMap(lambda im: im, seed=1.5)
+    with pytest.raises(ValueError, match="CompactMap: expected epoch to be an int >= 0, got -1"):
+        fray.CompactMap(lambda im: im, seed=0, epoch=-1)
+    with pytest.raises(ValueError, match=r"fields\['mask'\] is 'bits'; expected one of"):
+        fray.CompactMap(lambda im: im, seed=0, fields={"mask": "bits"})
+    with pytest.raises(ValueError, match="expected key_column to be a column name"):
+        fray.CompactMap(lambda im: im, seed=0, key_column="__fastprep_roles__")
+    clash = fray.CompactMap(lambda im: {"label": torch.zeros(2)}, seed=0)
+    with pytest.raises(ValueError, match="the transform's output 'label' would overwrite the input column 'label'"):
+        clash(_batch())
+    with pytest.raises(ValueError, match="output 'x' of row 0 the role 'mask', which needs a bool"):
+        fray.CompactMap(lambda im: {"x": torch.zeros(2)}, seed=0, fields={"x": "mask"})(_batch())
+
+
+def _roles_through_map(fn, batch, **kwargs):
+    """What the trainer gets: CompactMap's output (as Ray would ship it) through to_compact_batch."""
+    return fray.to_compact_batch(fray.CompactMap(fn, seed=0, **kwargs)(batch))
+
+
+def test_user_columns_are_never_read_as_mask_metadata():
+    """A column named like old metadata (image_width) is the user's: the image stays an image."""
+    image = lambda im: torch.from_numpy(np.ascontiguousarray(im[:4, :4])).permute(2, 0, 1)  # noqa: E731
+    batch = {**_batch(), "image_width": np.full(3, 4, np.int32), "mask_width": np.full(3, 9, np.int64)}
+    got = _roles_through_map(image, batch)
+    assert got.roles == {"id": "label", "label": "label", "image_width": "label", "mask_width": "label",
+                         "image": "image"}
+    assert got.data["image"].dtype == torch.uint8 and got.decode()["image"].dtype == torch.float32
+    assert torch.equal(got.data["image_width"], torch.full((3,), 4, dtype=torch.int32))
+
+
+def test_roles_travel_in_the_reserved_column_and_decode_by_role():
+    def outputs(im):
+        crop = torch.from_numpy(np.ascontiguousarray(im[:4, :6])).permute(2, 0, 1)
+        return {"image": crop, "mask": crop[0] > 127, "tok": torch.tensor([1, 2, 255], dtype=torch.uint8),
+                "grid": crop[:2] > 3}
+    mapped = fray.CompactMap(outputs, seed=0, num_classes=1000, fields={"grid": "mask"})(_batch())
+    assert set(mapped["__fastprep_roles__"].tolist()) == {mapped["__fastprep_roles__"][0]}  # one per row, equal
+    batch = fray.to_compact_batch(mapped)
+    assert batch.roles == {"id": "label", "label": "label", "image": "image", "mask": "mask", "tok": "tensor",
+                           "grid": "mask"}
+    decoded = batch.decode()
+    assert decoded["tok"].dtype == torch.uint8 and decoded["tok"][0].tolist() == [1, 2, 255]  # never rescaled
+    assert decoded["mask"].shape == (3, 4, 6) and decoded["grid"].shape == (3, 2, 4, 6)
+    assert torch.equal(decoded["grid"], batch.data["image"][:, :2] > 3)
+
+
+def test_to_compact_batch_without_records_uses_the_rules_or_fields():
+    batch = {"tok": np.array([[1, 2, 255]] * 2, np.uint8), "img": np.zeros((2, 3, 4, 4), np.uint8),
+             "path": np.array(["a", "b"]), "y": np.array([1, 2])}
+    got = fray.to_compact_batch(batch)
+    assert got.roles == {"tok": "tensor", "img": "image", "path": "other", "y": "label"}
+    assert got.decode()["tok"].dtype == torch.uint8 and got.data["path"] == ["a", "b"]
+    assert fray.to_compact_batch(batch, fields={"img": "tensor"}).roles["img"] == "tensor"
+    with pytest.raises(ValueError, match=r"fields names \['image'\], which the batch does not have"):
+        fray.to_compact_batch(batch, fields={"image": "image"})
+    with pytest.raises(ValueError, match="fields gives column 'path' the role 'image', but it holds"):
+        fray.to_compact_batch(batch, fields={"path": "image"})
+    mixed = {"x": np.zeros((2, 3), np.uint8), "__fastprep_roles__": np.array(['{"x":["tensor",0,false]}',
+                                                                              '{"x":["mask",3,true]}'])}
+    with pytest.raises(ValueError, match="the rows of this batch record different roles"):
+        fray.to_compact_batch(mixed)
+    with pytest.raises(ValueError, match="is reserved for the roles CompactMap records"):
+        fray.to_compact_batch({"x": np.zeros(2), "__fastprep_roles__": np.array(["not json"] * 2)})
 
 
 def test_bench_ray_row(local_ray, tmp_path, capsys):

@@ -1,7 +1,8 @@
 """CompactBatch: a batch in compact dtypes that crosses to the device cheaply and decodes there.
 
-Images stay uint8, binary masks travel as bits, labels in the smallest integer dtype. decode()
-turns it into what a model eats using torch ops only, so it runs on the GPU after the copy.
+Images stay uint8, binary masks travel as bits, labels in the smallest integer dtype, other
+tensors as they are; every field's role is recorded. decode() turns it into what a model eats,
+field by field by role, using torch ops only, so it runs on the GPU after the copy.
 """
 
 from __future__ import annotations
@@ -12,14 +13,18 @@ from typing import Any
 import torch
 
 from fastprep._tree import leaves, tree_map
+from fastprep.args import check_bool, check_int, check_real
+from fastprep.transforms import to_dtype_image
 
 
 @dataclass(frozen=True)
 class Leaf:
-    """How a collated field was stored: `kind` is "image", "mask", "label", "float" or "other";
-    `width` is a packed mask's unpacked last-dim size; `dtype` the dtype before narrowing."""
-    kind: str
+    """How a collated field was stored. `role` is "image", "mask", "label", "tensor" or "other"
+    (fastprep/roles.py); a mask is `packed` into bits with `width` its unpacked last-dim size;
+    `dtype` is a narrowed tensor's dtype before narrowing (None when it was not narrowed)."""
+    role: str
     width: int = 0
+    packed: bool = False
     dtype: torch.dtype | None = None
 
 
@@ -28,30 +33,61 @@ _EXPANDED_ITEMSIZE = {"image": 4, "mask": 1, "label": 8}  # float32 / bool / int
 
 class CompactBatch:
     """A collated batch: `data` has the samples' structure (tuple, list, dict, namedtuple) with
-    compact tensors at the leaves; `layout` has the same structure with a Leaf per field."""
+    compact tensors at the leaves; `layout` has the same structure with a Leaf per field (its
+    role and how it is stored); `roles` is the same structure with the role names.
+
+    After :meth:`release` the batch is gone: its buffers may already hold another batch, so every
+    method and `data` raise a RuntimeError saying so (a second release() does nothing).
+    """
 
     def __init__(self, data: Any, layout: Any, pool: Any = None):
-        self.data = data
+        self._data = data
         self.layout = layout
         self._pool = pool  # the BufferPool of a reusing CompactCollate, if any
+        self._released = False
+
+    @property
+    def released(self) -> bool:
+        return self._released
+
+    def _check_alive(self, what: str) -> None:
+        if self._released:
+            raise RuntimeError(f"CompactBatch.{what}: this batch was released (by release(), by "
+                               f"DevicePrefetcher(release=True) or by fastprep.Loader once the next batch "
+                               f"was asked for), and its buffers may hold another batch now; keep a batch "
+                               f"past that with batch.clone()")
+
+    @property
+    def data(self) -> Any:
+        self._check_alive("data")
+        return self._data
+
+    @property
+    def roles(self) -> Any:
+        """The role of every field ("image", "mask", "label", "tensor", "other"), in the batch's
+        structure: what decode() does to it."""
+        return tree_map(lambda leaf: leaf.role, self.layout)
 
     def release(self) -> None:
         """Hand this batch's buffers back to its CompactCollate(reuse=True) for the next batch.
         The batch must not be used afterwards; without a pool this only drops the references."""
+        if self._released:
+            return  # handing the buffers back twice would give two batches one buffer
         if self._pool is not None:
             for t in self.tensors():
                 self._pool.give(t)
-        self.data = None
+        self._data, self._released = None, True
 
-    def _map(self, fn) -> CompactBatch:
+    def _map(self, fn, what: str) -> CompactBatch:
+        self._check_alive(what)
         # The result owns new tensors (pinned or on another device): they never return to the pool.
-        return CompactBatch(tree_map(lambda x: fn(x) if isinstance(x, torch.Tensor) else x, self.data),
+        return CompactBatch(tree_map(lambda x: fn(x) if isinstance(x, torch.Tensor) else x, self._data),
                             self.layout)
 
     def pin_memory(self, device: Any = None) -> CompactBatch:
         """DataLoader's pin_memory protocol: the pin thread calls this on each batch."""
         del device  # pinned host memory serves every accelerator in torch >= 2.3
-        pinned = self._map(lambda t: t.pin_memory())
+        pinned = self._map(lambda t: t.pin_memory(), "pin_memory")
         if getattr(self._pool, "release_after_copy", False):
             self.release()  # a worker's shared slot: the pinned copy is all the consumer sees
         return pinned
@@ -59,15 +95,15 @@ class CompactBatch:
     def clone(self) -> CompactBatch:
         """A copy that owns its tensors: keeps a batch past the buffer reuse of a reusing collate
         or a fastprep.Loader slot."""
-        return self._map(lambda t: t.clone())
+        return self._map(lambda t: t.clone(), "clone")
 
     def to(self, device: Any, non_blocking: bool = False) -> CompactBatch:
-        return self._map(lambda t: t.to(device, non_blocking=non_blocking))
+        non_blocking = check_bool("CompactBatch.to", "non_blocking", non_blocking)
+        return self._map(lambda t: t.to(device, non_blocking=non_blocking), "to")
 
     def tensors(self) -> list[torch.Tensor]:
-        if self.data is None:
-            raise RuntimeError("CompactBatch: this batch was released")
-        return [x for x in leaves(self.data) if isinstance(x, torch.Tensor)]
+        self._check_alive("tensors")
+        return [x for x in leaves(self._data) if isinstance(x, torch.Tensor)]
 
     @property
     def nbytes(self) -> int:
@@ -77,62 +113,79 @@ class CompactBatch:
     @property
     def nbytes_expanded(self) -> int:
         """Bytes of the same batch the usual way: float32 images, bool masks, int64 labels."""
+        self._check_alive("nbytes_expanded")
         total = 0
 
         def add(x, leaf):
             nonlocal total
             if not isinstance(x, torch.Tensor):
                 return
-            if leaf.kind == "mask":
+            if leaf.role == "mask" and leaf.packed:
                 total += x[..., :1].numel() * leaf.width
-            elif leaf.kind == "float":
-                total += x.numel() * torch.empty((), dtype=leaf.dtype).element_size()
+            elif leaf.dtype is not None:
+                total += x.numel() * leaf.dtype.itemsize
             else:
-                total += x.numel() * _EXPANDED_ITEMSIZE.get(leaf.kind, x.element_size())
+                total += x.numel() * _EXPANDED_ITEMSIZE.get(leaf.role, x.element_size())
 
-        tree_map(add, self.data, self.layout)
+        tree_map(add, self._data, self.layout)
         return total
 
     def decode(self, dtype: torch.dtype = torch.float32, scale: float = 1 / 255,
                mean: Any = None, std: Any = None, channels_last: bool = False,
                num_classes: int | None = None) -> Any:
-        """The batch as a model eats it, on whatever device it is on (torch ops only).
+        """The batch as a model eats it, on whatever device it is on (torch ops only), field by
+        field according to its role:
 
-        images: uint8 -> `dtype`, times `scale`, then (x - mean) / std per channel (dim 1) when
-        given, optionally channels_last; masks: bits -> bool of the collated width; labels ->
-        int64, or one-hot rows of `dtype` when num_classes is given; narrowed floats -> `dtype`.
+        - "image": uint8 -> `dtype` times `scale`; with the default scale 1/255 these are exactly
+          the bits of torchvision v2's ``ToDtype(dtype, scale=True)`` (and fastprep's
+          :class:`~fastprep.transforms.ToDtype`). Then (x - mean) / std per channel (dim 1)
+          when given, optionally channels_last.
+        - "mask": bits -> bool of the collated width, bit for bit.
+        - "label": int64, or one-hot rows of `dtype` when num_classes is given.
+        - "tensor": as collated, bit for bit; a field narrowed by ``float_dtype`` -> `dtype`.
+        - "other" (strings, ...): as collated.
         """
-        if not dtype.is_floating_point:
+        self._check_alive("decode")
+        if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise ValueError(f"decode: expected a floating dtype, got {dtype}")
+        scale = check_real("decode", "scale", scale)
+        channels_last = check_bool("decode", "channels_last", channels_last)
+        if num_classes is not None:
+            num_classes = check_int("decode", "num_classes", num_classes, 1)
 
         def one(x, leaf):
             if not isinstance(x, torch.Tensor):
                 return x
-            if leaf.kind == "image":
+            if leaf.role == "image":
                 return _decode_image(x, dtype, scale, mean, std, channels_last)
-            if leaf.kind == "mask":
-                return torch.ops.fastprep.unpack_bits(x, leaf.width, -1, "little")
-            if leaf.kind == "label":
+            if leaf.role == "mask":
+                return torch.ops.fastprep.unpack_bits(x, leaf.width, -1, "little") if leaf.packed else x
+            if leaf.role == "label":
                 labels = x.long()
                 if num_classes is None:
                     return labels
                 return torch.nn.functional.one_hot(labels, num_classes).to(dtype)
-            if leaf.kind == "float":
+            if leaf.role == "tensor" and leaf.dtype is not None:
                 return x.to(dtype)
             return x
 
-        return tree_map(one, self.data, self.layout)
+        return tree_map(one, self._data, self.layout)
 
     def __repr__(self) -> str:
-        desc = tree_map(lambda x, leaf: f"{leaf.kind}{tuple(x.shape)}:{x.dtype}"
-                        if isinstance(x, torch.Tensor) else type(x).__name__, self.data, self.layout)
+        if self._released:
+            return "CompactBatch(released)"
+        desc = tree_map(lambda x, leaf: f"{leaf.role}{tuple(x.shape)}:{x.dtype}"
+                        if isinstance(x, torch.Tensor) else type(x).__name__, self._data, self.layout)
         return f"CompactBatch({desc}, nbytes={self.nbytes})"
 
 
 def _decode_image(x, dtype, scale, mean, std, channels_last):
-    out = x.to(dtype)
-    if scale != 1:
-        out.mul_(scale)
+    if scale == 1 / 255:
+        out = to_dtype_image(x, dtype, scale=True)  # torchvision's bits: x.to(dtype).mul_(1.0 / 255)
+    else:
+        out = x.to(dtype)
+        if scale != 1:
+            out.mul_(scale)
     if mean is not None or std is not None:
         shape = [1, -1] + [1] * (out.dim() - 2)  # per channel, channels at dim 1
         if mean is not None:

@@ -1,11 +1,12 @@
 """Compact collate: batches in the dtypes that are cheap to ship, written straight into place.
 
-Replaces `default_collate` in a DataLoader. For each field of the samples (tuples, lists, dicts,
-namedtuples): uint8 images are stacked as uint8; bool masks are packed into bits along the last
-dim; integer labels take the smallest integer dtype holding them (or the one you give); float
-tensors are kept, or narrowed to `float_dtype`; anything else goes to `default_collate`. In a
-worker process the batch is allocated in shared memory, as default_collate does, so it crosses
-to the main process without another copy.
+Replaces `default_collate` in a DataLoader. Each field of the samples (tuples, lists, dicts,
+namedtuples) gets a role (fastprep/roles.py: image, mask, label, tensor, or a `fields=` spec):
+uint8 images are stacked as uint8; bool masks are packed into bits along the last dim; integer
+labels take the smallest integer dtype holding them (or the one you give); other tensors are
+stacked as they are (floats optionally narrowed to `float_dtype`); anything else goes to
+`default_collate`. In a worker process the batch is allocated in shared memory, as
+default_collate does, so it crosses to the main process without another copy.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 from torch.utils.data import default_collate, get_worker_info
 
-from fastprep._tree import is_namedtuple
+from fastprep._tree import is_namedtuple, structure_difference
+from fastprep.args import check_bool
 from fastprep.batch import CompactBatch, Leaf
+from fastprep.roles import as_tensor, check_fields, check_fields_present, field_name, field_role, is_int_label
 from fastprep.shared_slots import SharedSlots
 
 LABEL_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
@@ -67,27 +69,27 @@ def _alloc(shape: Sequence[int], dtype: torch.dtype, pool: Any = None) -> torch.
     return proto.new(storage).resize_(*shape)
 
 
-def _as_tensor(x: Any) -> Any:
-    return torch.from_numpy(x) if isinstance(x, np.ndarray) else x
-
-
-def _is_int_label(x: Any) -> bool:
-    if isinstance(x, bool):
-        return False
-    if isinstance(x, (int, np.integer)):
-        return True
-    return isinstance(x, torch.Tensor) and x.dim() == 0 and not x.dtype.is_floating_point \
-        and x.dtype != torch.bool and not x.dtype.is_complex
+def at(where: str, i: int) -> str:
+    """'sample 3' for a whole sample, "sample['image'] of sample 3" for a field of it."""
+    return f"sample {i}" if where == "sample" else f"{where} of sample {i}"
 
 
 class CompactCollate:
     """`collate_fn` for a DataLoader that returns :class:`CompactBatch` es.
 
+    Each field of the samples gets a role (see :mod:`fastprep.roles`), decided from sample 0 or
+    given in `fields`, recorded in the batch, and stored by it: "image" (uint8 ``[C, H, W]`` with C
+    in {1, 3, 4}, or a ``tv_tensors.Image``) stays uint8; "mask" (bool ``[H, W]`` / ``[1, H, W]``, or
+    a ``tv_tensors.Mask``) is packed into bits; "label" (ints, 0-d integer tensors) takes the
+    smallest integer dtype; "tensor" (any other tensor or array) is stacked as it is; anything
+    else goes to default_collate. :meth:`CompactBatch.decode` restores each field by its role.
+
     Args:
         label_dtype: integer dtype for labels; None picks the smallest that holds the batch's
             labels (a value outside the given dtype's range is an error naming it).
-        float_dtype: narrow float tensors to this (torch.bfloat16 / torch.float16); None keeps.
-        pack_masks: pack bool tensors into bits along the last dim (decode() unpacks them).
+        float_dtype: narrow floating "tensor" fields to this (torch.bfloat16 / torch.float16);
+            None keeps them bit for bit.
+        pack_masks: pack "mask" fields into bits along the last dim (decode() unpacks them).
         reuse: collate into buffers used before instead of fresh ones. In-process
             (num_workers=0), buffers of released batches (CompactBatch.release(), or
             DevicePrefetcher(release=True)) are kept and refilled. In DataLoader workers, each
@@ -95,17 +97,29 @@ class CompactCollate:
             is done with its batch: pinned by the DataLoader (pin_memory=True), released by
             DevicePrefetcher(release=True) or by hand; until then a worker falls back to fresh
             shared memory. Either way, do not keep a batch's tensors past its release.
+        fields: ``{name: role}`` for top-level fields (dict keys, namedtuple field names or tuple
+            positions), role one of "image", "mask", "label", "tensor": overrides the rules, e.g.
+            ``{"tokens": "tensor"}`` for a uint8 [3, H, W] that is not an image. A name the
+            samples lack, an unknown role or a value that does not suit its role is an error.
+
+    Example:
+        >>> collate = CompactCollate(fields={"image": "image", "tokens": "tensor"})
+        >>> batch = collate([{"image": img, "tokens": tok, "label": 3} for img, tok in pairs])
+        >>> batch.roles
+        {'image': 'image', 'tokens': 'tensor', 'label': 'label'}
     """
 
     def __init__(self, label_dtype: torch.dtype | None = None, float_dtype: torch.dtype | None = None,
-                 pack_masks: bool = True, reuse: bool = False):
+                 pack_masks: bool = True, reuse: bool = False, fields: Mapping[Any, str] | None = None):
         check_label_dtype("CompactCollate", label_dtype)
-        if float_dtype is not None and not float_dtype.is_floating_point:
+        if float_dtype is not None and not (isinstance(float_dtype, torch.dtype) and float_dtype.is_floating_point):
             raise ValueError(f"CompactCollate: expected float_dtype to be a floating dtype or None, "
                              f"got {float_dtype}")
         self.label_dtype = label_dtype
         self.float_dtype = float_dtype
-        self.pack_masks = pack_masks
+        self.pack_masks = check_bool("CompactCollate", "pack_masks", pack_masks)
+        self.fields = check_fields("CompactCollate", fields)
+        reuse = check_bool("CompactCollate", "reuse", reuse)
         self.pool = BufferPool() if reuse else None
         self.shared = SharedSlots() if reuse else None
         self._batch_pool: Any = None  # where the batch being collated takes its buffers
@@ -113,78 +127,107 @@ class CompactCollate:
     def __call__(self, samples: Sequence[Any]) -> CompactBatch:
         if len(samples) == 0:
             raise ValueError("CompactCollate: got an empty list of samples")
+        samples = list(samples)
+        for i, s in enumerate(samples[1:], 1):
+            found = structure_difference(samples[0], s, "sample 0")
+            if found is not None:
+                raise ValueError(f"CompactCollate: {at(found[0], i)} {found[1]}")
+        check_fields_present("CompactCollate", self.fields, samples[0])
         worker = get_worker_info()
         if worker is None:
             self._batch_pool = self.pool
         else:
             self._batch_pool = self.shared.claim(worker.id) if self.shared is not None else None
         try:
-            data, layout = self._collate(list(samples), "sample")
+            data, layout = self._collate(samples, "sample", top=True)
         except BaseException:
             if worker is not None and self._batch_pool is not None:
                 self._batch_pool.give(None)  # the slot was never handed out
             raise
         return CompactBatch(data, layout, pool=self._batch_pool)
 
-    def _collate(self, items: list[Any], where: str) -> tuple[Any, Any]:
+    def _collate(self, items: list[Any], where: str, top: bool = False) -> tuple[Any, Any]:
         first = items[0]
-        if isinstance(first, (Mapping, tuple, list)) and not isinstance(first, str):
-            kind = Mapping if isinstance(first, Mapping) else (tuple, list)
-            for i, s in enumerate(items):
-                if not isinstance(s, kind):
-                    raise ValueError(f"CompactCollate: {where} of sample {i} is "
-                                     f"{type(s).__name__}, sample 0's is {type(first).__name__}")
         if isinstance(first, Mapping):
-            pairs = {k: self._collate([s[k] for s in items], f"{where}[{k!r}]") for k in first}
+            pairs = {k: self._field(items, k, f"{where}[{k!r}]", top) for k in first}
             return ({k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items()})
-        if isinstance(first, (tuple, list)) and not isinstance(first, str):
-            for i, s in enumerate(items):
-                if len(s) != len(first):
-                    raise ValueError(f"CompactCollate: {where} of sample {i} has {len(s)} fields, "
-                                     f"sample 0's has {len(first)}")
-            pairs = [self._collate([s[j] for s in items], f"{where}[{j}]") for j in range(len(first))]
+        if isinstance(first, (tuple, list)):
+            pairs = [self._field(items, j, f"{where}[{j}]", top) for j in range(len(first))]
             data, layout = [p[0] for p in pairs], [p[1] for p in pairs]
             if is_namedtuple(first):
                 return type(first)(*data), type(first)(*layout)
             return (tuple(data), tuple(layout)) if isinstance(first, tuple) else (data, layout)
-        return self._collate_leaf(items, where)
+        return self.collate_field(items, where)
 
-    def _collate_leaf(self, items: list[Any], where: str) -> tuple[Any, Leaf]:
-        if all(_is_int_label(x) for x in items):
+    def _field(self, items: list[Any], key: Any, where: str, top: bool) -> tuple[Any, Any]:
+        column = [s[key] for s in items]
+        role = self.fields.get(field_name(items[0], key)) if top else None
+        if role is None and top and is_namedtuple(items[0]):
+            role = self.fields.get(key)  # a namedtuple field may be named by position too
+        if role is not None and isinstance(column[0], (Mapping, tuple, list)):
+            raise ValueError(f"CompactCollate: fields gives {where} the role {role!r}, but it is a "
+                             f"{type(column[0]).__name__} of fields; give roles to tensors and ints")
+        if isinstance(column[0], (Mapping, tuple, list)):
+            return self._collate(column, where)
+        return self.collate_field(column, where, role)
+
+    def collate_field(self, items: list[Any], where: str, role: str | None = None) -> tuple[Any, Leaf]:
+        """One field of every sample as a batch, and its Leaf: the role is `role` (checked against
+        sample 0's value) or the rules' for sample 0's value; every sample must suit it. The Loader
+        batches its per-batch columns through this too."""
+        if role != "other":  # "other" (not a tensor) has nothing to check: default_collate batches it
+            role = field_role("CompactCollate", items[0], role, at(where, 0))
+        if role == "label":
             return self._labels(items, where), Leaf("label")
-        first = _as_tensor(items[0])
-        if isinstance(first, torch.Tensor) and first.dim() > 0:
-            tensors = [_as_tensor(x) for x in items]
-            for i, t in enumerate(tensors):
-                if not isinstance(t, torch.Tensor) or t.shape != first.shape or t.dtype != first.dtype:
-                    got = (tuple(t.shape), t.dtype) if isinstance(t, torch.Tensor) else type(t).__name__
-                    raise ValueError(f"CompactCollate: {where} of sample {i} is {got}, sample 0's is "
-                                     f"{(tuple(first.shape), first.dtype)}; batch equal shapes")
-                if t.device.type != "cpu":
-                    raise ValueError(f"CompactCollate: {where} of sample {i} is on {t.device}; "
-                                     f"collate CPU samples and move the batch (DevicePrefetcher)")
-            if first.dtype == torch.uint8:
-                return self._stack(tensors, torch.uint8), Leaf("image")
-            if first.dtype == torch.bool and self.pack_masks:
-                return self._pack(tensors), Leaf("mask", width=first.shape[-1])
-            if first.dtype.is_floating_point:
-                dtype = self.float_dtype or first.dtype
-                return self._stack(tensors, dtype), Leaf("float", dtype=first.dtype)
+        if role == "other" or (role == "tensor" and not isinstance(as_tensor(items[0]), torch.Tensor)):
+            return self._default(items, where, role)
+        first = as_tensor(items[0])
+        tensors = [as_tensor(x) for x in items]
+        for i, t in enumerate(tensors):
+            if not isinstance(t, torch.Tensor) or t.shape != first.shape or t.dtype != first.dtype:
+                got = (tuple(t.shape), t.dtype) if isinstance(t, torch.Tensor) else type(t).__name__
+                raise ValueError(f"CompactCollate: {at(where, i)} is {got}, sample 0's is "
+                                 f"{(tuple(first.shape), first.dtype)}; batch equal shapes")
+            if t.device.type != "cpu":
+                raise ValueError(f"CompactCollate: {at(where, i)} is on {t.device}; "
+                                 f"collate CPU samples and move the batch (DevicePrefetcher)")
+        if role == "image":
+            return self._stack(tensors, torch.uint8), Leaf("image")
+        if role == "mask":
+            if self.pack_masks:
+                return self._pack(tensors), Leaf("mask", width=first.shape[-1], packed=True)
+            return self._stack(tensors, torch.bool), Leaf("mask")
+        if first.dtype.is_floating_point and self.float_dtype not in (None, first.dtype):
+            return self._stack(tensors, self.float_dtype), Leaf("tensor", dtype=first.dtype)
+        return self._stack(tensors, first.dtype), Leaf("tensor")
+
+    def _default(self, items: list[Any], where: str, role: str) -> tuple[Any, Leaf]:
         try:
-            return default_collate(items), Leaf("other")
+            out = default_collate(items)
         except (TypeError, RuntimeError) as exc:
             kinds = sorted({type(x).__name__ for x in items})
             raise TypeError(f"CompactCollate: {where} holds {', '.join(kinds)} across the batch "
                             f"and default_collate could not batch it: {exc}") from exc
+        if role == "tensor" and not isinstance(out, torch.Tensor):
+            raise ValueError(f"CompactCollate: fields gives {where} the role 'tensor', but its values "
+                             f"batch into a {type(out).__name__}")
+        return out, Leaf(role)
 
     def _labels(self, items: list[Any], where: str) -> torch.Tensor:
+        for i, x in enumerate(items):
+            if not is_int_label(x):
+                raise ValueError(f"CompactCollate: {at(where, i)} is {type(x).__name__} {x!r:.60}, but the "
+                                 f"field is a label (sample 0's is an int); labels must all be ints")
         values = [int(x) for x in items]
         lo, hi = min(values), max(values)
-        dtype = self.label_dtype or smallest_int_dtype(lo, hi)
+        try:
+            dtype = self.label_dtype or smallest_int_dtype(lo, hi)
+        except ValueError as exc:
+            raise ValueError(f"CompactCollate: {where}: {exc}") from None
         info = torch.iinfo(dtype)
         for i, v in enumerate(values):
             if not info.min <= v <= info.max:
-                raise ValueError(f"CompactCollate: label {v} ({where} of sample {i}) does not fit "
+                raise ValueError(f"CompactCollate: label {v} ({at(where, i)}) does not fit "
                                  f"label_dtype={dtype} [{info.min}, {info.max}]")
         out = _alloc([len(values)], dtype, self._batch_pool)
         out.copy_(torch.tensor(values, dtype=torch.int64))

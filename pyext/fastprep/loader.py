@@ -16,13 +16,16 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils.data import Sampler
 
 from fastprep import slots as slot_mod
+from fastprep.args import check_bool, check_int
 from fastprep.batch import CompactBatch
 from fastprep.prefetch import DevicePrefetcher, check_device
-from fastprep.rng import draw_seed, item_seed, seeded, thread_seeded
+from fastprep.rng import check_epoch, draw_seed, item_seed, seed_argument, seeded, thread_seeded
+from fastprep.roles import check_fields, is_int_label
 from fastprep.transforms import (
     Compose,
     RandomCrop,
@@ -45,20 +48,15 @@ def _fastprep_only(t: Any) -> bool:
     return isinstance(t, _FASTPREP_TRANSFORMS)
 
 
-def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"Loader: expected {name} to be an int >= {low}, got {value!r}")
-    return value
-
-
 class Loader:
     """Iterate batches of a map-style dataset, made by `threads` threads in this process.
 
     Each item is ``dataset[i]``; with `transform`, it is ``dataset.load_raw(i)`` (or
     ``dataset[i]`` when there is no ``load_raw``) with `transform` applied to the image: the item
     itself, or its first element when it is a tuple or list (torchvision's (image, target)).
-    Batches are :class:`CompactBatch` es as :func:`fastprep.compact_collate` makes them (uint8
-    images, packed bool masks, small labels), or, with `device` and `decode`, decoded on it.
+    Batches are :class:`CompactBatch` es as :func:`fastprep.compact_collate` makes them, every field
+    with the same role (fastprep/roles.py, or `fields`): uint8 images, packed bool masks, small
+    labels, other tensors as they are; or, with `decode`, decoded (on `device` when given).
 
     Randomness: sample i of epoch e runs under the seed ``item_seed(seed, i, e)``, exactly as
     ``SeedByIndex(dataset, seed)`` in a DataLoader gives it, whatever `threads`, worker count or
@@ -85,6 +83,8 @@ class Loader:
         depth: batches prepared ahead of the consumer.
         decode: decode each batch on the device (CompactBatch.decode()), or a callable to apply.
         seed: the base seed (default: drawn from torch's generator when the Loader is made).
+        fields: ``{name: role}`` for the samples' top-level fields, as CompactCollate's `fields`
+            (the same rules decide the other fields' roles, so batches equal compact_collate's).
 
     Example:
         >>> loader = Loader(dataset, 256, transform=train_tf, shuffle=True, device="cuda", decode=True)
@@ -97,27 +97,30 @@ class Loader:
     def __init__(self, dataset: Any, batch_size: int, *, transform: Any = None, shuffle: bool = False,
                  sampler: Sampler | Sequence[int] | None = None, drop_last: bool = False,
                  threads: int | None = None, device: Any = None, depth: int = 2, decode: Any = False,
-                 seed: int | None = None):
+                 seed: int | None = None, fields: dict[Any, str] | None = None):
         self.epoch = 0
         if isinstance(dataset, SeedByIndex):
             seed = dataset.seed if seed is None else seed
             self.epoch = dataset.epoch
             dataset = dataset.dataset
         self.dataset = dataset
-        self.batch_size = _check_int("batch_size", batch_size, 1)
+        self.batch_size = check_int("Loader", "batch_size", batch_size, 1)
         if transform is not None and not callable(transform):
             raise ValueError(f"Loader: expected transform to be callable or None, got {transform!r}")
-        if shuffle and sampler is not None:
+        self.shuffle = check_bool("Loader", "shuffle", shuffle)
+        if self.shuffle and sampler is not None:
             raise ValueError("Loader: shuffle=True and a sampler are exclusive (the sampler sets the order)")
-        self.transform, self.shuffle, self.sampler, self.drop_last = transform, shuffle, sampler, drop_last
+        self.transform, self.sampler = transform, sampler
+        self.drop_last = check_bool("Loader", "drop_last", drop_last)
+        self.fields = check_fields("Loader", fields)
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        self.threads = _check_int("threads", cores if threads is None else threads, 1)
-        self.depth = _check_int("depth", depth, 1)
+        self.threads = check_int("Loader", "threads", cores if threads is None else threads, 1)
+        self.depth = check_int("Loader", "depth", depth, 1)
         self.device = None if device is None else check_device("Loader", device)
-        if not (decode is False or decode is True or callable(decode)):
+        if not (isinstance(decode, (bool, np.bool_)) or callable(decode)):
             raise ValueError(f"Loader: expected decode to be a bool or a callable, got {decode!r}")
-        self.decode = decode
-        self.seed = draw_seed() if seed is None else seed
+        self.decode = bool(decode) if isinstance(decode, np.bool_) else decode
+        self.seed = draw_seed() if seed is None else seed_argument("Loader", "seed", seed)
         self._position = 0  # samples of this epoch already yielded (state_dict / resume)
         self._resume_at = 0
         fused = transform if isinstance(transform, Compose) and transform.fuse else None
@@ -139,7 +142,7 @@ class Loader:
 
     def _epoch_indices(self, epoch: int) -> list[int]:
         if self.sampler is not None:
-            return [int(i) for i in self.sampler]
+            return [_sampler_index(i, self.dataset) for i in self.sampler]
         n = len(self.dataset)
         if not self.shuffle:
             return list(range(n))
@@ -149,7 +152,7 @@ class Loader:
 
     def set_epoch(self, epoch: int) -> None:
         """Fresh, reproducible randomness (and order, with shuffle) for epoch `epoch`."""
-        self.epoch = _check_int("epoch", epoch, 0)
+        self.epoch = check_epoch("Loader", epoch)
         self._position = self._resume_at = 0
 
     def state_dict(self) -> dict[str, Any]:
@@ -161,9 +164,15 @@ class Loader:
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.seed, self.epoch = state["seed"], state["epoch"]
-        self._position = self._resume_at = state["position"]
-        self._saved_indices = state.get("indices")
+        missing = [k for k in ("seed", "epoch", "position") if not isinstance(state, dict) or k not in state]
+        if missing:
+            raise ValueError(f"Loader.load_state_dict: expected a dict from Loader.state_dict(), "
+                             f"missing {missing}")
+        self.seed = seed_argument("Loader.load_state_dict", "seed", state["seed"])
+        self.epoch = check_epoch("Loader.load_state_dict", state["epoch"])
+        self._position = self._resume_at = check_int("Loader.load_state_dict", "position", state["position"], 0)
+        indices = state.get("indices")
+        self._saved_indices = None if indices is None else [_sampler_index(i, self.dataset) for i in indices]
 
     # -- iteration ------------------------------------------------------------------------------
 
@@ -177,13 +186,13 @@ class Loader:
         if self.drop_last and batches and len(batches[-1]) < self.batch_size:
             batches.pop()
         cuda = self.device is not None and self.device.type == "cuda"
-        ring = slot_mod.SlotRing(2 * self.depth + 2 if cuda else self.depth + 1, self.batch_size, pin=cuda)
+        ring = slot_mod.SlotRing(2 * self.depth + 2 if cuda else self.depth + 1, self.batch_size, pin=cuda,
+                                 fields=self.fields)
         pool = slot_mod.WorkerPool(self.threads)
         host = self._host_batches(batches, ring, pool, start)
         if self.device is None:
             return self._cpu(host)
-        decode = (lambda b: b.decode()) if self.decode is True else (self.decode or None)
-        return iter(DevicePrefetcher(host, self.device, self.depth, decode=decode, release=True))
+        return iter(DevicePrefetcher(host, self.device, self.depth, decode=self.decode, release=True))
 
     def _cpu(self, host: Iterator[CompactBatch]) -> Iterator[Any]:
         previous = None
@@ -191,7 +200,7 @@ class Loader:
             if previous is not None:
                 previous.release()  # the consumer asked for the next one: its slot may be reused
             previous = batch
-            yield batch.decode() if self.decode is True else self.decode(batch) if self.decode else batch
+            yield batch.decode() if self.decode is True else self.decode(batch) if self.decode is not False else batch
 
     def _host_batches(self, batches: list[list[int]], ring: slot_mod.SlotRing, pool: slot_mod.WorkerPool,
                       start: int) -> Iterator[CompactBatch]:
@@ -287,6 +296,17 @@ class Loader:
             flush()
             job.write(j, i, sample)
         flush()
+
+
+def _sampler_index(i: Any, dataset: Any) -> int:
+    """A sampler's index as an int: an int (Python, numpy, 0-d tensor) in [0, len(dataset)) when
+    the dataset has a length; a float would be truncated and a negative index wrap around, silently."""
+    if isinstance(i, (bool, np.bool_)) or not is_int_label(i):
+        raise ValueError(f"Loader: the sampler gave {i!r}; expected int indices")
+    n = len(dataset) if hasattr(dataset, "__len__") else None
+    if i < 0 or (n is not None and i >= n):
+        raise ValueError(f"Loader: the sampler gave index {int(i)}, outside the dataset's [0, {n})")
+    return int(i)
 
 
 def _apply_to_image(transform: Any, raw: Any) -> Any:

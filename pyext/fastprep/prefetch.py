@@ -13,9 +13,11 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import numpy as np
 import torch
 
 from fastprep._tree import leaves, tree_map
+from fastprep.args import check_bool, check_int
 from fastprep.batch import CompactBatch
 
 
@@ -50,6 +52,22 @@ def check_device(owner: str, device: Any) -> torch.device:
     return dev
 
 
+def _decoder(decode: Any) -> Callable[[Any], Any] | None:
+    """None for no decoding (None or False), CompactBatch.decode for True, else the callable."""
+    if decode is None or decode is False or decode is np.False_:
+        return None
+    if decode is True or decode is np.True_:
+        return _decode_compact
+    return decode
+
+
+def _decode_compact(batch: Any) -> Any:
+    if not isinstance(batch, CompactBatch):
+        raise TypeError(f"decode=True decodes CompactBatches (CompactCollate's, the Loader's), got a "
+                        f"{type(batch).__name__}; pass decode=None, or a callable for other batches")
+    return batch.decode()
+
+
 class DevicePrefetcher:
     """Iterate `source` (a DataLoader or any iterable of batches) with batches already on `device`.
 
@@ -57,8 +75,10 @@ class DevicePrefetcher:
         source: yields tensors, tuples, lists, dicts, namedtuples or CompactBatch es.
         device: target device ("cuda", torch.device("cuda:1"), "cpu", ...).
         depth: batches in flight ahead of the consumer (>= 1).
-        decode: None; True to call CompactBatch.decode() with its defaults; or a callable applied
-            to each batch once it is on the device (e.g. ``lambda b: b.decode(num_classes=10)``).
+        decode: None or False to yield each batch as it arrives on the device (a CompactBatch stays
+            a CompactBatch, moved but not decoded); True to call CompactBatch.decode() with its
+            defaults; or a callable applied to each batch once it is on the device (e.g.
+            ``lambda b: b.decode(num_classes=10)``).
         release: hand each host CompactBatch back to its CompactCollate(reuse=True) once the
             consumer asks for the next batch (its copy is then complete, and on CPU the consumer
             is done with the tensors it shared). Do not keep batches past their iteration.
@@ -66,16 +86,14 @@ class DevicePrefetcher:
 
     def __init__(self, source: Iterable[Any], device: Any, depth: int = 2,
                  decode: bool | Callable[[Any], Any] | None = None, release: bool = False):
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise ValueError(f"DevicePrefetcher: expected depth to be an int >= 1, got {depth!r}")
-        if not (decode is None or decode is True or callable(decode)):
-            raise ValueError(f"DevicePrefetcher: expected decode to be None, True or a callable, "
+        self.depth = check_int("DevicePrefetcher", "depth", depth, 1)
+        if not (decode is None or isinstance(decode, (bool, np.bool_)) or callable(decode)):
+            raise ValueError(f"DevicePrefetcher: expected decode to be None, a bool or a callable, "
                              f"got {decode!r}")
+        self.release = check_bool("DevicePrefetcher", "release", release)
         self.source = source
         self.device = check_device("DevicePrefetcher", device)
-        self.depth = depth
-        self.decode = (lambda b: b.decode()) if decode is True else decode
-        self.release = release
+        self.decode = _decoder(decode)
         self._streams = self.device.type == "cuda" and torch.cuda.is_available()
 
     def __len__(self) -> int:

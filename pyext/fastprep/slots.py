@@ -10,11 +10,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
-from torch.utils.data import default_collate
 
-from fastprep._tree import leaves, tree_map
+from fastprep._tree import leaves, leaves_like, structure_difference, tree_map
 from fastprep.batch import CompactBatch, Leaf
-from fastprep.collate import CompactCollate, smallest_int_dtype
+from fastprep.collate import CompactCollate
+from fastprep.roles import as_tensor, is_int_label
 
 _POLL_S = 0.1  # how often a waiting consumer looks for failures (and lets KeyboardInterrupt in)
 
@@ -47,13 +47,14 @@ def locked(lock: threading.Lock, inner: contextlib.AbstractContextManager) -> It
 
 
 class _Field:
-    """One leaf of the sample structure: how it is stored in a slot."""
+    """One leaf of the sample structure: how it is stored in a slot (tensors with a role that
+    stacks them: image, mask, tensor) or gathered per batch (labels, other values)."""
 
     def __init__(self, leaf: Leaf, value: Any):
         self.leaf = leaf
-        t = torch.from_numpy(value) if hasattr(value, "__array_interface__") and not isinstance(value, torch.Tensor) \
-            else value
-        self.shape = tuple(t.shape) if isinstance(t, torch.Tensor) and leaf.kind in ("image", "mask", "float") else None
+        t = as_tensor(value)
+        self.shape = tuple(t.shape) if isinstance(t, torch.Tensor) and leaf.role in ("image", "mask", "tensor") \
+            else None
         self.dtype = t.dtype if self.shape is not None else None
 
     def storage(self, batch_size: int, pin: bool) -> torch.Tensor | None:
@@ -61,16 +62,19 @@ class _Field:
             return None  # labels and other fields are gathered per batch
         shape = [batch_size, *self.shape]
         dtype = self.dtype
-        if self.leaf.kind == "mask":
+        if self.leaf.packed:
             shape[-1], dtype = (self.shape[-1] + 7) // 8, torch.uint8
         return torch.empty(shape, dtype=dtype, pin_memory=pin)
 
 
 class SlotRing:
-    """`count` batch slots, laid out from the first sample written and reused in turn."""
+    """`count` batch slots, laid out from the first sample written and reused in turn. The layout
+    (every field's role) comes from CompactCollate's rules and `fields`, so a Loader batch is the
+    batch compact_collate makes of the same samples."""
 
-    def __init__(self, count: int, batch_size: int, pin: bool):
+    def __init__(self, count: int, batch_size: int, pin: bool, fields: dict[Any, str] | None = None):
         self.count, self.batch_size, self.pin = count, batch_size, pin
+        self.collate = CompactCollate(fields=fields)
         self._free = list(range(count))
         self._lock = threading.Lock()
         self.structure: Any = None  # the first sample: the structure every batch has
@@ -96,10 +100,22 @@ class SlotRing:
         with self._lock:
             if self.structure is not None:
                 return
-            layout = CompactCollate()([sample]).layout  # fastprep.compact_collate's rules, field by field
+            try:
+                layout = self.collate([sample]).layout  # compact_collate's roles, field by field
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"Loader: sample {index}: {exc}") from None
             self.fields = [_Field(leaf, x) for leaf, x in zip(leaves(layout), leaves(sample), strict=True)]
             self._storage = [[f.storage(self.batch_size, self.pin) for f in self.fields] for _ in range(self.count)]
             self.structure, self.layout, self.first_index = sample, layout, index
+
+    def values(self, sample: Any, index: int) -> list[Any]:
+        """The leaves of `sample` in the order of the first sample's fields; a sample of another
+        structure (other dict keys, another length) is an error naming both samples."""
+        found = structure_difference(self.structure, sample, f"sample {self.first_index}")
+        if found is not None:
+            where = f"sample {index}" if found[0] == "sample" else f"{found[0]} of sample {index}"
+            raise ValueError(f"Loader: {where} {found[1]}; samples must share one structure")
+        return leaves_like(sample, self.structure)
 
     def storage(self, slot: int) -> list[torch.Tensor | None]:
         return self._storage[slot]
@@ -151,24 +167,24 @@ class BatchJob:
         skip_first: the fused path writes images itself)."""
         ring = self.ring
         ring.ensure_layout(sample, index)
-        values = leaves(sample)
-        if len(values) != len(ring.fields):
-            raise ValueError(f"Loader: sample {index} has {len(values)} fields, sample {ring.first_index}'s "
-                             f"has {len(ring.fields)}; samples must share one structure")
+        values = ring.values(sample, index)
         storage = ring.storage(self.slot)
         for k, (field, x) in enumerate(zip(ring.fields, values, strict=True)):
             if skip_first and k == 0:
                 continue
             if field.shape is None:
+                if field.leaf.role == "label" and not is_int_label(x):
+                    raise ValueError(f"Loader: field {k} of sample {index} is {type(x).__name__} {x!r:.60}, but "
+                                     f"it is a label in sample {ring.first_index}; labels must all be ints")
                 with self._lock:
                     self._columns.setdefault(k, [None] * len(self.indices))[j] = x
                 continue
-            t = torch.from_numpy(x) if not isinstance(x, torch.Tensor) and hasattr(x, "__array_interface__") else x
+            t = as_tensor(x)
             if not isinstance(t, torch.Tensor) or tuple(t.shape) != field.shape or t.dtype != field.dtype:
                 got = (tuple(t.shape), t.dtype) if isinstance(t, torch.Tensor) else type(t).__name__
                 raise ValueError(f"Loader: field {k} of sample {index} is {got}, but the batch is laid out from "
                                  f"sample {ring.first_index}'s {(field.shape, field.dtype)}; batch equal shapes")
-            if field.leaf.kind == "mask":
+            if field.leaf.packed:
                 t = torch.ops.fastprep.pack_bits(t, -1, "little")
             storage[k][j].copy_(t)
 
@@ -184,12 +200,10 @@ class BatchJob:
         for k, field in enumerate(ring.fields):
             if field.shape is not None:
                 out.append(storage[k][:n])
-            elif field.leaf.kind == "label":
-                values = [int(v) for v in self._columns[k]]
-                labels = torch.tensor(values, dtype=torch.int64).to(smallest_int_dtype(min(values), max(values)))
-                out.append(labels.pin_memory() if ring.pin else labels)
-            else:
-                out.append(default_collate(self._columns[k]))
+                continue
+            # The column through compact_collate's own code for the field's role (label dtypes...).
+            column, _ = ring.collate.collate_field(self._columns[k], f"field {k}", field.leaf.role)
+            out.append(column.pin_memory() if ring.pin and isinstance(column, torch.Tensor) else column)
         it = iter(out)
         data = tree_map(lambda _: next(it), ring.structure)
         return CompactBatch(data, ring.layout, pool=_SlotReturn(ring, self.slot))
