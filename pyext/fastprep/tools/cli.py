@@ -62,6 +62,16 @@ def _write_outputs(args: argparse.Namespace, payload: dict, plot, *plot_args) ->
 def bench(args: argparse.Namespace) -> int:
     """The target workload the usual way and the fastprep way."""
     from fastprep.tools import bench as b  # noqa: PLC0415
+    from fastprep.tools.targets import UsageError, check_plot, check_writable  # noqa: PLC0415
+
+    try:  # before the run, not after it
+        if args.json:
+            check_writable("--json", args.json)
+        if args.plot:
+            check_plot(args.plot)
+    except UsageError as exc:
+        print(f"python -m fastprep bench: error: {exc}", file=sys.stderr)
+        return 2
 
     ints = lambda text: [int(x) for x in text.split(",")] if text else None  # noqa: E731
     result = b.run(quick=args.quick, generate_per_item=args.generate_per_item, gpu_rate=args.gpu_rate,
@@ -80,41 +90,109 @@ def bench(args: argparse.Namespace) -> int:
 
 def diagnose(args: argparse.Namespace) -> int:
     """Run the caching method (and optionally the loader sweep) on a pipeline."""
-    import importlib  # noqa: PLC0415
+    from fastprep.tools.diagnose_cli import main as run  # noqa: PLC0415
 
-    from torch.utils.data import DataLoader  # noqa: PLC0415
+    return run(args)
 
-    from fastprep.tools import diagnose as dg  # noqa: PLC0415
 
-    if args.demo:
-        from fastprep.tools.demo_model import demo_factory as factory  # noqa: PLC0415
-    elif args.target:
-        module, _, name = args.target.partition(":")
-        if not name:
-            raise SystemExit(f"diagnose: expected MODULE:FACTORY, got {args.target!r}")
-        factory = getattr(importlib.import_module(module), name)
-    else:
-        raise SystemExit("diagnose: give MODULE:FACTORY or --demo")
-    made = factory()
-    dataset, step_fn, batch_size = made[:3]
-    collate_fn = made[3] if len(made) > 3 else None
+DIAGNOSE_HELP = """\
+Find the stage that starves the training step, by the caching method: steps/s with
+(1) one batch cached on the device, (2) one batch cached on the host and copied every step (not
+on the CPU), (3) the dataset returning one processed sample, (4) one raw sample cached and the
+transforms run every time, (5) nothing cached. The stage that adds the most time per step,
+beyond the noise between repeats, is the verdict, with its margin; levels within noise of each
+other give "inconclusive". Worker start-up and epoch restarts stay out of the timed steps.
 
-    def loader_factory(dataset=dataset):
-        return DataLoader(dataset, batch_size=batch_size, num_workers=args.workers,
-                          collate_fn=collate_fn, shuffle=False)
+MODULE:FACTORY names a function taking no arguments that returns one of
+  (loader, step_fn)                               a torch DataLoader or a fastprep.Loader
+  (dataset, step_fn, batch_size[, collate_fn])    diagnose builds a DataLoader (or --loader fastprep)
+step_fn(batch) runs one training step. It receives the batch the loader yields, moved to --device
+(tensors in tuples / lists / dicts one by one); a CompactBatch (compact_collate, fastprep.Loader)
+is decoded there first with CompactBatch.decode(): float32 images / 255, int64 labels, bool masks
+(--no-decode passes the CompactBatch itself). Raw loading is split from the transforms through the
+dataset's load_raw(i) + apply_transform(raw), or its `transform` attribute, looking through
+wrappers' `.dataset` (SeedByIndex, Subset); without either, levels 3-4 say why they are n/a.
 
-    say = lambda msg: print(f"  .. {msg}", file=sys.stderr, flush=True)  # noqa: E731
-    report = dg.find_bottleneck(loader_factory, step_fn, device=args.device, steps=args.steps,
-                                warmup=3, progress=say)
-    print(report.table())
-    out = {"bottleneck": report.as_dict()}
-    if args.sweep:
-        sweep = dg.sweep_loader(dataset, batch_size, step_fn, device=args.device,
-                                collate_fn=collate_fn, steps=args.steps, warmup=1, progress=say)
-        print(sweep.table())
-        out["sweep"] = {"rows": sweep.rows, "best": sweep.best}
-    _write_outputs(args, out, "plot_report", report)
-    return 0
+examples:
+  python -m fastprep diagnose --demo
+  python -m fastprep diagnose mypkg.train:make_pipeline --device cuda --sweep --json out.json
+"""
+
+
+def _positive(kind):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a {kind.__name__}, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"expected a value > 0, got {text!r}")
+        return value
+    return parse
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1 (0.1: +-10%), got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text!r}")
+    return value
+
+
+def _diagnose_parser(sub) -> None:
+    p = sub.add_parser("diagnose", help="find the stage that starves the training step (the caching method)",
+                       description=DIAGNOSE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("target", nargs="?", metavar="MODULE:FACTORY",
+                   help="e.g. mypkg.train:make_pipeline (see above for what the factory returns)")
+    p.add_argument("--demo", action="store_true",
+                   help="TinyNet on an ImageFolder of JPEG photos, the usual pipeline and the fastprep one "
+                        "side by side (about a minute on 2 cores)")
+    p.add_argument("--device", help="where step_fn runs: cpu, cuda, cuda:1, ... (default: the fastprep.Loader's "
+                                    "device, else cpu); on the CPU there is no copy, so level 2 is skipped")
+    p.add_argument("--batch-size", type=_positive(int),
+                   help="samples per batch (default: the factory's; 8 for --demo)")
+    p.add_argument("--loader", choices=("dataloader", "fastprep"), default="dataloader",
+                   help="for a factory returning a dataset: build a torch DataLoader (default) or a fastprep.Loader")
+    p.add_argument("--workers", type=_count,
+                   help="DataLoader num_workers (default: the loader's own; 0 for a dataset or --demo)")
+    p.add_argument("--threads", type=_positive(int),
+                   help="fastprep.Loader threads (default: the loader's own; all cores for --loader fastprep; "
+                        "1 for --demo)")
+    p.add_argument("--steps", type=_positive(int),
+                   help="timed steps per level and repeat (default: as many as the 95%% confidence interval "
+                        "of the mean step time needs to be within --precision)")
+    p.add_argument("--precision", type=_fraction, default=0.10,
+                   help="with no --steps: the +- share of the mean step time to time for, at 95%% confidence "
+                        "(default 0.10)")
+    p.add_argument("--repeats", type=_positive(int), default=3,
+                   help="measurements per level, interleaved across levels; their min-max is shown (default 3)")
+    p.add_argument("--warmup", type=_count,
+                   help="untimed steps before each measurement (default: until the step time is steady)")
+    p.add_argument("--no-decode", action="store_true",
+                   help="give step_fn CompactBatch es as they are (moved to the device), not decoded")
+    p.add_argument("--sweep", action="store_true",
+                   help="also sweep the loader's settings: a DataLoader's num_workers x prefetch_factor x "
+                        "pin_memory x persistent_workers, or a fastprep.Loader's threads x depth")
+    p.add_argument("--json", metavar="PATH", help="write the levels, verdict (and sweep) here as JSON")
+    p.add_argument("--plot", metavar="PATH",
+                   help="draw the levels with their spread to this image (matplotlib; the format from the "
+                        "extension: .png, .svg, .pdf, ...)")
+    p.add_argument("--progress", choices=("auto", "bar", "line", "off"), default="auto",
+                   help="progress with a time estimate on stderr: tqdm's bar when installed (auto), tqdm (bar), "
+                        "a plain line (line), or none (off)")
+    p.set_defaults(func=diagnose)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,17 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_p.add_argument("--plot", help="draw delivered samples/s per workers / threads to this PNG (matplotlib)")
     bench_p.set_defaults(func=bench)
 
-    diag_p = sub.add_parser("diagnose", help="find the stage that starves the device")
-    diag_p.add_argument("target", nargs="?",
-                        help="MODULE:FACTORY returning (dataset, step_fn, batch_size[, collate_fn])")
-    diag_p.add_argument("--demo", action="store_true", help="a small CPU model on the target pipeline")
-    diag_p.add_argument("--device", default="cpu")
-    diag_p.add_argument("--workers", type=int, default=0, help="num_workers of the DataLoader")
-    diag_p.add_argument("--steps", type=int, default=10)
-    diag_p.add_argument("--sweep", action="store_true", help="also sweep DataLoader settings")
-    diag_p.add_argument("--json")
-    diag_p.add_argument("--plot")
-    diag_p.set_defaults(func=diagnose)
+    _diagnose_parser(sub)
 
     args = parser.parse_args(argv)
     return args.func(args)

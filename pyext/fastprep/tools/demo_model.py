@@ -1,9 +1,20 @@
-"""`python -m fastprep diagnose --demo`: a small CNN trained on the target pipeline, on CPU."""
+"""`python -m fastprep diagnose --demo`: a small CNN trained on an ImageFolder of JPEG photos, fed
+the usual way and the fastprep way, on CPU.
+
+- usual: DataLoader over ImageFolder (PIL decode) with the target workload's usual transform
+  (PIL -> tensor, float crop / mask / YCbCr) and default_collate, float32 batches;
+- fastprep: fastprep.Loader over the same files decoded to HWC arrays, the fused
+  crop -> dilated mask -> YCbCr Compose written straight into its batch slots, CompactBatch
+  decoded (/255) before the step.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
+from torch.utils.data import DataLoader
 
 from fastprep.tools import pipelines
 
@@ -22,14 +33,14 @@ class TinyNet(nn.Module):
         return self.head(self.features(x))
 
 
-def demo_factory(length: int = 512, batch_size: int = 16):
-    """(dataset, step_fn, batch_size) for the usual pipeline feeding TinyNet."""
+def train_step(num_classes: int, device: str = "cpu"):
+    """A step function training a fresh TinyNet on `device`: takes (images float32 NCHW, int64
+    labels) already there."""
     torch.manual_seed(0)
-    dataset = pipelines.SyntheticImages(length, pipelines.usual_transform, pool=4, as_pil=True)
-    model = TinyNet()
+    model = TinyNet(num_classes).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
-    def step(batch):
+    def step(batch: Any) -> torch.Tensor:
         images, labels = batch
         loss = nn.functional.cross_entropy(model(images), labels)
         opt.zero_grad(set_to_none=True)
@@ -37,4 +48,35 @@ def demo_factory(length: int = 512, batch_size: int = 16):
         opt.step()
         return loss.detach()
 
-    return dataset, step, batch_size
+    return step
+
+
+def usual_pipeline(root: str, batch_size: int = 8, workers: int = 0, device: str = "cpu") -> tuple[DataLoader, Any]:
+    """(DataLoader, step_fn): PIL decode, the usual float transform, default_collate."""
+    from fastprep.tools.photos import ImageFolder  # noqa: PLC0415
+
+    dataset = ImageFolder(root, transform=pipelines.usual_transform)
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=workers,
+                        pin_memory=torch.device(device).type == "cuda")
+    return loader, train_step(len(dataset.classes), device)
+
+
+def fastprep_pipeline(root: str, batch_size: int = 8, threads: int = 1, device: str = "cpu") -> tuple[Any, Any]:
+    """(fastprep.Loader, step_fn): decode to arrays, the fused transform into slots, decode /255."""
+    import fastprep  # noqa: PLC0415
+    from fastprep import transforms as T  # noqa: PLC0415
+    from fastprep.tools.photos import ImageFolder, decode_array  # noqa: PLC0415
+
+    dataset = ImageFolder(root, loader=decode_array)
+    transform = T.Compose([T.RandomCrop(pipelines.CROP, layout="HWC"), T.RandomDilatedMask(pipelines.P),
+                           T.RGBToYCbCr()])
+    loader = fastprep.Loader(dataset, batch_size, transform=transform, shuffle=True, threads=threads,
+                             device=None if device == "cpu" else device, decode=True, seed=0)
+    return loader, train_step(len(dataset.classes), device)
+
+
+def demo_factory(length: int = 512, batch_size: int = 16):
+    """(dataset, step_fn, batch_size) for the usual pipeline on synthetic sources feeding TinyNet
+    (a factory in the CLI's first form, without photos)."""
+    dataset = pipelines.SyntheticImages(length, pipelines.usual_transform, pool=4, as_pil=True)
+    return dataset, train_step(pipelines.NUM_CLASSES), batch_size

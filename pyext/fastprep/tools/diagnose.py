@@ -1,282 +1,201 @@
-"""Where does a pipeline starve? The caching method, and a DataLoader settings sweep.
+"""Where does a pipeline starve? The caching method, and loader settings sweeps.
 
 find_bottleneck() measures training steps/s with progressively less cached:
-  1. one batch cached on the device: the step alone, the ceiling;
-  2. one batch cached on the host, copied to the device every step;
+  1. one batch cached on the device: the step alone (a CompactBatch's decode included), the ceiling;
+  2. one batch cached on the host, copied to the device every step (not on the CPU: no copy);
   3. the dataset returns one fully processed sample every time (real workers, collate, copy);
   4. the dataset caches the raw sample and runs the transforms every time;
   5. nothing cached: the real pipeline.
-The level where throughput drops names the stage that starves the device.
+The stage that adds the most time per step, beyond noise, is the verdict (fastprep.tools.verdict);
+measurement is in fastprep.tools.measure, the stand-in datasets in fastprep.tools.stand_ins.
+
+What step_fn receives: the batch the loader yields, moved to `device` (tensors in tuples, lists,
+dicts and namedtuples one by one; a CompactBatch whole), then decoded there when it is a
+CompactBatch (``CompactBatch.decode()``: float32 images / 255, int64 labels, bool masks; a
+fastprep.Loader's own `decode` when it has one). ``decode=False`` passes the CompactBatch itself;
+a callable `decode` is applied to every batch on the device instead (fastprep.tools.step_input).
 """
 
 from __future__ import annotations
 
-import copy
 import inspect
-import time
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, IterableDataset
 
-from fastprep.prefetch import move_to
+from fastprep.prefetch import check_device, move_to
+from fastprep.tools import stand_ins as si
+from fastprep.tools.measure import Settings, Source, Stats, close_iterator, measure, synchronize
+from fastprep.tools.progress import Plan
+from fastprep.tools.step_input import Epochs, decoder, own
+from fastprep.tools.sweep import SweepReport, sweep, sweep_loader, sweep_threads
+from fastprep.tools.verdict import ADVICE, LEVELS, STAGES, BottleneckReport, Level, judge
 
-LEVELS = ("device-cached batch", "host-cached batch", "cached processed sample",
-          "cached raw sample", "nothing cached")
-# The stage that the drop from level i-1 to level i is blamed on.
-STAGES = {1: "host->device copy", 2: "collate/IPC", 3: "transforms", 4: "raw loading"}
-ADVICE = {
-    "model-bound": "The input pipeline keeps up: speed up the model step itself (mixed precision, "
-                   "torch.compile, larger batches) before touching data loading.",
-    "host->device copy": "Ship less and overlap the copy: CompactCollate (uint8 images, packed masks, "
-                         "small labels), pin_memory=True, fastprep.DevicePrefetcher, decode on the device.",
-    "collate/IPC": "Batches cost too much to assemble or move between processes: CompactCollate "
-                   "(writes samples straight into shared memory, 4x fewer bytes than float32), more "
-                   "num_workers, persistent_workers=True, a larger prefetch_factor.",
-    "transforms": "The per-sample transforms are the bottleneck: fastprep ops or the fused "
-                  "crop_mask_ycbcr, more num_workers, or move the work to the GPU (ship uint8 + "
-                  "packed masks and decode there).",
-    "raw loading": "Reading or decoding raw samples is the bottleneck: faster storage or formats, "
-                   "caching decoded data, more num_workers, larger prefetch_factor.",
-}
+__all__ = ["find_bottleneck", "sweep", "sweep_loader", "sweep_threads", "BottleneckReport", "SweepReport",
+           "Level", "LEVELS", "STAGES", "ADVICE", "split_dataset", "is_fastprep_loader"]
+
+split_dataset = si.split_dataset
+
+
+def is_fastprep_loader(obj: Any) -> bool:
+    from fastprep.loader import Loader  # noqa: PLC0415 (imported only when asked)
+
+    return isinstance(obj, Loader)
 
 
 @dataclass
-class Level:
-    name: str
-    steps_per_s: float | None
-    note: str = ""
+class _Pipe:
+    """How to make each caching level's batches for one kind of loader."""
+    host: Any  # the first batch, on the host, owned
+    make: dict[int, Callable[[], Any] | str] = field(default_factory=dict)  # level 3..5 -> loader or why not
+    drain: int = 1
+    block: int = 2
+    decode: Any = None  # a fastprep.Loader's own decode, for the batches it yields undecoded here
+    device: Any = None
+    batch_size: int | None = None
 
 
-@dataclass
-class BottleneckReport:
-    levels: list[Level]
-    verdict: str
-    advice: str
-    drops: dict[str, float] = field(default_factory=dict)
-
-    def table(self) -> str:
-        ceiling = self.levels[0].steps_per_s or float("nan")
-        rows = [f"{'level':<28}{'steps/s':>10}{'of ceiling':>12}  note"]
-        for i, lv in enumerate(self.levels, 1):
-            rate = f"{lv.steps_per_s:10.2f}" if lv.steps_per_s else f"{'n/a':>10}"
-            frac = f"{lv.steps_per_s / ceiling:11.0%}" if lv.steps_per_s else f"{'':>11}"
-            rows.append(f"{i}. {lv.name:<25}{rate} {frac}  {lv.note}")
-        rows.append(f"verdict: {self.verdict}")
-        rows.append(f"next: {self.advice}")
-        return "\n".join(rows)
-
-    def as_dict(self) -> dict:
-        return {"levels": [lv.__dict__ for lv in self.levels], "verdict": self.verdict,
-                "advice": self.advice, "drops": self.drops}
+def _first(loader: Any) -> Any:
+    it = iter(loader)
+    try:
+        return own(next(it))
+    except StopIteration:
+        raise ValueError("find_bottleneck: the loader yields no batch") from None
+    finally:
+        close_iterator(it)
 
 
-class _Repeat(Dataset):
-    """Returns `make()` for every index: a dataset with `length` copies of one sample."""
-
-    def __init__(self, make: Callable[[], Any], length: int):
-        self.make, self.length = make, length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def __getitem__(self, i: int) -> Any:
-        return self.make()
-
-
-class _Constant:
-    def __init__(self, value: Any):
-        self.value = value
-
-    def __call__(self) -> Any:
-        return self.value
-
-
-class _TransformOf:
-    def __init__(self, dataset: Any, raw: Any):
-        self.dataset, self.raw = dataset, raw
-
-    def __call__(self) -> Any:
-        return apply_transform(self.dataset, self.raw)
+def _map_pipe(pipe: _Pipe, dataset: Any, build: Callable[[Any], Any], length: int,
+              loader_transform: Any = None, transform_kw: bool = False) -> None:
+    """Levels 3-5 over a map-style `dataset`; `build(ds, **kw)` makes the loader over a stand-in."""
+    kw = (lambda t: {"transform": t}) if transform_kw else (lambda t: {})
+    if loader_transform is not None:  # a fastprep.Loader with its own transform
+        raw0 = dataset.load_raw(0) if callable(getattr(dataset, "load_raw", None)) else dataset[0]
+        sample0 = si.apply_to_image(loader_transform, raw0)
+        pipe.make[3] = lambda: build(si.Repeat(si.Constant(sample0), length, dataset), **kw(None))
+        pipe.make[4] = lambda: build(si.Repeat(si.Constant(raw0), length, dataset), **kw(loader_transform))
+    else:
+        sample0 = dataset[0]
+        pipe.make[3] = lambda: build(si.Repeat(si.Constant(sample0), length, dataset), **kw(None))
+        try:
+            split = si.split_dataset(dataset)
+            raw0 = split.load(0)
+            pipe.make[4] = lambda: build(si.Repeat(si.TransformOf(split, raw0), length, dataset), **kw(None))
+        except TypeError as exc:
+            pipe.make[4] = f"cannot split raw loading from the transforms: {exc}"
+    pipe.make[5] = lambda: build(si.Cycle(dataset, length), **kw(si.SAME))
 
 
-def load_raw(dataset: Any, i: int) -> Any:
-    """Sample i before its transforms: the dataset's own `load_raw(i)`, or, for torchvision-style
-    datasets with a `transform` attribute, the item fetched with that transform switched off."""
-    if hasattr(dataset, "load_raw"):
-        return dataset.load_raw(i)
-    if hasattr(dataset, "transform"):
-        bare = copy.copy(dataset)
-        bare.transform = None
-        return bare[i]
-    raise TypeError(f"{type(dataset).__name__} has neither load_raw(i) nor a `transform` attribute")
+def _pipe(loader: Any, settings: Settings) -> _Pipe:
+    if is_fastprep_loader(loader):
+        host_loader = si.rebuild_fastprep_loader(loader, loader.dataset, device=None, decode=False)
+        pipe = _Pipe(_first(host_loader), drain=loader.depth, decode=loader.decode or None,
+                     device=loader.device, batch_size=loader.batch_size)
+        length = (settings.most_steps(pipe.drain, pipe.block) + loader.depth) * loader.batch_size
+        _map_pipe(pipe, loader.dataset, lambda ds, **kw: si.rebuild_fastprep_loader(loader, ds, **kw), length,
+                  loader.transform, transform_kw=True)
+        return pipe
+    factory = None
+    if callable(loader) and not isinstance(loader, DataLoader) and not hasattr(loader, "__iter__"):
+        factory, loader = loader, loader()  # legacy: loader_factory(dataset=...) -> DataLoader
+        if is_fastprep_loader(loader) or (isinstance(loader, DataLoader) and not _takes_dataset(factory)):
+            return _pipe(loader, settings)
+    workers = getattr(loader, "num_workers", 0)
+    pipe = _Pipe(_first(loader), drain=max(1, workers), block=max(2, 2 * workers),
+                 batch_size=getattr(loader, "batch_size", None))
+    dataset = getattr(loader, "dataset", None)
+    if factory is not None and not _takes_dataset(factory):
+        why = "loader_factory takes no `dataset=` keyword"
+    elif dataset is None or isinstance(dataset, IterableDataset) or not hasattr(dataset, "__getitem__"):
+        why = "the loader has no map-style .dataset"
+    elif factory is None and not isinstance(loader, DataLoader):
+        why = f"cannot rebuild a {type(loader).__name__} over a stand-in dataset"
+    else:
+        why = ""
+    if why:
+        pipe.make = {3: why, 4: why, 5: factory or (lambda: loader)}
+        return pipe
+    prefetch = (loader.prefetch_factor or 0) * workers if isinstance(loader, DataLoader) else 0
+    length = (settings.most_steps(pipe.drain, pipe.block) + prefetch) * (pipe.batch_size or 1)
+    build = (lambda ds: factory(dataset=ds)) if factory else (lambda ds: si.rebuild_dataloader(loader, ds))
+    _map_pipe(pipe, dataset, build, length)
+    return pipe
 
 
-def apply_transform(dataset: Any, raw: Any) -> Any:
-    """The inverse split of load_raw: `apply_transform(raw)`, or `transform` applied to the raw
-    item (to its first element when the item is a tuple, as torchvision's (image, target))."""
-    if hasattr(dataset, "apply_transform"):
-        return dataset.apply_transform(raw)
-    if dataset.transform is None:
-        return raw
-    if isinstance(raw, tuple):
-        return (dataset.transform(raw[0]), *raw[1:])
-    return dataset.transform(raw)
+def _takes_dataset(factory: Callable[..., Any]) -> bool:
+    try:
+        return "dataset" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _rate(batches: Any, step: Callable[[Any], Any], steps: int, warmup: int,
-          device: torch.device) -> float:
-    """Steps per second from the median step time: robust to a burst of load on a shared machine."""
-    it = iter(batches)
-    for _ in range(warmup):
-        step(next(it))
-    _sync(device)
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        step(next(it))
-        _sync(device)
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return 1.0 / times[len(times) // 2]
-
-
-def _forever(loader_factory: Callable[..., Any], **kwargs: Any):
-    while True:
-        yield from loader_factory(**kwargs)
-
-
-def find_bottleneck(loader_factory: Callable[..., Any], step_fn: Callable[[Any], Any],
-                    device: Any = "cpu", steps: int = 20, warmup: int = 2, threshold: float = 0.8,
-                    progress: Callable[[str], None] | None = None) -> BottleneckReport:
-    """Run the caching method and name the stage where throughput drops.
+def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = None, *, decode: Any = True,
+                    move: Callable[[Any], Any] | None = None, threshold: float = 0.8, dominance: float = 1.5,
+                    steps: int | None = None, repeats: int = 3, warmup: int | None = None,
+                    precision: float = 0.10, max_seconds: float = 5.0,
+                    progress: Callable[[str, float], None] | None = None) -> BottleneckReport:
+    """Run the caching method and name the stage that starves the step, with its margin.
 
     Args:
-        loader_factory: returns an iterable of batches (normally a DataLoader); levels 3-4 call it
-            as ``loader_factory(dataset=...)`` with a stand-in dataset, so accept that keyword.
-            The dataset is taken from the loader's `.dataset`; splitting raw loading from the
-            transforms needs `load_raw(i)` + `apply_transform(raw)` or a `transform` attribute.
-        step_fn: one training step on a batch already on `device`.
-        threshold: a level under threshold x the level before it counts as a drop.
+        loader: a DataLoader or a fastprep.Loader, rebuilt with the same settings over stand-in
+            datasets (levels 3-5: one cached sample; one cached raw sample; the dataset itself,
+            viewed long enough that no epoch restarts inside a measurement); or, as before, a
+            ``loader_factory(dataset=None)`` returning one over the dataset it is given.
+            Raw loading and transforms are found as fastprep.tools.stand_ins documents
+            (``load_raw``/``apply_transform``, a ``transform`` attribute, wrappers' ``.dataset``).
+        step_fn: one training step on a batch on `device` (see the module doc for what it gets).
+        device: where steps run; default the fastprep.Loader's device, else "cpu". On the CPU
+            (without `move`) there is no copy and level 2 is skipped.
+        decode: True (default), False or a callable: see the module doc.
+        move: how a host batch gets to the device (default: tensors ``.to(device)``); give one
+            to time a transfer of your own, on any device.
+        threshold: nothing cached at this share of the ceiling or more is "model-bound".
+        dominance: the verdict's stage must add this many times the time of the next one.
+        steps, repeats, warmup, precision, max_seconds: see fastprep.tools.measure.Settings.
+        progress: called as ``progress(what, fraction_done)`` (fastprep.tools.progress.Progress).
+
+    Example:
+        >>> report = find_bottleneck(DataLoader(ds, 64, num_workers=4), train_step, "cuda")
+        >>> print(report.table())   # levels, spread, verdict with its margin, what to do
     """
-    device = torch.device(device)
-    say = progress or (lambda msg: None)
-    levels: list[Level] = []
-    loader = loader_factory()
-    host_batch = next(iter(loader))
-    dev_batch = move_to(host_batch, device, non_blocking=False)
-
-    say(f"1/5 {LEVELS[0]}")
-    levels.append(Level(LEVELS[0], _rate(iter(lambda: dev_batch, None), step_fn, steps, warmup, device)))
-    say(f"2/5 {LEVELS[1]}")
-    copy_step = lambda b: step_fn(move_to(b, device, non_blocking=True))  # noqa: E731
-    levels.append(Level(LEVELS[1], _rate(iter(lambda: host_batch, None), copy_step, steps, warmup, device)))
-
-    dataset = getattr(loader, "dataset", None)
-    takes_dataset = "dataset" in inspect.signature(loader_factory).parameters
-    stand_ins: list[tuple[str, Any]] = []
-    if dataset is None or not takes_dataset:
-        why = "loader_factory takes no `dataset=` keyword" if not takes_dataset else "loader has no .dataset"
-        levels += [Level(LEVELS[2], None, why), Level(LEVELS[3], None, why)]
+    settings = Settings(steps=steps, repeats=repeats, warmup=warmup, precision=precision, max_seconds=max_seconds)
+    pipe = _pipe(loader, settings)
+    dev = check_device("find_bottleneck", device if device is not None else pipe.device or "cpu")
+    on_device = decoder("find_bottleneck", pipe.decode if pipe.decode is not None else decode)
+    to_dev = move or (lambda b: move_to(b, dev, non_blocking=True))
+    dev_batch = to_dev(pipe.host)
+    full_step = lambda b: step_fn(on_device(to_dev(b)))  # noqa: E731
+    levels: list[Level] = [Level(name, None) for name in LEVELS]
+    sources: dict[int, Source] = {1: Source(lambda: itertools.repeat(dev_batch), lambda b: step_fn(on_device(b)))}
+    if dev.type == "cpu" and move is None:
+        levels[1] = Level(LEVELS[1], None, "no host->device copy on the CPU", absent=True)
     else:
-        stand_ins.append((LEVELS[2], _Repeat(_Constant(dataset[0]), len(dataset))))
-        try:
-            stand_ins.append((LEVELS[3], _Repeat(_TransformOf(dataset, load_raw(dataset, 0)), len(dataset))))
-        except TypeError as exc:
-            stand_ins.append((LEVELS[3], f"cannot split raw loading from the transforms: {exc}"))
-    for n, (name, ds) in enumerate(stand_ins, 3):
-        say(f"{n}/5 {name}")
-        if isinstance(ds, str):
-            levels.append(Level(name, None, ds))
+        sources[2] = Source(lambda: itertools.repeat(pipe.host), full_step)
+    for k in (3, 4, 5):
+        make = pipe.make[k]
+        if isinstance(make, str):
+            levels[k - 1].note = make
         else:
-            levels.append(Level(name, _rate(_forever(loader_factory, dataset=ds), copy_step, steps,
-                                            warmup, device)))
-    say(f"5/5 {LEVELS[4]}")
-    levels.append(Level(LEVELS[4], _rate(_forever(loader_factory), copy_step, steps, warmup, device)))
-    return _verdict(levels, threshold)
-
-
-def _verdict(levels: list[Level], threshold: float) -> BottleneckReport:
-    drops: dict[str, float] = {}
-    prev = levels[0].steps_per_s
-    span: list[str] = []
-    for i in range(1, len(levels)):
-        span.append(STAGES[i])
-        cur = levels[i].steps_per_s
-        if cur is None:
-            continue  # unmeasured: the next drop is blamed on every stage it spans
-        drops[" + ".join(span)] = cur / prev
-        prev, span = cur, []
-    final = levels[-1].steps_per_s / levels[0].steps_per_s
-    worst = min(drops, key=drops.get) if drops else None
-    if final >= threshold or worst is None or drops[worst] >= threshold:
-        verdict = "model-bound"
-    else:
-        verdict = worst
-    advice = " ".join(ADVICE[stage] for stage in verdict.split(" + "))
-    return BottleneckReport(levels, verdict, advice, drops)
-
-
-@dataclass
-class SweepReport:
-    rows: list[dict]
-    best: dict
-
-    def table(self) -> str:
-        lines = [f"{'num_workers':>11} {'prefetch':>8} {'pin':>5} {'persistent':>10} {'samples/s':>10}"]
-        for r in sorted(self.rows, key=lambda r: -r["samples_per_s"]):
-            mark = "  <- best" if r is self.best else ""
-            lines.append(f"{r['num_workers']:>11} {str(r['prefetch_factor']):>8} {str(r['pin_memory']):>5} "
-                         f"{str(r['persistent_workers']):>10} {r['samples_per_s']:>10.1f}{mark}")
-        return "\n".join(lines)
-
-
-def _epochs(loader: Any):
-    while True:
-        yield from loader
-
-
-def sweep_loader(dataset: Any, batch_size: int, step_fn: Callable[[Any], Any] | None = None,
-                 device: Any = "cpu", collate_fn: Callable | None = None,
-                 num_workers: tuple[int, ...] | None = None, prefetch_factor: tuple[int, ...] = (2, 4),
-                 pin_memory: tuple[bool, ...] | None = None,
-                 persistent_workers: tuple[bool, ...] = (False, True), steps: int = 20,
-                 warmup: int = 2, progress: Callable[[str], None] | None = None) -> SweepReport:
-    """Samples/s through a DataLoader for every num_workers x prefetch_factor x pin_memory x
-    persistent_workers setting (the last three only where workers exist); returns the table and
-    the best setting. Each batch is copied to `device` and given to `step_fn` when one is set."""
-    import os  # noqa: PLC0415
-
-    device = torch.device(device)
-    if num_workers is None:
-        num_workers = tuple(range(0, (os.cpu_count() or 1) + 1))
-    if pin_memory is None:  # pinning needs an accelerator; asking without one only warns
-        pin_memory = (False, True) if torch.cuda.is_available() else (False,)
-    step = step_fn or (lambda b: None)
-    copy_step = lambda b: step(move_to(b, device, non_blocking=True))  # noqa: E731
-    configs = []
-    for w in num_workers:
-        for pin in pin_memory:
-            if w == 0:
-                configs.append((w, None, pin, False))
-            else:
-                configs += [(w, pf, pin, pers) for pf in prefetch_factor for pers in persistent_workers]
-    rows = []
-    for k, (w, pf, pin, pers) in enumerate(configs, 1):
-        if progress:
-            progress(f"{k}/{len(configs)} num_workers={w} prefetch_factor={pf} pin_memory={pin} "
-                     f"persistent_workers={pers}")
-        loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=w,
-                            prefetch_factor=pf, pin_memory=pin, persistent_workers=pers,
-                            collate_fn=collate_fn, drop_last=True)
-        rate = _rate(_epochs(loader), copy_step, steps, warmup, device)
-        rows.append({"num_workers": w, "prefetch_factor": pf, "pin_memory": pin,
-                     "persistent_workers": pers, "samples_per_s": rate * batch_size})
-    return SweepReport(rows, max(rows, key=lambda r: r["samples_per_s"]))
+            sources[k] = Source(lambda make=make: Epochs(make), full_step, pipe.drain, pipe.block)
+    timings: dict[int, list] = {k: [] for k in sources}
+    keys = [k for _ in range(settings.repeats) for k in sources]
+    plan = Plan(keys, 16, progress)
+    sync = synchronize(dev)
+    for n, k in enumerate(keys):
+        plan.begin(n)
+        what = f"level {k}/5 {LEVELS[k - 1]}, repeat {n // len(sources) + 1}/{settings.repeats}"
+        timing = measure(sources[k], settings, sync, lambda done, planned, what=what: plan.tick(what, done, planned))
+        plan.end(len(timing.step_times) + timing.warmup_steps + sources[k].drain)
+        timings[k].append(timing)
+    for k, ts in timings.items():
+        levels[k - 1].stats = Stats.of(ts)
+        if any(t.restarts for t in ts):
+            levels[k - 1].note = "epoch restarts inside the timed steps (a longer dataset avoids them)"
+    verdict, margin, advice = judge(levels, threshold, dominance)
+    return BottleneckReport(levels, verdict, margin, advice, str(dev), {
+        "steps": settings.steps, "repeats": settings.repeats, "warmup": settings.warmup,
+        "precision": settings.precision, "threshold": threshold, "dominance": dominance,
+        "batch_size": pipe.batch_size})

@@ -45,12 +45,28 @@ def plot_bench(result: dict, path: str) -> None:
 
 
 def plot_report(report: Any, path: str) -> None:
+    """The caching method's levels as bars (median steps/s) with the repeats' min-max as error bars,
+    one panel per report when `report` is a dict of them (the demo: usual vs fastprep)."""
     plt = _pyplot()
-    names = [f"{i}. {lv.name}" for i, lv in enumerate(report.levels, 1)]
-    rates = [lv.steps_per_s or 0.0 for lv in report.levels]
-    fig, ax = plt.subplots(figsize=(8, 4))
-    ax.barh(names[::-1], rates[::-1], color=["#bbb" if r == 0 else "#4c72b0" for r in rates[::-1]])
-    ax.set_xlabel("steps/s")
-    ax.set_title(f"caching method - verdict: {report.verdict}")
+    reports = report if isinstance(report, dict) else {"": report}
+    fig, axes = plt.subplots(1, len(reports), figsize=(7 * len(reports), 4.2), squeeze=False)
+    for ax, (title, rep) in zip(axes[0], reports.items()):
+        ceiling = rep.levels[0].stats.rate
+        names = [f"{i}. {lv.name}" for i, lv in enumerate(rep.levels, 1)][::-1]
+        levels = rep.levels[::-1]
+        rates = [lv.stats.rate if lv.stats else 0.0 for lv in levels]
+        low = [lv.stats.rate - lv.stats.lo if lv.stats else 0.0 for lv in levels]
+        high = [lv.stats.hi - lv.stats.rate if lv.stats else 0.0 for lv in levels]
+        above = [lv.stats is not None and lv.stats.lo > rep.levels[0].stats.hi for lv in levels]
+        colors = ["#bbb" if r == 0 else "#c44e52" if a else "#4c72b0" for r, a in zip(rates, above)]
+        ax.barh(names, rates, xerr=[low, high], color=colors, capsize=3)
+        ax.axvline(ceiling, color="k", ls=":", lw=1, label="ceiling (level 1)")
+        for y, lv in enumerate(levels):
+            if lv.stats is None:
+                ax.text(0, y, f"  n/a: {lv.note}"[:70], va="center", fontsize=7)
+        ax.set_xlabel("steps/s: median of repeats, whiskers: noise")
+        head = f"{title}: " if title else ""
+        ax.set_title(f"{head}verdict: {rep.verdict}", fontsize=10)
+        ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

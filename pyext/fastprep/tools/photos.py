@@ -1,0 +1,118 @@
+"""A real ImageFolder of JPEG photos, for the diagnosis demo, tests and benchmarks.
+
+`write_photo_folder(root)` writes the colour photos scikit-image ships (astronaut, coffee, chelsea,
+...; no download) as JPEGs of several sizes, one class folder per photo, in torchvision's
+ImageFolder layout (``root/<class>/<file>.jpg``). Without scikit-image it writes synthetic
+pictures instead and says so. `ImageFolder` reads that layout as torchvision's does, without
+torchvision: item i is ``(transform(loader(path)), class_index)``, with a ``transform`` attribute
+(so fastprep.tools.diagnose splits decoding from the transforms).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from torch.utils.data import Dataset
+
+PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry")
+SIZES = (256, 320, 400, 512)  # the short side of the written JPEGs, in pixels (>= the 256 crop)
+EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
+
+
+def source_pictures(names: Sequence[str] = PHOTOS) -> tuple[dict[str, np.ndarray], str]:
+    """HWC uint8 RGB pictures by name, and where they come from: scikit-image's data photos, or,
+    without scikit-image, smooth synthetic pictures with noise (deterministic)."""
+    try:
+        import skimage.data  # noqa: PLC0415 (optional: pip install scikit-image)
+    except ImportError:
+        return {name: _synthetic(k) for k, name in enumerate(names)}, "synthetic (scikit-image not installed)"
+    pictures = {}
+    for name in names:
+        image = np.asarray(getattr(skimage.data, name)())
+        if image.ndim == 2:
+            image = np.repeat(image[:, :, None], 3, axis=2)
+        pictures[name] = np.ascontiguousarray(image[:, :, :3].astype(np.uint8))
+    return pictures, f"scikit-image {skimage.__version__} data photos"
+
+
+def _synthetic(k: int, size: int = 512) -> np.ndarray:
+    y, x = np.mgrid[0:size, 0:size].astype(np.float32) / size
+    rng = np.random.default_rng(k)
+    channels = [np.sin((x * rng.uniform(2, 9) + y * rng.uniform(2, 9)) * np.pi + rng.uniform(0, 6)) for _ in range(3)]
+    image = (np.stack(channels, axis=2) + 1) * 110 + rng.normal(0, 12, (size, size, 3))
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
+def write_photo_folder(root: str | os.PathLike, sizes: Sequence[int] = SIZES, names: Sequence[str] = PHOTOS,
+                       quality: int = 90) -> str:
+    """Write each picture as JPEGs whose short side is each of `sizes` (plus a mirrored copy) into
+    ``root/<name>/``; returns where the pictures came from (see source_pictures).
+
+    Example:
+        >>> where = write_photo_folder("/tmp/photos")
+        >>> dataset = ImageFolder("/tmp/photos", transform=my_transform)
+    """
+    from PIL import Image  # noqa: PLC0415 (pillow is a test/bench extra)
+
+    if not sizes or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
+        raise ValueError(f"write_photo_folder: expected sizes to be positive ints, got {sizes!r}")
+    pictures, where = source_pictures(names)
+    for name, array in pictures.items():
+        folder = Path(root) / name
+        folder.mkdir(parents=True, exist_ok=True)
+        image = Image.fromarray(array)
+        for size in sizes:
+            scale = size / min(image.size)
+            resized = image.resize((round(image.size[0] * scale), round(image.size[1] * scale)), Image.BICUBIC)
+            resized.save(folder / f"{name}_{size}.jpg", quality=quality)
+            resized.transpose(Image.FLIP_LEFT_RIGHT).save(folder / f"{name}_{size}_mirrored.jpg", quality=quality)
+    return where
+
+
+def decode_rgb(path: str) -> Any:
+    """The image at `path` decoded as an RGB PIL image (torchvision's default loader)."""
+    from PIL import Image  # noqa: PLC0415
+
+    with open(path, "rb") as f:
+        return Image.open(f).convert("RGB")
+
+
+def decode_array(path: str) -> np.ndarray:
+    """The image at `path` decoded to an HWC uint8 RGB array (what fastprep's HWC ops take)."""
+    return np.asarray(decode_rgb(path))
+
+
+class ImageFolder(Dataset):
+    """``root/<class>/<image>`` as (image, class index), classes sorted by name, as torchvision's
+    ImageFolder.
+
+    Args:
+        root: the folder of class folders.
+        transform: applied to the decoded image (torchvision's convention: may be None).
+        loader: decodes a path (default decode_rgb: a PIL image; decode_array gives numpy HWC).
+    """
+
+    def __init__(self, root: str | os.PathLike, transform: Callable[[Any], Any] | None = None,
+                 loader: Callable[[str], Any] = decode_rgb):
+        root = Path(root)
+        if not root.is_dir():
+            raise ValueError(f"ImageFolder: root {str(root)!r} is not a directory")
+        self.classes = sorted(p.name for p in root.iterdir() if p.is_dir())
+        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+        self.samples = [(str(p), self.class_to_idx[c]) for c in self.classes
+                        for p in sorted((root / c).iterdir()) if p.suffix.lower() in EXTENSIONS]
+        if not self.samples:
+            raise ValueError(f"ImageFolder: no images ({', '.join(EXTENSIONS)}) in class folders of {str(root)!r}")
+        self.root, self.transform, self.loader = str(root), transform, loader
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, i: int) -> tuple[Any, int]:
+        path, target = self.samples[i]
+        image = self.loader(path)
+        return (self.transform(image) if self.transform is not None else image), target

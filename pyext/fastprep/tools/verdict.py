@@ -1,0 +1,200 @@
+"""From the caching method's levels to a verdict with its margin, or "inconclusive".
+
+Each level's steps/s becomes a time per step; the time a stage adds is the difference between
+the level that runs it and the level before (a level that could not be measured merges its stage
+into the next). The verdict is the stage that adds the most, when
+
+- the pipeline starves: nothing cached runs under `threshold` of the ceiling, beyond noise;
+- that stage adds more than every other beyond noise (their intervals do not overlap) and at
+  least `dominance` times as much.
+
+Otherwise it is "model-bound" (the input keeps up) or "inconclusive" (levels within noise of each
+other, or a level measured above the ceiling), each saying why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastprep.tools.measure import Stats
+
+LEVELS = ("device-cached batch", "host-cached batch", "cached processed sample",
+          "cached raw sample", "nothing cached")
+# The stage that the drop from level i-1 to level i is blamed on.
+STAGES = {1: "host->device copy", 2: "collate/IPC", 3: "transforms", 4: "raw loading"}
+WHAT = {"host->device copy": "copying batches to the device (and decoding them there)",
+        "collate/IPC": "assembling batches and moving them between processes",
+        "transforms": "the per-sample transforms",
+        "raw loading": "reading and decoding raw samples"}
+ADVICE = {
+    "model-bound": "The input pipeline keeps up: speed up the model step itself (mixed precision, "
+                   "torch.compile, larger batches) before touching data loading.",
+    "host->device copy": "Ship less and overlap the copy: CompactCollate (uint8 images, packed masks, "
+                         "small labels), pin_memory=True, fastprep.DevicePrefetcher, decode on the device.",
+    "collate/IPC": "Batches cost too much to assemble or move between processes: CompactCollate "
+                   "(writes samples straight into shared memory, 4x fewer bytes than float32), "
+                   "fastprep.Loader (threads, no IPC), more num_workers, persistent_workers=True, a "
+                   "larger prefetch_factor.",
+    "transforms": "The per-sample transforms are the bottleneck: fastprep ops or the fused "
+                  "crop_mask_ycbcr, more num_workers, or move the work to the GPU (ship uint8 + "
+                  "packed masks and decode there).",
+    "raw loading": "Reading or decoding raw samples is the bottleneck: decode less (smaller stored "
+                   "images, a faster decoder), faster storage or formats, cache decoded data, more "
+                   "num_workers, a larger prefetch_factor.",
+    "noise": "Measure longer (--steps, --repeats) or on a quieter machine: the levels are within "
+             "noise of each other.",
+}
+ABOVE = 0.10  # a level this far above the ceiling, beyond noise, is not a measurement to act on
+
+
+@dataclass
+class Level:
+    """One level: `stats` (None when not measured, `note` says why); `absent` when its stage does
+    not exist here (no host->device copy on the CPU), rather than merged into the next."""
+    name: str
+    stats: Stats | None
+    note: str = ""
+    absent: bool = False
+
+    @property
+    def steps_per_s(self) -> float | None:
+        return self.stats.rate if self.stats else None
+
+
+@dataclass
+class Stage:
+    name: str
+    added: float  # seconds per step the stage adds, and its interval
+    lo: float
+    hi: float
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def stages_of(levels: list[Level]) -> list[Stage]:
+    """The time each stage adds between consecutive measured levels."""
+    out, span = [], []
+    prev = levels[0].stats
+    for i, lv in enumerate(levels[1:], 1):
+        if lv.absent:
+            continue
+        span.append(STAGES[i])
+        if lv.stats is None:
+            continue  # the next measured level's drop spans this stage too
+        s = lv.stats
+        out.append(Stage(" + ".join(span), 1 / s.rate - 1 / prev.rate, 1 / s.hi - 1 / prev.lo, 1 / s.lo - 1 / prev.hi))
+        prev, span = s, []
+    return out
+
+
+def judge(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) -> tuple[str, str, str]:
+    """(verdict, margin, advice) for measured levels; see the module doc."""
+    ceiling, last = levels[0].stats, levels[-1].stats
+    for k, lv in enumerate(levels[1:], 2):
+        if lv.stats and lv.stats.rate > ceiling.rate * (1 + ABOVE) and lv.stats.lo > ceiling.hi:
+            return ("inconclusive",
+                    f"level {k} ({lv.name}) measured {lv.stats.rate / ceiling.rate:.0%} of the ceiling: "
+                    f"noise (or a cache the ceiling misses), no verdict is built on it", ADVICE["noise"])
+    ratio = last.rate / ceiling.rate
+    if ratio >= threshold:
+        return ("model-bound", f"nothing cached runs at {ratio:.0%} of the ceiling "
+                f"(the input keeps up from {threshold:.0%})", ADVICE["model-bound"])
+    if last.hi >= ceiling.lo:
+        return ("inconclusive", f"nothing cached runs at {ratio:.0%} of the ceiling, but the two overlap "
+                f"within noise ({last.lo:.3g}-{last.hi:.3g} vs {ceiling.lo:.3g}-{ceiling.hi:.3g} steps/s)",
+                ADVICE["noise"])
+    total = 1 / last.rate - 1 / ceiling.rate
+    ranked = sorted(stages_of(levels), key=lambda s: -s.added)
+    best = ranked[0]
+    second = ranked[1] if len(ranked) > 1 else None
+    share = f"{best.name} adds {_ms(best.added)} per step ({_ms(max(best.lo, 0))}-{_ms(best.hi)}), " \
+            f"{best.added / total:.0%} of the {_ms(total)} the input adds to the step " \
+            f"(nothing cached runs at {ratio:.0%} of the ceiling)"
+    if second is None:
+        return best.name, share, _advice(best.name)
+    if best.lo > second.hi and best.added >= dominance * max(second.added, 0.0):
+        return best.name, f"{share}; next: {second.name} {_ms(second.added)}", _advice(best.name)
+    apart = "within noise of each other" if best.lo <= second.hi else f"less than {dominance:g}x apart"
+    return ("inconclusive",
+            f"{best.name} ({_ms(best.added)} per step) and {second.name} ({_ms(second.added)}) are {apart}; "
+            f"nothing cached runs at {ratio:.0%} of the ceiling",
+            "Both may need work. " + _advice(best.name) + " " + _advice(second.name))
+
+
+def _advice(stage: str) -> str:
+    return " ".join(ADVICE[s] for s in stage.split(" + "))
+
+
+@dataclass
+class BottleneckReport:
+    levels: list[Level]
+    verdict: str
+    margin: str
+    advice: str
+    device: str = "cpu"
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def drops(self) -> dict[str, float]:
+        """Each stage's level as a fraction of the measured level before it."""
+        out, prev, span = {}, self.levels[0].stats, []
+        for i, lv in enumerate(self.levels[1:], 1):
+            if lv.absent:
+                continue
+            span.append(STAGES[i])
+            if lv.stats:
+                out[" + ".join(span)] = lv.stats.rate / prev.rate
+                prev, span = lv.stats, []
+        return out
+
+    def table(self) -> str:
+        ceiling = self.levels[0].stats.rate
+        n = max(len(lv.stats.rates) for lv in self.levels if lv.stats)
+        rows = [f"{'level':<28}{'steps/s':>9}  {f'repeats ({n}) min-max':<22}{'+-95%':>6}"
+                f"{'of ceiling':>11}{'ms/step':>9}  note"]
+        for i, lv in enumerate(self.levels, 1):
+            s = lv.stats
+            if s is None:
+                rows.append(f"{i}. {lv.name:<25}{'n/a':>9}  {'':<22}{'':>6}{'':>11}{'':>9}  {lv.note}")
+                continue
+            spread = f"{min(s.rates):.4g}-{max(s.rates):.4g}"
+            note = lv.note or ("" if s.steady else "warm-up did not settle")
+            rows.append(f"{i}. {lv.name:<25}{s.rate:>9.4g}  {spread:<22}{s.ci:>6.0%}{s.rate / ceiling:>11.0%}"
+                        f"{1e3 / s.rate:>9.3g}  {note}")
+        head = f"verdict: {self.verdict}"
+        if self.verdict in WHAT:
+            head += f" ({WHAT[self.verdict]})"
+        rows += [f"{head}: {self.margin}", f"next: {self.advice}"]
+        return "\n".join(rows)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "settings": self.settings, "verdict": self.verdict,
+                "margin": self.margin, "advice": self.advice, "drops": self.drops,
+                "levels": [{"name": lv.name, "note": lv.note, "measured": lv.stats is not None,
+                            **(lv.stats.as_dict() if lv.stats else {"steps_per_s": None})}
+                           for lv in self.levels]}
+
+
+def side_by_side(reports: dict[str, BottleneckReport]) -> str:
+    """Several reports' levels in columns (the demo: usual vs fastprep), then each verdict."""
+    names = list(reports)
+    rows = [f"{'level':<28}" + "".join(f"{name:>14} steps/s {'of ceiling':>11}" for name in names)]
+    for i, level in enumerate(LEVELS):
+        cells = ""
+        for name in names:
+            lv, ceiling = reports[name].levels[i], reports[name].levels[0].stats
+            if lv.stats is None:
+                cells += f"{'n/a':>22}{'':>12}"
+            else:
+                cells += f"{lv.stats.rate:>22.4g}{lv.stats.rate / ceiling.rate:>12.0%}"
+        rows.append(f"{i + 1}. {level:<25}{cells}")
+    for name in names:
+        r = reports[name]
+        what = f" ({WHAT[r.verdict]})" if r.verdict in WHAT else ""
+        rows.append(f"{name}: verdict {r.verdict}{what}: {r.margin}")
+    for name in names:
+        rows.append(f"{name}: next: {reports[name].advice}")
+    return "\n".join(rows)
