@@ -135,7 +135,7 @@ def _takes_dataset(factory: Callable[..., Any]) -> bool:
 def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = None, *, decode: Any = True,
                     move: Callable[[Any], Any] | None = None, threshold: float = 0.8, dominance: float = 1.5,
                     steps: int | None = None, repeats: int = 3, warmup: int | None = None,
-                    precision: float = 0.10, max_seconds: float = 5.0,
+                    precision: float = 0.10, max_steps: int = 200, max_seconds: float = 5.0,
                     progress: Callable[[str, float], None] | None = None) -> BottleneckReport:
     """Run the caching method and name the stage that starves the step, with its margin.
 
@@ -154,14 +154,16 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
             to time a transfer of your own, on any device.
         threshold: nothing cached at this share of the ceiling or more is "model-bound".
         dominance: the verdict's stage must add this many times the time of the next one.
-        steps, repeats, warmup, precision, max_seconds: see fastprep.tools.measure.Settings.
+        steps, repeats, warmup, precision, max_steps, max_seconds: see
+            fastprep.tools.measure.Settings.
         progress: called as ``progress(what, fraction_done)`` (fastprep.tools.progress.Progress).
 
     Example:
         >>> report = find_bottleneck(DataLoader(ds, 64, num_workers=4), train_step, "cuda")
         >>> print(report.table())   # levels, spread, verdict with its margin, what to do
     """
-    settings = Settings(steps=steps, repeats=repeats, warmup=warmup, precision=precision, max_seconds=max_seconds)
+    settings = Settings(steps=steps, repeats=repeats, warmup=warmup, precision=precision, max_steps=max_steps,
+                        max_seconds=max_seconds)
     pipe = _pipe(loader, settings)
     dev = check_device("find_bottleneck", device if device is not None else pipe.device or "cpu")
     on_device = decoder("find_bottleneck", pipe.decode if pipe.decode is not None else decode)
@@ -197,5 +199,5 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
     verdict, margin, advice = judge(levels, threshold, dominance)
     return BottleneckReport(levels, verdict, margin, advice, str(dev), {
         "steps": settings.steps, "repeats": settings.repeats, "warmup": settings.warmup,
-        "precision": settings.precision, "threshold": threshold, "dominance": dominance,
+        "precision": settings.precision, "max_steps": max_steps, "threshold": threshold, "dominance": dominance,
         "batch_size": pipe.batch_size})

@@ -205,8 +205,9 @@ def _enough(times: list[float], block: int, settings: Settings) -> bool:
 
 @dataclass
 class Stats:
-    """A level over its repeats: the median rate, the spread between repeats, and the 95%
-    interval of the mean step time from every timed step; `lo`/`hi` bound the rate by both."""
+    """A level over its repeats: the median rate (robust to one repeat hit by a burst of load),
+    the spread between repeats, and `ci`, the 95% interval's half-width of the mean step time from
+    the block means of all repeats, relative; `lo`/`hi` bound the rate by it."""
     rates: list[float]
     steps: int
     ci: float  # half-width of the 95% interval of the mean step time, relative to it
@@ -227,11 +228,13 @@ class Stats:
 
     @property
     def lo(self) -> float:
-        return min(min(self.rates), self.rate / (1 + self.ci))
+        """The median rate with the step time at the top of its 95% interval (from the block means
+        of every repeat: a repeat hit by a burst of load widens it, without deciding it)."""
+        return self.rate / (1 + self.ci)
 
     @property
     def hi(self) -> float:
-        return max(max(self.rates), self.rate / max(1 - self.ci, 1e-9))
+        return self.rate / max(1 - self.ci, 1e-9)
 
     @property
     def spread(self) -> float:
