@@ -195,7 +195,7 @@ def _diagnose_parser(sub) -> None:
     p.set_defaults(func=diagnose)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m fastprep", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help=demo.__doc__).set_defaults(func=demo)
@@ -224,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     bench_p.set_defaults(func=bench)
 
     _diagnose_parser(sub)
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return args.func(args)

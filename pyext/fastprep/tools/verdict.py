@@ -42,8 +42,9 @@ ADVICE = {
     "raw loading": "Reading or decoding raw samples is the bottleneck: decode less (smaller stored "
                    "images, a faster decoder), faster storage or formats, cache decoded data, more "
                    "num_workers, a larger prefetch_factor.",
-    "noise": "Measure longer (--steps, --repeats) or on a quieter machine: the levels are within "
-             "noise of each other.",
+    "noise": "Measure longer (more --repeats, a smaller --precision) or on a quieter machine: the levels "
+             "are within noise of each other. On cores busy with other work, torch's intra-op threads stall "
+             "each other at every parallel op: fewer (torch.set_num_threads) often steadies the step.",
 }
 ABOVE = 0.10  # a level this far above the ceiling, beyond noise, is not a measurement to act on
 
