@@ -158,7 +158,7 @@ def _diagnose_parser(sub) -> None:
                    help="e.g. mypkg.train:make_pipeline (see above for what the factory returns)")
     p.add_argument("--demo", action="store_true",
                    help="TinyNet on an ImageFolder of JPEG photos, the usual pipeline and the fastprep one "
-                        "side by side (about a minute on 2 cores)")
+                        "side by side (under a minute on 2 cores)")
     p.add_argument("--device", help="where step_fn runs: cpu, cuda, cuda:1, ... (default: the fastprep.Loader's "
                                     "device, else cpu); on the CPU there is no copy, so level 2 is skipped")
     p.add_argument("--batch-size", type=_positive(int),

@@ -6,8 +6,9 @@ down through wrappers:
 
 1. ``load_raw(i)`` and ``apply_transform(raw)`` on the dataset: used as they are.
 2. a ``transform`` attribute (torchvision's convention): the item fetched from a shallow copy
-   with ``transform`` (and a joint ``transforms``) set to None is the raw sample; the transform is
-   applied to its first element when it is a tuple or list (``(image, target)``), else to it.
+   whose ``transform`` (and joint ``transforms``, when set) is the identity is the raw sample; the
+   transform is applied to its first element when it is a tuple or list (``(image, target)``),
+   else to it.
 3. a wrapped dataset in ``.dataset`` (fastprep's SeedByIndex, torch's Subset, any wrapper storing
    its inner dataset there): the split of that inner dataset, with a Subset's ``indices`` mapping
    the index. Work a wrapper does itself is then counted as raw loading.
@@ -30,9 +31,10 @@ class RawSplit:
         self.inner, self.how, self.maps, self.path = inner, how, maps, path
         if how == "transform":
             self.bare = copy.copy(inner)
-            self.bare.transform = None
+            # The identity, not None: a dataset may call its transform without checking for None.
+            self.bare.transform = identity if inner.transform is not None else None
             if getattr(inner, "transforms", None) is not None:
-                self.bare.transforms = None
+                self.bare.transforms = joint_identity
 
     def load(self, i: int) -> Any:
         for indices in self.maps:
@@ -45,6 +47,14 @@ class RawSplit:
         if self.how == "load_raw":
             return self.inner.apply_transform(raw)
         return apply_to_image(self.inner.transform, raw, getattr(self.inner, "transforms", None))
+
+
+def identity(x: Any) -> Any:
+    return x
+
+
+def joint_identity(*xs: Any) -> Any:
+    return xs
 
 
 def apply_to_image(transform: Any, raw: Any, joint: Any = None) -> Any:

@@ -111,9 +111,10 @@ def judge(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) -
     ranked = sorted(stages_of(levels), key=lambda s: -s.added)
     best = ranked[0]
     second = ranked[1] if len(ranked) > 1 else None
+    added = sum(max(s.added, 0.0) for s in ranked)  # stages measured faster than the level before add 0
     share = f"{best.name} adds {_ms(best.added)} per step ({_ms(max(best.lo, 0))}-{_ms(best.hi)}), " \
-            f"{best.added / total:.0%} of the {_ms(total)} the input adds to the step " \
-            f"(nothing cached runs at {ratio:.0%} of the ceiling)"
+            f"{best.added / added:.0%} of what the stages add (nothing cached runs at {ratio:.0%} of the " \
+            f"ceiling, {_ms(total)} more per step)"
     if second is None:
         return best.name, share, _advice(best.name)
     if best.lo > second.hi and best.added >= dominance * max(second.added, 0.0):
