@@ -33,7 +33,7 @@ class SweepReport:
 
     def table(self) -> str:
         head = "".join(f"{k:>19}" for k in self.keys)
-        lines = [f"{head}{'samples/s':>11}  repeats min-max"]
+        lines = [f"{head}{'samples/s':>11}  95% interval"]
         for r in sorted(self.rows, key=lambda r: -r["samples_per_s"]):
             mark = "  <- best" if r is self.best else ""
             cells = "".join(f"{str(r[k]):>19}" for k in self.keys)
