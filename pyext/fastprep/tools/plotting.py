@@ -12,7 +12,7 @@ def _pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt  # noqa: PLC0415
     except ImportError as exc:
-        raise SystemExit(f"--plot needs matplotlib: pip install 'fastprep[bench]' ({exc})") from exc
+        raise SystemExit(f"--plot needs matplotlib: pip install 'fastprep[plot]' ({exc})") from exc
     return plt
 
 

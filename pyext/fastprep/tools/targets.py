@@ -172,7 +172,7 @@ def check_plot(path: str) -> None:
         matplotlib.use("Agg")
         from matplotlib.figure import Figure  # noqa: PLC0415
     except ImportError as exc:
-        raise UsageError(f"--plot needs matplotlib: pip install 'fastprep[bench]' ({exc})") from None
+        raise UsageError(f"--plot needs matplotlib: pip install 'fastprep[plot]' ({exc})") from None
     ext = os.path.splitext(path)[1].lstrip(".").lower()
     formats = Figure().canvas.get_supported_filetypes()
     if ext and ext not in formats:
