@@ -1,0 +1,282 @@
+// libjpeg-turbo driven through setjmp/longjmp, the error handling libjpeg is designed for: its
+// error_exit must not return, and exit() (its default) would kill the process. The functions that
+// call libjpeg (run_header, run_decode) keep only trivially destructible state in their frames,
+// since a longjmp skips destructors; C++ objects (strings, vectors, exceptions) are made after
+// they return.
+#include "jpeg/decode.h"
+
+#include <algorithm>
+#include <csetjmp>
+#include <cstdio>  // jpeglib.h needs FILE and size_t first
+#include <cstring>
+
+#include <jpeglib.h>
+
+namespace fastprep::jpeg {
+namespace {
+
+struct ErrorManager {
+  jpeg_error_mgr pub;  // first member: libjpeg hands &pub back as cinfo->err
+  std::jmp_buf jump;
+  bool stop_on_warning;
+  char message[JMSG_LENGTH_MAX];
+  char warnings[kMaxWarnings][JMSG_LENGTH_MAX];
+  long n_warnings;
+};
+
+void on_error(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, err->message);
+  std::longjmp(err->jump, 1);
+}
+
+// msg_level < 0: a warning (corrupt data libjpeg recovered from); >= 0: trace output, dropped.
+void on_message(j_common_ptr cinfo, int msg_level) {
+  if (msg_level >= 0) return;
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  if (err->stop_on_warning) on_error(cinfo);
+  if (err->n_warnings < kMaxWarnings) (*cinfo->err->format_message)(cinfo, err->warnings[err->n_warnings]);
+  err->n_warnings++;
+  cinfo->err->num_warnings++;
+}
+
+struct Session {
+  jpeg_decompress_struct cinfo;
+  ErrorManager err;
+  const uint8_t* data;
+  size_t size;
+  int64_t failed_at;  // input offset when libjpeg failed
+};
+
+void start(Session& s, const uint8_t* data, size_t size, bool stop_on_warning) {
+  std::memset(&s, 0, sizeof(s));
+  s.data = data;
+  s.size = size;
+  s.cinfo.err = jpeg_std_error(&s.err.pub);
+  s.err.pub.error_exit = on_error;
+  s.err.pub.emit_message = on_message;
+  s.err.stop_on_warning = stop_on_warning;
+}
+
+int64_t consumed(const Session& s) {
+  return s.cinfo.src != nullptr ? static_cast<int64_t>(s.size - s.cinfo.src->bytes_in_buffer) : -1;
+}
+
+// After a longjmp: what libjpeg had read, then everything it allocated is released.
+void fail(Session& s) {
+  s.failed_at = consumed(s);
+  jpeg_destroy_decompress(&s.cinfo);
+}
+
+ColorSpace color_space_of(J_COLOR_SPACE cs) {
+  switch (cs) {
+    case JCS_GRAYSCALE: return ColorSpace::kGray;
+    case JCS_YCbCr: return ColorSpace::kYCbCr;
+    case JCS_RGB: return ColorSpace::kRGB;
+    case JCS_CMYK: return ColorSpace::kCMYK;
+    case JCS_YCCK: return ColorSpace::kYCCK;
+    default: return ColorSpace::kOther;
+  }
+}
+
+void fill_header(const jpeg_decompress_struct& cinfo, Header& h) {
+  h.height = cinfo.image_height;
+  h.width = cinfo.image_width;
+  h.components = cinfo.num_components;
+  h.color_space = color_space_of(cinfo.jpeg_color_space);
+  h.progressive = cinfo.progressive_mode;
+  for (int c = 0; c < std::min(cinfo.num_components, 4); ++c) {
+    h.h_samp[c] = cinfo.comp_info[c].h_samp_factor;
+    h.v_samp[c] = cinfo.comp_info[c].v_samp_factor;
+  }
+  h.imcu_width = cinfo.max_h_samp_factor * DCTSIZE;
+  h.imcu_height = cinfo.max_v_samp_factor * DCTSIZE;
+}
+
+bool run_header(Session& s, Header& h) {
+  if (setjmp(s.err.jump)) {
+    fail(s);
+    return false;
+  }
+  jpeg_create_decompress(&s.cinfo);
+  jpeg_mem_src(&s.cinfo, s.data, static_cast<unsigned long>(s.size));
+  jpeg_read_header(&s.cinfo, TRUE);
+  fill_header(s.cinfo, h);
+  jpeg_destroy_decompress(&s.cinfo);
+  return true;
+}
+
+// One decoded row (libjpeg's out_color_components per pixel, starting at the window's first
+// column) into output row y.
+inline void put_row(const JSAMPLE* src, int src_channels, const Output& out, int channels, int64_t y,
+                    int64_t width) {
+  uint8_t* dst = out.data + y * out.sh;
+  if (src_channels == channels && out.sc == 1 && out.sw == channels) {  // HWC, contiguous row
+    std::memcpy(dst, src, static_cast<size_t>(width * channels));
+    return;
+  }
+  for (int c = 0; c < src_channels; ++c) {
+    uint8_t* d = dst + c * out.sc;
+    if (out.sw == 1) {  // CHW planes: a de-interleave
+      for (int64_t x = 0; x < width; ++x) d[x] = src[x * src_channels + c];
+    } else {
+      for (int64_t x = 0; x < width; ++x) d[x * out.sw] = src[x * src_channels + c];
+    }
+  }
+  for (int c = src_channels; c < channels; ++c) {  // YCbCr of a grey JPEG: neutral chroma
+    uint8_t* d = dst + c * out.sc;
+    for (int64_t x = 0; x < width; ++x) d[x * out.sw] = 128;
+  }
+}
+
+struct DecodeJob {
+  Window window;
+  Mode mode;
+  Output out;
+};
+
+enum class Verdict { kOk, kFailed, kWindowOutside, kNoDecoding, kYCbCrOfRGB };
+
+// Whether the job fits the image. Each test is a subtraction of in-range values: no overflow.
+Verdict check(const Header& h, const DecodeJob& job) {
+  const Window& w = job.window;
+  if (w.top < 0 || w.left < 0 || w.height < 1 || w.width < 1 || w.top > h.height - w.height ||
+      w.left > h.width - w.width) {
+    return Verdict::kWindowOutside;
+  }
+  if (h.color_space != ColorSpace::kGray && h.color_space != ColorSpace::kYCbCr && h.color_space != ColorSpace::kRGB) {
+    return Verdict::kNoDecoding;
+  }
+  if (job.mode == Mode::kYCbCr && h.color_space == ColorSpace::kRGB) return Verdict::kYCbCrOfRGB;
+  return Verdict::kOk;
+}
+
+Verdict run_decode(Session& s, const DecodeJob& job, Header& h) {
+  if (setjmp(s.err.jump)) {
+    fail(s);
+    return Verdict::kFailed;
+  }
+  jpeg_decompress_struct& cinfo = s.cinfo;
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, s.data, static_cast<unsigned long>(s.size));
+  jpeg_read_header(&cinfo, TRUE);
+  fill_header(cinfo, h);
+  const Verdict verdict = check(h, job);
+  if (verdict != Verdict::kOk) {
+    jpeg_destroy_decompress(&cinfo);
+    return verdict;
+  }
+  const J_COLOR_SPACE source = cinfo.jpeg_color_space;
+  if (job.mode == Mode::kRGB) {
+    cinfo.out_color_space = JCS_RGB;
+  } else if (job.mode == Mode::kYCbCr && source == JCS_YCbCr) {
+    cinfo.out_color_space = JCS_YCbCr;  // no colour conversion: the JPEG's own samples
+  } else {
+    cinfo.out_color_space = JCS_GRAYSCALE;  // kGray, or kYCbCr of a grey JPEG (check() allows no other)
+  }
+  cinfo.dct_method = JDCT_ISLOW;
+  cinfo.do_fancy_upsampling = TRUE;
+  jpeg_start_decompress(&cinfo);
+
+  const Window& w = job.window;
+  const JDIMENSION image_width = cinfo.output_width;
+  // jpeg_crop_scanline makes the columns it keeps an image of their own, and the fancy
+  // horizontal upsampling (h2v1, h2v2) treats that image's first and last column as image edges:
+  // those pixels come out different from a full decode (libjpeg.txt, "Partial image
+  // decompression"). The filter reads one chroma sample each side, so one iMCU column of margin
+  // each side (kept only where the image goes on) makes every pixel of the window exact.
+  bool h_upsampled = false;
+  for (int c = 0; c < cinfo.num_components; ++c) {
+    h_upsampled = h_upsampled || cinfo.comp_info[c].h_samp_factor != cinfo.max_h_samp_factor;
+  }
+  const int64_t margin = h_upsampled ? static_cast<int64_t>(cinfo.max_h_samp_factor) * DCTSIZE : 0;
+  const int64_t x0 = std::max<int64_t>(0, w.left - margin);
+  const int64_t x1 = std::min<int64_t>(image_width, w.left + w.width + margin);
+  JDIMENSION crop_x = static_cast<JDIMENSION>(x0), crop_w = static_cast<JDIMENSION>(x1 - x0);
+  if (crop_w < image_width) jpeg_crop_scanline(&cinfo, &crop_x, &crop_w);  // crop_x moves left to an iMCU
+  const int src_channels = cinfo.output_components;
+  const int64_t skip_columns = w.left - static_cast<int64_t>(crop_x);
+
+  if (w.top > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(w.top));
+  const int channels = mode_channels(job.mode);
+  const bool direct = skip_columns == 0 && static_cast<int64_t>(crop_w) == w.width && src_channels == channels &&
+                      job.out.sc == 1 && job.out.sw == channels;
+  JSAMPARRAY row = direct ? nullptr
+                          : (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE,
+                                                       crop_w * static_cast<JDIMENSION>(src_channels), 1);
+  for (int64_t y = 0; y < w.height; ++y) {
+    if (direct) {
+      JSAMPROW target = job.out.data + y * job.out.sh;
+      jpeg_read_scanlines(&cinfo, &target, 1);
+    } else {
+      jpeg_read_scanlines(&cinfo, row, 1);
+      put_row(row[0] + skip_columns * src_channels, src_channels, job.out, channels, y, w.width);
+    }
+  }
+  // Rows below the window are never decoded; destroy frees everything without finishing.
+  jpeg_destroy_decompress(&cinfo);
+  return Verdict::kOk;
+}
+
+std::string failure(const Session& s, const char* what) {
+  std::string msg = std::string(what) + ": " + s.err.message;
+  if (s.failed_at >= 0) msg += " (at byte " + std::to_string(s.failed_at) + " of " + std::to_string(s.size) + ")";
+  return msg;
+}
+
+std::string window_text(const Window& w) {
+  return "(top=" + std::to_string(w.top) + ", left=" + std::to_string(w.left) + ", height=" + std::to_string(w.height) +
+         ", width=" + std::to_string(w.width) + ")";
+}
+
+}  // namespace
+
+#define FASTPREP_STR2(x) #x
+#define FASTPREP_STR(x) FASTPREP_STR2(x)
+const char* libjpeg_turbo_version() { return FASTPREP_STR(LIBJPEG_TURBO_VERSION); }
+
+const char* color_space_name(ColorSpace cs) {
+  switch (cs) {
+    case ColorSpace::kGray: return "GRAY";
+    case ColorSpace::kYCbCr: return "YCbCr";
+    case ColorSpace::kRGB: return "RGB";
+    case ColorSpace::kCMYK: return "CMYK";
+    case ColorSpace::kYCCK: return "YCCK";
+    default: return "other";
+  }
+}
+
+Header read_header(const uint8_t* data, size_t size) {
+  Session s;
+  start(s, data, size, false);
+  Header h;
+  if (!run_header(s, h)) throw JpegError(failure(s, "not a readable JPEG"), s.failed_at);
+  return h;
+}
+
+std::vector<std::string> decode(const uint8_t* data, size_t size, const Window& window, Mode mode,
+                                const Output& out, bool strict) {
+  Session s;
+  start(s, data, size, strict);
+  Header h;
+  switch (run_decode(s, DecodeJob{window, mode, out}, h)) {
+    case Verdict::kOk: break;
+    case Verdict::kFailed: throw JpegError(failure(s, "corrupt JPEG"), s.failed_at);
+    case Verdict::kWindowOutside:
+      throw ArgumentError("crop " + window_text(window) + " is not inside the " + std::to_string(h.height) + "x" +
+                          std::to_string(h.width) + " image");
+    case Verdict::kNoDecoding:
+      throw ArgumentError(std::string("a ") + color_space_name(h.color_space) + " JPEG (" +
+                          std::to_string(h.components) + " components) is not decoded here; convert it with Pillow: Image.open(f).convert('RGB')");
+    case Verdict::kYCbCrOfRGB:
+      throw ArgumentError("mode YCbCr: this JPEG stores RGB, not YCbCr; decode it as RGB and convert");
+  }
+  std::vector<std::string> warnings;
+  for (long i = 0; i < std::min<long>(s.err.n_warnings, kMaxWarnings); ++i) warnings.emplace_back(s.err.warnings[i]);
+  if (s.err.n_warnings > kMaxWarnings) {
+    warnings.push_back("and " + std::to_string(s.err.n_warnings - kMaxWarnings) + " more warnings");
+  }
+  return warnings;
+}
+
+}  // namespace fastprep::jpeg

@@ -1,0 +1,29 @@
+"""fastprep.io: image files to tensors where it is cheapest.
+
+- :func:`decode_jpeg`: libjpeg-turbo in the calling thread without the GIL, a crop window only
+  (same bits as decoding all and cropping), RGB, YCbCr straight from the JPEG, or GRAY.
+- :class:`ImageFolder`: torchvision's folder layout, decoded in ``load_raw`` (fastprep.Loader's
+  threads); ``roi=True`` hands out :class:`JpegFile` s that decode only a crop's window.
+- :func:`decode_jpeg_batch`: batched nvJPEG decoding on a CUDA device through torchvision.
+
+The CPU decoder is the native module fastprep._jpeg, built when CMake finds libjpeg-turbo >= 1.5;
+:func:`available` says whether it was, and without it every decode raises a RuntimeError saying
+how to get it. The rest of fastprep does not need it. Headers claiming more pixels than
+``fastprep.io.jpeg.MAX_IMAGE_PIXELS`` (Pillow's limit; None lifts it) are refused.
+"""
+
+from fastprep.io.folder import IMG_EXTENSIONS, ImageFolder, JpegFile, find_classes, make_dataset
+from fastprep.io.gpu import decode_jpeg_batch
+from fastprep.io.jpeg import (
+    CorruptJpegWarning,
+    JpegHeader,
+    available,
+    decode_jpeg,
+    libjpeg_turbo_version,
+    read_jpeg_header,
+)
+
+__all__ = [
+    "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader", "available",
+    "decode_jpeg", "decode_jpeg_batch", "find_classes", "libjpeg_turbo_version", "make_dataset", "read_jpeg_header",
+]

@@ -1,0 +1,54 @@
+"""Real photos written as JPEGs for the fastprep.io tests: scikit-image's data images (shipped
+with the package, no download) encoded by Pillow with the settings under test."""
+
+import io
+from functools import cache
+
+import numpy as np
+import pytest
+
+import fastprep.io as fio
+
+needs_decoder = pytest.mark.skipif(not fio.available(), reason="fastprep._jpeg not built: " + fio.jpeg.INSTALL_HINT)
+
+SUBSAMPLINGS = {"4:4:4": 0, "4:2:2": 1, "4:2:0": 2}  # Pillow's subsampling codes
+PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry")
+
+
+@cache
+def photo(name: str) -> np.ndarray:
+    data = pytest.importorskip("skimage.data", reason="the test photos come from scikit-image")
+    return np.ascontiguousarray(getattr(data, name)())
+
+
+def encode(arr: np.ndarray, quality: int = 90, subsampling: str = "4:2:0", progressive: bool = False,
+           **kw) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, format="JPEG", quality=quality, subsampling=SUBSAMPLINGS[subsampling],
+                              progressive=progressive, **kw)
+    return buf.getvalue()
+
+
+@cache
+def photo_jpeg(name: str, subsampling: str = "4:2:0", progressive: bool = False,
+               shape: tuple[int, int] | None = None) -> bytes:
+    """Photo `name`, cut to `shape` (odd sizes test partial iMCUs), as a quality-90 JPEG."""
+    arr = photo(name)
+    if shape is not None:
+        arr = np.ascontiguousarray(arr[:shape[0], :shape[1]])
+    return encode(arr, subsampling=subsampling, progressive=progressive)
+
+
+@cache
+def grey_jpeg(progressive: bool = False, shape: tuple[int, int] = (512, 512)) -> bytes:
+    arr = photo("camera")[:shape[0], :shape[1]]
+    return encode(np.ascontiguousarray(arr), subsampling="4:4:4", progressive=progressive)
+
+
+def pil_decode(data: bytes, mode: str = "RGB") -> np.ndarray:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as img:
+        return np.array(img.convert(mode))
