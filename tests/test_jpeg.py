@@ -7,10 +7,11 @@ import random
 import numpy as np
 import pytest
 import torch
-from jpeg_photos import PHOTOS, SUBSAMPLINGS, encode, grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode
 
 import fastprep
 import fastprep.io as fio
+
+from jpeg_photos import PHOTOS, SUBSAMPLINGS, encode, grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode
 
 pytestmark = needs_decoder
 
@@ -34,8 +35,8 @@ def windows(h: int, w: int, n_random: int = 25, seed: int = 0) -> list[tuple[int
 
 
 def crop_of(full: torch.Tensor, window, layout: str) -> torch.Tensor:
-    t, l, h, w = window
-    return full[:, t:t + h, l:l + w] if layout == "CHW" else full[t:t + h, l:l + w, :]
+    top, left, h, w = window
+    return full[:, top:top + h, left:left + w] if layout == "CHW" else full[top:top + h, left:left + w, :]
 
 
 @pytest.mark.parametrize("progressive", [False, True], ids=["baseline", "progressive"])

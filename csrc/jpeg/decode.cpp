@@ -70,12 +70,18 @@ void fail(Session& s) {
 
 ColorSpace color_space_of(J_COLOR_SPACE cs) {
   switch (cs) {
-    case JCS_GRAYSCALE: return ColorSpace::kGray;
-    case JCS_YCbCr: return ColorSpace::kYCbCr;
-    case JCS_RGB: return ColorSpace::kRGB;
-    case JCS_CMYK: return ColorSpace::kCMYK;
-    case JCS_YCCK: return ColorSpace::kYCCK;
-    default: return ColorSpace::kOther;
+    case JCS_GRAYSCALE:
+      return ColorSpace::kGray;
+    case JCS_YCbCr:
+      return ColorSpace::kYCbCr;
+    case JCS_RGB:
+      return ColorSpace::kRGB;
+    case JCS_CMYK:
+      return ColorSpace::kCMYK;
+    case JCS_YCCK:
+      return ColorSpace::kYCCK;
+    default:
+      return ColorSpace::kOther;
   }
 }
 
@@ -108,8 +114,7 @@ bool run_header(Session& s, Header& h) {
 
 // One decoded row (libjpeg's out_color_components per pixel, starting at the window's first
 // column) into output row y.
-inline void put_row(const JSAMPLE* src, int src_channels, const Output& out, int channels, int64_t y,
-                    int64_t width) {
+inline void put_row(const JSAMPLE* src, int src_channels, const Output& out, int channels, int64_t y, int64_t width) {
   uint8_t* dst = out.data + y * out.sh;
   if (src_channels == channels && out.sc == 1 && out.sw == channels) {  // HWC, contiguous row
     std::memcpy(dst, src, static_cast<size_t>(width * channels));
@@ -237,12 +242,18 @@ const char* libjpeg_turbo_version() { return FASTPREP_STR(LIBJPEG_TURBO_VERSION)
 
 const char* color_space_name(ColorSpace cs) {
   switch (cs) {
-    case ColorSpace::kGray: return "GRAY";
-    case ColorSpace::kYCbCr: return "YCbCr";
-    case ColorSpace::kRGB: return "RGB";
-    case ColorSpace::kCMYK: return "CMYK";
-    case ColorSpace::kYCCK: return "YCCK";
-    default: return "other";
+    case ColorSpace::kGray:
+      return "GRAY";
+    case ColorSpace::kYCbCr:
+      return "YCbCr";
+    case ColorSpace::kRGB:
+      return "RGB";
+    case ColorSpace::kCMYK:
+      return "CMYK";
+    case ColorSpace::kYCCK:
+      return "YCCK";
+    default:
+      return "other";
   }
 }
 
@@ -254,20 +265,23 @@ Header read_header(const uint8_t* data, size_t size) {
   return h;
 }
 
-std::vector<std::string> decode(const uint8_t* data, size_t size, const Window& window, Mode mode,
-                                const Output& out, bool strict) {
+std::vector<std::string> decode(const uint8_t* data, size_t size, const Window& window, Mode mode, const Output& out,
+                                bool strict) {
   Session s;
   start(s, data, size, strict);
   Header h;
   switch (run_decode(s, DecodeJob{window, mode, out}, h)) {
-    case Verdict::kOk: break;
-    case Verdict::kFailed: throw JpegError(failure(s, "corrupt JPEG"), s.failed_at);
+    case Verdict::kOk:
+      break;
+    case Verdict::kFailed:
+      throw JpegError(failure(s, "corrupt JPEG"), s.failed_at);
     case Verdict::kWindowOutside:
       throw ArgumentError("crop " + window_text(window) + " is not inside the " + std::to_string(h.height) + "x" +
                           std::to_string(h.width) + " image");
     case Verdict::kNoDecoding:
       throw ArgumentError(std::string("a ") + color_space_name(h.color_space) + " JPEG (" +
-                          std::to_string(h.components) + " components) is not decoded here; convert it with Pillow: Image.open(f).convert('RGB')");
+                          std::to_string(h.components) +
+                          " components) is not decoded here; convert it with Pillow: Image.open(f).convert('RGB')");
     case Verdict::kYCbCrOfRGB:
       throw ArgumentError("mode YCbCr: this JPEG stores RGB, not YCbCr; decode it as RGB and convert");
   }

@@ -95,8 +95,8 @@ PYBIND11_MODULE(_jpeg, m) {
         {
           py::gil_scoped_release no_gil;
           try {
-            warnings = jp::decode(static_cast<const uint8_t*>(in.ptr), static_cast<size_t>(in.size), window, m,
-                                  target, strict);
+            warnings = jp::decode(static_cast<const uint8_t*>(in.ptr), static_cast<size_t>(in.size), window, m, target,
+                                  strict);
           } catch (const jp::JpegError& e) {
             throw py::value_error(e.what());
           } catch (const jp::ArgumentError& e) {

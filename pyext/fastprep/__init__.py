@@ -5,7 +5,8 @@ here, one per row of ops/registry.py) and loads the backend that runs them on CP
 :func:`backend`).
 """
 
-from fastprep import io, ops
+from fastprep import io as io  # fastprep.io.* after a plain `import fastprep`
+from fastprep import ops
 from fastprep._backend import NativeUnavailableWarning, backend, build_info, select_backend
 from fastprep.batch import CompactBatch
 from fastprep.collate import CompactCollate, compact_collate

@@ -111,8 +111,11 @@ def decode_other(data: bytes, name: str, mode: str, layout: str) -> torch.Tensor
         from PIL import Image  # noqa: PLC0415 (only files that are not JPEGs need Pillow)
     except ImportError as exc:
         raise RuntimeError(f"ImageFolder: {name} is not a JPEG; decoding it needs Pillow (pip install pillow)") from exc
-    with Image.open(io.BytesIO(data)) as img:
-        arr = torch.from_numpy(np.array(img.convert("L" if mode == "GRAY" else "RGB")))
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            arr = torch.from_numpy(np.array(img.convert("L" if mode == "GRAY" else "RGB")))
+    except OSError as exc:  # PIL.UnidentifiedImageError, truncated files
+        raise ValueError(f"ImageFolder: {name}: not a JPEG, and Pillow cannot decode it: {exc}") from exc
     hwc = arr.unsqueeze(-1) if arr.dim() == 2 else arr
     if mode == "YCbCr":  # fastprep's conversion, as decode_jpeg does for RGB-coded JPEGs
         hwc = torch.ops.fastprep.rgb_to_ycbcr(hwc, "HWC", None, 1.0).permute(1, 2, 0)

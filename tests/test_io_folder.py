@@ -1,0 +1,202 @@
+"""fastprep.io.ImageFolder and JpegFile: torchvision's folder order, decoding in load_raw,
+JpegFile windows with the bits of the full decode cropped (and the fused op on them), the Loader
+over a folder, and decode_jpeg_batch's errors (its GPU run needs torchvision + CUDA)."""
+
+import io
+import os
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+import fastprep
+import fastprep.io as fio
+from fastprep import transforms as T
+
+from jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg
+
+pytestmark = needs_decoder
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """root/{cat,dog,grey}/...: JPEGs of every kind, a PNG, an upper-case extension, a nested
+    folder, and files ImageFolder must skip."""
+    from PIL import Image
+
+    root = tmp_path_factory.mktemp("images")
+    files = {
+        "cat/b.jpg": photo_jpeg("chelsea", "4:2:0", False, (160, 224)),
+        "cat/a.JPEG": photo_jpeg("chelsea", "4:4:4", True, (150, 200)),
+        "cat/nested/c.jpeg": photo_jpeg("coffee", "4:2:2", False, (140, 180)),
+        "dog/z.png": None,
+        "dog/y.jpg": photo_jpeg("astronaut", "4:2:0", True, (128, 128)),
+        "grey/g.jpg": grey_jpeg(False, (130, 170)),
+        "grey/notes.txt": b"not an image",
+    }
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if data is None:
+            Image.fromarray(photo("rocket")[:100, :120]).save(path)
+        else:
+            path.write_bytes(data)
+    return root
+
+
+def test_lists_files_in_torchvisions_order(folder):
+    ds = fio.ImageFolder(folder)
+    assert ds.classes == ["cat", "dog", "grey"] and ds.class_to_idx == {"cat": 0, "dog": 1, "grey": 2}
+    rel = [(os.path.relpath(p, folder), t) for p, t in ds.samples]
+    assert rel == [("cat/a.JPEG", 0), ("cat/b.jpg", 0), ("cat/nested/c.jpeg", 0), ("dog/y.jpg", 1), ("dog/z.png", 1),
+                   ("grey/g.jpg", 2)]
+    assert ds.targets == [0, 0, 0, 1, 1, 2] and len(ds) == 6
+
+
+@pytest.mark.parametrize(("mode", "layout"), [("RGB", "CHW"), ("RGB", "HWC"), ("YCbCr", "CHW"), ("GRAY", "HWC")])
+def test_load_raw_decodes_every_file(folder, mode, layout):
+    from PIL import Image
+
+    ds = fio.ImageFolder(folder, mode=mode, layout=layout)
+    for i, (path, target) in enumerate(ds.samples):
+        image, label = ds.load_raw(i)
+        assert label == target and image.dtype == torch.uint8
+        if path.endswith(".png"):
+            with Image.open(path) as img:
+                rgb = torch.from_numpy(np.array(img.convert("RGB"))).permute(2, 0, 1)
+            expected = {"RGB": rgb, "YCbCr": fastprep.rgb_to_ycbcr(rgb),
+                        "GRAY": torch.from_numpy(np.array(Image.open(path).convert("L")))[None]}[mode]
+        else:
+            expected = fio.decode_jpeg(path, mode=mode)
+        assert torch.equal(image, expected if layout == "CHW" else expected.permute(1, 2, 0)), path
+
+
+def test_roi_load_raw_gives_jpeg_files_and_getitem_the_same_bits(folder):
+    crop = T.RandomCrop(96)
+    plain, roi = fio.ImageFolder(folder, transform=crop), fio.ImageFolder(folder, transform=crop, roi=True)
+    raw, label = roi.load_raw(1)
+    assert isinstance(raw, fio.JpegFile) and (raw.height, raw.width) == (160, 224) and label == 0
+    assert "cat/b.jpg" in repr(raw) and "4:2:0" in repr(raw)
+    assert isinstance(roi.load_raw(4)[0], torch.Tensor)  # the PNG is decoded
+    for i in range(len(plain)):
+        torch.manual_seed(i)
+        a = plain[i]
+        torch.manual_seed(i)
+        b = roi[i]
+        assert torch.equal(a[0], b[0]) and a[1] == b[1]
+
+
+@pytest.mark.parametrize("layout", ["CHW", "HWC"])
+@pytest.mark.parametrize("subsampling", ["4:4:4", "4:2:2", "4:2:0"])
+def test_jpeg_file_random_crop_is_random_crop_of_the_full_decode(subsampling, layout):
+    f = fio.JpegFile(photo_jpeg("coffee", subsampling, False, (301, 451)), layout=layout)
+    full = f.decode()
+    for seed in range(30):
+        h, w = (1 + seed * 7) % 301 or 1, (3 + seed * 13) % 451 or 1
+        expected = fastprep.random_crop(full, h, w, seed, layout)  # [3, h, w]
+        got = f.random_crop(h, w, seed)
+        assert torch.equal(got if layout == "CHW" else got.permute(2, 0, 1), expected), (seed, h, w)
+
+
+@pytest.mark.parametrize("layout", ["CHW", "HWC"])
+def test_the_fused_op_on_the_decoded_window_gives_the_full_images_bits(layout):
+    """The Loader / Compose hook (described in the report): draw (crop_seed, mask_seed) as the fused
+    path does, decode only random_crop's window, and run crop_mask_ycbcr(_batch) on it with the
+    same seeds: the window's size leaves one position, so the result is the full image's."""
+    files = [fio.JpegFile(photo_jpeg(n, s, p), layout=layout) for n, s, p in
+             [("astronaut", "4:2:0", False), ("coffee", "4:2:2", True), ("chelsea", "4:4:4", False)]]
+    for k, f in enumerate(files):
+        crop_seed, mask_seed = 1000 + k, 2000 + k
+        full = f.decode()
+        window = f.random_crop(64, 80, crop_seed)
+        a, b = (fastprep.crop_mask_ycbcr(src, 64, 80, 0.25, crop_seed, layout, return_mask=True, mask_seed=mask_seed)
+                for src in (full, window))
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    seeds = [11, 12, 13]
+    fulls, windows = [f.decode() for f in files], [f.random_crop(64, 80, fastprep.derive_seed(5, i)) for i, f in enumerate(files)]
+    outs = [torch.empty(3, 3, 64, 80, dtype=torch.uint8) for _ in range(2)]
+    for srcs, out in zip((fulls, windows), outs):
+        torch.ops.fastprep.crop_mask_ycbcr_batch(srcs, 64, 80, 0.25, [fastprep.derive_seed(5, i) for i in range(3)],
+                                                 out, layout, "cross", 1.0, True, seeds, None)
+    assert torch.equal(outs[0], outs[1])
+
+
+def _train_tf():
+    return T.Compose([T.RandomCrop(64), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+
+
+def _collect(batches):
+    images, labels = [], []
+    for b in batches:
+        x, y = b.data if isinstance(b, fastprep.CompactBatch) else b
+        images.append(x.clone())
+        labels.append(y.clone())
+    return torch.cat(images), torch.cat(labels)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_loader_over_a_folder_decodes_in_its_threads_with_dataloaders_bits(folder, threads):
+    ds = fio.ImageFolder(folder, extensions=(".jpg", ".jpeg"))  # JPEGs, grey ones as RGB
+    loader = fastprep.Loader(ds, 2, transform=_train_tf(), seed=3, threads=threads)
+    ref = DataLoader(T.SeedByIndex(fio.ImageFolder(folder, transform=_train_tf(), extensions=(".jpg", ".jpeg")), seed=3),
+                     batch_size=2, collate_fn=fastprep.compact_collate)
+    got, expected = _collect(loader), _collect(ref)
+    assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
+
+
+def test_folder_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"ImageFolder: no class folder in"):
+        fio.ImageFolder(tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"no file ending in .jpg, .jpeg.* in the class folders \['empty'\]"):
+        fio.ImageFolder(tmp_path)
+    (tmp_path / "empty" / "x.jpg").write_bytes(b"garbage")
+    with pytest.raises(ValueError, match=r"ImageFolder: expected mode to be one of"):
+        fio.ImageFolder(tmp_path, mode="L")
+    ds = fio.ImageFolder(tmp_path)
+    with pytest.raises(ValueError, match=r"ImageFolder: .*x.jpg: not a JPEG, and Pillow cannot decode it: cannot identify"):
+        ds.load_raw(0)
+    (tmp_path / "empty" / "x.jpg").write_bytes(encode(photo("chelsea"))[:-2000] + b"\xff\xd9")
+    with pytest.warns(fio.CorruptJpegWarning, match=r"x.jpg"):
+        ds.load_raw(0)
+    with pytest.raises(ValueError, match=r"x.jpg: corrupt JPEG"):
+        fio.ImageFolder(tmp_path, strict=True).load_raw(0)
+
+
+def test_decode_jpeg_batch_errors():
+    data = [photo_jpeg("chelsea")]
+    with pytest.raises(ValueError, match=r"decode_jpeg_batch: expected a CUDA device, got 'cpu'"):
+        fio.decode_jpeg_batch(data, device="cpu")
+    with pytest.raises(ValueError, match=r"decode_jpeg_batch: expected mode to be one of"):
+        fio.decode_jpeg_batch(data, mode="CMYK")
+    try:
+        import torchvision.io  # noqa: F401
+    except Exception:
+        with pytest.raises(RuntimeError, match=r"decode_jpeg_batch needs torchvision built for torch"):
+            fio.decode_jpeg_batch(data)
+        return
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match=r"decode_jpeg_batch: CUDA is not available"):
+            fio.decode_jpeg_batch(data)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_decode_jpeg_batch_on_cuda_is_close_to_the_cpu_decode():
+    pytest.importorskip("torchvision.io")
+    datas = [photo_jpeg(n, s) for n in ("astronaut", "coffee") for s in ("4:4:4", "4:2:0")]
+    for mode in ("RGB", "YCbCr", "GRAY"):
+        images = fio.decode_jpeg_batch(datas, mode=mode)
+        for data, img in zip(datas, images):
+            cpu = fio.decode_jpeg(data, mode=mode) if mode != "YCbCr" else fastprep.rgb_to_ycbcr(fio.decode_jpeg(data))
+            assert img.is_cuda and img.shape == cpu.shape
+            assert (img.cpu().int() - cpu.int()).abs().float().mean() < 1.0  # nvJPEG's IDCT is not libjpeg's
+
+
+def test_pil_png_in_a_bytes_io_is_not_mistaken_for_a_jpeg():
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(photo("rocket")[:10, :10]).save(buf, format="PNG")
+    with pytest.raises(ValueError, match=r"Not a JPEG file"):
+        fio.JpegFile(buf.getvalue())
