@@ -169,3 +169,27 @@ def test_threads_decode_the_same_bits():
         for _ in range(3):
             threaded = list(pool.map(lambda job: fio.decode_jpeg(job[0], crop=job[1]), jobs))
             assert all(torch.equal(a, b) for a, b in zip(serial, threaded))
+
+
+def test_decoding_releases_the_gil():
+    """While a thread decodes a slow (noise) JPEG, the main thread keeps waking from short sleeps:
+    with the GIL held through each decode it could only wake between decodes."""
+    import threading
+    import time
+
+    noise = np.random.default_rng(0).integers(0, 256, (1024, 1024, 3), dtype=np.uint8)
+    data = encode(noise, quality=95)
+    decodes, done = 4, threading.Event()
+
+    def work():
+        for _ in range(decodes):
+            fio.decode_jpeg(data)
+        done.set()
+
+    thread, wakes = threading.Thread(target=work), 0
+    thread.start()
+    while not done.is_set():
+        time.sleep(0.0005)
+        wakes += 1
+    thread.join()
+    assert wakes >= 5 * decodes

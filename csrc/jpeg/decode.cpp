@@ -12,6 +12,8 @@
 
 #include <jpeglib.h>
 
+#include "kernels/isa.h"
+
 namespace fastprep::jpeg {
 namespace {
 
@@ -112,21 +114,32 @@ bool run_header(Session& s, Header& h) {
   return true;
 }
 
+// RGB / YCbCr pixels into three planes: the CHW de-interleave, compiled per ISA level (stride-3
+// byte loads vectorise with the byte shuffles of SSSE3 and later, not with baseline SSE2).
+FASTPREP_MULTIVERSION void deinterleave3(const uint8_t* __restrict src, uint8_t* __restrict d0, uint8_t* __restrict d1,
+                                         uint8_t* __restrict d2, int64_t n) {
+  for (int64_t x = 0; x < n; ++x) {
+    d0[x] = src[3 * x];
+    d1[x] = src[3 * x + 1];
+    d2[x] = src[3 * x + 2];
+  }
+}
+
 // One decoded row (libjpeg's out_color_components per pixel, starting at the window's first
 // column) into output row y.
-inline void put_row(const JSAMPLE* src, int src_channels, const Output& out, int channels, int64_t y, int64_t width) {
+void put_row(const JSAMPLE* src, int src_channels, const Output& out, int channels, int64_t y, int64_t width) {
   uint8_t* dst = out.data + y * out.sh;
   if (src_channels == channels && out.sc == 1 && out.sw == channels) {  // HWC, contiguous row
     std::memcpy(dst, src, static_cast<size_t>(width * channels));
     return;
   }
+  if (src_channels == 3 && out.sw == 1) {  // CHW planes
+    deinterleave3(src, dst, dst + out.sc, dst + 2 * out.sc, width);
+    return;
+  }
   for (int c = 0; c < src_channels; ++c) {
     uint8_t* d = dst + c * out.sc;
-    if (out.sw == 1) {  // CHW planes: a de-interleave
-      for (int64_t x = 0; x < width; ++x) d[x] = src[x * src_channels + c];
-    } else {
-      for (int64_t x = 0; x < width; ++x) d[x * out.sw] = src[x * src_channels + c];
-    }
+    for (int64_t x = 0; x < width; ++x) d[x * out.sw] = src[x * src_channels + c];
   }
   for (int c = src_channels; c < channels; ++c) {  // YCbCr of a grey JPEG: neutral chroma
     uint8_t* d = dst + c * out.sc;
@@ -140,7 +153,8 @@ struct DecodeJob {
   Output out;
 };
 
-enum class Verdict { kOk, kFailed, kWindowOutside, kNoDecoding, kYCbCrOfRGB };
+enum class Verdict { kOk, kFailed, kStalled, kWindowOutside, kNoDecoding, kYCbCrOfRGB };
+constexpr int kRows = 16;
 
 // Whether the job fits the image. Each test is a subtraction of in-range values: no overflow.
 Verdict check(const Header& h, const DecodeJob& job) {
@@ -206,17 +220,25 @@ Verdict run_decode(Session& s, const DecodeJob& job, Header& h) {
   const int channels = mode_channels(job.mode);
   const bool direct = skip_columns == 0 && static_cast<int64_t>(crop_w) == w.width && src_channels == channels &&
                       job.out.sc == 1 && job.out.sw == channels;
-  JSAMPARRAY row = direct ? nullptr
-                          : (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE,
-                                                       crop_w * static_cast<JDIMENSION>(src_channels), 1);
-  for (int64_t y = 0; y < w.height; ++y) {
-    if (direct) {
-      JSAMPROW target = job.out.data + y * job.out.sh;
-      jpeg_read_scanlines(&cinfo, &target, 1);
-    } else {
-      jpeg_read_scanlines(&cinfo, row, 1);
-      put_row(row[0] + skip_columns * src_channels, src_channels, job.out, channels, y, w.width);
+  // Up to kRows rows a call: libjpeg's per-call overhead once per batch of rows.
+  JSAMPROW rows[kRows];
+  JSAMPARRAY buffer = direct ? nullptr
+                             : (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE,
+                                                          crop_w * static_cast<JDIMENSION>(src_channels), kRows);
+  for (int64_t y = 0; y < w.height;) {
+    const JDIMENSION want = static_cast<JDIMENSION>(std::min<int64_t>(kRows, w.height - y));
+    for (JDIMENSION i = 0; i < want; ++i) rows[i] = direct ? job.out.data + (y + i) * job.out.sh : buffer[i];
+    const JDIMENSION got = jpeg_read_scanlines(&cinfo, rows, want);
+    if (got == 0) {  // only a suspending source returns no rows; the memory source never does
+      jpeg_destroy_decompress(&cinfo);
+      return Verdict::kStalled;
     }
+    if (!direct) {
+      for (JDIMENSION i = 0; i < got; ++i) {
+        put_row(rows[i] + skip_columns * src_channels, src_channels, job.out, channels, y + i, w.width);
+      }
+    }
+    y += got;
   }
   // Rows below the window are never decoded; destroy frees everything without finishing.
   jpeg_destroy_decompress(&cinfo);
@@ -275,6 +297,8 @@ std::vector<std::string> decode(const uint8_t* data, size_t size, const Window& 
       break;
     case Verdict::kFailed:
       throw JpegError(failure(s, "corrupt JPEG"), s.failed_at);
+    case Verdict::kStalled:
+      throw JpegError("libjpeg stopped returning rows", -1);
     case Verdict::kWindowOutside:
       throw ArgumentError("crop " + window_text(window) + " is not inside the " + std::to_string(h.height) + "x" +
                           std::to_string(h.width) + " image");

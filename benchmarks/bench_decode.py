@@ -1,0 +1,162 @@
+"""JPEG decoding on one core: Pillow and OpenCV (both libjpeg-turbo) against fastprep.io's full
+decode, its ROI decode of a 256x256 window, and its YCbCr-direct decode; then decode + the fused
+crop/mask/YCbCr op per sample, as a training pipeline runs it.
+
+Images: mosaics of scikit-image's photos (512x512 tiles of astronaut, coffee, chelsea, rocket,
+hubble_deep_field, immunohistochemistry), so every size has real photos' detail per pixel rather
+than an upscale's, written by Pillow at quality 90, 4:2:0 (its default), baseline. Windows are
+random_crop's for a fresh seed each call.
+
+Run: python -m pytest benchmarks/bench_decode.py --benchmark-only -p no:logging
+"""
+
+import io
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+import fastprep
+import fastprep.io as fio
+from fastprep.transforms import as_image  # what fastprep's transforms do with a PIL image
+
+pytestmark = [pytest.mark.usefixtures("one_thread"),
+              pytest.mark.skipif(not fio.available(), reason="fastprep._jpeg not built (no libjpeg-turbo)")]
+
+SIZES = (512, 1024, 2048)
+CROP = 256
+TILES = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry")
+
+
+def mosaic(size: int) -> np.ndarray:
+    data = pytest.importorskip("skimage.data", reason="the photos come from scikit-image")
+    from PIL import Image
+
+    tiles = [np.array(Image.fromarray(getattr(data, n)()).resize((512, 512), Image.BICUBIC)) for n in TILES]
+    k = size // 512
+    rows = [np.concatenate([tiles[(r * k + c) % len(tiles)] for c in range(k)], axis=1) for r in range(k)]
+    return np.ascontiguousarray(np.concatenate(rows, axis=0))
+
+
+@pytest.fixture(scope="module", params=SIZES, ids=lambda s: f"{s}px")
+def jpeg(request):
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(mosaic(request.param)).save(buf, format="JPEG", quality=90)
+    return request.param, buf.getvalue()
+
+
+def group(kind: str, size: int) -> str:
+    return f"{kind} {size}x{size} q90 4:2:0 photo mosaic, 1 core"
+
+
+def windows(size: int):
+    seeds = itertools.count()
+    return lambda: fastprep.random_crop_params(size, size, CROP, CROP, next(seeds))
+
+
+# -- decode ----------------------------------------------------------------------------------
+
+
+def test_decode_pil(benchmark, jpeg):
+    from PIL import Image
+
+    size, data = jpeg
+    benchmark.group = group("decode", size)
+
+    def run():
+        with Image.open(io.BytesIO(data)) as im:
+            im.load()
+
+    benchmark(run)
+
+
+def test_decode_pil_to_tensor(benchmark, jpeg):
+    from PIL import Image
+
+    size, data = jpeg
+    benchmark.group = group("decode", size)
+    benchmark(lambda: as_image(Image.open(io.BytesIO(data)).convert("RGB"), "HWC")[0])
+
+
+def test_decode_opencv(benchmark, jpeg):
+    cv2 = pytest.importorskip("cv2")
+    size, data = jpeg
+    benchmark.group = group("decode", size)
+    buf = np.frombuffer(data, np.uint8)
+    benchmark(cv2.imdecode, buf, cv2.IMREAD_COLOR)
+
+
+@pytest.mark.parametrize("layout", ["HWC", "CHW"])
+def test_decode_fastprep_full(benchmark, jpeg, layout):
+    size, data = jpeg
+    benchmark.group = group("decode", size)
+    benchmark(fio.decode_jpeg, data, layout=layout)
+
+
+@pytest.mark.parametrize("layout", ["HWC", "CHW"])
+def test_decode_fastprep_roi256(benchmark, jpeg, layout):
+    size, data = jpeg
+    benchmark.group = group("decode", size)
+    window = windows(size)
+    benchmark(lambda: fio.decode_jpeg(data, crop=(*window(), CROP, CROP), layout=layout))
+
+
+@pytest.mark.parametrize("layout", ["HWC", "CHW"])
+def test_decode_fastprep_ycbcr_direct(benchmark, jpeg, layout):
+    size, data = jpeg
+    benchmark.group = group("decode", size)
+    benchmark(fio.decode_jpeg, data, mode="YCbCr", layout=layout)
+
+
+def test_decode_fastprep_rgb_then_rgb_to_ycbcr(benchmark, jpeg):
+    size, data = jpeg
+    benchmark.group = group("decode", size)
+    benchmark(lambda: fastprep.rgb_to_ycbcr(fio.decode_jpeg(data, layout="HWC"), "HWC"))
+
+
+def test_decode_fastprep_ycbcr_direct_roi256(benchmark, jpeg):
+    size, data = jpeg
+    benchmark.group = group("decode", size)
+    window = windows(size)
+    benchmark(lambda: fio.decode_jpeg(data, crop=(*window(), CROP, CROP), mode="YCbCr"))
+
+
+# -- decode + the fused transform, per sample ------------------------------------------------
+
+
+def fused(img: torch.Tensor, seed: int) -> torch.Tensor:
+    return torch.ops.fastprep.crop_mask_ycbcr(img, CROP, CROP, 0.25, seed, "HWC", "cross", torch.uint8, 1.0,
+                                              True, False, seed + 1)[0]
+
+
+def test_pipeline_pil_decode_then_fused(benchmark, jpeg):
+    from PIL import Image
+
+    size, data = jpeg
+    benchmark.group = group("decode + crop 256 + mask + YCbCr", size)
+    seeds = itertools.count()
+    benchmark(lambda: fused(as_image(Image.open(io.BytesIO(data)).convert("RGB"), "HWC")[0], next(seeds)))
+
+
+def test_pipeline_fastprep_full_decode_then_fused(benchmark, jpeg):
+    size, data = jpeg
+    benchmark.group = group("decode + crop 256 + mask + YCbCr", size)
+    seeds = itertools.count()
+    benchmark(lambda: fused(fio.decode_jpeg(data, layout="HWC"), next(seeds)))
+
+
+def test_pipeline_fastprep_roi_decode_then_fused(benchmark, jpeg):
+    """The ROI hook: decode random_crop's window only, then the fused op on it (same bits)."""
+    size, data = jpeg
+    benchmark.group = group("decode + crop 256 + mask + YCbCr", size)
+    f = fio.JpegFile(data, layout="HWC")
+    seeds = itertools.count()
+
+    def run():
+        s = next(seeds)
+        return fused(f.random_crop(CROP, CROP, s), s)
+
+    benchmark(run)
