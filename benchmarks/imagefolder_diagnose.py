@@ -1,0 +1,57 @@
+"""`diagnose` on an ImageFolder pipeline: JPEG files (mosaics of scikit-image's photos, 1024x1024,
+quality 90) decoded by fastprep.io.ImageFolder.load_raw, the fused crop 256 -> mask -> YCbCr, and
+a small CPU model step. The caching method should blame raw loading (the decode) first.
+
+Run: python -m fastprep diagnose benchmarks.imagefolder_diagnose:factory --steps 10
+"""
+
+import atexit
+import os
+import shutil
+import tempfile
+
+import torch
+from torch import nn
+
+import fastprep.io as fio
+from fastprep import transforms as T
+from fastprep.tools.demo_model import TinyNet
+
+FILES, SIZE, CLASSES = 64, 1024, 4
+
+
+def make_folder(root: str, files: int = FILES, size: int = SIZE) -> str:
+    """root/class_k/i.jpg: photo mosaics (bench_decode.mosaic), rolled so every file differs."""
+    import numpy as np
+    from PIL import Image
+
+    from benchmarks.bench_decode import mosaic
+
+    base = mosaic(size)
+    for i in range(files):
+        folder = os.path.join(root, f"class_{i % CLASSES}")
+        os.makedirs(folder, exist_ok=True)
+        img = np.roll(base, (37 * i, 53 * i), axis=(0, 1))
+        Image.fromarray(img).save(os.path.join(folder, f"{i}.jpg"), quality=90)
+    return root
+
+
+def factory(batch_size: int = 16):
+    root = tempfile.mkdtemp(prefix="fastprep-imagefolder-")
+    atexit.register(shutil.rmtree, root, True)
+    train_tf = T.Compose([T.RandomCrop(256), T.RandomDilatedMask(0.25), T.RGBToYCbCr(out_dtype=torch.float32,
+                                                                                     scale=1 / 255)])
+    dataset = fio.ImageFolder(make_folder(root), transform=train_tf)
+    torch.manual_seed(0)
+    model = TinyNet(CLASSES)  # diagnose --demo's model
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step(batch):
+        images, labels = batch
+        loss = nn.functional.cross_entropy(model(images), labels)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    return dataset, step, batch_size
