@@ -4,8 +4,9 @@ crop/mask/YCbCr op per sample, as a training pipeline runs it.
 
 Images: mosaics of scikit-image's photos (512x512 tiles of astronaut, coffee, chelsea, rocket,
 hubble_deep_field, immunohistochemistry), so every size has real photos' detail per pixel rather
-than an upscale's, written by Pillow at quality 90, 4:2:0 (its default), baseline. Windows are
-random_crop's for a fresh seed each call.
+than an upscale's, written by Pillow at quality 90, 4:2:0 (its default): 512, 1024 and 2048 px
+baseline, and 1024 px progressive (whose scans are all read before any row comes out, so its ROI
+decode saves less). Windows are random_crop's for a fresh seed each call.
 
 Run: python -m pytest benchmarks/bench_decode.py --benchmark-only -p no:logging
 """
@@ -39,17 +40,19 @@ def mosaic(size: int) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate(rows, axis=0))
 
 
-@pytest.fixture(scope="module", params=SIZES, ids=lambda s: f"{s}px")
+@pytest.fixture(scope="module", params=[(s, False) for s in SIZES] + [(1024, True)],
+                ids=lambda p: f"{p[0]}px{'-progressive' if p[1] else ''}")
 def jpeg(request):
     from PIL import Image
 
+    size, progressive = request.param
     buf = io.BytesIO()
-    Image.fromarray(mosaic(request.param)).save(buf, format="JPEG", quality=90)
-    return request.param, buf.getvalue()
+    Image.fromarray(mosaic(size)).save(buf, format="JPEG", quality=90, progressive=progressive)
+    return f"{size}x{size}{' progressive' if progressive else ''}", size, buf.getvalue()
 
 
-def group(kind: str, size: int) -> str:
-    return f"{kind} {size}x{size} q90 4:2:0 photo mosaic, 1 core"
+def group(kind: str, name: str) -> str:
+    return f"{kind} {name} q90 4:2:0 photo mosaic, 1 core"
 
 
 def windows(size: int):
@@ -63,8 +66,8 @@ def windows(size: int):
 def test_decode_pil(benchmark, jpeg):
     from PIL import Image
 
-    size, data = jpeg
-    benchmark.group = group("decode", size)
+    name, size, data = jpeg
+    benchmark.group = group("decode", name)
 
     def run():
         with Image.open(io.BytesIO(data)) as im:
@@ -76,50 +79,50 @@ def test_decode_pil(benchmark, jpeg):
 def test_decode_pil_to_tensor(benchmark, jpeg):
     from PIL import Image
 
-    size, data = jpeg
-    benchmark.group = group("decode", size)
+    name, size, data = jpeg
+    benchmark.group = group("decode", name)
     benchmark(lambda: as_image(Image.open(io.BytesIO(data)).convert("RGB"), "HWC")[0])
 
 
 def test_decode_opencv(benchmark, jpeg):
     cv2 = pytest.importorskip("cv2")
-    size, data = jpeg
-    benchmark.group = group("decode", size)
+    name, size, data = jpeg
+    benchmark.group = group("decode", name)
     buf = np.frombuffer(data, np.uint8)
     benchmark(cv2.imdecode, buf, cv2.IMREAD_COLOR)
 
 
 @pytest.mark.parametrize("layout", ["HWC", "CHW"])
 def test_decode_fastprep_full(benchmark, jpeg, layout):
-    size, data = jpeg
-    benchmark.group = group("decode", size)
+    name, size, data = jpeg
+    benchmark.group = group("decode", name)
     benchmark(fio.decode_jpeg, data, layout=layout)
 
 
 @pytest.mark.parametrize("layout", ["HWC", "CHW"])
 def test_decode_fastprep_roi256(benchmark, jpeg, layout):
-    size, data = jpeg
-    benchmark.group = group("decode", size)
+    name, size, data = jpeg
+    benchmark.group = group("decode", name)
     window = windows(size)
     benchmark(lambda: fio.decode_jpeg(data, crop=(*window(), CROP, CROP), layout=layout))
 
 
 @pytest.mark.parametrize("layout", ["HWC", "CHW"])
 def test_decode_fastprep_ycbcr_direct(benchmark, jpeg, layout):
-    size, data = jpeg
-    benchmark.group = group("decode", size)
+    name, size, data = jpeg
+    benchmark.group = group("decode", name)
     benchmark(fio.decode_jpeg, data, mode="YCbCr", layout=layout)
 
 
 def test_decode_fastprep_rgb_then_rgb_to_ycbcr(benchmark, jpeg):
-    size, data = jpeg
-    benchmark.group = group("decode", size)
+    name, size, data = jpeg
+    benchmark.group = group("decode", name)
     benchmark(lambda: fastprep.rgb_to_ycbcr(fio.decode_jpeg(data, layout="HWC"), "HWC"))
 
 
 def test_decode_fastprep_ycbcr_direct_roi256(benchmark, jpeg):
-    size, data = jpeg
-    benchmark.group = group("decode", size)
+    name, size, data = jpeg
+    benchmark.group = group("decode", name)
     window = windows(size)
     benchmark(lambda: fio.decode_jpeg(data, crop=(*window(), CROP, CROP), mode="YCbCr"))
 
@@ -135,23 +138,23 @@ def fused(img: torch.Tensor, seed: int) -> torch.Tensor:
 def test_pipeline_pil_decode_then_fused(benchmark, jpeg):
     from PIL import Image
 
-    size, data = jpeg
-    benchmark.group = group("decode + crop 256 + mask + YCbCr", size)
+    name, size, data = jpeg
+    benchmark.group = group("decode + crop 256 + mask + YCbCr", name)
     seeds = itertools.count()
     benchmark(lambda: fused(as_image(Image.open(io.BytesIO(data)).convert("RGB"), "HWC")[0], next(seeds)))
 
 
 def test_pipeline_fastprep_full_decode_then_fused(benchmark, jpeg):
-    size, data = jpeg
-    benchmark.group = group("decode + crop 256 + mask + YCbCr", size)
+    name, size, data = jpeg
+    benchmark.group = group("decode + crop 256 + mask + YCbCr", name)
     seeds = itertools.count()
     benchmark(lambda: fused(fio.decode_jpeg(data, layout="HWC"), next(seeds)))
 
 
 def test_pipeline_fastprep_roi_decode_then_fused(benchmark, jpeg):
     """The ROI hook: decode random_crop's window only, then the fused op on it (same bits)."""
-    size, data = jpeg
-    benchmark.group = group("decode + crop 256 + mask + YCbCr", size)
+    name, size, data = jpeg
+    benchmark.group = group("decode + crop 256 + mask + YCbCr", name)
     f = fio.JpegFile(data, layout="HWC")
     seeds = itertools.count()
 
