@@ -65,6 +65,9 @@ def _usable(path: str, uid: int) -> tuple[bool, str | None]:
     if not os.path.lexists(path):
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
+        except OSError as exc:
+            return False, f"cannot be created ({exc.strerror})"
+        try:
             os.mkdir(path, 0o700)
         except FileExistsError:
             pass  # someone made it in between: it is checked like any other

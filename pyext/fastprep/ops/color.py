@@ -3,6 +3,7 @@ implementation for non-CPU devices. Kernels: csrc/kernels/color.cpp, numba_kerne
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from fastprep.ops import checks
@@ -31,11 +32,13 @@ _DOC = """
 
 def rgb_to_ycbcr(img: torch.Tensor, layout: str = "CHW", out_dtype: torch.dtype | None = None,
                  scale: float = 1.0) -> torch.Tensor:
+    checks.check_out_dtype("rgb_to_ycbcr", out_dtype)
     return torch.ops.fastprep.rgb_to_ycbcr(img, layout, out_dtype, scale)
 
 
 def ycbcr_to_rgb(img: torch.Tensor, layout: str = "CHW", out_dtype: torch.dtype | None = None,
                  scale: float = 1.0) -> torch.Tensor:
+    checks.check_out_dtype("ycbcr_to_rgb", out_dtype)
     return torch.ops.fastprep.ycbcr_to_rgb(img, layout, out_dtype, scale)
 
 
@@ -154,11 +157,16 @@ impl_any_device("ycbcr_to_rgb", ycbcr_to_rgb_torch)
 
 def _color_setup(ctx, inputs, output):
     img, layout, _out_dtype, scale = inputs
-    ctx.dtype, ctx.layout, ctx.scale = img.dtype, layout, scale
+    ctx.dtype, ctx.layout, ctx.scale = img.dtype, layout, float(np.float32(scale))  # the kernels' float(scale)
+
+
+# The float32 constants as Python floats (exactly those values): a float32 tensor times a Python
+# float multiplies in float32, and no constant tensor is made that fake tracing would have to know.
+_KF = {name: float(t) for name, t in _K.items()}
 
 
 def _transposed(forward: bool, g0, g1, g2):
-    k = {name: t.to(g0.device) for name, t in _K.items()}
+    k = _KF
     if forward:  # M = [[yr, yg, yb], [br, -bg, bb], [rr, -rg, -rb]]
         return (k["yr"] * g0 + k["br"] * g1 + k["rr"] * g2,
                 k["yg"] * g0 - k["bg"] * g1 - k["rg"] * g2,
@@ -171,9 +179,8 @@ def _color_backward(forward: bool):
     def backward(ctx, grad):
         if not ctx.needs_input_grad[0]:
             return None, None, None, None
-        s = torch.tensor(ctx.scale, dtype=torch.float32, device=grad.device)
         planes = _transposed(forward, *(g.to(torch.float32) for g in grad.unbind(-3)))
-        grad_img = torch.stack([p * s for p in planes], dim=-1 if ctx.layout == "HWC" else -3)
+        grad_img = torch.stack([p * ctx.scale for p in planes], dim=-1 if ctx.layout == "HWC" else -3)
         return grad_img.to(ctx.dtype), None, None, None
     return backward
 

@@ -53,6 +53,7 @@ def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: 
         >>> crop_mask_ycbcr(img, 256, 256, 0.25, seed=0).shape
         torch.Size([3, 256, 256])
     """
+    checks.check_out_dtype("crop_mask_ycbcr", out_dtype)
     seed = checks.op_seed("crop_mask_ycbcr", "seed", seed)
     if mask_seed is not None:
         mask_seed = checks.op_seed("crop_mask_ycbcr", "mask_seed", mask_seed)
