@@ -17,8 +17,7 @@ SIZES = [(1, 1), (1, 64), (7, 1), (5, 63), (6, 64), (9, 65), (4, 130), (33, 17),
 
 
 def scipy_dilate(x: np.ndarray, structure: str, iterations: int) -> np.ndarray:
-    if iterations == 0:
-        return x.copy()
+    """scipy's binary_dilation per image; iterations=0 repeats until nothing changes, as in scipy."""
     flat = x.reshape(-1, *x.shape[-2:])
     out = [ndimage.binary_dilation(m, STRUCTURES[structure], iterations, border_value=0) for m in flat]
     return np.stack(out).reshape(x.shape)

@@ -83,12 +83,12 @@ def test_strided_views(dtype):
 def test_special_float_values():
     img = _img((C, H, W), torch.float32)
     mask = _mask((H, W))
-    # -0.0 only through the kernels themselves: torch hands a Python kernel its own default for
-    # an argument equal to the schema default (-0.0 == 0), so the sign is lost before Numba runs.
-    impls = [numba_mf.mask_fill] + ([torch.ops.fastprep.mask_fill] if fastprep.backend() == "native" else [])
+    # -0.0 keeps its sign on every path: `value` has no schema default, which torch would hand a
+    # Python kernel (Numba's, the autograd one) in place of an argument equal to it (-0.0 == 0).
+    impls = [fastprep.mask_fill, numba_mf.mask_fill, torch.ops.fastprep.mask_fill]
     for value in (float("nan"), float("inf"), -0.0, 1e30):
         expected = reference(img, mask, value, "CHW")
-        for impl in [fastprep.mask_fill] * (value != 0) + impls:
+        for impl in impls:
             out = impl(img, mask, value, "CHW")
             np.testing.assert_array_equal(out.view(torch.int32).numpy(), expected.view(torch.int32).numpy())
 

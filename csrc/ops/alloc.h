@@ -5,6 +5,7 @@
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -40,27 +41,42 @@ inline auto shape_source(const char* arg, const Tensor& t) {
   return [arg, &t] { return std::string(arg) + " of shape " + shape_str(sizes_of(t)); };
 }
 
+// Whether the sizes other than 0, times the element size, fit int64 (what torch needs to lay out a
+// tensor of these sizes, even an empty one: it refuses [2^40, 2^40, 0]); *bytes gets the byte
+// count of the whole tensor (0 when a size is 0) when they do.
+inline bool bytes_fit(const std::vector<int64_t>& sizes, ScalarType dtype, int64_t* bytes) {
+  int64_t nonzero = dtype_size(dtype);
+  bool zero = false;
+  for (const int64_t s : sizes) {
+    if (s == 0) {
+      zero = true;
+    } else if (!mul_fits(nonzero, s, &nonzero)) {
+      return false;
+    }
+  }
+  *bytes = zero ? 0 : nonzero;
+  return true;
+}
+
 // An output whose byte count does not fit int64 fails here, before anything is allocated and
 // naming the arguments it comes from (source(): called only to fail, as building the text costs
 // about a microsecond per call): torch's own overflow error names neither, and the kernels' int64
-// offsets must not wrap. An empty output is left to torch. Mirror: checks.check_output_bytes.
+// offsets must not wrap. Sizes with a 0 count without it: torch cannot lay those out either.
+// Mirror: checks.check_output_bytes.
 template <typename Source>
 void check_output_bytes(const char* op, const std::vector<int64_t>& sizes, ScalarType dtype, const Source& source) {
-  int64_t bytes = dtype_size(dtype);
-  bool overflow = false;
-  for (const int64_t s : sizes) {
-    if (s == 0) return;
-    overflow = __builtin_mul_overflow(bytes, s, &bytes) || overflow;
-  }
-  FASTPREP_CHECK(!overflow, op, ": expected an output of at most 2^63 - 1 bytes, got ", shape_str(sizes), " of ",
-                 dtype_name(dtype), " from ", source());
+  int64_t bytes = 0;
+  if (bytes_fit(sizes, dtype, &bytes)) return;
+  const bool empty = std::find(sizes.begin(), sizes.end(), int64_t{0}) != sizes.end();
+  fail(op, ": expected an output of at most 2^63 - 1 bytes, got ", shape_str(sizes), " of ", dtype_name(dtype),
+       " from ", source(), empty ? " (its sizes but the 0 multiply past that, which torch cannot lay out)" : "");
 }
 
-// The bytes of a contiguous `sizes` tensor of `dtype`, for sizes already known not to overflow.
-inline int64_t byte_count(const std::vector<int64_t>& sizes, ScalarType dtype) {
-  int64_t bytes = dtype_size(dtype);
-  for (const int64_t s : sizes) bytes *= s;
-  return bytes;
+// The byte count of a contiguous `sizes` tensor of `dtype` as the allocation-failure messages
+// print it: "more than 2^63 - 1" when it does not fit int64.
+inline std::string byte_count(const std::vector<int64_t>& sizes, ScalarType dtype) {
+  int64_t bytes = 0;
+  return bytes_fit(sizes, dtype, &bytes) ? std::to_string(bytes) : std::string("more than 2^63 - 1");
 }
 
 // Runs alloc(). A failing allocation inside torch reaches here through the stable ABI without
@@ -90,8 +106,8 @@ Tensor new_output(const char* op, const Tensor& like, const std::vector<int64_t>
 // A contiguous copy of input `arg` (t itself when already contiguous).
 inline Tensor contiguous_input(const char* op, const char* arg, const Tensor& t) {
   return allocating(
-      op, "a contiguous copy of ", arg, sizes_of(t), t.scalar_type(), [] { return std::string(); },
-      [&] { return torch::stable::contiguous(t); });
+      op, "a contiguous copy of ", arg, sizes_of(t), static_cast<ScalarType>(dtype_code(t)),
+      [] { return std::string(); }, [&] { return torch::stable::contiguous(t); });
 }
 
 }  // namespace fastprep::ops

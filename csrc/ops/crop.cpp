@@ -1,4 +1,5 @@
 // Bindings of crop / random_crop (schemas: pyext/fastprep/ops/crop.py).
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -13,28 +14,37 @@ namespace fastprep::ops {
 namespace {
 
 int64_t image_elem_size(const char* op, const Tensor& img) {
-  const ScalarType t = img.scalar_type();
-  FASTPREP_CHECK(t == ScalarType::Byte || t == ScalarType::Float || t == ScalarType::Half || t == ScalarType::BFloat16,
-                 op, ": expected img to be a torch.uint8, torch.float32, torch.float16 or torch.bfloat16 tensor, got ",
-                 dtype_name(t));
-  return dtype_size(t);
+  check_tensor(op, "img", img);
+  return dtype_size(image_dtype(op, "img", img));
 }
 
 void check_positive(const char* op, const char* arg, int64_t v) {
   FASTPREP_CHECK(v > 0, op, ": expected ", arg, " > 0, got ", arg, "=", v);
 }
 
-// The element bits of `fill` in img's dtype: float32 first, then rounded to nearest even.
+// The element bits of `fill` in img's dtype: float32 first, then rounded to nearest even (as
+// torch.tensor(fill).to(dtype)). A finite fill that would round to inf is refused.
 uint32_t fill_bits(const char* op, ScalarType t, double fill) {
   if (t == ScalarType::Byte) {
     FASTPREP_CHECK(fill >= 0 && fill <= 255 && fill == static_cast<double>(static_cast<int>(fill)), op,
                    ": expected fill to be an integer in [0, 255] for a torch.uint8 image, got fill=", fill);
     return static_cast<uint32_t>(fill);
   }
+  const auto rounds_to_inf = [&] {
+    FASTPREP_CHECK(false, op, ": fill=", fill, " rounds to inf in ", dtype_name(t), " (largest finite value ",
+                   largest_finite(t), ")");
+  };
+  // float32 rounds |fill| >= 2^128 - 2^103 (max + half an ulp) to inf; below, the cast is exact or
+  // rounds to a finite value.
+  if (std::isfinite(fill) && std::abs(fill) >= 3.4028235677973366e38) rounds_to_inf();
   const float f = static_cast<float>(fill);
-  if (t == ScalarType::Half) return kernels::float_to_half_bits(f);
-  if (t == ScalarType::BFloat16) return kernels::float_to_bf16_bits(f);
-  return kernels::float_bits(f);
+  const uint32_t bits = t == ScalarType::Half       ? kernels::float_to_half_bits(f)
+                        : t == ScalarType::BFloat16 ? kernels::float_to_bf16_bits(f)
+                                                    : kernels::float_bits(f);
+  const uint32_t inf = t == ScalarType::Half ? 0x7c00u : t == ScalarType::BFloat16 ? 0x7f80u : 0x7f800000u;
+  const uint32_t magnitude = t == ScalarType::Float ? bits & 0x7fffffffu : bits & 0x7fffu;
+  if (std::isfinite(fill) && magnitude == inf) rounds_to_inf();
+  return bits;
 }
 
 std::vector<int64_t> crop_sizes(const ImageView& v, int64_t height, int64_t width) {
@@ -51,8 +61,9 @@ std::string window_source(int64_t height, int64_t width) {
 Tensor new_crop_output(const char* op, const Tensor& img, const ImageView& v, int64_t height, int64_t width) {
   const std::vector<int64_t> sizes = crop_sizes(v, height, width);
   const auto source = [&] { return window_source(height, width); };
-  check_output_bytes(op, sizes, img.scalar_type(), source);
-  return new_output(op, img, sizes, img.scalar_type(), source);
+  const ScalarType t = image_dtype(op, "img", img);
+  check_output_bytes(op, sizes, t, source);
+  return new_output(op, img, sizes, t, source);
 }
 
 void run_crop(const Tensor& img, const ImageView& v, Tensor& out, int64_t i, int64_t es, int64_t top, int64_t left,
@@ -73,10 +84,10 @@ Tensor crop(Tensor img, int64_t top, int64_t left, int64_t height, int64_t width
   check_positive(op, "width", width);
   FASTPREP_CHECK(top >= 0, op, ": expected top >= 0, got top=", top);
   FASTPREP_CHECK(left >= 0, op, ": expected left >= 0, got left=", left);
-  FASTPREP_CHECK(top + height <= v.h, op, ": expected top + height <= ", v.h, " (the image height), got top=", top,
-                 ", height=", height);
-  FASTPREP_CHECK(left + width <= v.w, op, ": expected left + width <= ", v.w, " (the image width), got left=", left,
-                 ", width=", width);
+  FASTPREP_CHECK(sum_at_most(top, height, v.h), op, ": expected top + height <= ", v.h,
+                 " (the image height), got top=", top, ", height=", height);
+  FASTPREP_CHECK(sum_at_most(left, width, v.w), op, ": expected left + width <= ", v.w,
+                 " (the image width), got left=", left, ", width=", width);
   Tensor out = new_crop_output(op, img, v, height, width);
   if (out.numel() > 0) {
     for (int64_t i = 0; i < v.n; ++i) run_crop(img, v, out, i, es, top, left, height, width, 0);
@@ -95,7 +106,7 @@ Tensor random_crop(Tensor img, int64_t height, int64_t width, int64_t seed, StrA
                  " (pass pad_if_needed=True to pad)");
   FASTPREP_CHECK(pad_if_needed || width <= v.w, op, ": crop width ", width, " is larger than the image width ", v.w,
                  " (pass pad_if_needed=True to pad)");
-  const uint32_t fb = fill_bits(op, img.scalar_type(), fill);
+  const uint32_t fb = fill_bits(op, image_dtype(op, "img", img), fill);
   Tensor out = new_crop_output(op, img, v, height, width);
   if (out.numel() > 0) {
     for (int64_t i = 0; i < v.n; ++i) {

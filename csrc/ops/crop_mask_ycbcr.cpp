@@ -12,6 +12,7 @@
 #include "ops/alloc.h"
 #include "ops/checks.h"
 #include "ops/color_args.h"
+#include "ops/overlap.h"
 #include "ops/views.h"
 
 namespace fastprep::ops {
@@ -22,19 +23,21 @@ void check_crop_size(const char* op, int64_t height, int64_t width) {
 }
 
 // The arguments every sample shares but the crop size; returns whether the structure is "square".
-bool check_shared(const char* op, double p, const StrArg& structure, ScalarType odt, double scale) {
+bool check_shared(const char* op, double p, const StrArg& structure, int32_t out_code, double scale) {
   FASTPREP_CHECK(p >= 0.0 && p <= 1.0, op, ": expected 0 <= p <= 1, got p=", p);  // NaN fails too
   const bool square = parse_structure(op, structure);
-  FASTPREP_CHECK(color_type_code(odt) >= 0, op,
+  FASTPREP_CHECK(color_type_code(out_code) >= 0, op,
                  ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or torch.bfloat16, got ",
-                 dtype_name(odt));
-  FASTPREP_CHECK(odt != ScalarType::Byte || scale == 1.0, op,
+                 dtype_name(out_code));
+  FASTPREP_CHECK(out_code != dtype_code(ScalarType::Byte) || scale == 1.0, op,
                  ": expected scale=1 for a torch.uint8 output, got scale=", scale);
+  check_scale(op, scale);
   return square;
 }
 
 // One source image (`arg` names it in messages): uint8, 3-D, 3 channels.
 ImageView check_image(const char* op, const char* arg, const Tensor& img, bool hwc) {
+  check_tensor(op, arg, img);
   check_dtype(op, arg, img, ScalarType::Byte);
   FASTPREP_CHECK(img.dim() == 3, op, ": expected ", arg, " to be a 3-D ", hwc ? "[H, W, C]" : "[C, H, W]",
                  " image, got a ", img.dim(), "-D tensor");
@@ -87,17 +90,19 @@ void check_out(const char* op, const char* arg, const Tensor& t, const std::vect
 }  // namespace
 
 std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t width, double p, int64_t seed,
-                                           StrArg layout, StrArg structure, std::optional<ScalarType> out_dtype,
+                                           StrArg layout, StrArg structure, std::optional<DtypeArg> out_dtype,
                                            double scale, bool apply_mask, bool return_mask,
                                            std::optional<int64_t> mask_seed) {
   constexpr const char* op = "crop_mask_ycbcr";
+  check_tensor(op, "img", img);
   check_dtype(op, "img", img, ScalarType::Byte);
   const bool hwc = parse_layout(op, layout);
   const ImageView v = check_image(op, "img", img, hwc);
   check_crop_size(op, height, width);
   check_fits(op, v, height, width);
-  const ScalarType odt = out_dtype.value_or(ScalarType::Byte);
-  const bool square = check_shared(op, p, structure, odt, scale);
+  const int32_t out_code = out_dtype ? out_dtype->code : dtype_code(ScalarType::Byte);
+  const bool square = check_shared(op, p, structure, out_code, scale);
+  const auto odt = static_cast<ScalarType>(out_code);
   const std::vector<int64_t> sizes{3, height, width};
   const auto source = [&] { return "height=" + std::to_string(height) + ", width=" + std::to_string(width); };
   check_output_bytes(op, sizes, odt, source);
@@ -107,7 +112,7 @@ std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t w
   const std::vector<int64_t> mask_sizes{height, bytes_for_bits(width)};
   Tensor mask = new_output(op, img, return_mask ? mask_sizes : std::vector<int64_t>{0}, ScalarType::Byte, source);
   std::vector<uint8_t> bools;
-  const Sample s{height, width, p, square, color_type_code(odt), static_cast<float>(scale)};
+  const Sample s{height, width, p, square, color_type_code(out_code), static_cast<float>(scale)};
   run_sample(s, img, v, seed, mask_seed.value_or(kernels::derive_seed(seed, 1)), apply_mask,
              return_mask ? static_cast<uint8_t*>(mask.mutable_data_ptr()) : nullptr, out.mutable_data_ptr(), bools);
   return {out, mask};
@@ -118,13 +123,11 @@ void crop_mask_ycbcr_batch(std::vector<Tensor> imgs, int64_t height, int64_t wid
                            bool apply_mask, std::optional<std::vector<int64_t>> mask_seeds,
                            std::optional<Tensor> masks) {
   constexpr const char* op = "crop_mask_ycbcr_batch";
+  check_tensor(op, "out", out);
   const bool hwc = parse_layout(op, layout);
-  const ScalarType odt = out.scalar_type();
-  FASTPREP_CHECK(color_type_code(odt) >= 0, op,
-                 ": expected out to be a torch.uint8, torch.float32, torch.float16 or torch.bfloat16 tensor, got ",
-                 dtype_name(odt));
+  const ScalarType odt = image_dtype(op, "out", out);
   check_crop_size(op, height, width);
-  const bool square = check_shared(op, p, structure, odt, scale);
+  const bool square = check_shared(op, p, structure, dtype_code(odt), scale);
   const int64_t n = static_cast<int64_t>(imgs.size());
   FASTPREP_CHECK(static_cast<int64_t>(seeds.size()) == n, op, ": expected one seed per image (", n, "), got ",
                  seeds.size(), " seeds");
@@ -136,15 +139,22 @@ void crop_mask_ycbcr_batch(std::vector<Tensor> imgs, int64_t height, int64_t wid
     check_dtype(op, "masks", *masks, ScalarType::Byte);
     check_out(op, "masks", *masks, {n, height, bytes_for_bits(width)});
   }
-  // Every image is checked before the first is written: a bad one leaves out untouched.
+  // Every image is checked before the first is written: a bad one leaves out untouched. Nothing
+  // the op reads may share memory with what it writes.
   std::vector<ImageView> views;
   views.reserve(imgs.size());
   for (int64_t i = 0; i < n; ++i) {
     const std::string arg = "imgs[" + std::to_string(i) + "]";
-    views.push_back(check_image(op, arg.c_str(), imgs[static_cast<size_t>(i)], hwc));
+    const Tensor& img = imgs[static_cast<size_t>(i)];
+    views.push_back(check_image(op, arg.c_str(), img, hwc));
     check_fits(op, views.back(), height, width);
+    check_no_overlap(op, "out", out, arg.c_str(), img);
+    if (masks) check_no_overlap(op, "masks", *masks, arg.c_str(), img);
   }
-  const Sample s{height, width, p, square, color_type_code(odt), static_cast<float>(scale)};
+  if (masks) check_outputs_apart(op, "out", out, "masks", *masks);
+  if (n == 0) return;  // out may then be [0, 3, height, width] with sizes whose product overflows
+  // out and masks exist with these shapes, so their per-sample sizes fit int64.
+  const Sample s{height, width, p, square, color_type_code(dtype_code(odt)), static_cast<float>(scale)};
   const int64_t image_bytes = 3 * height * width * dtype_size(odt), mask_bytes = height * bytes_for_bits(width);
   std::vector<uint8_t> bools;
   for (int64_t i = 0; i < n; ++i) {

@@ -14,11 +14,11 @@ Tensor run_dilate(const char* op, const char* arg, const Tensor& x, int64_t widt
   const bool square = parse_structure(op, structure);
   check_iterations(op, iterations);
   const Tensor xc = contiguous_input(op, arg, x);
-  const AxisView v = axis_view(xc, xc.dim() - 2);  // [images, H, row bytes]
-  Tensor out = new_output(op, xc, sizes_of(xc), xc.scalar_type(), shape_source(arg, x));
+  Tensor out = new_output(op, xc, sizes_of(xc), static_cast<ScalarType>(dtype_code(xc)), shape_source(arg, x));
   if (out.numel() > 0) {
+    const AxisView v = axis_view(xc, xc.dim() - 2);  // [images, H, row bytes]; a nonempty xc's sizes fit
     kernels::dilate(static_cast<const uint8_t*>(xc.const_data_ptr()), static_cast<uint8_t*>(out.mutable_data_ptr()),
-                    v.outer, v.n, width, square, iterations, packed);
+                    v.outer, v.n, width, square, until_unchanged(iterations, v.n, width), packed);
   }
   return out;
 }
@@ -27,6 +27,7 @@ Tensor run_dilate(const char* op, const char* arg, const Tensor& x, int64_t widt
 
 Tensor dilate(Tensor mask, StrArg structure, int64_t iterations) {
   constexpr const char* op = "dilate";
+  check_tensor(op, "mask", mask);
   check_dtype(op, "mask", mask, ScalarType::Bool);
   check_min_dim(op, "mask", mask, 2);
   return run_dilate(op, "mask", mask, mask.size(mask.dim() - 1), false, structure, iterations);
@@ -34,6 +35,7 @@ Tensor dilate(Tensor mask, StrArg structure, int64_t iterations) {
 
 Tensor dilate_packed(Tensor packed, int64_t width, StrArg structure, int64_t iterations) {
   constexpr const char* op = "dilate_packed";
+  check_tensor(op, "packed", packed);
   check_dtype(op, "packed", packed, ScalarType::Byte);
   check_min_dim(op, "packed", packed, 2);
   const int64_t nb = packed.size(packed.dim() - 1);

@@ -6,6 +6,7 @@
 #include "kernels/mask_fill.h"
 #include "ops/alloc.h"
 #include "ops/checks.h"
+#include "ops/overlap.h"
 #include "ops/views.h"
 
 namespace fastprep::ops {
@@ -18,9 +19,7 @@ void check_value(const char* op, double value, ScalarType t) {
                    ": value=", value, " is not representable in torch.uint8 (expected an integer in [0, 255])");
     return;
   }
-  const double max = t == ScalarType::Half       ? 65504.0
-                     : t == ScalarType::BFloat16 ? 3.3895313892515355e38
-                                                 : 3.4028234663852886e38;
+  const double max = largest_finite(t);
   FASTPREP_CHECK(!std::isfinite(value) || std::abs(value) <= max, op, ": value=", value, " is not representable in ",
                  dtype_name(t), " (largest finite value ", max, ")");
 }
@@ -34,16 +33,15 @@ struct Prepared {
 };
 
 Prepared prepare(const char* op, const Tensor& img, const Tensor& mask, double value, const StrArg& layout) {
+  check_tensor(op, "img", img);
+  check_tensor(op, "mask", mask);
   const bool hwc = parse_layout(op, layout);
-  const ScalarType t = img.scalar_type();
-  FASTPREP_CHECK(t == ScalarType::Byte || t == ScalarType::Float || t == ScalarType::Half || t == ScalarType::BFloat16,
-                 op, ": expected img to be a torch.uint8, torch.float32, torch.float16 or torch.bfloat16 tensor, got ",
-                 dtype_name(t));
+  const ScalarType t = image_dtype(op, "img", img);
   const ImageView v = image_view(op, "img", img, hwc);
-  const ScalarType mt = mask.scalar_type();
-  FASTPREP_CHECK(mt == ScalarType::Bool || mt == ScalarType::Byte, op,
-                 ": expected mask to be a torch.bool tensor or a packed torch.uint8 one, got ", dtype_name(mt));
-  const bool packed = mt == ScalarType::Byte;
+  FASTPREP_CHECK(is_dtype(mask, ScalarType::Bool) || is_dtype(mask, ScalarType::Byte), op,
+                 ": expected mask to be a torch.bool tensor or a packed torch.uint8 one, got ",
+                 dtype_name(dtype_code(mask)));
+  const bool packed = is_dtype(mask, ScalarType::Byte);
   const int64_t last = packed ? bytes_for_bits(v.w) : v.w;
   const std::vector<int64_t> got(mask.sizes().begin(), mask.sizes().end());
   const bool ok2 = got == std::vector<int64_t>{v.h, last};
@@ -54,6 +52,9 @@ Prepared prepare(const char* op, const Tensor& img, const Tensor& mask, double v
   check_value(op, value, t);
   if (std::strcmp(op, "mask_fill") == 0) {  // the out-of-place op allocates an image-sized output
     check_output_bytes(op, sizes_of(img), t, shape_source("img", img));
+  } else {  // the in-place op writes img: as torch's masked_fill_, no element twice, mask not in it
+    check_no_internal_overlap(op, "img", img);
+    check_no_overlap(op, "img", img, "mask", mask);
   }
   const std::vector<int64_t> one{1};
   const Tensor cell = torch::stable::full(torch::headeronly::IntHeaderOnlyArrayRef(one.data(), 1), value, t);
@@ -75,7 +76,7 @@ void run(const Tensor& src, const Prepared& ps, const Tensor& dst, const Prepare
 Tensor mask_fill(Tensor img, Tensor mask, double value, StrArg layout) {
   constexpr const char* op = "mask_fill";
   const Prepared ps = prepare(op, img, mask, value, layout);
-  Tensor out = new_output(op, img, sizes_of(img), img.scalar_type(), shape_source("img", img));  // contiguous
+  Tensor out = new_output(op, img, sizes_of(img), image_dtype(op, "img", img), shape_source("img", img));
   Prepared pd = ps;
   const ImageView ov = image_view(op, "img", out, layout.value == "HWC");
   pd.view = kernels::FillView{ov.n, ov.c, ov.h, ov.w, ov.sn, ov.sc, ov.sh, ov.sw};

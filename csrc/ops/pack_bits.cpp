@@ -23,14 +23,17 @@ std::string int128_str(__int128 v) {
 
 Tensor pack_bits(Tensor x, int64_t dim, StrArg bitorder) {
   constexpr const char* op = "pack_bits";
+  check_tensor(op, "x", x);
   check_dtype(op, "x", x, ScalarType::Bool);
   check_min_dim(op, "x", x, 1);
   const int64_t d = wrap_dim(op, dim, x.dim());
   const bool little = parse_bitorder(op, bitorder);
   const Tensor xc = contiguous_input(op, "x", x);
-  const AxisView v = axis_view(xc, d);
-  Tensor out = new_output(op, xc, sizes_with(xc, d, bytes_for_bits(v.n)), ScalarType::Byte, shape_source("x", x));
+  const std::vector<int64_t> sizes = sizes_with(xc, d, bytes_for_bits(xc.size(d)));
+  check_output_bytes(op, sizes, ScalarType::Byte, shape_source("x", x));
+  Tensor out = new_output(op, xc, sizes, ScalarType::Byte, shape_source("x", x));
   if (out.numel() > 0) {
+    const AxisView v = axis_view(xc, d);  // a nonempty xc's sizes fit int64
     kernels::pack_bits(static_cast<const uint8_t*>(xc.const_data_ptr()), static_cast<uint8_t*>(out.mutable_data_ptr()),
                        v.outer, v.n, v.inner, little);
   }
@@ -39,6 +42,7 @@ Tensor pack_bits(Tensor x, int64_t dim, StrArg bitorder) {
 
 Tensor unpack_bits(Tensor packed, int64_t count, int64_t dim, StrArg bitorder) {
   constexpr const char* op = "unpack_bits";
+  check_tensor(op, "packed", packed);
   check_dtype(op, "packed", packed, ScalarType::Byte);
   check_min_dim(op, "packed", packed, 1);
   const int64_t d = wrap_dim(op, dim, packed.dim());
@@ -52,9 +56,9 @@ Tensor unpack_bits(Tensor packed, int64_t count, int64_t dim, StrArg bitorder) {
   const auto source = [&] { return "count=" + std::to_string(count); };
   check_output_bytes(op, sizes, ScalarType::Bool, source);
   const Tensor pc = contiguous_input(op, "packed", packed);
-  const AxisView v = axis_view(pc, d);
   Tensor out = new_output(op, pc, sizes, ScalarType::Bool, source);
   if (out.numel() > 0) {
+    const AxisView v = axis_view(pc, d);  // a nonempty output has a nonempty pc, whose sizes fit int64
     kernels::unpack_bits(static_cast<const uint8_t*>(pc.const_data_ptr()),
                          static_cast<uint8_t*>(out.mutable_data_ptr()), v.outer, v.n, v.inner, count, little);
   }

@@ -64,7 +64,8 @@ Tensor random_dilated_mask(std::vector<int64_t> shape, double p, int64_t seed, S
   Tensor out = empty_cpu(op, shape, sizes, packed);
   if (out.numel() > 0) {
     const int64_t h = shape[shape.size() - 2];
-    kernels::random_dilated_mask(seed, p, leading_rows(shape, 2), h, shape.back(), square, iterations, packed,
+    kernels::random_dilated_mask(seed, p, leading_rows(shape, 2), h, shape.back(), square,
+                                 until_unchanged(iterations, h, shape.back()), packed,
                                  static_cast<uint8_t*>(out.mutable_data_ptr()));
   }
   return out;

@@ -8,6 +8,7 @@ here, one per row of ops/registry.py) and loads the backend that runs them on CP
 from fastprep import io as io  # fastprep.io.* after a plain `import fastprep`
 from fastprep import ops
 from fastprep._backend import NativeUnavailableWarning, backend, build_info, select_backend
+from fastprep._warnings import NumbaCacheWarning
 from fastprep.batch import CompactBatch
 from fastprep.collate import CompactCollate, compact_collate
 from fastprep.loader import Loader
@@ -21,7 +22,8 @@ __version__ = "0.1.0"
 select_backend()
 
 __all__ = [
-    "CompactBatch", "CompactCollate", "DevicePrefetcher", "Loader", "NativeUnavailableWarning", "backend",
+    "CompactBatch", "CompactCollate", "DevicePrefetcher", "Loader", "NativeUnavailableWarning", "NumbaCacheWarning",
+    "backend",
     "build_info", "compact_collate", "derive_seed", "draw_seed", "random_word", "warmup",
 ]
 __all__ += ops.__all__

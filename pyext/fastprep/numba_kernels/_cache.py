@@ -1,48 +1,141 @@
-"""Where Numba keeps fastprep's compiled kernels.
+"""Where Numba keeps fastprep's compiled kernels, and only where that is safe.
 
-Numba looks for a writable cache in the package's ``__pycache__``, then in the user-wide cache
-(``$XDG_CACHE_HOME/numba``, usually ``~/.cache/numba``). In a container with a read-only
-site-packages and a read-only (or missing) home, neither works, and every ``@njit(cache=True)``
-then fails when its module is imported. fastprep checks before its kernels are defined and, only
-in that case, points Numba at a per-user folder under the temp directory.
+Numba loads its cache index files with pickle, so a file another local user can plant in the
+cache folder runs as code in every process that imports fastprep's Numba kernels. fastprep
+therefore picks the folder itself, before any kernel is defined, taking the first of these that
+is safe:
+
+1. ``NUMBA_CACHE_DIR`` when set (Numba's own setting; no other is tried when it is unsafe),
+2. the package's ``__pycache__`` (Numba's first choice),
+3. the user-wide folder, ``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba`` (an XDG_CACHE_HOME that
+   is empty or relative is ignored, as the XDG spec says: Numba would cache in ./numba),
+4. a private folder ``fastprep-numba-cache-<uid>`` in ``$TMPDIR`` (when absolute) or else /tmp,
+   created 0700; never the current directory, and never /tmp when TMPDIR names another place.
+
+A folder is safe when it is a directory owned by this user that no one else may write (no
+group or other write bit; a symlink counts only if this user made it), in a parent no one else
+may write or that has the sticky bit (so nobody can swap it for a folder of their own), and it
+accepts a file. A folder that is missing is created 0700 and checked again (someone may have made
+it first). If none is safe, the kernels compile in each process instead (no disk cache) and one
+:class:`fastprep.NumbaCacheWarning` says why.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
+import warnings
+from collections.abc import Mapping
 
+import numba
 from numba.core import config
-from numba.misc.appdirs import AppDirs
 
-_IN_TREE = os.path.join(os.path.dirname(__file__), "__pycache__")
+from fastprep._warnings import NumbaCacheWarning
+
+IN_TREE = os.path.join(os.path.dirname(__file__), "__pycache__")
 
 
-def _writable(path: str) -> bool:
+def unsafe_reason(path: str, uid: int) -> str | None:
+    """Why `path` (an existing folder) must not hold a cache; None when it may."""
     try:
-        os.makedirs(path, exist_ok=True)
-        tempfile.TemporaryFile(dir=path).close()  # the same probe Numba's cache locators use
-    except OSError:
-        return False
-    return True
+        link = os.lstat(path)
+        st = os.stat(path)
+        parent = os.stat(os.path.dirname(os.path.abspath(path)))
+    except OSError as exc:
+        return f"cannot be inspected ({exc.strerror})"
+    if stat.S_ISLNK(link.st_mode) and link.st_uid != uid:
+        return f"is a symlink made by user {link.st_uid}"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a folder"
+    if st.st_uid != uid:
+        return f"is owned by user {st.st_uid}, not by this user ({uid})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"can be written by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    if parent.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not parent.st_mode & stat.S_ISVTX:
+        return (f"is in a folder others can write without the sticky bit (mode {stat.S_IMODE(parent.st_mode):o}), "
+                "so it could be replaced")
+    return None
 
 
-def fallback_cache_dir() -> str:
-    return os.path.join(tempfile.gettempdir(), f"fastprep-numba-cache-{os.getuid()}")
+def _usable(path: str, uid: int) -> tuple[bool, str | None]:
+    """(safe and writable, why not). A missing folder is created 0700 first."""
+    if not os.path.isabs(path):
+        return False, "is not an absolute path"
+    if not os.path.lexists(path):
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        except OSError as exc:
+            return False, f"cannot be created ({exc.strerror})"
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass  # someone made it in between: it is checked like any other
+        except OSError as exc:
+            return False, f"cannot be created ({exc.strerror})"
+    if not os.path.lexists(path):
+        return False, "does not exist"
+    reason = unsafe_reason(path, uid)
+    if reason is not None:
+        return False, reason
+    try:
+        tempfile.TemporaryFile(dir=path).close()  # the probe Numba's cache locators use
+    except OSError as exc:
+        return False, f"is not writable ({exc.strerror})"
+    return True, None
 
 
-def choose_cache_dir() -> str:
-    """Return the folder Numba will cache fastprep's kernels in, after making sure there is one.
-    NUMBA_CACHE_DIR, when set, wins as it does in Numba."""
-    if config.CACHE_DIR:
-        return config.CACHE_DIR
-    if _writable(_IN_TREE):
-        return _IN_TREE
-    user_wide = AppDirs(appname="numba", appauthor=False).user_cache_dir
-    if _writable(user_wide):
-        return user_wide
-    config.CACHE_DIR = fallback_cache_dir()
-    return config.CACHE_DIR
+def user_wide_dir(environ: Mapping[str, str]) -> str | None:
+    """Numba's user-wide cache folder, the XDG way: an absolute XDG_CACHE_HOME, else ~/.cache."""
+    xdg = environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):
+        return os.path.join(xdg, "numba")
+    home = environ.get("HOME") or os.path.expanduser("~")
+    return os.path.join(home, ".cache", "numba") if os.path.isabs(home) else None
 
 
-CACHE_DIR = choose_cache_dir()
+def fallback_cache_dir(environ: Mapping[str, str] = os.environ, uid: int | None = None) -> str:
+    """The private folder in the temp directory: $TMPDIR when absolute, else /tmp."""
+    tmp = environ.get("TMPDIR", "")
+    uid = os.getuid() if uid is None else uid
+    return os.path.join(tmp if os.path.isabs(tmp) else "/tmp", f"fastprep-numba-cache-{uid}")
+
+
+def choose_cache_dir(environ: Mapping[str, str] = os.environ, in_tree: str = IN_TREE,
+                     numba_cache_dir: str = "", uid: int | None = None) -> tuple[str | None, list[str]]:
+    """(the folder to cache in, or None for no disk cache; why each folder before it was passed over)."""
+    uid = os.getuid() if uid is None else uid
+    skipped = []
+    if numba_cache_dir:
+        ok, why = _usable(numba_cache_dir, uid)
+        return (numba_cache_dir, []) if ok else (None, [f"NUMBA_CACHE_DIR {numba_cache_dir!r} {why}"])
+    candidates = [("the package folder", in_tree), ("the user-wide cache", user_wide_dir(environ)),
+                  ("the temp folder", fallback_cache_dir(environ, uid))]
+    for what, path in candidates:
+        if path is None:
+            skipped.append(f"{what}: no absolute HOME or XDG_CACHE_HOME")
+            continue
+        ok, why = _usable(path, uid)
+        if ok:
+            return path, skipped
+        skipped.append(f"{what} {path!r} {why}")
+    return None, skipped
+
+
+def _apply() -> str | None:
+    path, skipped = choose_cache_dir(numba_cache_dir=config.CACHE_DIR)
+    if path is None:
+        warnings.warn("fastprep: Numba's kernels run without a disk cache (each process compiles them, "
+                      "seconds at first use) because no cache folder is safe: " + "; ".join(skipped) +
+                      ". Set NUMBA_CACHE_DIR to a folder only you can write.", NumbaCacheWarning, stacklevel=3)
+    elif path != IN_TREE:
+        config.CACHE_DIR = path  # Numba's own fallbacks (in-tree, user-wide) are never reached then
+    return path
+
+
+CACHE_DIR = _apply()
+
+
+def njit(*args, cache: bool = False, **kwargs):
+    """numba.njit, caching on disk only in a folder chosen above (never without one)."""
+    return numba.njit(*args, cache=cache and CACHE_DIR is not None, **kwargs)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import njit
 
+from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.float_bits import (
     bf16_bits_to_float,
     float_to_bf16_bits,

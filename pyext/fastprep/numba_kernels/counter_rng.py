@@ -2,9 +2,9 @@
 whose constants it takes) compiled on uint64, as csrc/kernels/counter_rng.h is for C++."""
 
 import numpy as np
-from numba import njit
 
 from fastprep import counter_rng as definition
+from fastprep.numba_kernels._cache import njit
 
 GOLDEN = np.uint64(definition.GOLDEN)
 DERIVE_KEY = np.uint64(definition.DERIVE_KEY)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import njit
 
+from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.float_bits import float_to_bf16_bits, float_to_half_bits
 from fastprep.numba_kernels.storage import UINT_OF_SIZE, storage_span
 from fastprep.ops import checks
-from fastprep.ops.crop import check_crop, check_random_crop, out_shape, random_crop_params, sample_seed, window_source
+from fastprep.ops.crop import check_crop, check_random_crop, crop_window, out_shape, sample_seed, window_source
 
 
 @njit(cache=True, inline="always")
@@ -113,7 +113,6 @@ def random_crop(img: torch.Tensor, height: int, width: int, seed: int, layout: s
     v = check_random_crop(img, height, width, layout, pad_if_needed, fill)
 
     def offsets(i):
-        return random_crop_params(v.h, v.w, height, width, sample_seed(seed, i, v.batched),
-                                  pad_if_needed)
+        return crop_window(v.h, v.w, height, width, sample_seed(seed, i, v.batched), pad_if_needed)
 
     return _run("random_crop", img, v, height, width, offsets, fill)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import njit
 
+from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.color import CHUNK, TYPE_CODE, U8, compute, convert_chunk_u8, store_chunk
 from fastprep.numba_kernels.random_mask import random_dilated_mask_kernel
 from fastprep.numba_kernels.storage import flat_view, storage_span
 from fastprep.ops import checks
-from fastprep.ops.crop import random_crop_params
+from fastprep.ops.crop import crop_window
 from fastprep.ops.crop_mask_ycbcr import check_crop_mask_ycbcr, check_crop_mask_ycbcr_batch, mask_seed_of
 
 
@@ -60,7 +60,7 @@ def _run_sample(img, v, height, width, p, seed, mseed, square, apply_mask, out_f
                 scratch):
     """One sample into out_flat ([3 * height * width] of the output's flat view) and, when given,
     its packed mask into mask_flat: as run_sample in csrc/ops/crop_mask_ycbcr.cpp."""
-    top, left = random_crop_params(v.h, v.w, height, width, seed)
+    top, left = crop_window(v.h, v.w, height, width, seed)
     if mask_flat is not None:
         random_dilated_mask_kernel(np.int64(mseed), np.float64(p), 1, height, width, square, 1, True, mask_flat)
     bools = np.empty(height * width if apply_mask else 0, dtype=np.uint8)

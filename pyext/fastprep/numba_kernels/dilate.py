@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import njit
 
+from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.mask_words import (
     bools_to_words,
     last_word_mask,
@@ -127,7 +127,7 @@ def _run(op: str, arg: str, x: torch.Tensor, width: int, square: bool, iteration
         h = xc.shape[-2]
         images = xc.numel() // (h * xc.shape[-1])
         dilate_kernel(xc.view(torch.uint8).numpy().reshape(-1), out.view(torch.uint8).numpy().reshape(-1),
-                      images, h, width, square, iterations, packed)
+                      images, h, width, square, checks.until_unchanged(iterations, h, width), packed)
     return out
 
 

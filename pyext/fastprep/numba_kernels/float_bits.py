@@ -2,7 +2,8 @@
 conversions (Numba has no bf16, and fp16 casts must not depend on the compiler)."""
 
 import numpy as np
-from numba import njit
+
+from fastprep.numba_kernels._cache import njit
 
 _U = np.uint32
 _SUB_UNIT = np.float32(5.9604644775390625e-08)  # 2^-24

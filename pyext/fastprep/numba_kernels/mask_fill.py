@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import njit
 
+from fastprep.numba_kernels._cache import njit
 from fastprep.ops import checks
 from fastprep.ops.mask_fill import check_mask_fill
 

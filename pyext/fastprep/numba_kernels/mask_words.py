@@ -5,7 +5,8 @@ padding bits of a row's last word are zero."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from fastprep.numba_kernels._cache import njit
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import njit
 
+from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.counter_rng import random_word
 from fastprep.numba_kernels.dilate import capped_iterations, emit_rows, run_iterations
 from fastprep.numba_kernels.mask_words import last_word_mask, words_per_row, words_to_bools, words_to_packed
@@ -110,6 +110,7 @@ def random_dilated_mask(shape, p: float, seed: int, structure: str = "cross", it
                              lambda: f"shape={shape}")
     if out.numel() > 0:
         random_dilated_mask_kernel(np.int64(seed), np.float64(p), _leading_rows(shape, 2), shape[-2],
-                                   shape[-1], square, iterations, packed,
+                                   shape[-1], square, checks.until_unchanged(iterations, shape[-2], shape[-1]),
+                                   packed,
                                    out.view(torch.uint8).numpy().reshape(-1))
     return out

@@ -8,18 +8,86 @@ error whichever backend runs.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import numpy as np
 import torch
+from torch._subclasses.fake_tensor import is_fake
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def fail(*parts: object) -> None:
     raise RuntimeError("".join(str(p) for p in parts))
 
 
+def check_tensor(op: str, arg: str, t) -> None:
+    """A tensor argument given as None (torch passes it to a kernel as an undefined tensor)."""
+    if t is None:
+        fail(op, ": expected ", arg, " to be a tensor, got None")
+
+
 def check_dtype(op: str, arg: str, t: torch.Tensor, want: torch.dtype) -> None:
     if t.dtype != want:
         fail(op, ": expected ", arg, " to be a ", want, " tensor, got ", t.dtype)
+
+
+IMAGE_DTYPES = (torch.uint8, torch.float32, torch.float16, torch.bfloat16)
+
+
+def check_image_dtype(op: str, arg: str, t: torch.Tensor) -> None:
+    """An image dtype (checks.h's image_dtype)."""
+    if t.dtype not in IMAGE_DTYPES:
+        fail(op, ": expected ", arg, " to be a torch.uint8, torch.float32, torch.float16 or torch.bfloat16 "
+             "tensor, got ", t.dtype)
+
+
+def check_out_dtype(op: str, out_dtype) -> None:
+    """An out_dtype the colour kernels write. The op wrappers check it before dispatching, as torch
+    cannot pass the quantized, bits and sub-byte dtypes to a stable-ABI kernel at all ("Not yet
+    supported ScalarType Bits8"); the kernels' own check gives this text for every other one."""
+    if out_dtype is not None and out_dtype not in IMAGE_DTYPES:
+        fail(op, ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or torch.bfloat16, got ",
+             out_dtype)
+
+
+def quoted(s: str) -> str:
+    """A str argument as the messages print it (checks.h's quoted): single quotes, every byte of its
+    UTF-8 outside printable ASCII escaped (\\xNN, \\t, \\n, \\r), \\ and ' backslashed. Python's
+    repr for ASCII text; an embedded NUL shows as \\x00 instead of cutting the message."""
+    out = []
+    for b in s.encode("utf-8", "surrogatepass"):
+        ch = chr(b)
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ch in "\t\n\r":
+            out.append({"\t": "\\t", "\n": "\\n", "\r": "\\r"}[ch])
+        elif b < 0x20 or b > 0x7E:
+            out.append(f"\\x{b:02x}")
+        else:
+            out.append(ch)
+    return "'" + "".join(out) + "'"
+
+
+def check_seed(name: str, value: Any) -> int:
+    """`value` as an int64 seed: a Python int or a numpy integer in [-2^63, 2^63 - 1] (np.uint64 too,
+    when it fits), returned as a Python int. A bool (numpy's too), a float (even 1.0), a tensor or
+    anything else is a TypeError, an int out of range a ValueError: torch's own int parsing takes
+    True and tensor(1) silently. The one seed check of fastprep, for the ops and the seed helpers."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"expected {name} to be an int, got {type(value).__name__} ({value!r})")
+    value = int(value)
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"expected {name} to fit in int64, got {value}")
+    return value
+
+
+def op_seed(op: str, name: str, value: Any) -> int:
+    """check_seed for argument `name` of op `op`, the message naming the op."""
+    try:
+        return check_seed(name, value)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{op}: {exc}") from None
 
 
 def check_min_dim(op: str, arg: str, t: torch.Tensor, min_dim: int) -> None:
@@ -38,14 +106,14 @@ def wrap_dim(op: str, dim: int, ndim: int) -> int:
 def parse_bitorder(op: str, bitorder: str) -> bool:
     """True for "little", False for "big"."""
     if bitorder not in ("little", "big"):
-        fail(op, ": expected bitorder to be 'little' or 'big', got '", bitorder, "'")
+        fail(op, ": expected bitorder to be 'little' or 'big', got ", quoted(bitorder))
     return bitorder == "little"
 
 
 def parse_layout(op: str, layout: str) -> bool:
     """True for "HWC", False for "CHW"."""
     if layout not in ("CHW", "HWC"):
-        fail(op, ": expected layout to be 'CHW' or 'HWC', got '", layout, "'")
+        fail(op, ": expected layout to be 'CHW' or 'HWC', got ", quoted(layout))
     return layout == "HWC"
 
 
@@ -74,13 +142,25 @@ def image_view(op: str, arg: str, t: torch.Tensor, hwc: bool) -> ImageView:
                      batched)
 
 
+def _bytes_fit(sizes, dtype: torch.dtype) -> bool:
+    """Whether the sizes other than 0, times the element size, fit int64: what torch needs to lay a
+    tensor out, even an empty one (alloc.h's bytes_fit)."""
+    return math.prod(s for s in sizes if s != 0) * dtype.itemsize <= INT64_MAX
+
+
 def check_output_bytes(op: str, sizes, dtype: torch.dtype, source) -> None:
     """An output whose byte count does not fit int64 fails before anything is allocated, naming
     the arguments it comes from (source(): called only to fail, keeping the text off the per-call
-    cost); an empty output is left to torch. Mirror of alloc.h's."""
-    if math.prod(sizes) * dtype.itemsize > 2**63 - 1:
+    cost). Sizes with a 0 count without it: torch cannot lay those out either. Mirror of alloc.h's."""
+    if not _bytes_fit(sizes, dtype):
         fail(op, ": expected an output of at most 2^63 - 1 bytes, got ", list(sizes), " of ", dtype,
-             " from ", source())
+             " from ", source(),
+             " (its sizes but the 0 multiply past that, which torch cannot lay out)" if 0 in sizes else "")
+
+
+def byte_count(sizes, dtype: torch.dtype) -> str:
+    """The byte count the allocation-failure messages print (alloc.h's byte_count)."""
+    return str(math.prod(sizes) * dtype.itemsize) if _bytes_fit(sizes, dtype) else "more than 2^63 - 1"
 
 
 def shape_source(arg: str, t: torch.Tensor):
@@ -97,7 +177,7 @@ def allocating(op: str, what: str, sizes, dtype: torch.dtype, source, alloc):
         pass
     from_ = source()
     fail(op, ": could not allocate ", what, ", ", list(sizes), " of ", dtype, " (",
-         math.prod(sizes) * dtype.itemsize, " bytes)", " from " if from_ else "", from_)
+         byte_count(sizes, dtype), " bytes)", " from " if from_ else "", from_)
 
 
 def new_output(op: str, like, sizes, dtype: torch.dtype, source) -> torch.Tensor:
@@ -142,10 +222,81 @@ def fmt_float(x: float) -> str:
 def parse_structure(op: str, structure: str) -> bool:
     """True for "square" (8-neighbour), False for "cross" (4-neighbour)."""
     if structure not in ("cross", "square"):
-        fail(op, ": expected structure to be 'cross' or 'square', got '", structure, "'")
+        fail(op, ": expected structure to be 'cross' or 'square', got ", quoted(structure))
     return structure == "square"
 
 
 def check_iterations(op: str, iterations: int) -> None:
     if iterations < 0:
         fail(op, ": expected iterations >= 0, got iterations=", iterations)
+
+
+def until_unchanged(iterations: int, h: int, width: int) -> int:
+    """The dilation count run for `iterations` on h x width images (checks.h's): 0 means "until
+    nothing changes", as scipy.ndimage.binary_dilation's iterations < 1, which h + width steps
+    always reach (every pixel is within h + width - 2 steps of every other)."""
+    return iterations if iterations != 0 else min(h + width, INT64_MAX)
+
+
+# The largest finite value of each float image dtype: a larger finite fill value would become inf.
+FLOAT_MAX = {torch.float16: 65504.0, torch.bfloat16: 3.3895313892515355e38,
+             torch.float32: 3.4028234663852886e38}
+
+
+def check_scale(op: str, scale: float) -> None:
+    """The colour ops multiply by float32(scale): inf, nan or 1e300 would make every output inf/nan."""
+    if not math.isfinite(scale) or abs(scale) > FLOAT_MAX[torch.float32]:
+        fail(op, ": expected scale to be a finite float32 value, got scale=", fmt_float(scale))
+
+
+# Memory overlap of what an op writes in place (overlap.h's twins), as torch checks its in-place
+# and out= ops: a write must never depend on the order elements are visited.
+
+def has_internal_overlap(t: torch.Tensor) -> bool:
+    """Whether two elements of t share memory: by increasing stride, each dim of size > 1 must step
+    past the extent of the dims before it (stride 0, an expand(), never does)."""
+    if t.numel() == 0:
+        return False
+    extent = 1
+    for stride, size in sorted((st, s) for s, st in zip(t.shape, t.stride()) if s > 1):
+        if stride < extent:
+            return True
+        extent += (size - 1) * stride
+    return False
+
+
+def check_no_internal_overlap(op: str, arg: str, t: torch.Tensor) -> None:
+    if has_internal_overlap(t):
+        fail(op, ": ", arg, " has elements that share memory (sizes ", list(t.shape), ", strides ",
+             list(t.stride()), ", e.g. from expand()), so writing it in place would depend on the order of "
+             "the writes; pass ", arg, ".clone()")
+
+
+def _span(t: torch.Tensor):
+    """(memory key, first byte, end byte) of t's elements: addresses for real tensors; the storage
+    and offsets in it for fake ones (torch.compile's tracing), which have no addresses."""
+    last = sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
+    es = t.element_size()
+    if is_fake(t) or t.device.type == "meta":  # views of one fake / meta storage share it
+        begin, key = t.storage_offset() * es, t.untyped_storage()._cdata
+    else:
+        begin, key = t.data_ptr(), None
+    return key, begin, begin + (last + 1) * es
+
+
+def memory_overlaps(t: torch.Tensor, u: torch.Tensor) -> bool:
+    if t.numel() == 0 or u.numel() == 0:
+        return False
+    (kt, tb, te), (ku, ub, ue) = _span(t), _span(u)
+    return kt == ku and tb < ue and ub < te
+
+
+def check_no_overlap(op: str, written: str, w: torch.Tensor, read: str, r: torch.Tensor) -> None:
+    if memory_overlaps(w, r):
+        fail(op, ": ", read, " overlaps ", written, " in memory, so writing ", written, " would change ", read,
+             " while it is read; pass ", read, ".clone()")
+
+
+def check_outputs_apart(op: str, a: str, ta: torch.Tensor, b: str, tb: torch.Tensor) -> None:
+    if memory_overlaps(ta, tb):
+        fail(op, ": ", a, " and ", b, " overlap in memory; pass separate buffers")

@@ -3,6 +3,7 @@ implementation for non-CPU devices. Kernels: csrc/kernels/color.cpp, numba_kerne
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from fastprep.ops import checks
@@ -31,11 +32,13 @@ _DOC = """
 
 def rgb_to_ycbcr(img: torch.Tensor, layout: str = "CHW", out_dtype: torch.dtype | None = None,
                  scale: float = 1.0) -> torch.Tensor:
+    checks.check_out_dtype("rgb_to_ycbcr", out_dtype)
     return torch.ops.fastprep.rgb_to_ycbcr(img, layout, out_dtype, scale)
 
 
 def ycbcr_to_rgb(img: torch.Tensor, layout: str = "CHW", out_dtype: torch.dtype | None = None,
                  scale: float = 1.0) -> torch.Tensor:
+    checks.check_out_dtype("ycbcr_to_rgb", out_dtype)
     return torch.ops.fastprep.ycbcr_to_rgb(img, layout, out_dtype, scale)
 
 
@@ -60,7 +63,8 @@ def check_color(op: str, img: torch.Tensor, layout: str, out_dtype, scale: float
     if odt == torch.uint8 and img.dtype != torch.uint8:
         checks.fail(op, ": out_dtype=torch.uint8 needs a torch.uint8 img, got ", img.dtype)
     if odt == torch.uint8 and scale != 1.0:
-        checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", f"{scale:g}")
+        checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", checks.fmt_float(scale))
+    checks.check_scale(op, scale)
     checks.check_output_bytes(op, out_shape(v), odt, checks.shape_source("img", img))
     return v, odt
 
@@ -145,3 +149,41 @@ def ycbcr_to_rgb_torch(img, layout="CHW", out_dtype=None, scale=1.0):
 
 impl_any_device("rgb_to_ycbcr", rgb_to_ycbcr_torch)
 impl_any_device("ycbcr_to_rgb", ycbcr_to_rgb_torch)
+
+
+# Autograd: on float images both conversions are affine maps per pixel, out = s (M x + d), so the
+# gradient w.r.t. the image is s M^T grad, with M the kernels' float32 constants (a uint8 image
+# cannot require grad, and a float one cannot give a uint8 output).
+
+def _color_setup(ctx, inputs, output):
+    img, layout, _out_dtype, scale = inputs
+    ctx.dtype, ctx.layout, ctx.scale = img.dtype, layout, float(np.float32(scale))  # the kernels' float(scale)
+
+
+# The float32 constants as Python floats (exactly those values): a float32 tensor times a Python
+# float multiplies in float32, and no constant tensor is made that fake tracing would have to know.
+_KF = {name: float(t) for name, t in _K.items()}
+
+
+def _transposed(forward: bool, g0, g1, g2):
+    k = _KF
+    if forward:  # M = [[yr, yg, yb], [br, -bg, bb], [rr, -rg, -rb]]
+        return (k["yr"] * g0 + k["br"] * g1 + k["rr"] * g2,
+                k["yg"] * g0 - k["bg"] * g1 - k["rg"] * g2,
+                k["yb"] * g0 + k["bb"] * g1 - k["rb"] * g2)
+    # M = [[1, 0, kr], [1, -gb, -gr], [1, kb, 0]]
+    return g0 + g1 + g2, k["kb"] * g2 - k["gb"] * g1, k["kr"] * g0 - k["gr"] * g1
+
+
+def _color_backward(forward: bool):
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None
+        planes = _transposed(forward, *(g.to(torch.float32) for g in grad.unbind(-3)))
+        grad_img = torch.stack([p * ctx.scale for p in planes], dim=-1 if ctx.layout == "HWC" else -3)
+        return grad_img.to(ctx.dtype), None, None, None
+    return backward
+
+
+torch.library.register_autograd("fastprep::rgb_to_ycbcr", _color_backward(True), setup_context=_color_setup)
+torch.library.register_autograd("fastprep::ycbcr_to_rgb", _color_backward(False), setup_context=_color_setup)

@@ -3,6 +3,9 @@ random window definition. Kernels: csrc/kernels/crop.cpp (native), numba_kernels
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 
 from fastprep import counter_rng
@@ -15,7 +18,7 @@ define("crop(Tensor img, int top, int left, int height, int width, str layout='C
 define("random_crop(Tensor img, int height, int width, int seed, str layout='CHW', "
        "bool pad_if_needed=False, float fill=0) -> Tensor")
 
-IMAGE_DTYPES = (torch.uint8, torch.float32, torch.float16, torch.bfloat16)
+IMAGE_DTYPES = checks.IMAGE_DTYPES
 
 
 def crop(img: torch.Tensor, top: int, left: int, height: int, width: int,
@@ -44,6 +47,7 @@ def random_crop(img: torch.Tensor, height: int, width: int, seed: int, layout: s
     float32 and rounded to nearest even for float16/bfloat16; a uint8 image needs an integer in
     [0, 255].
     """
+    seed = checks.op_seed("random_crop", "seed", seed)
     return torch.ops.fastprep.random_crop(img, height, width, seed, layout, pad_if_needed, fill)
 
 
@@ -63,13 +67,28 @@ def random_crop_params(H: int, W: int, height: int, width: int, seed: int,
     and the result is shifted back to source coordinates: top is in ``[H - height, 0]`` and rows
     outside the image are fill (likewise for the width).
     """
+    op = "random_crop_params"
+    seed = checks.op_seed(op, "seed", seed)
+    for name, v in (("H", H), ("W", W), ("height", height), ("width", width)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{op}: expected {name} to be an int, got {type(v).__name__} ({v!r})")
+    if not isinstance(pad_if_needed, (bool, np.bool_)):
+        raise TypeError(f"{op}: expected pad_if_needed to be a bool, got {pad_if_needed!r}")
+    for name, v in (("H", H), ("W", W)):
+        if v < 0:
+            checks.fail(op, ": expected ", name, " >= 0, got ", name, "=", v)
     for name, v in (("height", height), ("width", width)):
         if v <= 0:
-            checks.fail("random_crop_params: expected ", name, " > 0, got ", name, "=", v)
+            checks.fail(op, ": expected ", name, " > 0, got ", name, "=", v)
     for name, size, c in (("height", H, height), ("width", W, width)):
         if size < c and not pad_if_needed:
-            checks.fail("random_crop_params: crop ", name, " ", c, " is larger than the image ",
+            checks.fail(op, ": crop ", name, " ", c, " is larger than the image ",
                          name, " ", size, " (pass pad_if_needed=True to pad)")
+    return crop_window(int(H), int(W), int(height), int(width), seed, bool(pad_if_needed))
+
+
+def crop_window(H: int, W: int, height: int, width: int, seed: int, pad_if_needed: bool = False) -> tuple[int, int]:
+    """random_crop_params on arguments already checked (the kernels' per-sample call)."""
     return (_axis_offset(counter_rng.random_word(seed, 0), H, height, pad_if_needed),
             _axis_offset(counter_rng.random_word(seed, 1), W, width, pad_if_needed))
 
@@ -79,9 +98,8 @@ def sample_seed(seed: int, i: int, batched: bool) -> int:
 
 
 def check_image_dtype(op: str, img: torch.Tensor) -> None:
-    if img.dtype not in IMAGE_DTYPES:
-        checks.fail(op, ": expected img to be a torch.uint8, torch.float32, torch.float16 or "
-                     "torch.bfloat16 tensor, got ", img.dtype)
+    checks.check_tensor(op, "img", img)
+    checks.check_image_dtype(op, "img", img)
 
 
 def _check_positive(op: str, arg: str, v: int) -> None:
@@ -127,12 +145,21 @@ def check_random_crop(img, height, width, layout, pad_if_needed, fill) -> checks
         if size < c and not pad_if_needed:
             checks.fail(op, ": crop ", name, " ", c, " is larger than the image ", name, " ", size,
                          " (pass pad_if_needed=True to pad)")
-    if img.dtype == torch.uint8 and not (0 <= fill <= 255 and fill == int(fill)):
-        checks.fail(op, ": expected fill to be an integer in [0, 255] for a torch.uint8 image, "
-                     "got fill=", f"{fill:g}")
+    if img.dtype == torch.uint8:
+        if not (0 <= fill <= 255 and fill == int(fill)):
+            checks.fail(op, ": expected fill to be an integer in [0, 255] for a torch.uint8 image, "
+                         "got fill=", checks.fmt_float(fill))
+    elif math.isfinite(fill) and _fill_tensor(fill, img.dtype).isinf():
+        checks.fail(op, ": fill=", checks.fmt_float(fill), " rounds to inf in ", img.dtype,
+                     " (largest finite value ", checks.fmt_float(checks.FLOAT_MAX[img.dtype]), ")")
     checks.check_output_bytes(op, out_shape(v, height, width), img.dtype,
                                 lambda: window_source(height, width))
     return v
+
+
+def _fill_tensor(fill: float, dtype: torch.dtype) -> torch.Tensor:
+    """fill in a float image's dtype as the kernels round it: to float32, then to nearest even."""
+    return torch.tensor(fill, dtype=torch.float64).to(torch.float32).to(dtype)
 
 
 def out_shape(v: checks.ImageView, height: int, width: int) -> list[int]:
@@ -167,11 +194,11 @@ def random_crop_torch(img, height, width, seed, layout="CHW", pad_if_needed=Fals
     """random_crop in plain torch ops: pads with `fill` (rounded as the kernels do), then slices."""
     v = check_random_crop(img, height, width, layout, pad_if_needed, fill)
     x = _as_nchw(img, layout)
-    fill_t = torch.tensor(fill, dtype=torch.float32).to(img.dtype)
+    fill_t = torch.tensor(fill, dtype=torch.float32).to(img.dtype) if img.dtype == torch.uint8 \
+        else _fill_tensor(fill, img.dtype)
     out = x.new_empty(out_shape(v._replace(batched=True), height, width))
     for i in range(v.n):
-        top, left = random_crop_params(v.h, v.w, height, width, sample_seed(seed, i, v.batched),
-                                       pad_if_needed)
+        top, left = crop_window(v.h, v.w, height, width, sample_seed(seed, i, v.batched), pad_if_needed)
         out[i] = fill_t
         y0, y1 = max(top, 0), min(top + height, v.h)
         x0, x1 = max(left, 0), min(left + width, v.w)
@@ -181,3 +208,46 @@ def random_crop_torch(img, height, width, seed, layout="CHW", pad_if_needed=Fals
 
 impl_any_device("crop", crop_torch)
 impl_any_device("random_crop", random_crop_torch)
+
+
+# Autograd: a crop copies a window, so the gradient w.r.t. the image is the output's gradient put
+# back at each sample's window (its part inside the image, for a padded random crop), zero
+# elsewhere; fill is a constant.
+
+def _scatter_windows(grad: torch.Tensor, shape, layout: str, windows, batched: bool) -> torch.Tensor:
+    g = grad if batched else grad.unsqueeze(0)
+    grad_img = g.new_zeros(shape)
+    x = _as_nchw(grad_img, layout)  # a view: writing it writes grad_img
+    h, w = x.shape[-2:]
+    height, width = g.shape[-2:]
+    for i, (top, left) in enumerate(windows):
+        y0, y1 = max(top, 0), min(top + height, h)
+        x0, x1 = max(left, 0), min(left + width, w)
+        if y0 < y1 and x0 < x1:
+            x[i, :, y0:y1, x0:x1] = g[i, :, y0 - top:y1 - top, x0 - left:x1 - left]
+    return grad_img
+
+
+def _crop_setup(ctx, inputs, output):
+    img, top, left, _height, _width, layout = inputs
+    v = checks.image_view("crop", "img", img, layout == "HWC")
+    ctx.shape, ctx.layout, ctx.batched = img.shape, layout, v.batched
+    ctx.windows = [(top, left)] * v.n
+
+
+def _random_crop_setup(ctx, inputs, output):
+    img, height, width, seed, layout, pad_if_needed, _fill = inputs
+    v = checks.image_view("random_crop", "img", img, layout == "HWC")
+    ctx.shape, ctx.layout, ctx.batched = img.shape, layout, v.batched
+    ctx.windows = [crop_window(v.h, v.w, height, width, sample_seed(seed, i, v.batched), pad_if_needed)
+                   for i in range(v.n)]
+
+
+def _crop_backward(ctx, grad):
+    grad_img = _scatter_windows(grad, ctx.shape, ctx.layout, ctx.windows, ctx.batched) \
+        if ctx.needs_input_grad[0] else None
+    return (grad_img,) + (None,) * (len(ctx.needs_input_grad) - 1)
+
+
+torch.library.register_autograd("fastprep::crop", _crop_backward, setup_context=_crop_setup)
+torch.library.register_autograd("fastprep::random_crop", _crop_backward, setup_context=_random_crop_setup)

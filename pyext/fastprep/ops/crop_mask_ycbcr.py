@@ -8,7 +8,7 @@ import torch
 
 from fastprep import counter_rng
 from fastprep.ops import checks
-from fastprep.ops._library import define, impl_any_device
+from fastprep.ops._library import LIB, define, impl_any_device
 
 __all__ = ["crop_mask_ycbcr", "crop_mask_ycbcr_batch", "mask_ycbcr"]
 
@@ -53,6 +53,10 @@ def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: 
         >>> crop_mask_ycbcr(img, 256, 256, 0.25, seed=0).shape
         torch.Size([3, 256, 256])
     """
+    checks.check_out_dtype("crop_mask_ycbcr", out_dtype)
+    seed = checks.op_seed("crop_mask_ycbcr", "seed", seed)
+    if mask_seed is not None:
+        mask_seed = checks.op_seed("crop_mask_ycbcr", "mask_seed", mask_seed)
     image, mask = torch.ops.fastprep.crop_mask_ycbcr(img, height, width, p, seed, layout, structure,
                                                      out_dtype, scale, apply_mask, return_mask,
                                                      mask_seed)
@@ -81,9 +85,12 @@ def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], height: int, width: int, p: 
         >>> crop_mask_ycbcr_batch(imgs, 32, 32, 0.25, [0, 1, 2, 3], out).shape
         torch.Size([4, 3, 32, 32])
     """
-    torch.ops.fastprep.crop_mask_ycbcr_batch(list(imgs), height, width, p, list(seeds), out, layout, structure,
-                                             scale, apply_mask, None if mask_seeds is None else list(mask_seeds),
-                                             masks)
+    op = "crop_mask_ycbcr_batch"
+    seeds = [checks.op_seed(op, f"seeds[{i}]", s) for i, s in enumerate(seeds)]
+    if mask_seeds is not None:
+        mask_seeds = [checks.op_seed(op, f"mask_seeds[{i}]", s) for i, s in enumerate(mask_seeds)]
+    torch.ops.fastprep.crop_mask_ycbcr_batch(list(imgs), height, width, p, seeds, out, layout, structure,
+                                             scale, apply_mask, mask_seeds, masks)
     return out
 
 
@@ -118,6 +125,7 @@ def mask_ycbcr(images: torch.Tensor, masks: torch.Tensor, out_dtype: torch.dtype
 
 def check_image(op: str, arg: str, img: torch.Tensor, hwc: bool) -> checks.ImageView:
     """One source image (`arg` names it): uint8, 3-D, 3 channels (csrc/ops/crop_mask_ycbcr.cpp)."""
+    checks.check_tensor(op, arg, img)
     checks.check_dtype(op, arg, img, torch.uint8)
     if img.dim() != 3:
         checks.fail(op, ": expected ", arg, " to be a 3-D ", "[H, W, C]" if hwc else "[C, H, W]",
@@ -141,18 +149,20 @@ def check_fits(op: str, v: checks.ImageView, height: int, width: int) -> None:
 def check_shared(op: str, p: float, structure: str, odt: torch.dtype, scale: float) -> None:
     """The arguments every sample shares but the crop size."""
     if not 0.0 <= p <= 1.0:  # also rejects NaN
-        checks.fail(op, ": expected 0 <= p <= 1, got p=", p)
+        checks.fail(op, ": expected 0 <= p <= 1, got p=", checks.fmt_float(p))
     checks.parse_structure(op, structure)
     if odt not in OUT_DTYPES:
         checks.fail(op, ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or "
                     "torch.bfloat16, got ", odt)
     if odt == torch.uint8 and scale != 1.0:
-        checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", f"{scale:g}")
+        checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", checks.fmt_float(scale))
+    checks.check_scale(op, scale)
 
 
 def check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, scale):
     """Returns (ImageView, output dtype)."""
     op = "crop_mask_ycbcr"
+    checks.check_tensor(op, "img", img)
     checks.check_dtype(op, "img", img, torch.uint8)
     v = check_image(op, "img", img, checks.parse_layout(op, layout))
     check_crop_size(op, height, width)
@@ -173,10 +183,9 @@ def check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, stru
                                 masks) -> list[checks.ImageView]:
     """Mirror of crop_mask_ycbcr_batch's checks in the C++ binding; returns each image's view."""
     op = "crop_mask_ycbcr_batch"
+    checks.check_tensor(op, "out", out)
     hwc = checks.parse_layout(op, layout)
-    if out.dtype not in OUT_DTYPES:
-        checks.fail(op, ": expected out to be a torch.uint8, torch.float32, torch.float16 or torch.bfloat16 "
-                    "tensor, got ", out.dtype)
+    checks.check_image_dtype(op, "out", out)
     check_crop_size(op, height, width)
     check_shared(op, p, structure, out.dtype, scale)
     n = len(imgs)
@@ -189,9 +198,14 @@ def check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, stru
         checks.check_dtype(op, "masks", masks, torch.uint8)
         _check_out(op, "masks", masks, [n, height, (width + 7) // 8])
     views = []
-    for i, img in enumerate(imgs):
+    for i, img in enumerate(imgs):  # nothing read may share memory with what is written
         views.append(check_image(op, f"imgs[{i}]", img, hwc))
         check_fits(op, views[-1], height, width)
+        checks.check_no_overlap(op, "out", out, f"imgs[{i}]", img)
+        if masks is not None:
+            checks.check_no_overlap(op, "masks", masks, f"imgs[{i}]", img)
+    if masks is not None:
+        checks.check_outputs_apart(op, "out", out, "masks", masks)
     return views
 
 
@@ -245,3 +259,21 @@ def crop_mask_ycbcr_batch_torch(imgs, height, width, p, seeds, out, layout="HWC"
 
 impl_any_device("crop_mask_ycbcr_batch", crop_mask_ycbcr_batch_torch)
 
+
+
+def _crop_mask_ycbcr_batch_autograd(keyset, imgs, height, width, p, seeds, out, *args):
+    """The batch op writes `out` (and `masks`) from uint8 images: nothing in it is differentiable,
+    so a buffer taking part in autograd is refused rather than silently cut from the graph (a leaf
+    that requires grad would be overwritten without a trace)."""
+    masks = args[-1] if args else None
+    if torch.is_grad_enabled():
+        for name, t in (("out", out), ("masks", masks)):
+            if isinstance(t, torch.Tensor) and t.requires_grad:
+                checks.fail("crop_mask_ycbcr_batch: ", name, " requires grad, but the op is not differentiable "
+                            "(it writes uint8 images' crops); pass a buffer that does not require grad, or run it "
+                            "under torch.no_grad()")
+    return torch.ops.fastprep.crop_mask_ycbcr_batch.default.redispatch(
+        keyset & torch._C._after_autograd_keyset, imgs, height, width, p, seeds, out, *args)
+
+
+LIB.impl("crop_mask_ycbcr_batch", _crop_mask_ycbcr_batch_autograd, "Autograd", with_keyset=True)

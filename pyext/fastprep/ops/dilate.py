@@ -17,8 +17,16 @@ define("dilate_packed(Tensor packed, int width, str structure='cross', int itera
 def dilate(mask: torch.Tensor, structure: str = "cross", iterations: int = 1) -> torch.Tensor:
     """Binary dilation of a bool ``[..., H, W]`` mask by a 3x3 "cross" (4-neighbour) or "square"
     (8-neighbour), `iterations` times; pixels outside the image are false. Equal to
-    ``scipy.ndimage.binary_dilation(mask, structure, iterations, border_value=0)`` per image, and
-    to ``convolve2d(mask, kernel, mode="same") > 0`` for one iteration. Runs on 64-pixel words.
+    ``scipy.ndimage.binary_dilation(mask, structure, iterations, border_value=0)`` per image,
+    ``iterations=0`` included (repeat until nothing changes: every pixel connected to a true one
+    becomes true), and to ``convolve2d(mask, kernel, mode="same") > 0`` for one iteration. Runs
+    on 64-pixel words.
+
+    Example:
+        >>> m = torch.zeros(5, 5, dtype=torch.bool)
+        >>> m[2, 2] = True
+        >>> dilate(m, "cross").sum().item(), dilate(m, "cross", 0).all().item()
+        (5, True)
     """
     return torch.ops.fastprep.dilate(mask, structure, iterations)
 
@@ -32,6 +40,7 @@ def dilate_packed(packed: torch.Tensor, width: int, structure: str = "cross",
 
 def check_dilate(mask: torch.Tensor, structure: str, iterations: int) -> bool:
     op = "dilate"
+    checks.check_tensor(op, "mask", mask)
     checks.check_dtype(op, "mask", mask, torch.bool)
     checks.check_min_dim(op, "mask", mask, 2)
     square = checks.parse_structure(op, structure)
@@ -41,6 +50,7 @@ def check_dilate(mask: torch.Tensor, structure: str, iterations: int) -> bool:
 
 def check_dilate_packed(packed: torch.Tensor, width: int, structure: str, iterations: int) -> bool:
     op = "dilate_packed"
+    checks.check_tensor(op, "packed", packed)
     checks.check_dtype(op, "packed", packed, torch.uint8)
     checks.check_min_dim(op, "packed", packed, 2)
     nb = packed.shape[-1]
@@ -67,9 +77,10 @@ def _dilate_packed_fake(packed, width, structure="cross", iterations=1):
 
 def _dilate_bools(m: torch.Tensor, square: bool, iterations: int) -> torch.Tensor:
     """Dilation of bool [..., H, W] by shifted ORs (exact on any device), stopping at the fixed
-    point as the kernels do (at most H + W steps change anything)."""
+    point as the kernels do (at most H + W steps change anything; iterations=0: until then)."""
     x = m.reshape(-1, 1, *m.shape[-2:]).to(torch.uint8)
-    for _ in range(min(iterations, m.shape[-2] + m.shape[-1])):
+    h, w = m.shape[-2:]
+    for _ in range(min(checks.until_unchanged(iterations, h, w), h + w)):
         p = torch.nn.functional.pad(x, (1, 1, 1, 1))
         y = x | p[..., :-2, 1:-1] | p[..., 2:, 1:-1] | p[..., 1:-1, :-2] | p[..., 1:-1, 2:]
         if square:

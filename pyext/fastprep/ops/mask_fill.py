@@ -9,19 +9,17 @@ from typing import NamedTuple
 import torch
 
 from fastprep.ops import checks
-from fastprep.ops._library import define, impl_any_device
+from fastprep.ops._library import LIB, define, impl_any_device
 
 __all__ = ["mask_fill", "mask_fill_"]
 
-define("mask_fill(Tensor img, Tensor mask, float value=0, str layout='CHW') -> Tensor")
+# `value` has no schema default: torch hands a Python kernel (the Numba backend's, the autograd
+# ones) the default in place of an argument equal to it, and -0.0 == 0 would lose its sign.
+define("mask_fill(Tensor img, Tensor mask, float value, str layout='CHW') -> Tensor")
 # The in-place op returns nothing: torch cannot functionalize (torch.compile, opcheck) a custom op
 # whose output aliases an input, so the Python entry point returns img itself.
-define("mask_fill_(Tensor(a!) img, Tensor mask, float value=0, str layout='CHW') -> ()")
+define("mask_fill_(Tensor(a!) img, Tensor mask, float value, str layout='CHW') -> ()")
 
-IMAGE_DTYPES = (torch.uint8, torch.float32, torch.float16, torch.bfloat16)
-# Largest finite value per float dtype: a larger finite value would overflow to inf.
-_FLOAT_MAX = {torch.float16: 65504.0, torch.bfloat16: 3.3895313892515355e38,
-              torch.float32: 3.4028234663852886e38}
 
 
 def mask_fill(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
@@ -50,10 +48,10 @@ class FillArgs(NamedTuple):
 def check_mask_fill(op: str, img: torch.Tensor, mask: torch.Tensor, value: float,
                     layout: str) -> FillArgs:
     """Mirror of prepare() in csrc/ops/mask_fill.cpp."""
+    checks.check_tensor(op, "img", img)
+    checks.check_tensor(op, "mask", mask)
     hwc = checks.parse_layout(op, layout)
-    if img.dtype not in IMAGE_DTYPES:
-        checks.fail(op, ": expected img to be a torch.uint8, torch.float32, torch.float16 or "
-                     "torch.bfloat16 tensor, got ", img.dtype)
+    checks.check_image_dtype(op, "img", img)
     v = checks.image_view(op, "img", img, hwc)
     if mask.dtype not in (torch.bool, torch.uint8):
         checks.fail(op, ": expected mask to be a torch.bool tensor or a packed torch.uint8 one, got ",
@@ -70,22 +68,25 @@ def check_mask_fill(op: str, img: torch.Tensor, mask: torch.Tensor, value: float
         if not (0 <= value <= 255 and value == int(value)):
             checks.fail(op, ": value=", checks.fmt_float(value), " is not representable in "
                          "torch.uint8 (expected an integer in [0, 255])")
-    elif math.isfinite(value) and abs(value) > _FLOAT_MAX[img.dtype]:
+    elif math.isfinite(value) and abs(value) > checks.FLOAT_MAX[img.dtype]:
         checks.fail(op, ": value=", checks.fmt_float(value), " is not representable in ",
-                     img.dtype, " (largest finite value ", checks.fmt_float(_FLOAT_MAX[img.dtype]), ")")
+                     img.dtype, " (largest finite value ", checks.fmt_float(checks.FLOAT_MAX[img.dtype]), ")")
     if op == "mask_fill":  # the out-of-place op allocates an image-sized output
         checks.check_output_bytes(op, img.shape, img.dtype, checks.shape_source("img", img))
+    else:  # the in-place op writes img: as torch's masked_fill_, no element twice, mask not in it
+        checks.check_no_internal_overlap(op, "img", img)
+        checks.check_no_overlap(op, "img", img, "mask", mask)
     return FillArgs(v, v.n if ok3 else 1, packed)
 
 
 @torch.library.register_fake("fastprep::mask_fill")
-def _mask_fill_fake(img, mask, value=0, layout="CHW"):
+def _mask_fill_fake(img, mask, value, layout="CHW"):
     check_mask_fill("mask_fill", img, mask, value, layout)
     return torch.empty_like(img, memory_format=torch.contiguous_format)
 
 
 @torch.library.register_fake("fastprep::mask_fill_")
-def _mask_fill__fake(img, mask, value=0, layout="CHW"):
+def _mask_fill__fake(img, mask, value, layout="CHW"):
     check_mask_fill("mask_fill_", img, mask, value, layout)
 
 
@@ -102,14 +103,14 @@ def _fill_value(value: float, img: torch.Tensor) -> torch.Tensor:
     return torch.full((), value, dtype=img.dtype, device=img.device)
 
 
-def mask_fill_torch(img, mask, value=0, layout="CHW"):
+def mask_fill_torch(img, mask, value, layout="CHW"):
     """mask_fill in plain torch ops (a select, exact on any device): what devices without a kernel
     run; the packed mask is unpacked on the device."""
     args = check_mask_fill("mask_fill", img, mask, value, layout)
     return torch.where(_bool_mask(img, mask, args, layout), _fill_value(value, img), img).contiguous()
 
 
-def mask_fill__torch(img, mask, value=0, layout="CHW"):
+def mask_fill__torch(img, mask, value, layout="CHW"):
     """mask_fill_ in plain torch ops, in place through img's strides."""
     args = check_mask_fill("mask_fill_", img, mask, value, layout)
     img.masked_fill_(_bool_mask(img, mask, args, layout), _fill_value(value, img))
@@ -118,3 +119,55 @@ def mask_fill__torch(img, mask, value=0, layout="CHW"):
 impl_any_device("mask_fill", mask_fill_torch)
 impl_any_device("mask_fill_", mask_fill__torch)
 
+
+
+# Autograd. mask_fill's gradient w.r.t. the image is the output's gradient with the masked pixels
+# zeroed (as torch.masked_fill's); the mask is bool / bits and the value a constant.
+
+def _mask_fill_setup(ctx, inputs, output):
+    img, mask, value, layout = inputs
+    ctx.args = check_mask_fill("mask_fill", img, mask, value, layout)
+    ctx.layout = layout
+    ctx.save_for_backward(mask)
+
+
+def _mask_fill_backward(ctx, grad):
+    (mask,) = ctx.saved_tensors
+    grad_img = grad.masked_fill(_bool_mask(grad, mask, ctx.args, ctx.layout), 0) if ctx.needs_input_grad[0] else None
+    return grad_img, None, None, None
+
+
+torch.library.register_autograd("fastprep::mask_fill", _mask_fill_backward, setup_context=_mask_fill_setup)
+
+
+class _MaskFillInPlace(torch.autograd.Function):
+    """mask_fill_ under autograd: fills img in place (mark_dirty rebases its history, and refuses a
+    leaf that requires grad as torch's in-place ops do); the gradient is mask_fill's."""
+
+    @staticmethod
+    def forward(ctx, img, mask, value, layout):
+        ctx.args = check_mask_fill("mask_fill_", img, mask, value, layout)
+        ctx.layout = layout
+        ctx.save_for_backward(mask)
+        torch.ops.fastprep.mask_fill_(img, mask, value, layout)  # grad mode is off in here
+        ctx.mark_dirty(img)
+        return img
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _mask_fill_backward(ctx, grad)
+
+
+_AFTER_AUTOGRAD = torch._C._after_autograd_keyset
+
+
+def _mask_fill__autograd(keyset, img, mask, value, layout="CHW"):
+    """mask_fill_'s Autograd kernel (register_autograd takes functional ops only): the in-place
+    Function when img takes part in autograd, else straight to the backend."""
+    if torch.is_grad_enabled() and isinstance(img, torch.Tensor) and img.requires_grad:
+        _MaskFillInPlace.apply(img, mask, value, layout)
+        return None
+    return torch.ops.fastprep.mask_fill_.default.redispatch(keyset & _AFTER_AUTOGRAD, img, mask, value, layout)
+
+
+LIB.impl("mask_fill_", _mask_fill__autograd, "Autograd", with_keyset=True)

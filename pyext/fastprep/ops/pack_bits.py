@@ -35,13 +35,19 @@ def unpack_bits(packed: torch.Tensor, count: int, dim: int = -1,
 
 
 def check_pack(x: torch.Tensor, dim: int, bitorder: str) -> tuple[int, bool]:
+    checks.check_tensor("pack_bits", "x", x)
     checks.check_dtype("pack_bits", "x", x, torch.bool)
     checks.check_min_dim("pack_bits", "x", x, 1)
     d = checks.wrap_dim("pack_bits", dim, x.dim())
-    return d, checks.parse_bitorder("pack_bits", bitorder)
+    little = checks.parse_bitorder("pack_bits", bitorder)
+    shape = list(x.shape)
+    shape[d] = (shape[d] + 7) // 8
+    checks.check_output_bytes("pack_bits", shape, torch.uint8, checks.shape_source("x", x))
+    return d, little
 
 
 def check_unpack(packed: torch.Tensor, count: int, dim: int, bitorder: str) -> tuple[int, bool]:
+    checks.check_tensor("unpack_bits", "packed", packed)
     checks.check_dtype("unpack_bits", "packed", packed, torch.uint8)
     checks.check_min_dim("unpack_bits", "packed", packed, 1)
     d = checks.wrap_dim("unpack_bits", dim, packed.dim())

@@ -30,13 +30,16 @@ def random_mask(shape, p: float, seed: int, packed: bool = False) -> torch.Tenso
     counters. `packed=True` returns ``pack_bits(mask, bitorder="little")`` directly (uint8
     ``[..., ceil(W / 8)]``), with the same bits.
     """
+    seed = checks.op_seed("random_mask", "seed", seed)
     return torch.ops.fastprep.random_mask(list(shape), float(p), seed, packed)
 
 
 def random_dilated_mask(shape, p: float, seed: int, structure: str = "cross", iterations: int = 1,
                         packed: bool = False) -> torch.Tensor:
     """``dilate(random_mask(shape, p, seed), structure, iterations)`` (packed if asked) in one
-    pass that keeps the bits as 64-pixel words from generation to output."""
+    pass that keeps the bits as 64-pixel words from generation to output. As in :func:`dilate`,
+    ``iterations=0`` repeats the dilation until nothing changes."""
+    seed = checks.op_seed("random_dilated_mask", "seed", seed)
     return torch.ops.fastprep.random_dilated_mask(list(shape), float(p), seed, structure,
                                                    iterations, packed)
 
