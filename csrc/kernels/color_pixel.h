@@ -25,20 +25,20 @@ namespace fastprep::kernels::color_pixel {
 // remainder N - q0 D then decides the last step. tests/test_color.py checks the estimate over
 // every N and the end result over all 2^24 colours.
 template <int32_t D, int S, int32_t M>
-inline int32_t div_clamped(int32_t n) {
+FASTPREP_INLINE int32_t div_clamped(int32_t n) {
   static_assert(M == (int64_t{1} << S) / D && int64_t{256} * D * M < (int64_t{1} << 31), "M, S");
   const int32_t c = std::min<int32_t>(std::max<int32_t>(n, 0), 256 * D - 1);
   const int32_t q0 = (c * M) >> S;
   return q0 + (c - q0 * D >= D ? 1 : 0);
 }
 
-inline void rgb_to_ycbcr_u8(int32_t r, int32_t g, int32_t b, int32_t& y, int32_t& cb, int32_t& cr) {
+FASTPREP_INLINE void rgb_to_ycbcr_u8(int32_t r, int32_t g, int32_t b, int32_t& y, int32_t& cb, int32_t& cr) {
   y = div_clamped<1000, 17, 131>(299 * r + 587 * g + 114 * b + 500);
   cb = div_clamped<31250, 21, 67>(-5273 * r - 10352 * g + 15625 * b + 4015625);
   cr = div_clamped<31250, 21, 67>(15625 * r - 13084 * g - 2541 * b + 4015625);
 }
 
-inline void ycbcr_to_rgb_u8(int32_t y, int32_t cb, int32_t cr, int32_t& r, int32_t& g, int32_t& b) {
+FASTPREP_INLINE void ycbcr_to_rgb_u8(int32_t y, int32_t cb, int32_t cr, int32_t& r, int32_t& g, int32_t& b) {
   cb -= 128;
   cr -= 128;
   r = div_clamped<500, 16, 131>(500 * y + 250 + 701 * cr);
@@ -47,13 +47,13 @@ inline void ycbcr_to_rgb_u8(int32_t y, int32_t cb, int32_t cr, int32_t& r, int32
 }
 
 template <typename T>
-inline float load(const T* p);
+FASTPREP_INLINE float load(const T* p);
 template <>
-inline float load<uint8_t>(const uint8_t* p) {
+FASTPREP_INLINE float load<uint8_t>(const uint8_t* p) {
   return static_cast<float>(*p);
 }
 template <>
-inline float load<float>(const float* p) {
+FASTPREP_INLINE float load<float>(const float* p) {
   return *p;
 }
 struct Half {
@@ -63,26 +63,26 @@ struct BF16 {
   uint16_t bits;
 };
 template <>
-inline float load<Half>(const Half* p) {
+FASTPREP_INLINE float load<Half>(const Half* p) {
   return half_bits_to_float(p->bits);
 }
 template <>
-inline float load<BF16>(const BF16* p) {
+FASTPREP_INLINE float load<BF16>(const BF16* p) {
   return bf16_bits_to_float(p->bits);
 }
 
-inline void store(float* p, float v) { *p = v; }
-inline void store(Half* p, float v) { p->bits = float_to_half_bits(v); }
-inline void store(BF16* p, float v) { p->bits = float_to_bf16_bits(v); }
+FASTPREP_INLINE void store(float* p, float v) { *p = v; }
+FASTPREP_INLINE void store(Half* p, float v) { p->bits = float_to_half_bits(v); }
+FASTPREP_INLINE void store(BF16* p, float v) { p->bits = float_to_bf16_bits(v); }
 
 // The float formulas, evaluated left to right in float32 (the Numba mirror does the same ops).
-inline void rgb_to_ycbcr_f(float r, float g, float b, float d, float& y, float& cb, float& cr) {
+FASTPREP_INLINE void rgb_to_ycbcr_f(float r, float g, float b, float d, float& y, float& cb, float& cr) {
   y = 0.299f * r + 0.587f * g + 0.114f * b;
   cb = -0.168736f * r - 0.331264f * g + 0.5f * b + d;
   cr = 0.5f * r - 0.418688f * g - 0.081312f * b + d;
 }
 
-inline void ycbcr_to_rgb_f(float y, float cb, float cr, float d, float& r, float& g, float& b) {
+FASTPREP_INLINE void ycbcr_to_rgb_f(float y, float cb, float cr, float d, float& r, float& g, float& b) {
   r = y + 1.402f * (cr - d);
   g = y - 0.344136f * (cb - d) - 0.714136f * (cr - d);
   b = y + 1.772f * (cb - d);

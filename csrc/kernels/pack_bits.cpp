@@ -19,105 +19,115 @@ constexpr uint64_t kSpreadBig = 0x0102040810204080ULL;
 constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7FULL;
 constexpr uint64_t kHigh1 = 0x8080808080808080ULL;
 
-inline uint64_t load_word(const uint8_t* p) {
+FASTPREP_INLINE uint64_t load_word(const uint8_t* p) {
   uint64_t w;
   std::memcpy(&w, p, 8);
   return w;
 }
 
 // Each byte becomes 1 if it was nonzero, else 0.
-inline uint64_t bytes_to_bits(uint64_t w) { return ((((w & kLow7) + kLow7) | w) & kHigh1) >> 7; }
+FASTPREP_INLINE uint64_t bytes_to_bits(uint64_t w) { return ((((w & kLow7) + kLow7) | w) & kHigh1) >> 7; }
 
-inline int bit_shift(int64_t k, bool little) { return little ? static_cast<int>(k) : 7 - static_cast<int>(k); }
+FASTPREP_INLINE int bit_shift(int64_t k, bool little) { return little ? static_cast<int>(k) : 7 - static_cast<int>(k); }
 
-FASTPREP_MULTIVERSION
-void pack_rows(const uint8_t* x, uint8_t* out, int64_t rows, int64_t n, bool little) {
-  const int64_t nb = (n + 7) / 8;
-  const int64_t full = n / 8;
-  const uint64_t gather = little ? kGatherLittle : kGatherBig;
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint8_t* row = x + r * n;
-    uint8_t* orow = out + r * nb;
-    for (int64_t j = 0; j < full; ++j) {
-      orow[j] = static_cast<uint8_t>((bytes_to_bits(load_word(row + 8 * j)) * gather) >> 56);
-    }
-    if (full < nb) {
-      unsigned b = 0;
-      for (int64_t k = 0; k < n - 8 * full; ++k) {
-        b |= static_cast<unsigned>(row[8 * full + k] != 0) << bit_shift(k, little);
+struct PackRows {
+  template <Isa L>
+  static FASTPREP_INLINE void run(const uint8_t* x, uint8_t* out, int64_t rows, int64_t n, bool little) {
+    const int64_t nb = (n + 7) / 8;
+    const int64_t full = n / 8;
+    const uint64_t gather = little ? kGatherLittle : kGatherBig;
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* row = x + r * n;
+      uint8_t* orow = out + r * nb;
+      for (int64_t j = 0; j < full; ++j) {
+        orow[j] = static_cast<uint8_t>((bytes_to_bits(load_word(row + 8 * j)) * gather) >> 56);
       }
-      orow[full] = static_cast<uint8_t>(b);
+      if (full < nb) {
+        unsigned b = 0;
+        for (int64_t k = 0; k < n - 8 * full; ++k) {
+          b |= static_cast<unsigned>(row[8 * full + k] != 0) << bit_shift(k, little);
+        }
+        orow[full] = static_cast<uint8_t>(b);
+      }
     }
   }
-}
+};
 
-FASTPREP_MULTIVERSION
-void pack_planes(const uint8_t* x, uint8_t* out, int64_t outer, int64_t n, int64_t inner, bool little) {
-  const int64_t nb = (n + 7) / 8;
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t j = 0; j < nb; ++j) {
-      uint8_t* orow = out + (o * nb + j) * inner;
-      std::memset(orow, 0, static_cast<size_t>(inner));
-      const int64_t kmax = n - 8 * j < 8 ? n - 8 * j : 8;
-      for (int64_t k = 0; k < kmax; ++k) {
-        const uint8_t* xrow = x + (o * n + 8 * j + k) * inner;
-        const int s = bit_shift(k, little);
-        for (int64_t i = 0; i < inner; ++i) {
-          orow[i] = static_cast<uint8_t>(orow[i] | ((xrow[i] != 0) << s));
+struct PackPlanes {
+  template <Isa L>
+  static FASTPREP_INLINE void run(const uint8_t* x, uint8_t* out, int64_t outer, int64_t n, int64_t inner,
+                                  bool little) {
+    const int64_t nb = (n + 7) / 8;
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t j = 0; j < nb; ++j) {
+        uint8_t* orow = out + (o * nb + j) * inner;
+        std::memset(orow, 0, static_cast<size_t>(inner));
+        const int64_t kmax = n - 8 * j < 8 ? n - 8 * j : 8;
+        for (int64_t k = 0; k < kmax; ++k) {
+          const uint8_t* xrow = x + (o * n + 8 * j + k) * inner;
+          const int s = bit_shift(k, little);
+          for (int64_t i = 0; i < inner; ++i) {
+            orow[i] = static_cast<uint8_t>(orow[i] | ((xrow[i] != 0) << s));
+          }
         }
       }
     }
   }
-}
+};
 
-FASTPREP_MULTIVERSION
-void unpack_rows(const uint8_t* packed, uint8_t* out, int64_t rows, int64_t m, int64_t count, bool little) {
-  const int64_t full = count / 8;
-  const uint64_t spread = little ? kSpreadLittle : kSpreadBig;
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint8_t* prow = packed + r * m;
-    uint8_t* orow = out + r * count;
-    for (int64_t j = 0; j < full; ++j) {
-      const uint64_t w = bytes_to_bits((prow[j] * 0x0101010101010101ULL) & spread);
-      std::memcpy(orow + 8 * j, &w, 8);
-    }
-    for (int64_t k = 0; k < count - 8 * full; ++k) {
-      orow[8 * full + k] = static_cast<uint8_t>((prow[full] >> bit_shift(k, little)) & 1);
-    }
-  }
-}
-
-FASTPREP_MULTIVERSION
-void unpack_planes(const uint8_t* packed, uint8_t* out, int64_t outer, int64_t m, int64_t inner, int64_t count,
-                   bool little) {
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t c = 0; c < count; ++c) {
-      const uint8_t* prow = packed + (o * m + c / 8) * inner;
-      uint8_t* orow = out + (o * count + c) * inner;
-      const int s = bit_shift(c % 8, little);
-      for (int64_t i = 0; i < inner; ++i) {
-        orow[i] = static_cast<uint8_t>((prow[i] >> s) & 1);
+struct UnpackRows {
+  template <Isa L>
+  static FASTPREP_INLINE void run(const uint8_t* packed, uint8_t* out, int64_t rows, int64_t m, int64_t count,
+                                  bool little) {
+    const int64_t full = count / 8;
+    const uint64_t spread = little ? kSpreadLittle : kSpreadBig;
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* prow = packed + r * m;
+      uint8_t* orow = out + r * count;
+      for (int64_t j = 0; j < full; ++j) {
+        const uint64_t w = bytes_to_bits((prow[j] * 0x0101010101010101ULL) & spread);
+        std::memcpy(orow + 8 * j, &w, 8);
+      }
+      for (int64_t k = 0; k < count - 8 * full; ++k) {
+        orow[8 * full + k] = static_cast<uint8_t>((prow[full] >> bit_shift(k, little)) & 1);
       }
     }
   }
-}
+};
+
+struct UnpackPlanes {
+  template <Isa L>
+  static FASTPREP_INLINE void run(const uint8_t* packed, uint8_t* out, int64_t outer, int64_t m, int64_t inner,
+                                  int64_t count, bool little) {
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t c = 0; c < count; ++c) {
+        const uint8_t* prow = packed + (o * m + c / 8) * inner;
+        uint8_t* orow = out + (o * count + c) * inner;
+        const int s = bit_shift(c % 8, little);
+        for (int64_t i = 0; i < inner; ++i) {
+          orow[i] = static_cast<uint8_t>((prow[i] >> s) & 1);
+        }
+      }
+    }
+  }
+};
 
 }  // namespace
 
 void pack_bits(const uint8_t* x, uint8_t* out, int64_t outer, int64_t n, int64_t inner, bool little) {
   if (inner == 1) {
-    pack_rows(x, out, outer, n, little);
+    dispatch<PackRows>(x, out, outer, n, little);
   } else {
-    pack_planes(x, out, outer, n, inner, little);
+    dispatch<PackPlanes>(x, out, outer, n, inner, little);
   }
 }
 
 void unpack_bits(const uint8_t* packed, uint8_t* out, int64_t outer, int64_t m, int64_t inner, int64_t count,
                  bool little) {
   if (inner == 1) {
-    unpack_rows(packed, out, outer, m, count, little);
+    dispatch<UnpackRows>(packed, out, outer, m, count, little);
   } else {
-    unpack_planes(packed, out, outer, m, inner, count, little);
+    dispatch<UnpackPlanes>(packed, out, outer, m, inner, count, little);
   }
 }
 
