@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "kernels/color_simd.h"
 #include "kernels/isa.h"
 
 namespace fastprep::kernels {
@@ -23,6 +24,19 @@ struct Rows {
     using Acc = std::conditional_t<std::is_same_v<In, uint8_t> && std::is_same_v<Out, uint8_t>, int32_t, float>;
     const int64_t sw = SW ? SW : sw_rt, sc = SC ? SC : sc_rt;
     const int64_t plane = h * w;
+    if constexpr (std::is_same_v<Acc, int32_t> && Fwd && SW != 0 && color_simd::kHasExactRows<L>) {
+      // Exact uint8 RGB -> YCbCr of packed or planar rows: the SIMD rows (color_simd.h).
+      for (int64_t yy = 0; yy < h; ++yy) {
+        const In* s = src + yy * sh;
+        Out* o = out + yy * w;
+        if constexpr (SW == 3) {
+          color_simd::rgb_to_ycbcr_packed<L>(s, w, nullptr, o, o + plane, o + 2 * plane);
+        } else {
+          color_simd::rgb_to_ycbcr_planar<L>(s, s + sc, s + 2 * sc, w, nullptr, o, o + plane, o + 2 * plane);
+        }
+      }
+      return;
+    }
     alignas(64) Acc t0[kChunk], t1[kChunk], t2[kChunk];
     for (int64_t yy = 0; yy < h; ++yy) {
       for (int64_t x0 = 0; x0 < w; x0 += kChunk) {

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "kernels/color_pixel.h"
+#include "kernels/color_simd.h"
 #include "kernels/isa.h"
 
 namespace fastprep::kernels {
@@ -22,6 +23,21 @@ struct Rows {
     using Acc = std::conditional_t<std::is_same_v<Out, uint8_t>, int32_t, float>;
     const int64_t sw = SW ? SW : s.sw, sc = SC ? SC : s.sc;
     const int64_t plane = height * width;
+    if constexpr (std::is_same_v<Out, uint8_t> && SW != 0 && color_simd::kHasExactRows<L>) {
+      // uint8 out on packed or planar rows: the exact SIMD rows (color_simd.h), which apply the
+      // mask as the (0, 128, 128) a zeroed pixel converts to.
+      for (int64_t y = 0; y < height; ++y) {
+        const uint8_t* row = s.data + (top + y) * s.sh + left * s.sw;
+        const uint8_t* m = mask ? mask + y * width : nullptr;
+        Out* o = out + y * width;
+        if constexpr (SW == 3) {
+          color_simd::rgb_to_ycbcr_packed<L>(row, width, m, o, o + plane, o + 2 * plane);
+        } else {
+          color_simd::rgb_to_ycbcr_planar<L>(row, row + sc, row + 2 * sc, width, m, o, o + plane, o + 2 * plane);
+        }
+      }
+      return;
+    }
     alignas(64) Acc t0[kChunk], t1[kChunk], t2[kChunk];
     for (int64_t y = 0; y < height; ++y) {
       const uint8_t* row = s.data + (top + y) * s.sh + left * s.sw;
