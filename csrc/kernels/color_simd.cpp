@@ -1,10 +1,8 @@
 #include "kernels/color_simd.h"
 
+#include "kernels/simd.h"
+
 #if FASTPREP_X86_LEVELS
-// GCC 12's AVX-512 headers build some results from _mm512_undefined_*() (`__Y = __Y`), which
-// -Wmaybe-uninitialized reports once inlined; every lane of those is written before use.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>

@@ -1,5 +1,6 @@
 #include "kernels/dilate.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "kernels/isa.h"
 #include "kernels/mask_rows.h"
 #include "kernels/random_mask.h"
+#include "kernels/simd.h"
 
 namespace fastprep::kernels {
 namespace {
@@ -17,10 +19,47 @@ FASTPREP_INLINE uint64_t spread_h(uint64_t prev, uint64_t cur, uint64_t next) {
   return cur | (cur << 1) | (prev >> 63) | (cur >> 1) | (next << 63);
 }
 
+#if FASTPREP_X86_LEVELS
+// dilate_row below in AVX-512, 8 words a step: the neighbouring words come from loads one word
+// to either side, masked at the row's ends (no carry across rows, nothing read outside it).
+FASTPREP_TARGET_V4 void dilate_row_v4(const uint64_t* up, const uint64_t* cur, const uint64_t* dn, uint64_t* o,
+                                      int64_t wpr, uint64_t last, bool square) {
+  for (int64_t j = 0; j < wpr; j += 8) {
+    const __mmask8 here = wpr - j >= 8 ? 0xFF : static_cast<__mmask8>((1u << (wpr - j)) - 1);
+    const __mmask8 before = j == 0 ? static_cast<__mmask8>(0xFE) : static_cast<__mmask8>(0xFF);
+    const __mmask8 after = wpr - j - 1 >= 8 ? 0xFF : static_cast<__mmask8>((1u << (wpr - j - 1)) - 1);
+    const __m512i u = _mm512_maskz_loadu_epi64(here, up + j), d = _mm512_maskz_loadu_epi64(here, dn + j);
+    __m512i c = _mm512_maskz_loadu_epi64(here, cur + j);
+    __m512i prev = _mm512_maskz_loadu_epi64(before & here, cur + j - 1);
+    __m512i next = _mm512_maskz_loadu_epi64(after, cur + j + 1);
+    if (square) {  // the horizontal spread of the vertical OR, as dilate_row
+      const __m512i pu = _mm512_maskz_loadu_epi64(before & here, up + j - 1);
+      const __m512i pd = _mm512_maskz_loadu_epi64(before & here, dn + j - 1);
+      const __m512i nu = _mm512_maskz_loadu_epi64(after, up + j + 1), nd = _mm512_maskz_loadu_epi64(after, dn + j + 1);
+      c = _mm512_ternarylogic_epi64(c, u, d, 0xFE);  // c | u | d
+      prev = _mm512_ternarylogic_epi64(prev, pu, pd, 0xFE);
+      next = _mm512_ternarylogic_epi64(next, nu, nd, 0xFE);
+    }
+    __m512i v = _mm512_ternarylogic_epi64(c, _mm512_slli_epi64(c, 1), _mm512_srli_epi64(c, 1), 0xFE);
+    v = _mm512_ternarylogic_epi64(v, _mm512_srli_epi64(prev, 63), _mm512_slli_epi64(next, 63), 0xFE);
+    v = _mm512_ternarylogic_epi64(v, u, d, 0xFE);
+    if (wpr - j <= 8) {  // pixel W - 1 spreads into the padding bits of the row's last word
+      v = _mm512_mask_and_epi64(v, static_cast<__mmask8>(1u << (wpr - j - 1)), v,
+                                _mm512_set1_epi64(static_cast<int64_t>(last)));
+    }
+    _mm512_mask_storeu_epi64(o + j, here, v);
+  }
+}
+#endif
+
 // One output row from the rows above, at and below it (pass zeros outside the image); `vert` is
 // one row of scratch.
+template <Isa L>
 FASTPREP_INLINE void dilate_row(const uint64_t* up, const uint64_t* cur, const uint64_t* dn, uint64_t* o,
                                 uint64_t* vert, int64_t wpr, uint64_t last, bool square) {
+#if FASTPREP_X86_LEVELS
+  if constexpr (L == Isa::kV4) return dilate_row_v4(up, cur, dn, o, wpr, last, square);
+#endif
   if (square) {
     // The 3x3 square is the horizontal spread of the vertical OR (ORing up / dn again below
     // changes nothing, and keeps one loop for both structures).
@@ -39,6 +78,7 @@ FASTPREP_INLINE void dilate_row(const uint64_t* up, const uint64_t* cur, const u
 }
 
 // One dilation of the word image src into dst (distinct), row by row.
+template <Isa L>
 FASTPREP_INLINE void dilate_image(const uint64_t* src, uint64_t* dst, int64_t h, int64_t width, bool square,
                                   uint64_t* zeros, uint64_t* vert) {
   const int64_t wpr = words_per_row(width);
@@ -46,22 +86,52 @@ FASTPREP_INLINE void dilate_image(const uint64_t* src, uint64_t* dst, int64_t h,
   const uint64_t last = last_word_mask(width);
   for (int64_t r = 0; r < h; ++r) {
     const uint64_t* cur = src + r * wpr;
-    dilate_row(r > 0 ? cur - wpr : zeros, cur, r + 1 < h ? cur + wpr : zeros, dst + r * wpr, vert, wpr, last, square);
+    dilate_row<L>(r > 0 ? cur - wpr : zeros, cur, r + 1 < h ? cur + wpr : zeros, dst + r * wpr, vert, wpr, last,
+                  square);
   }
 }
 
 // `iterations` dilations of src, alternating between buffers a and b (src may be a); the last one
 // goes to `final` when given. Returns where the result is (src itself for 0 iterations).
+template <Isa L>
 FASTPREP_INLINE const uint64_t* run_iterations(const uint64_t* src, uint64_t* final, uint64_t* a, uint64_t* b,
                                                int64_t h, int64_t width, bool square, int64_t iterations,
                                                uint64_t* zeros, uint64_t* vert) {
   const uint64_t* cur = src;
   for (int64_t it = 0; it < iterations; ++it) {
     uint64_t* dst = (it + 1 == iterations && final != nullptr) ? final : (cur == a ? b : a);
-    dilate_image(cur, dst, h, width, square, zeros, vert);
+    dilate_image<L>(cur, dst, h, width, square, zeros, vert);
     cur = dst;
   }
   return cur;
+}
+
+// One dilation streamed through blocks of rows: fill(r, n, words) writes source rows r .. r + n - 1
+// (padding bits zero), emit(r, words) takes output row r. A block (~8 KB of words) is filled with
+// the row below it, and keeps the row above from the block before, so the words stay in L1 from
+// source to output whatever the image size, and a filler runs long loops (the generator's
+// vectorise across rows). The row below a block is filled again as the next block's first.
+template <Isa L, class Fill, class Emit>
+FASTPREP_INLINE void dilate_streamed(int64_t h, int64_t width, bool square, Fill&& fill, Emit&& emit) {
+  const int64_t wpr = words_per_row(width);
+  if (wpr == 0 || h == 0) return;
+  const int64_t block = std::max<int64_t>(1, 1024 / wpr);
+  const uint64_t last = last_word_mask(width);
+  std::vector<uint64_t> buf(static_cast<size_t>((block + 2) * wpr), 0), orow(static_cast<size_t>(wpr)),
+      vert(static_cast<size_t>(wpr));
+  uint64_t* b = buf.data();
+  int64_t prev = 0;
+  for (int64_t r0 = 0; r0 < h; r0 += block) {
+    const int64_t n = std::min(block, h - r0), below = r0 + n < h ? 1 : 0;
+    if (r0 > 0) std::memcpy(b, b + prev * wpr, static_cast<size_t>(wpr) * 8);  // row r0 - 1
+    fill(r0, n + below, b + wpr);
+    if (!below) std::memset(b + (n + 1) * wpr, 0, static_cast<size_t>(wpr) * 8);
+    for (int64_t k = 1; k <= n; ++k) {
+      dilate_row<L>(b + (k - 1) * wpr, b + k * wpr, b + (k + 1) * wpr, orow.data(), vert.data(), wpr, last, square);
+      emit(r0 + k - 1, orow.data());
+    }
+    prev = n;
+  }
 }
 
 // Every pixel of an h x width image is within h + width - 2 steps of every other, so dilation is
@@ -81,7 +151,7 @@ struct DilateWords {
   static FASTPREP_INLINE void run(const uint64_t* src, uint64_t* dst, int64_t h, int64_t width, bool square) {
     const size_t wpr = static_cast<size_t>(words_per_row(width));
     std::vector<uint64_t> zeros(wpr, 0), vert(wpr);
-    dilate_image(src, dst, h, width, square, zeros.data(), vert.data());
+    dilate_image<L>(src, dst, h, width, square, zeros.data(), vert.data());
   }
 };
 
@@ -97,6 +167,26 @@ struct Dilate {
       std::memcpy(out, in, static_cast<size_t>(images * plane) * 8);
       return;
     }
+    if (iterations == 1 && !direct) {
+      for (int64_t i = 0; i < images; ++i) {
+        const uint8_t* src = in + i * h * row_bytes;
+        uint8_t* dst = out + i * h * row_bytes;
+        const auto fill = [&](int64_t r, int64_t n, uint64_t* words) __attribute__((always_inline)) {
+          for (int64_t k = 0; k < n; ++k) {
+            if (packed) {
+              mask_rows::packed_to_words(src + (r + k) * row_bytes, width, words + k * wpr);
+            } else {
+              mask_rows::bools_to_words<L>(src + (r + k) * row_bytes, width, words + k * wpr);
+            }
+          }
+        };
+        const auto emit = [&](int64_t r, const uint64_t* words) __attribute__((always_inline)) {
+          mask_rows::emit_rows<L>(words, 1, width, packed, dst + r * row_bytes);
+        };
+        dilate_streamed<L>(h, width, square, fill, emit);
+      }
+      return;
+    }
     // One image at a time so its words stay in cache between packing, dilating and emitting.
     std::vector<uint64_t> a(static_cast<size_t>(plane)), b(static_cast<size_t>(plane));
     std::vector<uint64_t> zeros(static_cast<size_t>(wpr), 0), vert(static_cast<size_t>(wpr));
@@ -104,8 +194,8 @@ struct Dilate {
       const uint8_t* src = in + i * h * row_bytes;
       uint8_t* dst = out + i * h * row_bytes;
       if (direct) {
-        run_iterations(reinterpret_cast<const uint64_t*>(src), reinterpret_cast<uint64_t*>(dst), a.data(), b.data(), h,
-                       width, square, iterations, zeros.data(), vert.data());
+        run_iterations<L>(reinterpret_cast<const uint64_t*>(src), reinterpret_cast<uint64_t*>(dst), a.data(), b.data(),
+                          h, width, square, iterations, zeros.data(), vert.data());
         continue;
       }
       for (int64_t r = 0; r < h; ++r) {
@@ -115,8 +205,8 @@ struct Dilate {
           mask_rows::bools_to_words<L>(src + r * row_bytes, width, a.data() + r * wpr);
         }
       }
-      const uint64_t* result = run_iterations(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations,
-                                              zeros.data(), vert.data());
+      const uint64_t* result = run_iterations<L>(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations,
+                                                 zeros.data(), vert.data());
       mask_rows::emit_rows<L>(result, h, width, packed, dst);
     }
   }
@@ -132,26 +222,22 @@ struct RandomDilatedMask {
     const uint64_t useed = static_cast<uint64_t>(seed);
     std::vector<uint64_t> zeros(static_cast<size_t>(wpr), 0), vert(static_cast<size_t>(wpr));
     if (iterations == 1) {
-      // A rolling window of 3 generated rows: row r + 1 is generated just before output row r
-      // needs it, so the bits go from generator to output without leaving L1.
-      std::vector<uint64_t> ring(static_cast<size_t>(3 * wpr)), orow(static_cast<size_t>(wpr));
-      const auto slot = [&](int64_t r) { return ring.data() + (r % 3) * wpr; };
       for (int64_t i = 0; i < images; ++i) {
-        mask_rows::random_row(useed, q, i * h, wpr, width, slot(0));
-        for (int64_t r = 0; r < h; ++r) {
-          if (r + 1 < h) mask_rows::random_row(useed, q, i * h + r + 1, wpr, width, slot(r + 1));
-          dilate_row(r > 0 ? slot(r - 1) : zeros.data(), slot(r), r + 1 < h ? slot(r + 1) : zeros.data(), orow.data(),
-                     vert.data(), wpr, last_word_mask(width), square);
-          mask_rows::emit_rows<L>(orow.data(), 1, width, packed, out + (i * h + r) * row_bytes);
-        }
+        const auto fill = [&](int64_t r, int64_t n, uint64_t* words) __attribute__((always_inline)) {
+          mask_rows::random_rows(useed, q, i * h + r, n, wpr, width, words);
+        };
+        const auto emit = [&](int64_t r, const uint64_t* words) __attribute__((always_inline)) {
+          mask_rows::emit_rows<L>(words, 1, width, packed, out + (i * h + r) * row_bytes);
+        };
+        dilate_streamed<L>(h, width, square, fill, emit);
       }
       return;
     }
     std::vector<uint64_t> a(static_cast<size_t>(h * wpr)), b(static_cast<size_t>(h * wpr));
     for (int64_t i = 0; i < images; ++i) {
-      for (int64_t r = 0; r < h; ++r) mask_rows::random_row(useed, q, i * h + r, wpr, width, a.data() + r * wpr);
-      const uint64_t* result = run_iterations(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations,
-                                              zeros.data(), vert.data());
+      mask_rows::random_rows(useed, q, i * h, h, wpr, width, a.data());
+      const uint64_t* result = run_iterations<L>(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations,
+                                                 zeros.data(), vert.data());
       mask_rows::emit_rows<L>(result, h, width, packed, out + i * h * row_bytes);
     }
   }

@@ -89,26 +89,41 @@ FASTPREP_INLINE void packed_to_words(const uint8_t* row, int64_t width, uint64_t
   words[wpr - 1] &= last_word_mask(width);
 }
 
-// The mask words of global row `row` (random_mask.h: counters and digit order), padding bits zero.
-FASTPREP_INLINE void random_row(uint64_t seed, uint32_t q, int64_t row, int64_t wpr, int64_t width, uint64_t* words) {
+// Mask words [first, first + count) of the flattened word grid (word j of row r is r * wpr + j;
+// random_mask.h: counters and digit order). Digit-major so each pass is one long branch-free loop
+// (vectorises, 64-bit multiplies and all). Padding bits are the caller's to clear.
+FASTPREP_INLINE void random_words(uint64_t seed, uint32_t q, uint64_t first, int64_t count, uint64_t* words) {
   if (q == 0 || q >= (1u << kMaskDigits)) {
     const uint64_t fill = q == 0 ? 0 : ~0ULL;
-    for (int64_t j = 0; j < wpr; ++j) words[j] = fill;
-  } else {
-    const int lowest = __builtin_ctz(q);
-    const uint64_t base = static_cast<uint64_t>(row) * static_cast<uint64_t>(wpr) * kMaskDigits;
-    for (int64_t j = 0; j < wpr; ++j) words[j] = random_word(seed, base + static_cast<uint64_t>(j) * kMaskDigits);
-    // Digit-major so each pass is one branch-free loop over the row's words (vectorises).
-    for (int k = lowest + 1, t = 1; k < kMaskDigits; ++k, ++t) {
-      const uint64_t c = base + static_cast<uint64_t>(t);
-      if ((q >> k) & 1u) {
-        for (int64_t j = 0; j < wpr; ++j) words[j] |= random_word(seed, c + static_cast<uint64_t>(j) * kMaskDigits);
-      } else {
-        for (int64_t j = 0; j < wpr; ++j) words[j] &= random_word(seed, c + static_cast<uint64_t>(j) * kMaskDigits);
-      }
+    for (int64_t j = 0; j < count; ++j) words[j] = fill;
+    return;
+  }
+  const int lowest = __builtin_ctz(q);
+  const uint64_t base = first * kMaskDigits;
+  for (int64_t j = 0; j < count; ++j) words[j] = random_word(seed, base + static_cast<uint64_t>(j) * kMaskDigits);
+  for (int k = lowest + 1, t = 1; k < kMaskDigits; ++k, ++t) {
+    const uint64_t c = base + static_cast<uint64_t>(t);
+    if ((q >> k) & 1u) {
+      for (int64_t j = 0; j < count; ++j) words[j] |= random_word(seed, c + static_cast<uint64_t>(j) * kMaskDigits);
+    } else {
+      for (int64_t j = 0; j < count; ++j) words[j] &= random_word(seed, c + static_cast<uint64_t>(j) * kMaskDigits);
     }
   }
-  if (wpr > 0) words[wpr - 1] &= last_word_mask(width);
+}
+
+// The mask words of `rows` rows from global row `row0`, padding bits zero.
+FASTPREP_INLINE void random_rows(uint64_t seed, uint32_t q, int64_t row0, int64_t rows, int64_t wpr, int64_t width,
+                                 uint64_t* words) {
+  random_words(seed, q, static_cast<uint64_t>(row0) * static_cast<uint64_t>(wpr), rows * wpr, words);
+  const uint64_t last = last_word_mask(width);
+  if (wpr > 0 && last != ~0ULL) {
+    for (int64_t r = 0; r < rows; ++r) words[r * wpr + wpr - 1] &= last;
+  }
+}
+
+// The mask words of global row `row`, padding bits zero.
+FASTPREP_INLINE void random_row(uint64_t seed, uint32_t q, int64_t row, int64_t wpr, int64_t width, uint64_t* words) {
+  random_rows(seed, q, row, 1, wpr, width, words);
 }
 
 // Rows of words -> bool bytes [rows, width] or packed bytes [rows, ceil(width / 8)].

@@ -1,13 +1,11 @@
 #include "kernels/random_mask.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/isa.h"
 #include "kernels/mask_rows.h"
-
-#if FASTPREP_X86_LEVELS
-#include <immintrin.h>
-#endif
+#include "kernels/simd.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "packed bytes are the words' bytes in order");
 
@@ -98,10 +96,14 @@ struct RandomMask {
     const uint32_t q = mask_threshold(p);
     const int64_t wpr = words_per_row(width);
     const int64_t row_bytes = packed ? (width + 7) / 8 : width;
-    std::vector<uint64_t> words(static_cast<size_t>(wpr));
-    for (int64_t r = 0; r < rows; ++r) {
-      mask_rows::random_row(static_cast<uint64_t>(seed), q, r, wpr, width, words.data());
-      mask_rows::emit_rows<L>(words.data(), 1, width, packed, out + r * row_bytes);
+    if (wpr == 0) return;
+    // Blocks of rows (~8 KB of words, L1) so the generator runs long loops across rows.
+    const int64_t block = std::max<int64_t>(1, 1024 / wpr);
+    std::vector<uint64_t> words(static_cast<size_t>(block * wpr));
+    for (int64_t r = 0; r < rows; r += block) {
+      const int64_t n = std::min(block, rows - r);
+      mask_rows::random_rows(static_cast<uint64_t>(seed), q, r, n, wpr, width, words.data());
+      mask_rows::emit_rows<L>(words.data(), n, width, packed, out + r * row_bytes);
     }
   }
 };
