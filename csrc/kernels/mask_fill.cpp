@@ -6,6 +6,7 @@
 #include "kernels/isa.h"
 #include "kernels/mask_rows.h"
 #include "kernels/random_mask.h"
+#include "kernels/simd.h"
 
 namespace fastprep::kernels {
 namespace {
@@ -21,6 +22,46 @@ FASTPREP_INLINE void row_bits(const uint8_t* mrow, int64_t w, bool packed, uint6
     for (int64_t x = 0; x < w; ++x) bits[x] = mrow[x] != 0;
   }
 }
+
+#if FASTPREP_X86_LEVELS
+// One contiguous row of w elements of one plane, AVX-512: the mask row's words are the mask
+// registers of the selects (elements per register divide 64), so no bit is expanded to a byte.
+// In place, only the masked elements are stored (masked stores) and the image is not read.
+template <typename T>
+FASTPREP_TARGET_V4 void fill_row_v4(const T* src, T* dst, const uint64_t* words, int64_t w, T value, bool in_place) {
+  constexpr int64_t kV = 64 / sizeof(T);
+  for (int64_t x = 0; x < w; x += kV) {
+    const uint64_t valid = w - x >= kV ? (kV == 64 ? ~0ULL : (1ULL << kV) - 1) : (1ULL << (w - x)) - 1;
+    const uint64_t k = (words[x / 64] >> (x % 64)) & valid;
+    if constexpr (sizeof(T) == 1) {
+      const __m512i v = _mm512_set1_epi8(static_cast<char>(value));
+      if (in_place) {
+        _mm512_mask_storeu_epi8(dst + x, k, v);
+      } else {
+        _mm512_mask_storeu_epi8(dst + x, valid, _mm512_mask_mov_epi8(_mm512_maskz_loadu_epi8(valid, src + x), k, v));
+      }
+    } else if constexpr (sizeof(T) == 2) {
+      const __m512i v = _mm512_set1_epi16(static_cast<int16_t>(value));
+      const __mmask32 k32 = static_cast<__mmask32>(k), valid32 = static_cast<__mmask32>(valid);
+      if (in_place) {
+        _mm512_mask_storeu_epi16(dst + x, k32, v);
+      } else {
+        _mm512_mask_storeu_epi16(dst + x, valid32,
+                                 _mm512_mask_mov_epi16(_mm512_maskz_loadu_epi16(valid32, src + x), k32, v));
+      }
+    } else {
+      const __m512i v = _mm512_set1_epi32(static_cast<int32_t>(value));
+      const __mmask16 k16 = static_cast<__mmask16>(k), valid16 = static_cast<__mmask16>(valid);
+      if (in_place) {
+        _mm512_mask_storeu_epi32(dst + x, k16, v);
+      } else {
+        _mm512_mask_storeu_epi32(dst + x, valid16,
+                                 _mm512_mask_mov_epi32(_mm512_maskz_loadu_epi32(valid16, src + x), k16, v));
+      }
+    }
+  }
+}
+#endif
 
 template <typename T>
 struct FillTyped {
@@ -39,6 +80,27 @@ struct FillTyped {
     // walks the smaller stride; unit-stride planes become branch-free selects that vectorise.
     const bool pixel_major = dv.sc < dv.sw;
     const bool planes_contiguous = sv.sw == 1 && dv.sw == 1;
+#if FASTPREP_X86_LEVELS
+    if constexpr (L == Isa::kV4) {
+      if (planes_contiguous) {
+        for (int64_t n = 0; n < dv.n; ++n) {
+          const uint8_t* mimg = mask + (mask_n == 1 ? 0 : n) * dv.h * row_bytes;
+          for (int64_t y = 0; y < dv.h; ++y) {
+            if (packed) {
+              mask_rows::packed_to_words(mimg + y * row_bytes, w, words.data());
+            } else {
+              mask_rows::bools_to_words<L>(mimg + y * row_bytes, w, words.data());
+            }
+            for (int64_t c = 0; c < channels; ++c) {
+              fill_row_v4(src + n * sv.sn + y * sv.sh + c * sv.sc, dst + n * dv.sn + y * dv.sh + c * dv.sc,
+                          words.data(), w, value, in_place);
+            }
+          }
+        }
+        return;
+      }
+    }
+#endif
     for (int64_t n = 0; n < dv.n; ++n) {
       const uint8_t* mimg = mask + (mask_n == 1 ? 0 : n) * dv.h * row_bytes;
       for (int64_t y = 0; y < dv.h; ++y) {
