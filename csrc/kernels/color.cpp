@@ -21,10 +21,11 @@ struct Rows {
   template <Isa L>
   static FASTPREP_INLINE void run(const In* src, int64_t h, int64_t w, int64_t sc_rt, int64_t sh, int64_t sw_rt,
                                   Out* out, float delta, float scale) {
-    using Acc = std::conditional_t<std::is_same_v<In, uint8_t> && std::is_same_v<Out, uint8_t>, int32_t, float>;
+    using Acc = ChunkAcc<Fwd, In, Out>;
     const int64_t sw = SW ? SW : sw_rt, sc = SC ? SC : sc_rt;
     const int64_t plane = h * w;
-    if constexpr (std::is_same_v<Acc, int32_t> && Fwd && SW != 0 && color_simd::kHasExactRows<L>) {
+    if constexpr (std::is_same_v<In, uint8_t> && std::is_same_v<Out, uint8_t> && Fwd && SW != 0 &&
+                  color_simd::kHasExactRows<L>) {
       // Exact uint8 RGB -> YCbCr of packed or planar rows: the SIMD rows (color_simd.h).
       for (int64_t yy = 0; yy < h; ++yy) {
         const In* s = src + yy * sh;
@@ -43,7 +44,7 @@ struct Rows {
         const int64_t n = std::min(kChunk, w - x0);
         const In* s = src + yy * sh + x0 * sw;
         for (int64_t i = 0; i < n; ++i) {
-          if constexpr (std::is_same_v<Acc, int32_t>) {
+          if constexpr (std::is_same_v<In, uint8_t>) {
             t0[i] = s[i * sw], t1[i] = s[i * sw + sc], t2[i] = s[i * sw + 2 * sc];
           } else {
             t0[i] = load(s + i * sw), t1[i] = load(s + i * sw + sc), t2[i] = load(s + i * sw + 2 * sc);

@@ -20,7 +20,7 @@ struct Rows {
   template <Isa L>
   static FASTPREP_INLINE void run(const RgbSource s, int64_t top, int64_t left, int64_t height, int64_t width,
                                   const uint8_t* mask, Out* out, float scale) {
-    using Acc = std::conditional_t<std::is_same_v<Out, uint8_t>, int32_t, float>;
+    using Acc = ChunkAcc<true, uint8_t, Out>;
     const int64_t sw = SW ? SW : s.sw, sc = SC ? SC : s.sc;
     const int64_t plane = height * width;
     if constexpr (std::is_same_v<Out, uint8_t> && SW != 0 && color_simd::kHasExactRows<L>) {
