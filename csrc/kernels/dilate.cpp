@@ -20,34 +20,51 @@ FASTPREP_INLINE uint64_t spread_h(uint64_t prev, uint64_t cur, uint64_t next) {
 }
 
 #if FASTPREP_X86_LEVELS
-// dilate_row below in AVX-512, 8 words a step: the neighbouring words come from loads one word
-// to either side, masked at the row's ends (no carry across rows, nothing read outside it).
-FASTPREP_TARGET_V4 void dilate_row_v4(const uint64_t* up, const uint64_t* cur, const uint64_t* dn, uint64_t* o,
-                                      int64_t wpr, uint64_t last, bool square) {
+// dilate_row below in AVX-512, 8 words a step. The words on either side of a step come from the
+// steps before and after it, kept in registers (valignq), so each word is loaded once; loads are
+// masked at the row's end (nothing outside the row is read, and no bit carries across rows).
+FASTPREP_TARGET_V4 inline __m512i load_step(const uint64_t* p, int64_t j, int64_t wpr) {
+  if (j >= wpr) return _mm512_setzero_si512();
+  return _mm512_maskz_loadu_epi64(wpr - j >= 8 ? 0xFF : static_cast<__mmask8>((1u << (wpr - j)) - 1), p + j);
+}
+
+// Step j of the row the horizontal spread reads: the row itself (cross) or the vertical OR
+// (square); u and d get step j of the rows above and below.
+FASTPREP_TARGET_V4 inline __m512i spread_src(const uint64_t* up, const uint64_t* cur, const uint64_t* dn, int64_t j,
+                                             int64_t wpr, bool square, __m512i& u, __m512i& d) {
+  u = load_step(up, j, wpr), d = load_step(dn, j, wpr);
+  const __m512i c = load_step(cur, j, wpr);
+  return square ? _mm512_ternarylogic_epi64(c, u, d, 0xFE) : c;  // 0xFE: a | b | c
+}
+
+FASTPREP_TARGET_V4 inline void dilate_row_v4(const uint64_t* up, const uint64_t* cur, const uint64_t* dn, uint64_t* o,
+                                             int64_t wpr, uint64_t last, bool square) {
+  __m512i u, d, un, dn_;
+  __m512i before = _mm512_setzero_si512(), s = spread_src(up, cur, dn, 0, wpr, square, u, d);
   for (int64_t j = 0; j < wpr; j += 8) {
-    const __mmask8 here = wpr - j >= 8 ? 0xFF : static_cast<__mmask8>((1u << (wpr - j)) - 1);
-    const __mmask8 before = j == 0 ? static_cast<__mmask8>(0xFE) : static_cast<__mmask8>(0xFF);
-    const __mmask8 after = wpr - j - 1 >= 8 ? 0xFF : static_cast<__mmask8>((1u << (wpr - j - 1)) - 1);
-    const __m512i u = _mm512_maskz_loadu_epi64(here, up + j), d = _mm512_maskz_loadu_epi64(here, dn + j);
-    __m512i c = _mm512_maskz_loadu_epi64(here, cur + j);
-    __m512i prev = _mm512_maskz_loadu_epi64(before & here, cur + j - 1);
-    __m512i next = _mm512_maskz_loadu_epi64(after, cur + j + 1);
-    if (square) {  // the horizontal spread of the vertical OR, as dilate_row
-      const __m512i pu = _mm512_maskz_loadu_epi64(before & here, up + j - 1);
-      const __m512i pd = _mm512_maskz_loadu_epi64(before & here, dn + j - 1);
-      const __m512i nu = _mm512_maskz_loadu_epi64(after, up + j + 1), nd = _mm512_maskz_loadu_epi64(after, dn + j + 1);
-      c = _mm512_ternarylogic_epi64(c, u, d, 0xFE);  // c | u | d
-      prev = _mm512_ternarylogic_epi64(prev, pu, pd, 0xFE);
-      next = _mm512_ternarylogic_epi64(next, nu, nd, 0xFE);
-    }
-    __m512i v = _mm512_ternarylogic_epi64(c, _mm512_slli_epi64(c, 1), _mm512_srli_epi64(c, 1), 0xFE);
+    const __m512i after = spread_src(up, cur, dn, j + 8, wpr, square, un, dn_);
+    const __m512i prev = _mm512_alignr_epi64(s, before, 7);  // word k - 1 in lane k
+    const __m512i next = _mm512_alignr_epi64(after, s, 1);   // word k + 1 in lane k
+    __m512i v = _mm512_ternarylogic_epi64(s, _mm512_slli_epi64(s, 1), _mm512_srli_epi64(s, 1), 0xFE);
     v = _mm512_ternarylogic_epi64(v, _mm512_srli_epi64(prev, 63), _mm512_slli_epi64(next, 63), 0xFE);
     v = _mm512_ternarylogic_epi64(v, u, d, 0xFE);
-    if (wpr - j <= 8) {  // pixel W - 1 spreads into the padding bits of the row's last word
-      v = _mm512_mask_and_epi64(v, static_cast<__mmask8>(1u << (wpr - j - 1)), v,
+    const int64_t n = std::min<int64_t>(8, wpr - j);
+    if (n <= 8 && j + 8 >= wpr) {  // pixel W - 1 spreads into the padding bits of the last word
+      v = _mm512_mask_and_epi64(v, static_cast<__mmask8>(1u << (n - 1)), v,
                                 _mm512_set1_epi64(static_cast<int64_t>(last)));
     }
-    _mm512_mask_storeu_epi64(o + j, here, v);
+    _mm512_mask_storeu_epi64(o + j, n == 8 ? 0xFF : static_cast<__mmask8>((1u << n) - 1), v);
+    before = s, s = after, u = un, d = dn_;
+  }
+}
+
+// n rows of src (row -1 is `above`, row n is `below`) -> n rows of dst, in one function so the
+// row calls inline.
+FASTPREP_TARGET_V4 void dilate_rows_v4(const uint64_t* src, uint64_t* dst, int64_t n, const uint64_t* above,
+                                       const uint64_t* below, int64_t wpr, uint64_t last, bool square) {
+  for (int64_t r = 0; r < n; ++r) {
+    const uint64_t* cur = src + r * wpr;
+    dilate_row_v4(r > 0 ? cur - wpr : above, cur, r + 1 < n ? cur + wpr : below, dst + r * wpr, wpr, last, square);
   }
 }
 #endif
@@ -77,18 +94,27 @@ FASTPREP_INLINE void dilate_row(const uint64_t* up, const uint64_t* cur, const u
   o[wpr - 1] &= last;  // pixel W - 1 spreads into the padding bits
 }
 
+// n rows of src (row -1 is `above`, row n is `below`) -> n rows of dst.
+template <Isa L>
+FASTPREP_INLINE void dilate_rows(const uint64_t* src, uint64_t* dst, int64_t n, const uint64_t* above,
+                                 const uint64_t* below, int64_t wpr, uint64_t last, bool square, uint64_t* vert) {
+#if FASTPREP_X86_LEVELS
+  if constexpr (L == Isa::kV4) return dilate_rows_v4(src, dst, n, above, below, wpr, last, square);
+#endif
+  for (int64_t r = 0; r < n; ++r) {
+    const uint64_t* cur = src + r * wpr;
+    dilate_row<L>(r > 0 ? cur - wpr : above, cur, r + 1 < n ? cur + wpr : below, dst + r * wpr, vert, wpr, last,
+                  square);
+  }
+}
+
 // One dilation of the word image src into dst (distinct), row by row.
 template <Isa L>
 FASTPREP_INLINE void dilate_image(const uint64_t* src, uint64_t* dst, int64_t h, int64_t width, bool square,
                                   uint64_t* zeros, uint64_t* vert) {
   const int64_t wpr = words_per_row(width);
   if (wpr == 0) return;
-  const uint64_t last = last_word_mask(width);
-  for (int64_t r = 0; r < h; ++r) {
-    const uint64_t* cur = src + r * wpr;
-    dilate_row<L>(r > 0 ? cur - wpr : zeros, cur, r + 1 < h ? cur + wpr : zeros, dst + r * wpr, vert, wpr, last,
-                  square);
-  }
+  dilate_rows<L>(src, dst, h, zeros, zeros, wpr, last_word_mask(width), square, vert);
 }
 
 // `iterations` dilations of src, alternating between buffers a and b (src may be a); the last one
@@ -107,7 +133,7 @@ FASTPREP_INLINE const uint64_t* run_iterations(const uint64_t* src, uint64_t* fi
 }
 
 // One dilation streamed through blocks of rows: fill(r, n, words) writes source rows r .. r + n - 1
-// (padding bits zero), emit(r, words) takes output row r. A block (~8 KB of words) is filled with
+// (padding bits zero), emit(r, n, words) takes output rows r .. r + n - 1. A block (~8 KB of words) is filled with
 // the row below it, and keeps the row above from the block before, so the words stay in L1 from
 // source to output whatever the image size, and a filler runs long loops (the generator's
 // vectorise across rows). The row below a block is filled again as the next block's first.
@@ -117,7 +143,7 @@ FASTPREP_INLINE void dilate_streamed(int64_t h, int64_t width, bool square, Fill
   if (wpr == 0 || h == 0) return;
   const int64_t block = std::max<int64_t>(1, 1024 / wpr);
   const uint64_t last = last_word_mask(width);
-  std::vector<uint64_t> buf(static_cast<size_t>((block + 2) * wpr), 0), orow(static_cast<size_t>(wpr)),
+  std::vector<uint64_t> buf(static_cast<size_t>((block + 2) * wpr), 0), oblock(static_cast<size_t>(block * wpr)),
       vert(static_cast<size_t>(wpr));
   uint64_t* b = buf.data();
   int64_t prev = 0;
@@ -126,10 +152,8 @@ FASTPREP_INLINE void dilate_streamed(int64_t h, int64_t width, bool square, Fill
     if (r0 > 0) std::memcpy(b, b + prev * wpr, static_cast<size_t>(wpr) * 8);  // row r0 - 1
     fill(r0, n + below, b + wpr);
     if (!below) std::memset(b + (n + 1) * wpr, 0, static_cast<size_t>(wpr) * 8);
-    for (int64_t k = 1; k <= n; ++k) {
-      dilate_row<L>(b + (k - 1) * wpr, b + k * wpr, b + (k + 1) * wpr, orow.data(), vert.data(), wpr, last, square);
-      emit(r0 + k - 1, orow.data());
-    }
+    dilate_rows<L>(b + wpr, oblock.data(), n, b, b + (n + 1) * wpr, wpr, last, square, vert.data());
+    emit(r0, n, oblock.data());
     prev = n;
   }
 }
@@ -167,7 +191,15 @@ struct Dilate {
       std::memcpy(out, in, static_cast<size_t>(images * plane) * 8);
       return;
     }
-    if (iterations == 1 && !direct) {
+    if (direct && iterations == 1) {  // word image to word image: no scratch planes
+      std::vector<uint64_t> zeros(static_cast<size_t>(wpr), 0), vert(static_cast<size_t>(wpr));
+      for (int64_t i = 0; i < images; ++i) {
+        dilate_image<L>(reinterpret_cast<const uint64_t*>(in) + i * plane, reinterpret_cast<uint64_t*>(out) + i * plane,
+                        h, width, square, zeros.data(), vert.data());
+      }
+      return;
+    }
+    if (iterations == 1) {
       for (int64_t i = 0; i < images; ++i) {
         const uint8_t* src = in + i * h * row_bytes;
         uint8_t* dst = out + i * h * row_bytes;
@@ -180,8 +212,8 @@ struct Dilate {
             }
           }
         };
-        const auto emit = [&](int64_t r, const uint64_t* words) __attribute__((always_inline)) {
-          mask_rows::emit_rows<L>(words, 1, width, packed, dst + r * row_bytes);
+        const auto emit = [&](int64_t r, int64_t n, const uint64_t* words) __attribute__((always_inline)) {
+          mask_rows::emit_rows<L>(words, n, width, packed, dst + r * row_bytes);
         };
         dilate_streamed<L>(h, width, square, fill, emit);
       }
@@ -226,8 +258,8 @@ struct RandomDilatedMask {
         const auto fill = [&](int64_t r, int64_t n, uint64_t* words) __attribute__((always_inline)) {
           mask_rows::random_rows(useed, q, i * h + r, n, wpr, width, words);
         };
-        const auto emit = [&](int64_t r, const uint64_t* words) __attribute__((always_inline)) {
-          mask_rows::emit_rows<L>(words, 1, width, packed, out + (i * h + r) * row_bytes);
+        const auto emit = [&](int64_t r, int64_t n, const uint64_t* words) __attribute__((always_inline)) {
+          mask_rows::emit_rows<L>(words, n, width, packed, out + (i * h + r) * row_bytes);
         };
         dilate_streamed<L>(h, width, square, fill, emit);
       }
