@@ -9,7 +9,7 @@ import torch
 import fastprep
 from fastprep.tools import pipelines
 
-from conftest import memcpy_floor
+from conftest import run_floor
 
 BATCH, CROP, P = 64, pipelines.CROP, pipelines.P
 GROUP = f"batch of {BATCH} (1024^2 -> 256^2, mask, YCbCr): into a slot vs per sample + collate"
@@ -54,4 +54,4 @@ def test_per_sample_op_and_compact_collate(benchmark, inputs):
 
 def test_memcpy_batch_bytes(benchmark):
     benchmark.group = GROUP
-    benchmark(memcpy_floor(BATCH * 3 * CROP * CROP))
+    run_floor(benchmark, BATCH * 3 * CROP * CROP, BATCH * 3 * CROP * CROP)

@@ -5,7 +5,7 @@ from torch.utils.data import default_collate
 
 from fastprep import CompactCollate
 
-from conftest import memcpy_floor
+from conftest import run_floor
 
 N, SHAPE = 256, (3, 256, 256)
 GROUP = "collate 256 x 3x256x256"
@@ -49,4 +49,4 @@ def test_memcpy_fresh_buffer(benchmark):
 
 def test_memcpy_existing_buffer(benchmark):
     benchmark.group = GROUP
-    benchmark(memcpy_floor(N * 3 * 256 * 256))
+    run_floor(benchmark, N * 3 * 256 * 256, N * 3 * 256 * 256)

@@ -1,5 +1,5 @@
 """rgb_to_ycbcr on a 256x256x3 uint8 HWC image (CHW planes out) against OpenCV, PIL and torch;
-uint8 -> float32 with scale 1/255 against torch's matmul; a memcpy of the input bytes as floor.
+uint8 -> float32 with scale 1/255 against torch's matmul; memcpy floors (conftest.run_floor).
 Single-threaded (torch and OpenCV pinned to one thread), same input for all.
 
 Run: python -m pytest benchmarks/bench_color.py --benchmark-only -p no:logging
@@ -11,6 +11,8 @@ import torch
 import fastprep
 from fastprep.numba_kernels import color as numba_color
 from fastprep.tools import pipelines
+
+from conftest import run_floor
 
 U8 = "rgb_to_ycbcr 256x256x3 uint8 HWC -> uint8"
 F32 = "rgb_to_ycbcr 256x256x3 uint8 HWC -> float32 * 1/255"
@@ -69,9 +71,7 @@ def test_u8_torch_matmul(benchmark, image):
 
 @pytest.mark.benchmark(group=U8)
 def test_u8_memcpy_floor(benchmark, image):
-    src = image.clone()
-    out = torch.empty_like(src)
-    benchmark(out.copy_, src)
+    run_floor(benchmark, image.numel(), image.numel())
 
 
 @pytest.mark.benchmark(group=F32)
@@ -96,6 +96,4 @@ def test_f32_torch_matmul(benchmark, image):
 
 @pytest.mark.benchmark(group=F32)
 def test_f32_memcpy_floor(benchmark, image):
-    src = torch.empty(3 * 256 * 256, dtype=torch.float32)  # the output's bytes
-    out = torch.empty_like(src)
-    benchmark(out.copy_, src)
+    run_floor(benchmark, image.numel(), 4 * image.numel())

@@ -2,11 +2,12 @@
 fused fastprep transform with compact_collate (host side; decode would run on the GPU)."""
 
 import pytest
-import torch
 from torch.utils.data import DataLoader, default_collate
 
 import fastprep
 from fastprep.tools import pipelines
+
+from conftest import run_floor
 
 BATCH, BATCHES, WORKERS = 64, 4, 2
 GROUP = f"DataLoader epoch: {BATCHES} batches of {BATCH}, {WORKERS} workers, start-up included"
@@ -45,6 +46,4 @@ def test_fastprep_fused_default_collate(benchmark):
 
 def test_memcpy_batch_bytes(benchmark):
     benchmark.group = GROUP
-    src = torch.ones(BATCH * BATCHES * 3 * 256 * 256, dtype=torch.uint8)
-    dst = torch.empty_like(src)
-    benchmark(lambda: dst.copy_(src))
+    run_floor(benchmark, BATCH * BATCHES * 3 * 256 * 256, BATCH * BATCHES * 3 * 256 * 256)

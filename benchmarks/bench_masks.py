@@ -1,7 +1,8 @@
 """Mask op benchmarks: python -m pytest benchmarks/bench_masks.py --benchmark-only -p no:logging
 
 Each group compares fastprep (native when loaded, and the Numba kernels called directly) with the
-usual numpy / torch / scipy / OpenCV way of doing the same thing.
+usual numpy / torch / scipy / OpenCV way of doing the same thing, beside memcpy floors moving the
+bytes each op must read and write (packed forms have their own, marked [packed]).
 """
 
 import numpy as np
@@ -12,6 +13,8 @@ import fastprep
 from fastprep.numba_kernels import dilate as numba_dilate
 from fastprep.numba_kernels import mask_fill as numba_mf
 from fastprep.numba_kernels import random_mask as numba_rm
+
+from conftest import run_floor, use_floor
 
 # fastprep's kernels are single-threaded: one thread for torch and OpenCV too (conftest's
 # one_thread) keeps the comparison per core and the timings stable on a shared machine.
@@ -41,7 +44,20 @@ def test_random_mask_native(benchmark, n):
 @pytest.mark.parametrize("n", SIZES)
 def test_random_mask_native_packed(benchmark, n):
     benchmark.group = f"random_mask-{n}"
+    use_floor(benchmark, "packed")
     benchmark(torch.ops.fastprep.random_mask, [n, n], P, 1, True)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_random_mask_memcpy_floor(benchmark, n):
+    benchmark.group = f"random_mask-{n}"
+    run_floor(benchmark, 0, n * n)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_random_mask_packed_memcpy_floor(benchmark, n):
+    benchmark.group = f"random_mask-{n}"
+    run_floor(benchmark, 0, n * n // 8, "packed")
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -76,6 +92,7 @@ def test_dilate_native(benchmark, n):
 @pytest.mark.parametrize("n", SIZES)
 def test_dilate_packed_native(benchmark, n):
     benchmark.group = f"dilate-{n}"
+    use_floor(benchmark, "packed")
     benchmark(torch.ops.fastprep.dilate_packed, fastprep.pack_bits(_mask(n)), n, "cross", 1)
 
 
@@ -88,7 +105,20 @@ def test_dilate_numba(benchmark, n):
 @pytest.mark.parametrize("n", SIZES)
 def test_dilate_packed_numba(benchmark, n):
     benchmark.group = f"dilate-{n}"
+    use_floor(benchmark, "packed")
     benchmark(numba_dilate.dilate_packed, fastprep.pack_bits(_mask(n)), n, "cross", 1)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_dilate_memcpy_floor(benchmark, n):
+    benchmark.group = f"dilate-{n}"
+    run_floor(benchmark, n * n, n * n)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_dilate_packed_memcpy_floor(benchmark, n):
+    benchmark.group = f"dilate-{n}"
+    run_floor(benchmark, n * n // 8, n * n // 8, "packed")
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -136,6 +166,12 @@ def test_random_dilated_mask_numba(benchmark, n):
     benchmark(numba_rm.random_dilated_mask, [n, n], 0.05, 1, "cross", 1, False)
 
 
+@pytest.mark.parametrize("n", SIZES)
+def test_random_dilated_mask_memcpy_floor(benchmark, n):
+    benchmark.group = f"random_dilated_mask-{n}"
+    run_floor(benchmark, 0, n * n)
+
+
 # --- mask_fill ---------------------------------------------------------------------------------
 
 def _img(n):
@@ -154,6 +190,7 @@ def test_mask_fill_native(benchmark, n):
 @pytest.mark.parametrize("n", SIZES)
 def test_mask_fill_inplace_native(benchmark, n):
     benchmark.group = f"mask_fill-{n}"
+    use_floor(benchmark, "in place")
     img, m = _img(n)
     benchmark(torch.ops.fastprep.mask_fill_, img, m, 0.0, "CHW")
 
@@ -162,6 +199,7 @@ def test_mask_fill_inplace_native(benchmark, n):
 @pytest.mark.parametrize("n", SIZES)
 def test_mask_fill_packed_native(benchmark, n):
     benchmark.group = f"mask_fill-{n}"
+    use_floor(benchmark, "packed")
     img, m = _img(n)
     benchmark(torch.ops.fastprep.mask_fill, img, fastprep.pack_bits(m), 0.0, "CHW")
 
@@ -171,6 +209,24 @@ def test_mask_fill_numba(benchmark, n):
     benchmark.group = f"mask_fill-{n}"
     img, m = _img(n)
     benchmark(numba_mf.mask_fill, img, m, 0.0, "CHW")
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_mask_fill_memcpy_floor(benchmark, n):
+    benchmark.group = f"mask_fill-{n}"
+    run_floor(benchmark, 3 * 4 * n * n + n * n, 3 * 4 * n * n)  # float32 image + bool mask in, image out
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_mask_fill_packed_memcpy_floor(benchmark, n):
+    benchmark.group = f"mask_fill-{n}"
+    run_floor(benchmark, 3 * 4 * n * n + n * n // 8, 3 * 4 * n * n, "packed")
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_mask_fill_inplace_memcpy_floor(benchmark, n):
+    benchmark.group = f"mask_fill-{n}"
+    run_floor(benchmark, n * n, int(0.3 * 3 * 4 * n * n), "in place")  # the mask in, the masked 30% out
 
 
 @pytest.mark.parametrize("n", SIZES)

@@ -7,7 +7,7 @@ import torch
 from fastprep.numba_kernels import pack_bits as numba_pack
 from fastprep.ops.pack_bits import pack_bits_torch, unpack_bits_torch
 
-from conftest import memcpy_floor, requires_native
+from conftest import requires_native, run_floor
 
 SHAPE = (8, 256, 256)
 DIMS = [0, 1, 2]
@@ -49,7 +49,7 @@ def test_pack_torch_ops(benchmark, dim):
 @pytest.mark.parametrize("dim", DIMS)
 def test_pack_memcpy(benchmark, dim):
     benchmark.group = f"pack_bits dim={dim}"
-    benchmark(memcpy_floor(int(np.prod(SHAPE)) // 8))
+    run_floor(benchmark, int(np.prod(SHAPE)), int(np.prod(SHAPE)) // 8)
 
 
 def _packed(dim):
@@ -86,4 +86,4 @@ def test_unpack_torch_ops(benchmark, dim):
 @pytest.mark.parametrize("dim", DIMS)
 def test_unpack_memcpy(benchmark, dim):
     benchmark.group = f"unpack_bits dim={dim}"
-    benchmark(memcpy_floor(int(np.prod(SHAPE))))
+    run_floor(benchmark, int(np.prod(SHAPE)) // 8, int(np.prod(SHAPE)))

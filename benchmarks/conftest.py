@@ -1,8 +1,11 @@
 """Shared by the benchmark files: the backends to compare and a ratio summary per group.
 
 Every group times fastprep beside the baselines a user would otherwise reach for, on the same
-inputs, plus a `memcpy` floor (copying the output's bytes). The summary prints, per group, each
-entry's median and its speed relative to the best baseline and to memcpy.
+inputs, plus a memcpy floor (`run_floor`): a copy moving as many bytes as the op must read and
+write, so the floor of an op that reads R bytes and writes W copies (R + W) / 2 of them. The
+summary prints, per group, each entry's median, its speed relative to the best baseline, and the
+floor beside every fastprep entry (its time and how many times the floor the entry takes).
+Numbers per stage, inside the kernels: benchmarks/kernel_stages.cpp (benchmarks/PROFILE.md).
 """
 
 import pytest
@@ -32,17 +35,64 @@ def one_thread():
 
 
 def memcpy_floor(nbytes: int):
-    """A callable copying `nbytes` between two preallocated buffers: the floor for an op whose
-    output has that many bytes."""
+    """A callable copying `nbytes` between two preallocated buffers."""
     src = torch.ones(nbytes, dtype=torch.uint8)
     dst = torch.empty_like(src)
     return lambda: dst.copy_(src)
 
 
-def _kind(name: str) -> str:
-    if "memcpy" in name:
+def run_floor(benchmark, read: int, written: int, key: str = "") -> None:
+    """Times the group's floor: a memcpy moving the bytes an op must read and write (a copy reads
+    and writes each byte, so it copies half of them). Entries whose op moves other bytes than the
+    group's first floor (packed vs bool masks) name theirs with `use_floor(benchmark, key)`."""
+    benchmark.extra_info["floor"] = {"read": read, "written": written, "key": key}
+    benchmark(memcpy_floor(max((read + written) // 2, 1)))
+
+
+def use_floor(benchmark, key: str) -> None:
+    benchmark.extra_info["floor_key"] = key
+
+
+def _kind(bench) -> str:
+    name = bench.name
+    if "floor" in bench.extra_info or "memcpy" in name:
         return "floor"
     return "fastprep" if any(k in name for k in ("fastprep", "native", "numba")) else "baseline"
+
+
+# Why the Numba backend stays more than 2x the native one, per group family (printed under a group
+# where it does): Numba reaches no intrinsics, and LLVM's vectoriser finds none of these.
+NUMBA_WHY = {
+    "rgb_to_ycbcr": "Numba: the exact formula runs in 32-bit float lanes (LLVM); native forms the numerators by "
+                    "vpmaddwd of 16-bit (R,G),(B,125) pairs after a vpermt2w deinterleave, about half the "
+                    "instructions",
+    "pipeline": "Numba: rgb_to_ycbcr's colour arithmetic (see there), and ~15 us of Python around its kernels "
+                "(checks, crop window, allocation) where the C++ binding spends ~5 us",
+    "dilate": "Numba: bool <-> bit moves go bit by bit; native moves 64 bytes to or from a mask register in "
+              "one instruction (vptestmb, masked moves)",
+    "random_": "Numba: the 64-bit words -> bool bytes move goes bit by bit; native uses masked moves",
+    "pack_bits": "Numba: bytes -> bits by SWAR multiplies; native tests 64 bytes into a mask register at once",
+    "unpack_bits": "Numba: bits -> bytes by SWAR multiplies; native expands a mask register in one instruction",
+    "mask_fill": "Numba: the mask bits are expanded to bytes for the selects; native uses the mask words as "
+                 "the mask registers of masked moves and stores",
+}
+
+
+def _numba_note(group: str, benches) -> str | None:
+    native = [b.stats.median for b in benches if "native" in b.name and "numba" not in b.name]
+    numba = [b.stats.median for b in benches if "numba" in b.name]
+    if not native or not numba or min(numba) <= 2 * min(native):
+        return None
+    why = next((w for k, w in NUMBA_WHY.items() if group.startswith(k)), "Numba: no intrinsics")
+    return f"  ({min(numba) / min(native):.1f}x native. {why})"
+
+
+def _floor_line(bench) -> str:
+    f = bench.extra_info.get("floor")
+    what = (f"memcpy of {max((f['read'] + f['written']) // 2, 1):,} B (the op reads {f['read']:,} B, writes "
+            f"{f['written']:,} B)") if f else "memcpy"
+    key = f" [{f['key']}]" if f and f["key"] else ""
+    return f"  {'floor' + key + ': ' + what:<94} {bench.stats.median * 1e6:9.2f} us"
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -54,17 +104,23 @@ def pytest_terminal_summary(terminalreporter, config):
         if bench.stats is not None:
             groups.setdefault(bench.group or "(no group)", []).append(bench)
     tr = terminalreporter
-    tr.section("fastprep ratios (median time; x = times faster)")
+    tr.section("fastprep ratios (median time; x = times faster; floor = memcpy moving the op's bytes)")
     for group, benches in sorted(groups.items()):
-        medians = {b.name.split("[")[0]: b.stats.median for b in benches}
-        baselines = [t for n, t in medians.items() if _kind(n) == "baseline"]
-        floors = [t for n, t in medians.items() if _kind(n) == "floor"]
+        baselines = [b.stats.median for b in benches if _kind(b) == "baseline"]
+        floors = {b.extra_info["floor"]["key"]: b for b in benches if "floor" in b.extra_info}
         tr.write_line(f"{group}")
-        for name, t in sorted(medians.items(), key=lambda kv: kv[1]):
-            line = f"  {name:<44} {t * 1e6:12.2f} us"
-            if _kind(name) == "fastprep":
-                if baselines:
-                    line += f"   {min(baselines) / t:7.2f}x best baseline"
-                if floors:
-                    line += f"   {min(floors) / t:6.2f}x memcpy"
+        for f in floors.values():
+            tr.write_line(_floor_line(f))
+        rest = [b for b in benches if "floor" not in b.extra_info]
+        for b in sorted(rest, key=lambda b: b.stats.median):
+            t = b.stats.median
+            line = f"  {b.name.split('[')[0]:<44} {t * 1e6:12.2f} us{'   (a copy, not a floor)' if _kind(b) == 'floor' else ''}"
+            if _kind(b) == "fastprep":
+                line += f"   {min(baselines) / t:7.2f}x best baseline" if baselines else " " * 25
+                floor = floors.get(b.extra_info.get("floor_key", ""))
+                if floor is not None:
+                    line += f"   floor {floor.stats.median * 1e6:8.2f} us, op = {t / floor.stats.median:5.1f}x floor"
             tr.write_line(line)
+        note = _numba_note(group, benches)
+        if note:
+            tr.write_line(note)

@@ -67,12 +67,16 @@ def all_colours():
     return torch.from_numpy(planes.reshape(3, 4096, 4096))
 
 
+@pytest.mark.parametrize("layout", ["CHW", "HWC"])
 @pytest.mark.parametrize("op", list(OPS))
-def test_uint8_exact_for_all_2_24_colours(all_colours, op):
+def test_uint8_exact_for_all_2_24_colours(all_colours, op, layout):
+    # Planar and packed rows take different SIMD code (csrc/kernels/color_simd.cpp); .ci/isa runs
+    # this on every ISA level.
     planes = all_colours.reshape(3, -1).numpy()
     expected = np.stack(ref_u8(*planes, op == "rgb_to_ycbcr"))
+    img = all_colours if layout == "CHW" else all_colours.permute(1, 2, 0).contiguous()
     for impl in OPS[op][:2]:
-        out = impl(all_colours).reshape(3, -1).numpy()
+        out = impl(img, layout).reshape(3, -1).numpy()
         mismatches = np.flatnonzero((out != expected).any(0))
         assert mismatches.size == 0, f"{impl}: {mismatches.size} colours differ, first {mismatches[:5]}"
 
@@ -85,6 +89,20 @@ def test_division_estimate_is_at_most_one_low_for_every_numerator(d, s, m):
     assert (256 * d - 1) * m < 2**31
     short = n // d - ((n * m) >> s)
     assert short.min() == 0 and short.max() <= 1
+
+
+def test_forward_divisions_are_exact_over_their_ranges():
+    # rgb_to_ycbcr's one-step divisions (csrc/kernels/color_pixel.h, color_simd.h; the Numba mirror's
+    # constants): N_Y in [0, 255500], N_Cb and N_Cr in [31250, 8000000].
+    n = np.arange(8_000_001, dtype=np.int64)
+    assert np.array_equal(n.astype(np.float32).astype(np.int64), n)  # every N is exact in float32
+    assert numba_color.INV_31250 == np.float32(1) / np.float32(31250)
+    assert np.array_equal((n.astype(np.float32) * numba_color.INV_31250).astype(np.int64), n // 31250)
+    y = n[:255501]
+    assert float(numba_color.INV_1000).hex() == "0x1.0624e00000000p-10"  # color_pixel.h's kInv1000
+    assert np.array_equal((y.astype(np.float32) * numba_color.INV_1000).astype(np.int64), y // 1000)
+    t = np.arange(59074, dtype=np.int64)  # color_simd.h's Y: floor(floor(N / 8) * 33555 / 2^22)
+    assert np.array_equal((t * 33555) >> 22, t // 125) and 255500 // 8 < 59074
 
 
 def _views(dtype, seed=0):

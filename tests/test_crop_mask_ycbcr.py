@@ -43,6 +43,28 @@ def test_fused_equals_the_composed_ops(view, out_dtype, scale, structure):
             assert fused.dtype == ref.dtype and torch.equal(fused, ref)
 
 
+@pytest.fixture(scope="module")
+def all_colours_hwc():
+    v = np.arange(1 << 24, dtype=np.int32)
+    return torch.from_numpy(np.stack([v >> 16, (v >> 8) & 255, v & 255], -1).astype(np.uint8).reshape(4096, 4096, 3))
+
+
+@pytest.mark.parametrize("layout", ["HWC", "CHW"])
+def test_uint8_output_is_exact_for_all_2_24_colours_masked_or_not(all_colours_hwc, layout):
+    # Every colour through the fused op (whole rows of 64-pixel blocks on every ISA level, .ci/isa):
+    # unmasked pixels are the exact rounded JFIF formula, masked ones what RGB (0, 0, 0) gives.
+    from test_color import ref_u8
+
+    img = all_colours_hwc if layout == "HWC" else all_colours_hwc.permute(2, 0, 1).contiguous()
+    out, bits = fastprep.crop_mask_ycbcr(img, 4096, 4096, 0.25, 3, layout, return_mask=True)
+    masked = fastprep.unpack_bits(bits, 4096).reshape(-1).numpy()
+    expected = np.stack(ref_u8(*all_colours_hwc.reshape(-1, 3).numpy().T, True))
+    expected[:, masked] = np.array([[0], [128], [128]], dtype=np.uint8)
+    assert 0.3 < masked.mean() < 0.9
+    diff = np.flatnonzero((out.reshape(3, -1).numpy() != expected).any(0))
+    assert diff.size == 0, f"{diff.size} pixels differ, first {diff[:5]}"
+
+
 @pytest.mark.parametrize("out_dtype,scale", OUT)
 def test_return_mask_gives_the_bits_and_apply_mask_chooses_the_image(out_dtype, scale):
     x = _image()

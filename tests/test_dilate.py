@@ -145,32 +145,6 @@ BAD_INPUTS = [
 test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)
 
 
-_SIMD_SCRIPT = """
-import torch, fastprep
-x = fastprep.random_mask([3, 37, 203], 0.1, 9)
-d = fastprep.dilate(x, "square", 2)
-torch.save((x, d, fastprep.random_dilated_mask([2, 9, 129], 0.2, 4)), {path!r})
-"""
-
-
-@requires_native
-@pytest.mark.parametrize("simd", ["avx2", "portable"])
-def test_every_bool_conversion_path_gives_the_same_bits(simd, tmp_path):
-    # The native bool <-> bit conversions pick AVX-512 / AVX2 / portable code from the CPU once
-    # per process; FASTPREP_MASK_SIMD caps that choice so each path is checked here.
-    import os
-    import subprocess
-    import sys
-
-    path = str(tmp_path / "out.pt")
-    env = dict(os.environ, FASTPREP_MASK_SIMD=simd)
-    subprocess.run([sys.executable, "-c", _SIMD_SCRIPT.format(path=path)], env=env, check=True)
-    x, d, r = torch.load(path)
-    assert torch.equal(x, fastprep.random_mask([3, 37, 203], 0.1, 9))
-    assert torch.equal(d, fastprep.dilate(x, "square", 2))
-    assert torch.equal(r, fastprep.random_dilated_mask([2, 9, 129], 0.2, 4))
-
-
 @pytest.mark.parametrize("offset", [0, 3, 8])
 @pytest.mark.parametrize("iterations", [0, 1, 2])
 def test_packed_whole_words_at_any_alignment(offset, iterations):

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "kernels/color_simd.h"
 #include "kernels/isa.h"
 
 namespace fastprep::kernels {
@@ -16,39 +17,56 @@ using namespace color_pixel;  // NOLINT: the per-pixel formulas shared with crop
 // the source layout. SW / SC: compile-time column / channel strides when known (1 and 0: planar
 // rows; 3 and 1: packed HWC), 0 for runtime strides.
 template <int SW, int SC, bool Fwd, typename In, typename Out>
-FASTPREP_MULTIVERSION void rows(const In* src, int64_t h, int64_t w, int64_t sc_rt, int64_t sh, int64_t sw_rt, Out* out,
-                                float delta, float scale) {
-  using Acc = std::conditional_t<std::is_same_v<In, uint8_t> && std::is_same_v<Out, uint8_t>, int32_t, float>;
-  const int64_t sw = SW ? SW : sw_rt, sc = SC ? SC : sc_rt;
-  const int64_t plane = h * w;
-  alignas(64) Acc t0[kChunk], t1[kChunk], t2[kChunk];
-  for (int64_t yy = 0; yy < h; ++yy) {
-    for (int64_t x0 = 0; x0 < w; x0 += kChunk) {
-      const int64_t n = std::min(kChunk, w - x0);
-      const In* s = src + yy * sh + x0 * sw;
-      for (int64_t i = 0; i < n; ++i) {
-        if constexpr (std::is_same_v<Acc, int32_t>) {
-          t0[i] = s[i * sw], t1[i] = s[i * sw + sc], t2[i] = s[i * sw + 2 * sc];
+struct Rows {
+  template <Isa L>
+  static FASTPREP_INLINE void run(const In* src, int64_t h, int64_t w, int64_t sc_rt, int64_t sh, int64_t sw_rt,
+                                  Out* out, float delta, float scale) {
+    using Acc = ChunkAcc<Fwd, In, Out>;
+    const int64_t sw = SW ? SW : sw_rt, sc = SC ? SC : sc_rt;
+    const int64_t plane = h * w;
+    if constexpr (std::is_same_v<In, uint8_t> && std::is_same_v<Out, uint8_t> && Fwd && SW != 0 &&
+                  color_simd::kHasExactRows<L>) {
+      // Exact uint8 RGB -> YCbCr of packed or planar rows: the SIMD rows (color_simd.h).
+      for (int64_t yy = 0; yy < h; ++yy) {
+        const In* s = src + yy * sh;
+        Out* o = out + yy * w;
+        if constexpr (SW == 3) {
+          color_simd::rgb_to_ycbcr_packed<L>(s, w, nullptr, o, o + plane, o + 2 * plane);
         } else {
-          t0[i] = load(s + i * sw), t1[i] = load(s + i * sw + sc), t2[i] = load(s + i * sw + 2 * sc);
+          color_simd::rgb_to_ycbcr_planar<L>(s, s + sc, s + 2 * sc, w, nullptr, o, o + plane, o + 2 * plane);
         }
       }
-      Out* o0 = out + yy * w + x0;
-      convert_chunk<Fwd>(t0, t1, t2, n, o0, o0 + plane, o0 + 2 * plane, delta, scale);
+      return;
+    }
+    alignas(64) Acc t0[kChunk], t1[kChunk], t2[kChunk];
+    for (int64_t yy = 0; yy < h; ++yy) {
+      for (int64_t x0 = 0; x0 < w; x0 += kChunk) {
+        const int64_t n = std::min(kChunk, w - x0);
+        const In* s = src + yy * sh + x0 * sw;
+        for (int64_t i = 0; i < n; ++i) {
+          if constexpr (std::is_same_v<In, uint8_t>) {
+            t0[i] = s[i * sw], t1[i] = s[i * sw + sc], t2[i] = s[i * sw + 2 * sc];
+          } else {
+            t0[i] = load(s + i * sw), t1[i] = load(s + i * sw + sc), t2[i] = load(s + i * sw + 2 * sc);
+          }
+        }
+        Out* o0 = out + yy * w + x0;
+        convert_chunk<Fwd>(t0, t1, t2, n, o0, o0 + plane, o0 + 2 * plane, delta, scale);
+      }
     }
   }
-}
+};
 
 template <bool Fwd, typename In, typename Out>
 void convert_typed(const ColorSource& s, void* out, float delta, float scale) {
   const In* src = static_cast<const In*>(s.data);
   Out* o = static_cast<Out*>(out);
   if (s.sw == 1)
-    rows<1, 0, Fwd>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
+    dispatch<Rows<1, 0, Fwd, In, Out>>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
   else if (s.sw == 3 && s.sc == 1)
-    rows<3, 1, Fwd>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
+    dispatch<Rows<3, 1, Fwd, In, Out>>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
   else
-    rows<0, 0, Fwd>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
+    dispatch<Rows<0, 0, Fwd, In, Out>>(src, s.h, s.w, s.sc, s.sh, s.sw, o, delta, scale);
 }
 
 template <bool Fwd, typename In>

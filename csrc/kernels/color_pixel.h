@@ -20,25 +20,37 @@ namespace fastprep::kernels::color_pixel {
 //   R  + 1/2 = (500 Y + 250 + 701 (Cr - 128)) / 500
 //   G  + 1/2 = (125000 Y + 62500 - 43017 (Cb - 128) - 89267 (Cr - 128)) / 125000
 //   B  + 1/2 = (250 Y + 125 + 443 (Cb - 128)) / 250
-// The division stays in int32 lanes so it vectorises: q0 = (N M) >> S with M = floor(2^S / D)
-// (N M < 2^31) is never above floor(N / D) and at most 1 below it on [0, 256 D); the exact
-// remainder N - q0 D then decides the last step. tests/test_color.py checks the estimate over
+// Forward, N_Y is in [0, 255500] and N_Cb, N_Cr in [31250, 8000000]: no clamp below, and every
+// N and partial sum is an integer below 2^24, so float32 holds them exactly whatever the order.
+// Each division is then one float32 product, truncated: floor(N / 1000) = trunc(N * r1000) with
+// r1000 = the float32 just above 1/1000, floor(N / 31250) = trunc(N * float32(1 / 31250)), exact
+// over those ranges (tests/test_color.py checks every N); Cb and Cr are at most 256, clamped.
+// color_simd.h reaches the same values with other exact steps. Backward, the division stays in int32 lanes so it
+// vectorises: q0 = (N M) >> S with M = floor(2^S / D) (N M < 2^31) is never above floor(N / D) and at most 1 below it
+// on [0, 256 D); the exact remainder N - q0 D then decides the last step. tests/test_color.py checks the estimate over
 // every N and the end result over all 2^24 colours.
+constexpr float kInv1000 = 0x1.0624ep-10f;  // nextafter(float32(1 / 1000), 1) = 0x1.0624dep-10 + 1 ulp
+constexpr float kInv31250 = 1.0f / 31250.0f;
+
 template <int32_t D, int S, int32_t M>
-inline int32_t div_clamped(int32_t n) {
+FASTPREP_INLINE int32_t div_clamped(int32_t n) {
   static_assert(M == (int64_t{1} << S) / D && int64_t{256} * D * M < (int64_t{1} << 31), "M, S");
   const int32_t c = std::min<int32_t>(std::max<int32_t>(n, 0), 256 * D - 1);
   const int32_t q0 = (c * M) >> S;
   return q0 + (c - q0 * D >= D ? 1 : 0);
 }
 
-inline void rgb_to_ycbcr_u8(int32_t r, int32_t g, int32_t b, int32_t& y, int32_t& cb, int32_t& cr) {
-  y = div_clamped<1000, 17, 131>(299 * r + 587 * g + 114 * b + 500);
-  cb = div_clamped<31250, 21, 67>(-5273 * r - 10352 * g + 15625 * b + 4015625);
-  cr = div_clamped<31250, 21, 67>(15625 * r - 13084 * g - 2541 * b + 4015625);
+// r, g, b: the uint8 values as floats; the results are integers in [0, 255], as floats, so the
+// chunk loop keeps one lane width (the narrowing to bytes is a separate loop).
+FASTPREP_INLINE void rgb_to_ycbcr_u8(float r, float g, float b, float& y, float& cb, float& cr) {
+  y = static_cast<float>(static_cast<int32_t>((299.0f * r + 587.0f * g + 114.0f * b + 500.0f) * kInv1000));
+  cb = static_cast<float>(
+      std::min(static_cast<int32_t>((-5273.0f * r - 10352.0f * g + 15625.0f * b + 4015625.0f) * kInv31250), 255));
+  cr = static_cast<float>(
+      std::min(static_cast<int32_t>((15625.0f * r - 13084.0f * g - 2541.0f * b + 4015625.0f) * kInv31250), 255));
 }
 
-inline void ycbcr_to_rgb_u8(int32_t y, int32_t cb, int32_t cr, int32_t& r, int32_t& g, int32_t& b) {
+FASTPREP_INLINE void ycbcr_to_rgb_u8(int32_t y, int32_t cb, int32_t cr, int32_t& r, int32_t& g, int32_t& b) {
   cb -= 128;
   cr -= 128;
   r = div_clamped<500, 16, 131>(500 * y + 250 + 701 * cr);
@@ -47,13 +59,13 @@ inline void ycbcr_to_rgb_u8(int32_t y, int32_t cb, int32_t cr, int32_t& r, int32
 }
 
 template <typename T>
-inline float load(const T* p);
+FASTPREP_INLINE float load(const T* p);
 template <>
-inline float load<uint8_t>(const uint8_t* p) {
+FASTPREP_INLINE float load<uint8_t>(const uint8_t* p) {
   return static_cast<float>(*p);
 }
 template <>
-inline float load<float>(const float* p) {
+FASTPREP_INLINE float load<float>(const float* p) {
   return *p;
 }
 struct Half {
@@ -63,26 +75,26 @@ struct BF16 {
   uint16_t bits;
 };
 template <>
-inline float load<Half>(const Half* p) {
+FASTPREP_INLINE float load<Half>(const Half* p) {
   return half_bits_to_float(p->bits);
 }
 template <>
-inline float load<BF16>(const BF16* p) {
+FASTPREP_INLINE float load<BF16>(const BF16* p) {
   return bf16_bits_to_float(p->bits);
 }
 
-inline void store(float* p, float v) { *p = v; }
-inline void store(Half* p, float v) { p->bits = float_to_half_bits(v); }
-inline void store(BF16* p, float v) { p->bits = float_to_bf16_bits(v); }
+FASTPREP_INLINE void store(float* p, float v) { *p = v; }
+FASTPREP_INLINE void store(Half* p, float v) { p->bits = float_to_half_bits(v); }
+FASTPREP_INLINE void store(BF16* p, float v) { p->bits = float_to_bf16_bits(v); }
 
 // The float formulas, evaluated left to right in float32 (the Numba mirror does the same ops).
-inline void rgb_to_ycbcr_f(float r, float g, float b, float d, float& y, float& cb, float& cr) {
+FASTPREP_INLINE void rgb_to_ycbcr_f(float r, float g, float b, float d, float& y, float& cb, float& cr) {
   y = 0.299f * r + 0.587f * g + 0.114f * b;
   cb = -0.168736f * r - 0.331264f * g + 0.5f * b + d;
   cr = 0.5f * r - 0.418688f * g - 0.081312f * b + d;
 }
 
-inline void ycbcr_to_rgb_f(float y, float cb, float cr, float d, float& r, float& g, float& b) {
+FASTPREP_INLINE void ycbcr_to_rgb_f(float y, float cb, float cr, float d, float& r, float& g, float& b) {
   r = y + 1.402f * (cr - d);
   g = y - 0.344136f * (cb - d) - 0.714136f * (cr - d);
   b = y + 1.772f * (cb - d);
@@ -91,13 +103,18 @@ inline void ycbcr_to_rgb_f(float y, float cb, float cr, float d, float& r, float
 // Pixels per chunk: three temporaries of this many stay in L1.
 constexpr int64_t kChunk = 256;
 
-// Converts n pixels held in contiguous temporaries (int32 for uint8 -> uint8, else float) and
-// writes the three output planes; the temporaries are overwritten. Contiguous, so it vectorises.
+// The temporaries of uint8 -> uint8: float forward (exact float formulas), int32 backward.
+template <bool Fwd, typename In, typename Out>
+using ChunkAcc =
+    std::conditional_t<!Fwd && std::is_same_v<In, uint8_t> && std::is_same_v<Out, uint8_t>, int32_t, float>;
+
+// Converts n pixels held in contiguous temporaries (ChunkAcc) and writes the three output planes;
+// the temporaries are overwritten. Contiguous, so it vectorises.
 template <bool Fwd, typename Acc, typename Out>
 FASTPREP_INLINE void convert_chunk(Acc* __restrict__ t0, Acc* __restrict__ t1, Acc* __restrict__ t2, int64_t n,
                                    Out* __restrict__ o0, Out* __restrict__ o1, Out* __restrict__ o2, float delta,
                                    float scale) {
-  constexpr bool kExact = std::is_same_v<Acc, int32_t>;
+  constexpr bool kExact = std::is_same_v<Out, uint8_t>;
   for (int64_t i = 0; i < n; ++i) {
     if constexpr (kExact) {  // in place, narrowed below: mixed widths defeat the vectoriser
       if constexpr (Fwd)

@@ -10,52 +10,55 @@ namespace {
 
 // Row y of every output plane. [x0, x1) is the part of the row inside the image.
 template <typename T>
-FASTPREP_MULTIVERSION void crop_rows(const T* src, T* out, int64_t c, int64_t sc, int64_t sh, int64_t sw, int64_t h,
-                                     int64_t top, int64_t left, int64_t height, int64_t width, int64_t x0, int64_t x1,
-                                     T fill) {
-  const int64_t plane = height * width;
-  for (int64_t y = 0; y < height; ++y) {
-    const int64_t sy = top + y;
-    T* orow = out + y * width;
-    if (sy < 0 || sy >= h) {
-      for (int64_t ch = 0; ch < c; ++ch) std::fill(orow + ch * plane, orow + ch * plane + width, fill);
-      continue;
-    }
-    for (int64_t ch = 0; ch < c; ++ch) {
-      std::fill(orow + ch * plane, orow + ch * plane + x0, fill);
-      std::fill(orow + ch * plane + x1, orow + ch * plane + width, fill);
-    }
-    const int64_t n = x1 - x0;
-    if (n <= 0) continue;
-    const T* srow = src + sy * sh + (left + x0) * sw;
-    if (c == 3 && sc == 1 && sw == 3) {
-      // Packed HWC RGB, the common decoder output: deinterleave in one pass over the row.
-      T* o0 = orow + x0;
-      T* o1 = o0 + plane;
-      T* o2 = o1 + plane;
-      for (int64_t x = 0; x < n; ++x) {
-        o0[x] = srow[3 * x];
-        o1[x] = srow[3 * x + 1];
-        o2[x] = srow[3 * x + 2];
+struct CropRows {
+  template <Isa L>
+  static FASTPREP_INLINE void run(const T* src, T* out, int64_t c, int64_t sc, int64_t sh, int64_t sw, int64_t h,
+                                  int64_t top, int64_t left, int64_t height, int64_t width, int64_t x0, int64_t x1,
+                                  T fill) {
+    const int64_t plane = height * width;
+    for (int64_t y = 0; y < height; ++y) {
+      const int64_t sy = top + y;
+      T* orow = out + y * width;
+      if (sy < 0 || sy >= h) {
+        for (int64_t ch = 0; ch < c; ++ch) std::fill(orow + ch * plane, orow + ch * plane + width, fill);
+        continue;
       }
-    } else if (sw == 1) {
       for (int64_t ch = 0; ch < c; ++ch) {
-        std::memcpy(orow + ch * plane + x0, srow + ch * sc, static_cast<size_t>(n) * sizeof(T));
+        std::fill(orow + ch * plane, orow + ch * plane + x0, fill);
+        std::fill(orow + ch * plane + x1, orow + ch * plane + width, fill);
       }
-    } else if (sc < sw) {
-      // Interleaved (HWC-like): walk pixels once, scatter channels to their planes.
-      for (int64_t x = 0; x < n; ++x) {
-        for (int64_t ch = 0; ch < c; ++ch) orow[ch * plane + x0 + x] = srow[x * sw + ch * sc];
-      }
-    } else {
-      for (int64_t ch = 0; ch < c; ++ch) {
-        const T* s = srow + ch * sc;
-        T* o = orow + ch * plane + x0;
-        for (int64_t x = 0; x < n; ++x) o[x] = s[x * sw];
+      const int64_t n = x1 - x0;
+      if (n <= 0) continue;
+      const T* srow = src + sy * sh + (left + x0) * sw;
+      if (c == 3 && sc == 1 && sw == 3) {
+        // Packed HWC RGB, the common decoder output: deinterleave in one pass over the row.
+        T* o0 = orow + x0;
+        T* o1 = o0 + plane;
+        T* o2 = o1 + plane;
+        for (int64_t x = 0; x < n; ++x) {
+          o0[x] = srow[3 * x];
+          o1[x] = srow[3 * x + 1];
+          o2[x] = srow[3 * x + 2];
+        }
+      } else if (sw == 1) {
+        for (int64_t ch = 0; ch < c; ++ch) {
+          std::memcpy(orow + ch * plane + x0, srow + ch * sc, static_cast<size_t>(n) * sizeof(T));
+        }
+      } else if (sc < sw) {
+        // Interleaved (HWC-like): walk pixels once, scatter channels to their planes.
+        for (int64_t x = 0; x < n; ++x) {
+          for (int64_t ch = 0; ch < c; ++ch) orow[ch * plane + x0 + x] = srow[x * sw + ch * sc];
+        }
+      } else {
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const T* s = srow + ch * sc;
+          T* o = orow + ch * plane + x0;
+          for (int64_t x = 0; x < n; ++x) o[x] = s[x * sw];
+        }
       }
     }
   }
-}
+};
 
 template <typename T>
 void crop_typed(const CropSource& s, void* out, int64_t top, int64_t left, int64_t height, int64_t width,
@@ -64,8 +67,8 @@ void crop_typed(const CropSource& s, void* out, int64_t top, int64_t left, int64
   std::memcpy(&fill, &fill_bits, sizeof(T));  // little-endian: the low bytes
   const int64_t x0 = std::clamp<int64_t>(-left, 0, width);
   const int64_t x1 = std::clamp<int64_t>(s.w - left, x0, width);
-  crop_rows<T>(static_cast<const T*>(s.data), static_cast<T*>(out), s.c, s.sc, s.sh, s.sw, s.h, top, left, height,
-               width, x0, x1, fill);
+  dispatch<CropRows<T>>(static_cast<const T*>(s.data), static_cast<T*>(out), s.c, s.sc, s.sh, s.sw, s.h, top, left,
+                        height, width, x0, x1, fill);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "kernels/color_pixel.h"
+#include "kernels/color_simd.h"
 #include "kernels/isa.h"
 
 namespace fastprep::kernels {
@@ -15,49 +16,67 @@ using namespace color_pixel;  // NOLINT: the arithmetic rgb_to_ycbcr runs, for t
 // contiguous temporaries, then convert_chunk. SW / SC: compile-time column / channel strides
 // when known (3 and 1: packed HWC; 1 and 0: planar rows), 0 for runtime strides.
 template <int SW, int SC, typename Out>
-FASTPREP_MULTIVERSION void rows(const RgbSource& s, int64_t top, int64_t left, int64_t height, int64_t width,
-                                const uint8_t* mask, Out* out, float scale) {
-  using Acc = std::conditional_t<std::is_same_v<Out, uint8_t>, int32_t, float>;
-  const int64_t sw = SW ? SW : s.sw, sc = SC ? SC : s.sc;
-  const int64_t plane = height * width;
-  alignas(64) Acc t0[kChunk], t1[kChunk], t2[kChunk];
-  for (int64_t y = 0; y < height; ++y) {
-    const uint8_t* row = s.data + (top + y) * s.sh + left * s.sw;
-    const uint8_t* m = mask ? mask + y * width : nullptr;
-    for (int64_t x0 = 0; x0 < width; x0 += kChunk) {
-      const int64_t n = std::min(kChunk, width - x0);
-      const uint8_t* p = row + x0 * sw;
-      if (m) {
-        for (int64_t i = 0; i < n; ++i) {
-          // mask_fill's zero, branch-free: keep is 0 on masked pixels and 0xFF elsewhere.
-          const int32_t keep = m[x0 + i] ? 0 : 0xFF;
-          t0[i] = static_cast<Acc>(p[i * sw] & keep);
-          t1[i] = static_cast<Acc>(p[i * sw + sc] & keep);
-          t2[i] = static_cast<Acc>(p[i * sw + 2 * sc] & keep);
-        }
-      } else {
-        for (int64_t i = 0; i < n; ++i) {
-          t0[i] = static_cast<Acc>(p[i * sw]);
-          t1[i] = static_cast<Acc>(p[i * sw + sc]);
-          t2[i] = static_cast<Acc>(p[i * sw + 2 * sc]);
+struct Rows {
+  template <Isa L>
+  static FASTPREP_INLINE void run(const RgbSource s, int64_t top, int64_t left, int64_t height, int64_t width,
+                                  const uint8_t* mask, Out* out, float scale) {
+    using Acc = ChunkAcc<true, uint8_t, Out>;
+    const int64_t sw = SW ? SW : s.sw, sc = SC ? SC : s.sc;
+    const int64_t plane = height * width;
+    if constexpr (std::is_same_v<Out, uint8_t> && SW != 0 && color_simd::kHasExactRows<L>) {
+      // uint8 out on packed or planar rows: the exact SIMD rows (color_simd.h), which apply the
+      // mask as the (0, 128, 128) a zeroed pixel converts to.
+      for (int64_t y = 0; y < height; ++y) {
+        const uint8_t* row = s.data + (top + y) * s.sh + left * s.sw;
+        const uint8_t* m = mask ? mask + y * width : nullptr;
+        Out* o = out + y * width;
+        if constexpr (SW == 3) {
+          color_simd::rgb_to_ycbcr_packed<L>(row, width, m, o, o + plane, o + 2 * plane);
+        } else {
+          color_simd::rgb_to_ycbcr_planar<L>(row, row + sc, row + 2 * sc, width, m, o, o + plane, o + 2 * plane);
         }
       }
-      Out* o0 = out + y * width + x0;
-      convert_chunk<true>(t0, t1, t2, n, o0, o0 + plane, o0 + 2 * plane, 128.0f, scale);
+      return;
+    }
+    alignas(64) Acc t0[kChunk], t1[kChunk], t2[kChunk];
+    for (int64_t y = 0; y < height; ++y) {
+      const uint8_t* row = s.data + (top + y) * s.sh + left * s.sw;
+      const uint8_t* m = mask ? mask + y * width : nullptr;
+      for (int64_t x0 = 0; x0 < width; x0 += kChunk) {
+        const int64_t n = std::min(kChunk, width - x0);
+        const uint8_t* p = row + x0 * sw;
+        if (m) {
+          for (int64_t i = 0; i < n; ++i) {
+            // mask_fill's zero, branch-free: keep is 0 on masked pixels and 0xFF elsewhere.
+            const int32_t keep = m[x0 + i] ? 0 : 0xFF;
+            t0[i] = static_cast<Acc>(p[i * sw] & keep);
+            t1[i] = static_cast<Acc>(p[i * sw + sc] & keep);
+            t2[i] = static_cast<Acc>(p[i * sw + 2 * sc] & keep);
+          }
+        } else {
+          for (int64_t i = 0; i < n; ++i) {
+            t0[i] = static_cast<Acc>(p[i * sw]);
+            t1[i] = static_cast<Acc>(p[i * sw + sc]);
+            t2[i] = static_cast<Acc>(p[i * sw + 2 * sc]);
+          }
+        }
+        Out* o0 = out + y * width + x0;
+        convert_chunk<true>(t0, t1, t2, n, o0, o0 + plane, o0 + 2 * plane, 128.0f, scale);
+      }
     }
   }
-}
+};
 
 template <typename Out>
 void run(const RgbSource& s, int64_t top, int64_t left, int64_t height, int64_t width, const uint8_t* mask, void* out,
          float scale) {
   Out* o = static_cast<Out*>(out);
   if (s.sw == 3 && s.sc == 1)
-    rows<3, 1>(s, top, left, height, width, mask, o, scale);
+    dispatch<Rows<3, 1, Out>>(s, top, left, height, width, mask, o, scale);
   else if (s.sw == 1)
-    rows<1, 0>(s, top, left, height, width, mask, o, scale);
+    dispatch<Rows<1, 0, Out>>(s, top, left, height, width, mask, o, scale);
   else
-    rows<0, 0>(s, top, left, height, width, mask, o, scale);
+    dispatch<Rows<0, 0, Out>>(s, top, left, height, width, mask, o, scale);
 }
 
 }  // namespace

@@ -1,26 +1,82 @@
 #include "kernels/dilate.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "kernels/isa.h"
+#include "kernels/mask_rows.h"
 #include "kernels/random_mask.h"
+#include "kernels/simd.h"
 
 namespace fastprep::kernels {
 namespace {
 
 // Pixel x takes pixels x - 1 and x + 1: a left shift brings the neighbour below (bit 63 of the
 // previous word carries in), a right shift the one above (bit 0 of the next word).
-inline uint64_t spread_h(uint64_t prev, uint64_t cur, uint64_t next) {
+FASTPREP_INLINE uint64_t spread_h(uint64_t prev, uint64_t cur, uint64_t next) {
   return cur | (cur << 1) | (prev >> 63) | (cur >> 1) | (next << 63);
 }
 
+#if FASTPREP_X86_LEVELS
+// dilate_row below in AVX-512, 8 words a step. The words on either side of a step come from the
+// steps before and after it, kept in registers (valignq), so each word is loaded once; loads are
+// masked at the row's end (nothing outside the row is read, and no bit carries across rows).
+FASTPREP_TARGET_V4 inline __m512i load_step(const uint64_t* p, int64_t j, int64_t wpr) {
+  if (j >= wpr) return _mm512_setzero_si512();
+  return _mm512_maskz_loadu_epi64(wpr - j >= 8 ? 0xFF : static_cast<__mmask8>((1u << (wpr - j)) - 1), p + j);
+}
+
+// Step j of the row the horizontal spread reads: the row itself (cross) or the vertical OR
+// (square); u and d get step j of the rows above and below.
+FASTPREP_TARGET_V4 inline __m512i spread_src(const uint64_t* up, const uint64_t* cur, const uint64_t* dn, int64_t j,
+                                             int64_t wpr, bool square, __m512i& u, __m512i& d) {
+  u = load_step(up, j, wpr), d = load_step(dn, j, wpr);
+  const __m512i c = load_step(cur, j, wpr);
+  return square ? _mm512_ternarylogic_epi64(c, u, d, 0xFE) : c;  // 0xFE: a | b | c
+}
+
+FASTPREP_TARGET_V4 inline void dilate_row_v4(const uint64_t* up, const uint64_t* cur, const uint64_t* dn, uint64_t* o,
+                                             int64_t wpr, uint64_t last, bool square) {
+  __m512i u, d, un, dn_;
+  __m512i before = _mm512_setzero_si512(), s = spread_src(up, cur, dn, 0, wpr, square, u, d);
+  for (int64_t j = 0; j < wpr; j += 8) {
+    const __m512i after = spread_src(up, cur, dn, j + 8, wpr, square, un, dn_);
+    const __m512i prev = _mm512_alignr_epi64(s, before, 7);  // word k - 1 in lane k
+    const __m512i next = _mm512_alignr_epi64(after, s, 1);   // word k + 1 in lane k
+    __m512i v = _mm512_ternarylogic_epi64(s, _mm512_slli_epi64(s, 1), _mm512_srli_epi64(s, 1), 0xFE);
+    v = _mm512_ternarylogic_epi64(v, _mm512_srli_epi64(prev, 63), _mm512_slli_epi64(next, 63), 0xFE);
+    v = _mm512_ternarylogic_epi64(v, u, d, 0xFE);
+    const int64_t n = std::min<int64_t>(8, wpr - j);
+    if (n <= 8 && j + 8 >= wpr) {  // pixel W - 1 spreads into the padding bits of the last word
+      v = _mm512_mask_and_epi64(v, static_cast<__mmask8>(1u << (n - 1)), v,
+                                _mm512_set1_epi64(static_cast<int64_t>(last)));
+    }
+    _mm512_mask_storeu_epi64(o + j, n == 8 ? 0xFF : static_cast<__mmask8>((1u << n) - 1), v);
+    before = s, s = after, u = un, d = dn_;
+  }
+}
+
+// n rows of src (row -1 is `above`, row n is `below`) -> n rows of dst, in one function so the
+// row calls inline.
+FASTPREP_TARGET_V4 void dilate_rows_v4(const uint64_t* src, uint64_t* dst, int64_t n, const uint64_t* above,
+                                       const uint64_t* below, int64_t wpr, uint64_t last, bool square) {
+  for (int64_t r = 0; r < n; ++r) {
+    const uint64_t* cur = src + r * wpr;
+    dilate_row_v4(r > 0 ? cur - wpr : above, cur, r + 1 < n ? cur + wpr : below, dst + r * wpr, wpr, last, square);
+  }
+}
+#endif
+
 // One output row from the rows above, at and below it (pass zeros outside the image); `vert` is
 // one row of scratch.
-FASTPREP_MULTIVERSION
-void dilate_row(const uint64_t* up, const uint64_t* cur, const uint64_t* dn, uint64_t* o, uint64_t* vert, int64_t wpr,
-                uint64_t last, bool square) {
+template <Isa L>
+FASTPREP_INLINE void dilate_row(const uint64_t* up, const uint64_t* cur, const uint64_t* dn, uint64_t* o,
+                                uint64_t* vert, int64_t wpr, uint64_t last, bool square) {
+#if FASTPREP_X86_LEVELS
+  if constexpr (L == Isa::kV4) return dilate_row_v4(up, cur, dn, o, wpr, last, square);
+#endif
   if (square) {
     // The 3x3 square is the horizontal spread of the vertical OR (ORing up / dn again below
     // changes nothing, and keeps one loop for both structures).
@@ -38,44 +94,67 @@ void dilate_row(const uint64_t* up, const uint64_t* cur, const uint64_t* dn, uin
   o[wpr - 1] &= last;  // pixel W - 1 spreads into the padding bits
 }
 
-}  // namespace
-
-void dilate_words(const uint64_t* src, uint64_t* dst, int64_t h, int64_t width, bool square) {
-  const int64_t wpr = words_per_row(width);
-  if (wpr == 0) return;
-  const uint64_t last = last_word_mask(width);
-  std::vector<uint64_t> zeros(static_cast<size_t>(wpr), 0), vert(static_cast<size_t>(wpr));
-  for (int64_t r = 0; r < h; ++r) {
+// n rows of src (row -1 is `above`, row n is `below`) -> n rows of dst.
+template <Isa L>
+FASTPREP_INLINE void dilate_rows(const uint64_t* src, uint64_t* dst, int64_t n, const uint64_t* above,
+                                 const uint64_t* below, int64_t wpr, uint64_t last, bool square, uint64_t* vert) {
+#if FASTPREP_X86_LEVELS
+  if constexpr (L == Isa::kV4) return dilate_rows_v4(src, dst, n, above, below, wpr, last, square);
+#endif
+  for (int64_t r = 0; r < n; ++r) {
     const uint64_t* cur = src + r * wpr;
-    dilate_row(r > 0 ? cur - wpr : zeros.data(), cur, r + 1 < h ? cur + wpr : zeros.data(), dst + r * wpr, vert.data(),
-               wpr, last, square);
+    dilate_row<L>(r > 0 ? cur - wpr : above, cur, r + 1 < n ? cur + wpr : below, dst + r * wpr, vert, wpr, last,
+                  square);
   }
 }
 
-namespace {
+// One dilation of the word image src into dst (distinct), row by row.
+template <Isa L>
+FASTPREP_INLINE void dilate_image(const uint64_t* src, uint64_t* dst, int64_t h, int64_t width, bool square,
+                                  uint64_t* zeros, uint64_t* vert) {
+  const int64_t wpr = words_per_row(width);
+  if (wpr == 0) return;
+  dilate_rows<L>(src, dst, h, zeros, zeros, wpr, last_word_mask(width), square, vert);
+}
 
 // `iterations` dilations of src, alternating between buffers a and b (src may be a); the last one
 // goes to `final` when given. Returns where the result is (src itself for 0 iterations).
-const uint64_t* run_iterations(const uint64_t* src, uint64_t* final, uint64_t* a, uint64_t* b, int64_t h, int64_t width,
-                               bool square, int64_t iterations) {
+template <Isa L>
+FASTPREP_INLINE const uint64_t* run_iterations(const uint64_t* src, uint64_t* final, uint64_t* a, uint64_t* b,
+                                               int64_t h, int64_t width, bool square, int64_t iterations,
+                                               uint64_t* zeros, uint64_t* vert) {
   const uint64_t* cur = src;
   for (int64_t it = 0; it < iterations; ++it) {
     uint64_t* dst = (it + 1 == iterations && final != nullptr) ? final : (cur == a ? b : a);
-    dilate_words(cur, dst, h, width, square);
+    dilate_image<L>(cur, dst, h, width, square, zeros, vert);
     cur = dst;
   }
   return cur;
 }
 
-void emit_rows(const uint64_t* words, int64_t rows, int64_t width, bool packed, uint8_t* out) {
+// One dilation streamed through blocks of rows: fill(r, n, words) writes source rows r .. r + n - 1
+// (padding bits zero), emit(r, n, words) takes output rows r .. r + n - 1. A block (~8 KB of words) is filled with
+// the row below it, and keeps the row above from the block before, so the words stay in L1 from
+// source to output whatever the image size, and a filler runs long loops (the generator's
+// vectorise across rows). The row below a block is filled again as the next block's first.
+template <Isa L, class Fill, class Emit>
+FASTPREP_INLINE void dilate_streamed(int64_t h, int64_t width, bool square, Fill&& fill, Emit&& emit) {
   const int64_t wpr = words_per_row(width);
-  const int64_t row_bytes = packed ? (width + 7) / 8 : width;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (packed) {
-      words_to_packed(words + r * wpr, width, out + r * row_bytes);
-    } else {
-      words_to_bools(words + r * wpr, width, out + r * row_bytes);
-    }
+  if (wpr == 0 || h == 0) return;
+  const int64_t block = std::max<int64_t>(1, 1024 / wpr);
+  const uint64_t last = last_word_mask(width);
+  std::vector<uint64_t> buf(static_cast<size_t>((block + 2) * wpr), 0), oblock(static_cast<size_t>(block * wpr)),
+      vert(static_cast<size_t>(wpr));
+  uint64_t* b = buf.data();
+  int64_t prev = 0;
+  for (int64_t r0 = 0; r0 < h; r0 += block) {
+    const int64_t n = std::min(block, h - r0), below = r0 + n < h ? 1 : 0;
+    if (r0 > 0) std::memcpy(b, b + prev * wpr, static_cast<size_t>(wpr) * 8);  // row r0 - 1
+    fill(r0, n + below, b + wpr);
+    if (!below) std::memset(b + (n + 1) * wpr, 0, static_cast<size_t>(wpr) * 8);
+    dilate_rows<L>(b + wpr, oblock.data(), n, b, b + (n + 1) * wpr, wpr, last, square, vert.data());
+    emit(r0, n, oblock.data());
+    prev = n;
   }
 }
 
@@ -91,71 +170,125 @@ bool packed_are_words(bool packed, int64_t width, const void* p) {
   return packed && width % 64 == 0 && reinterpret_cast<uintptr_t>(p) % alignof(uint64_t) == 0;
 }
 
+struct DilateWords {
+  template <Isa L>
+  static FASTPREP_INLINE void run(const uint64_t* src, uint64_t* dst, int64_t h, int64_t width, bool square) {
+    const size_t wpr = static_cast<size_t>(words_per_row(width));
+    std::vector<uint64_t> zeros(wpr, 0), vert(wpr);
+    dilate_image<L>(src, dst, h, width, square, zeros.data(), vert.data());
+  }
+};
+
+struct Dilate {
+  template <Isa L>
+  static FASTPREP_INLINE void run(const uint8_t* in, uint8_t* out, int64_t images, int64_t h, int64_t width,
+                                  bool square, int64_t iterations, bool packed) {
+    const int64_t wpr = words_per_row(width);
+    const int64_t row_bytes = packed ? (width + 7) / 8 : width;
+    const int64_t plane = h * wpr;
+    const bool direct = packed_are_words(packed, width, in) && packed_are_words(packed, width, out);
+    if (direct && iterations == 0) {
+      std::memcpy(out, in, static_cast<size_t>(images * plane) * 8);
+      return;
+    }
+    if (direct && iterations == 1) {  // word image to word image: no scratch planes
+      std::vector<uint64_t> zeros(static_cast<size_t>(wpr), 0), vert(static_cast<size_t>(wpr));
+      for (int64_t i = 0; i < images; ++i) {
+        dilate_image<L>(reinterpret_cast<const uint64_t*>(in) + i * plane, reinterpret_cast<uint64_t*>(out) + i * plane,
+                        h, width, square, zeros.data(), vert.data());
+      }
+      return;
+    }
+    if (iterations == 1) {
+      for (int64_t i = 0; i < images; ++i) {
+        const uint8_t* src = in + i * h * row_bytes;
+        uint8_t* dst = out + i * h * row_bytes;
+        const auto fill = [&](int64_t r, int64_t n, uint64_t* words) __attribute__((always_inline)) {
+          for (int64_t k = 0; k < n; ++k) {
+            if (packed) {
+              mask_rows::packed_to_words(src + (r + k) * row_bytes, width, words + k * wpr);
+            } else {
+              mask_rows::bools_to_words<L>(src + (r + k) * row_bytes, width, words + k * wpr);
+            }
+          }
+        };
+        const auto emit = [&](int64_t r, int64_t n, const uint64_t* words) __attribute__((always_inline)) {
+          mask_rows::emit_rows<L>(words, n, width, packed, dst + r * row_bytes);
+        };
+        dilate_streamed<L>(h, width, square, fill, emit);
+      }
+      return;
+    }
+    // One image at a time so its words stay in cache between packing, dilating and emitting.
+    std::vector<uint64_t> a(static_cast<size_t>(plane)), b(static_cast<size_t>(plane));
+    std::vector<uint64_t> zeros(static_cast<size_t>(wpr), 0), vert(static_cast<size_t>(wpr));
+    for (int64_t i = 0; i < images; ++i) {
+      const uint8_t* src = in + i * h * row_bytes;
+      uint8_t* dst = out + i * h * row_bytes;
+      if (direct) {
+        run_iterations<L>(reinterpret_cast<const uint64_t*>(src), reinterpret_cast<uint64_t*>(dst), a.data(), b.data(),
+                          h, width, square, iterations, zeros.data(), vert.data());
+        continue;
+      }
+      for (int64_t r = 0; r < h; ++r) {
+        if (packed) {
+          mask_rows::packed_to_words(src + r * row_bytes, width, a.data() + r * wpr);
+        } else {
+          mask_rows::bools_to_words<L>(src + r * row_bytes, width, a.data() + r * wpr);
+        }
+      }
+      const uint64_t* result = run_iterations<L>(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations,
+                                                 zeros.data(), vert.data());
+      mask_rows::emit_rows<L>(result, h, width, packed, dst);
+    }
+  }
+};
+
+struct RandomDilatedMask {
+  template <Isa L>
+  static FASTPREP_INLINE void run(int64_t seed, double p, int64_t images, int64_t h, int64_t width, bool square,
+                                  int64_t iterations, bool packed, uint8_t* out) {
+    const uint32_t q = mask_threshold(p);
+    const int64_t wpr = words_per_row(width);
+    const int64_t row_bytes = packed ? (width + 7) / 8 : width;
+    const uint64_t useed = static_cast<uint64_t>(seed);
+    std::vector<uint64_t> zeros(static_cast<size_t>(wpr), 0), vert(static_cast<size_t>(wpr));
+    if (iterations == 1) {
+      for (int64_t i = 0; i < images; ++i) {
+        const auto fill = [&](int64_t r, int64_t n, uint64_t* words) __attribute__((always_inline)) {
+          mask_rows::random_rows(useed, q, i * h + r, n, wpr, width, words);
+        };
+        const auto emit = [&](int64_t r, int64_t n, const uint64_t* words) __attribute__((always_inline)) {
+          mask_rows::emit_rows<L>(words, n, width, packed, out + (i * h + r) * row_bytes);
+        };
+        dilate_streamed<L>(h, width, square, fill, emit);
+      }
+      return;
+    }
+    std::vector<uint64_t> a(static_cast<size_t>(h * wpr)), b(static_cast<size_t>(h * wpr));
+    for (int64_t i = 0; i < images; ++i) {
+      mask_rows::random_rows(useed, q, i * h, h, wpr, width, a.data());
+      const uint64_t* result = run_iterations<L>(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations,
+                                                 zeros.data(), vert.data());
+      mask_rows::emit_rows<L>(result, h, width, packed, out + i * h * row_bytes);
+    }
+  }
+};
+
 }  // namespace
+
+void dilate_words(const uint64_t* src, uint64_t* dst, int64_t h, int64_t width, bool square) {
+  dispatch<DilateWords>(src, dst, h, width, square);
+}
 
 void dilate(const uint8_t* in, uint8_t* out, int64_t images, int64_t h, int64_t width, bool square, int64_t iterations,
             bool packed) {
-  iterations = capped_iterations(iterations, h, width);
-  const int64_t wpr = words_per_row(width);
-  const int64_t row_bytes = packed ? (width + 7) / 8 : width;
-  const int64_t plane = h * wpr;
-  const bool direct = packed_are_words(packed, width, in) && packed_are_words(packed, width, out);
-  if (direct && iterations == 0) {
-    std::memcpy(out, in, static_cast<size_t>(images * plane) * 8);
-    return;
-  }
-  // One image at a time so its words stay in cache between packing, dilating and emitting.
-  std::vector<uint64_t> a(static_cast<size_t>(plane)), b(static_cast<size_t>(plane));
-  for (int64_t i = 0; i < images; ++i) {
-    const uint8_t* src = in + i * h * row_bytes;
-    uint8_t* dst = out + i * h * row_bytes;
-    if (direct) {
-      run_iterations(reinterpret_cast<const uint64_t*>(src), reinterpret_cast<uint64_t*>(dst), a.data(), b.data(), h,
-                     width, square, iterations);
-      continue;
-    }
-    for (int64_t r = 0; r < h; ++r) {
-      if (packed) {
-        packed_to_words(src + r * row_bytes, width, a.data() + r * wpr);
-      } else {
-        bools_to_words(src + r * row_bytes, width, a.data() + r * wpr);
-      }
-    }
-    emit_rows(run_iterations(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations), h, width, packed,
-              dst);
-  }
+  dispatch<Dilate>(in, out, images, h, width, square, capped_iterations(iterations, h, width), packed);
 }
 
 void random_dilated_mask(int64_t seed, double p, int64_t images, int64_t h, int64_t width, bool square,
                          int64_t iterations, bool packed, uint8_t* out) {
-  iterations = capped_iterations(iterations, h, width);
-  const uint32_t q = mask_threshold(p);
-  const int64_t wpr = words_per_row(width);
-  const int64_t row_bytes = packed ? (width + 7) / 8 : width;
-  const uint64_t useed = static_cast<uint64_t>(seed);
-  if (iterations == 1) {
-    // A rolling window of 3 generated rows: row r + 1 is generated just before output row r
-    // needs it, so the bits go from generator to output without leaving L1.
-    std::vector<uint64_t> ring(static_cast<size_t>(3 * wpr)), zeros(static_cast<size_t>(wpr), 0);
-    std::vector<uint64_t> vert(static_cast<size_t>(wpr)), orow(static_cast<size_t>(wpr));
-    const auto slot = [&](int64_t r) { return ring.data() + (r % 3) * wpr; };
-    for (int64_t i = 0; i < images; ++i) {
-      random_mask_row(useed, q, i * h, wpr, width, slot(0));
-      for (int64_t r = 0; r < h; ++r) {
-        if (r + 1 < h) random_mask_row(useed, q, i * h + r + 1, wpr, width, slot(r + 1));
-        dilate_row(r > 0 ? slot(r - 1) : zeros.data(), slot(r), r + 1 < h ? slot(r + 1) : zeros.data(), orow.data(),
-                   vert.data(), wpr, last_word_mask(width), square);
-        emit_rows(orow.data(), 1, width, packed, out + (i * h + r) * row_bytes);
-      }
-    }
-    return;
-  }
-  std::vector<uint64_t> a(static_cast<size_t>(h * wpr)), b(static_cast<size_t>(h * wpr));
-  for (int64_t i = 0; i < images; ++i) {
-    for (int64_t r = 0; r < h; ++r) random_mask_row(useed, q, i * h + r, wpr, width, a.data() + r * wpr);
-    emit_rows(run_iterations(a.data(), nullptr, a.data(), b.data(), h, width, square, iterations), h, width, packed,
-              out + i * h * row_bytes);
-  }
+  dispatch<RandomDilatedMask>(seed, p, images, h, width, square, capped_iterations(iterations, h, width), packed, out);
 }
 
 }  // namespace fastprep::kernels

@@ -5,15 +5,17 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/isa.h"
+
 namespace fastprep::kernels {
 
-inline uint32_t float_bits(float f) {
+FASTPREP_INLINE uint32_t float_bits(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
   return x;
 }
 
-inline float bits_float(uint32_t x) {
+FASTPREP_INLINE float bits_float(uint32_t x) {
   float f;
   std::memcpy(&f, &x, 4);
   return f;
@@ -21,7 +23,7 @@ inline float bits_float(uint32_t x) {
 
 // Round to nearest even, as torch's float -> bfloat16; NaN stays a (quiet) NaN. The conversions
 // compute every case and select, without branches, so loops over them vectorise.
-inline uint16_t float_to_bf16_bits(float f) {
+FASTPREP_INLINE uint16_t float_to_bf16_bits(float f) {
   const uint32_t x = float_bits(f);
   const uint32_t rounded = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
   return static_cast<uint16_t>((x & 0x7FFFFFFFu) > 0x7F800000u ? (x >> 16) | 0x40u : rounded);
@@ -29,7 +31,7 @@ inline uint16_t float_to_bf16_bits(float f) {
 
 // Round to nearest even with subnormals and overflow to inf; NaN payloads as numpy keeps them:
 // the same bits as numpy's float32 -> float16.
-inline uint16_t float_to_half_bits(float f) {
+FASTPREP_INLINE uint16_t float_to_half_bits(float f) {
   const uint32_t x = float_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t a = x & 0x7FFFFFFFu;
@@ -48,7 +50,7 @@ inline uint16_t float_to_half_bits(float f) {
   return static_cast<uint16_t>(sign | h);
 }
 
-inline float half_bits_to_float(uint16_t hb) {
+FASTPREP_INLINE float half_bits_to_float(uint16_t hb) {
   const uint32_t sign = static_cast<uint32_t>(hb & 0x8000u) << 16;
   const uint32_t e = (hb >> 10) & 0x1Fu;
   const uint32_t m = hb & 0x3FFu;
@@ -59,6 +61,6 @@ inline float half_bits_to_float(uint16_t hb) {
   return bits_float(sign | (e == 0x1Fu ? special : e != 0 ? normal : sub));
 }
 
-inline float bf16_bits_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
+FASTPREP_INLINE float bf16_bits_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
 
 }  // namespace fastprep::kernels

@@ -4,67 +4,134 @@
 #include <vector>
 
 #include "kernels/isa.h"
+#include "kernels/mask_rows.h"
 #include "kernels/random_mask.h"
+#include "kernels/simd.h"
 
 namespace fastprep::kernels {
 namespace {
 
 // One image row's mask as 0/1 bytes, so the fill loops below are branch-free selects. Packed rows
-// go through the mask words' SIMD expansion (random_mask.h); `words` holds one row of them.
-void row_bits(const uint8_t* mrow, int64_t w, bool packed, uint64_t* words, uint8_t* bits) {
+// go through the mask words' SIMD expansion (mask_rows.h); `words` holds one row of them.
+template <Isa L>
+FASTPREP_INLINE void row_bits(const uint8_t* mrow, int64_t w, bool packed, uint64_t* words, uint8_t* bits) {
   if (packed) {
-    packed_to_words(mrow, w, words);
-    words_to_bools(words, w, bits);
+    mask_rows::packed_to_words(mrow, w, words);
+    mask_rows::words_to_bools<L>(words, w, bits);
   } else {
     for (int64_t x = 0; x < w; ++x) bits[x] = mrow[x] != 0;
   }
 }
 
+#if FASTPREP_X86_LEVELS
+// One contiguous row of w elements of one plane, AVX-512: the mask row's words are the mask
+// registers of the selects (elements per register divide 64), so no bit is expanded to a byte.
+// In place, only the masked elements are stored (masked stores) and the image is not read.
 template <typename T>
-FASTPREP_MULTIVERSION void fill_typed(const T* src, const FillView& sv_ref, T* dst, const FillView& dv_ref,
-                                      const uint8_t* mask, int64_t mask_n, bool packed, T value) {
-  // Local copies: uint8 stores may alias anything, so fields read through the references would
-  // be reloaded after every store and the loops would not vectorise (measured 20x slower).
-  const FillView sv = sv_ref, dv = dv_ref;
-  const int64_t w = dv.w, channels = dv.c;
-  const int64_t row_bytes = packed ? (w + 7) / 8 : w;
-  const bool in_place = src == dst && sv.sn == dv.sn && sv.sc == dv.sc && sv.sh == dv.sh && sv.sw == dv.sw;
-  std::vector<uint8_t> bits_buf(static_cast<size_t>(w));
-  std::vector<uint64_t> words(static_cast<size_t>(words_per_row(w)));
-  uint8_t* __restrict__ bits = bits_buf.data();
-  // Pixel-major (HWC-like: channels closer than pixels) vs plane-major loops: the inner loop
-  // walks the smaller stride; unit-stride planes become branch-free selects that vectorise.
-  const bool pixel_major = dv.sc < dv.sw;
-  const bool planes_contiguous = sv.sw == 1 && dv.sw == 1;
-  for (int64_t n = 0; n < dv.n; ++n) {
-    const uint8_t* mimg = mask + (mask_n == 1 ? 0 : n) * dv.h * row_bytes;
-    for (int64_t y = 0; y < dv.h; ++y) {
-      row_bits(mimg + y * row_bytes, w, packed, words.data(), bits);
-      const T* s = src + n * sv.sn + y * sv.sh;
-      T* d = dst + n * dv.sn + y * dv.sh;
-      if (in_place && pixel_major) {
-        for (int64_t x = 0; x < w; ++x) {
-          if (!bits[x]) continue;
-          for (int64_t c = 0; c < channels; ++c) d[x * dv.sw + c * dv.sc] = value;
-        }
-      } else if (planes_contiguous) {
-        for (int64_t c = 0; c < channels; ++c) {
-          const T* sp = s + c * sv.sc;
-          T* dp = d + c * dv.sc;
-          for (int64_t x = 0; x < w; ++x) dp[x] = bits[x] ? value : sp[x];
-        }
-      } else if (pixel_major) {
-        for (int64_t x = 0; x < w; ++x) {
-          for (int64_t c = 0; c < channels; ++c) d[x * dv.sw + c * dv.sc] = bits[x] ? value : s[x * sv.sw + c * sv.sc];
-        }
+FASTPREP_TARGET_V4 void fill_row_v4(const T* src, T* dst, const uint64_t* words, int64_t w, T value, bool in_place) {
+  constexpr int64_t kV = 64 / sizeof(T);
+  for (int64_t x = 0; x < w; x += kV) {
+    const uint64_t valid = w - x >= kV ? (kV == 64 ? ~0ULL : (1ULL << kV) - 1) : (1ULL << (w - x)) - 1;
+    const uint64_t k = (words[x / 64] >> (x % 64)) & valid;
+    if constexpr (sizeof(T) == 1) {
+      const __m512i v = _mm512_set1_epi8(static_cast<char>(value));
+      if (in_place) {
+        _mm512_mask_storeu_epi8(dst + x, k, v);
       } else {
-        for (int64_t c = 0; c < channels; ++c) {
-          for (int64_t x = 0; x < w; ++x) d[c * dv.sc + x * dv.sw] = bits[x] ? value : s[c * sv.sc + x * sv.sw];
-        }
+        _mm512_mask_storeu_epi8(dst + x, valid, _mm512_mask_mov_epi8(_mm512_maskz_loadu_epi8(valid, src + x), k, v));
+      }
+    } else if constexpr (sizeof(T) == 2) {
+      const __m512i v = _mm512_set1_epi16(static_cast<int16_t>(value));
+      const __mmask32 k32 = static_cast<__mmask32>(k), valid32 = static_cast<__mmask32>(valid);
+      if (in_place) {
+        _mm512_mask_storeu_epi16(dst + x, k32, v);
+      } else {
+        _mm512_mask_storeu_epi16(dst + x, valid32,
+                                 _mm512_mask_mov_epi16(_mm512_maskz_loadu_epi16(valid32, src + x), k32, v));
+      }
+    } else {
+      const __m512i v = _mm512_set1_epi32(static_cast<int32_t>(value));
+      const __mmask16 k16 = static_cast<__mmask16>(k), valid16 = static_cast<__mmask16>(valid);
+      if (in_place) {
+        _mm512_mask_storeu_epi32(dst + x, k16, v);
+      } else {
+        _mm512_mask_storeu_epi32(dst + x, valid16,
+                                 _mm512_mask_mov_epi32(_mm512_maskz_loadu_epi32(valid16, src + x), k16, v));
       }
     }
   }
 }
+#endif
+
+template <typename T>
+struct FillTyped {
+  template <Isa L>
+  static FASTPREP_INLINE void run(const T* src, const FillView sv, T* dst, const FillView dv, const uint8_t* mask,
+                                  int64_t mask_n, bool packed, T value) {
+    // The views by value: uint8 stores may alias anything, so fields read through references would
+    // be reloaded after every store and the loops would not vectorise (measured 20x slower).
+    const int64_t w = dv.w, channels = dv.c;
+    const int64_t row_bytes = packed ? (w + 7) / 8 : w;
+    const bool in_place = src == dst && sv.sn == dv.sn && sv.sc == dv.sc && sv.sh == dv.sh && sv.sw == dv.sw;
+    std::vector<uint8_t> bits_buf(static_cast<size_t>(w));
+    std::vector<uint64_t> words(static_cast<size_t>(words_per_row(w)));
+    uint8_t* __restrict__ bits = bits_buf.data();
+    // Pixel-major (HWC-like: channels closer than pixels) vs plane-major loops: the inner loop
+    // walks the smaller stride; unit-stride planes become branch-free selects that vectorise.
+    const bool pixel_major = dv.sc < dv.sw;
+    const bool planes_contiguous = sv.sw == 1 && dv.sw == 1;
+#if FASTPREP_X86_LEVELS
+    if constexpr (L == Isa::kV4) {
+      if (planes_contiguous) {
+        for (int64_t n = 0; n < dv.n; ++n) {
+          const uint8_t* mimg = mask + (mask_n == 1 ? 0 : n) * dv.h * row_bytes;
+          for (int64_t y = 0; y < dv.h; ++y) {
+            if (packed) {
+              mask_rows::packed_to_words(mimg + y * row_bytes, w, words.data());
+            } else {
+              mask_rows::bools_to_words<L>(mimg + y * row_bytes, w, words.data());
+            }
+            for (int64_t c = 0; c < channels; ++c) {
+              fill_row_v4(src + n * sv.sn + y * sv.sh + c * sv.sc, dst + n * dv.sn + y * dv.sh + c * dv.sc,
+                          words.data(), w, value, in_place);
+            }
+          }
+        }
+        return;
+      }
+    }
+#endif
+    for (int64_t n = 0; n < dv.n; ++n) {
+      const uint8_t* mimg = mask + (mask_n == 1 ? 0 : n) * dv.h * row_bytes;
+      for (int64_t y = 0; y < dv.h; ++y) {
+        row_bits<L>(mimg + y * row_bytes, w, packed, words.data(), bits);
+        const T* s = src + n * sv.sn + y * sv.sh;
+        T* d = dst + n * dv.sn + y * dv.sh;
+        if (in_place && pixel_major) {
+          for (int64_t x = 0; x < w; ++x) {
+            if (!bits[x]) continue;
+            for (int64_t c = 0; c < channels; ++c) d[x * dv.sw + c * dv.sc] = value;
+          }
+        } else if (planes_contiguous) {
+          for (int64_t c = 0; c < channels; ++c) {
+            const T* sp = s + c * sv.sc;
+            T* dp = d + c * dv.sc;
+            for (int64_t x = 0; x < w; ++x) dp[x] = bits[x] ? value : sp[x];
+          }
+        } else if (pixel_major) {
+          for (int64_t x = 0; x < w; ++x) {
+            for (int64_t c = 0; c < channels; ++c)
+              d[x * dv.sw + c * dv.sc] = bits[x] ? value : s[x * sv.sw + c * sv.sc];
+          }
+        } else {
+          for (int64_t c = 0; c < channels; ++c) {
+            for (int64_t x = 0; x < w; ++x) d[c * dv.sc + x * dv.sw] = bits[x] ? value : s[c * sv.sc + x * sv.sw];
+          }
+        }
+      }
+    }
+  }
+};
 
 }  // namespace
 
@@ -72,16 +139,16 @@ void mask_fill(const void* src, const FillView& sv, void* dst, const FillView& d
                int64_t mask_n, bool packed, uint32_t value_bits) {
   switch (elem_size) {
     case 1:
-      fill_typed(static_cast<const uint8_t*>(src), sv, static_cast<uint8_t*>(dst), dv, mask, mask_n, packed,
-                 static_cast<uint8_t>(value_bits));
+      dispatch<FillTyped<uint8_t>>(static_cast<const uint8_t*>(src), sv, static_cast<uint8_t*>(dst), dv, mask, mask_n,
+                                   packed, static_cast<uint8_t>(value_bits));
       break;
     case 2:
-      fill_typed(static_cast<const uint16_t*>(src), sv, static_cast<uint16_t*>(dst), dv, mask, mask_n, packed,
-                 static_cast<uint16_t>(value_bits));
+      dispatch<FillTyped<uint16_t>>(static_cast<const uint16_t*>(src), sv, static_cast<uint16_t*>(dst), dv, mask,
+                                    mask_n, packed, static_cast<uint16_t>(value_bits));
       break;
     default:
-      fill_typed(static_cast<const uint32_t*>(src), sv, static_cast<uint32_t*>(dst), dv, mask, mask_n, packed,
-                 value_bits);
+      dispatch<FillTyped<uint32_t>>(static_cast<const uint32_t*>(src), sv, static_cast<uint32_t*>(dst), dv, mask,
+                                    mask_n, packed, value_bits);
       break;
   }
 }

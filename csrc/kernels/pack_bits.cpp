@@ -1,8 +1,10 @@
 #include "kernels/pack_bits.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/isa.h"
+#include "kernels/simd.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "word tricks below assume little-endian");
 
@@ -19,105 +21,203 @@ constexpr uint64_t kSpreadBig = 0x0102040810204080ULL;
 constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7FULL;
 constexpr uint64_t kHigh1 = 0x8080808080808080ULL;
 
-inline uint64_t load_word(const uint8_t* p) {
+FASTPREP_INLINE uint64_t load_word(const uint8_t* p) {
   uint64_t w;
   std::memcpy(&w, p, 8);
   return w;
 }
 
 // Each byte becomes 1 if it was nonzero, else 0.
-inline uint64_t bytes_to_bits(uint64_t w) { return ((((w & kLow7) + kLow7) | w) & kHigh1) >> 7; }
+FASTPREP_INLINE uint64_t bytes_to_bits(uint64_t w) { return ((((w & kLow7) + kLow7) | w) & kHigh1) >> 7; }
 
-inline int bit_shift(int64_t k, bool little) { return little ? static_cast<int>(k) : 7 - static_cast<int>(k); }
+FASTPREP_INLINE int bit_shift(int64_t k, bool little) { return little ? static_cast<int>(k) : 7 - static_cast<int>(k); }
 
-FASTPREP_MULTIVERSION
-void pack_rows(const uint8_t* x, uint8_t* out, int64_t rows, int64_t n, bool little) {
-  const int64_t nb = (n + 7) / 8;
-  const int64_t full = n / 8;
-  const uint64_t gather = little ? kGatherLittle : kGatherBig;
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint8_t* row = x + r * n;
-    uint8_t* orow = out + r * nb;
-    for (int64_t j = 0; j < full; ++j) {
-      orow[j] = static_cast<uint8_t>((bytes_to_bits(load_word(row + 8 * j)) * gather) >> 56);
-    }
-    if (full < nb) {
-      unsigned b = 0;
-      for (int64_t k = 0; k < n - 8 * full; ++k) {
-        b |= static_cast<unsigned>(row[8 * full + k] != 0) << bit_shift(k, little);
-      }
-      orow[full] = static_cast<uint8_t>(b);
-    }
+#if FASTPREP_X86_LEVELS
+// Byte k of every 8 goes to 7 - k: with it, "big" bit order is the "little" one of the reversed bytes.
+FASTPREP_TARGET_V4 inline __m512i reverse_octets_512(__m512i v) {
+  const __m512i rev = _mm512_broadcast_i32x4(_mm_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8));
+  return _mm512_shuffle_epi8(v, rev);
+}
+
+// n bytes (nonzero = 1) -> ceil(n / 8) packed bytes: AVX-512's byte test puts bit i of the mask
+// register at element i, which is the little bit order once stored.
+FASTPREP_TARGET_V4 void pack_run_v4(const uint8_t* x, int64_t n, bool little, uint8_t* out) {
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m512i v = _mm512_loadu_si512(x + i);
+    if (!little) v = reverse_octets_512(v);
+    const uint64_t m = _mm512_test_epi8_mask(v, v);
+    std::memcpy(out + i / 8, &m, 8);
+  }
+  if (i < n) {  // masked load: nothing past the run is read; the missing bytes count as 0
+    __m512i v = _mm512_maskz_loadu_epi8((1ULL << (n - i)) - 1, x + i);
+    if (!little) v = reverse_octets_512(v);
+    const uint64_t m = _mm512_test_epi8_mask(v, v);
+    std::memcpy(out + i / 8, &m, static_cast<size_t>((n - i + 7) / 8));
   }
 }
 
-FASTPREP_MULTIVERSION
-void pack_planes(const uint8_t* x, uint8_t* out, int64_t outer, int64_t n, int64_t inner, bool little) {
-  const int64_t nb = (n + 7) / 8;
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t j = 0; j < nb; ++j) {
-      uint8_t* orow = out + (o * nb + j) * inner;
-      std::memset(orow, 0, static_cast<size_t>(inner));
-      const int64_t kmax = n - 8 * j < 8 ? n - 8 * j : 8;
-      for (int64_t k = 0; k < kmax; ++k) {
-        const uint8_t* xrow = x + (o * n + 8 * j + k) * inner;
-        const int s = bit_shift(k, little);
-        for (int64_t i = 0; i < inner; ++i) {
-          orow[i] = static_cast<uint8_t>(orow[i] | ((xrow[i] != 0) << s));
+// count elements from ceil(count / 8) packed bytes -> 0/1 bytes.
+FASTPREP_TARGET_V4 void unpack_run_v4(const uint8_t* packed, int64_t count, bool little, uint8_t* out) {
+  const __m512i one = _mm512_set1_epi8(1);
+  int64_t i = 0;
+  for (; i + 64 <= count; i += 64) {
+    uint64_t m;
+    std::memcpy(&m, packed + i / 8, 8);
+    __m512i v = _mm512_maskz_mov_epi8(m, one);
+    if (!little) v = reverse_octets_512(v);
+    _mm512_storeu_si512(out + i, v);
+  }
+  if (i < count) {  // masked store: nothing past the run is written
+    uint64_t m = 0;
+    std::memcpy(&m, packed + i / 8, static_cast<size_t>((count - i + 7) / 8));
+    __m512i v = _mm512_maskz_mov_epi8(m, one);
+    if (!little) v = reverse_octets_512(v);
+    _mm512_mask_storeu_epi8(out + i, (1ULL << (count - i)) - 1, v);
+  }
+}
+
+// Up to 8 planes of n bytes (plane k at x + k * stride) -> one plane of n bytes, bit
+// bit_shift(k) of each from plane k's byte; the byte tests' mask registers drive the ORs.
+FASTPREP_TARGET_V4 void pack_planes_v4(const uint8_t* x, int64_t stride, int64_t planes, int64_t n, bool little,
+                                       uint8_t* out) {
+  for (int64_t i = 0; i < n; i += 64) {
+    const __mmask64 valid = n - i >= 64 ? ~0ULL : (1ULL << (n - i)) - 1;
+    __m512i acc = _mm512_setzero_si512();
+    for (int64_t k = 0; k < planes; ++k) {
+      const __m512i v = _mm512_maskz_loadu_epi8(valid, x + k * stride + i);
+      const __m512i bit = _mm512_set1_epi8(static_cast<char>(1u << bit_shift(k, little)));
+      acc = _mm512_or_si512(acc, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(v, v), bit));
+    }
+    _mm512_mask_storeu_epi8(out + i, valid, acc);
+  }
+}
+#endif
+
+struct PackRows {
+  template <Isa L>
+  static FASTPREP_INLINE void run(const uint8_t* x, uint8_t* out, int64_t rows, int64_t n, bool little) {
+#if FASTPREP_X86_LEVELS
+    if constexpr (L == Isa::kV4) {
+      if (n % 8 == 0) return pack_run_v4(x, rows * n, little, out);  // rows of whole bytes: one run
+      for (int64_t r = 0; r < rows; ++r) pack_run_v4(x + r * n, n, little, out + r * ((n + 7) / 8));
+      return;
+    }
+#endif
+    const int64_t nb = (n + 7) / 8;
+    const int64_t full = n / 8;
+    const uint64_t gather = little ? kGatherLittle : kGatherBig;
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* row = x + r * n;
+      uint8_t* orow = out + r * nb;
+      for (int64_t j = 0; j < full; ++j) {
+        orow[j] = static_cast<uint8_t>((bytes_to_bits(load_word(row + 8 * j)) * gather) >> 56);
+      }
+      if (full < nb) {
+        unsigned b = 0;
+        for (int64_t k = 0; k < n - 8 * full; ++k) {
+          b |= static_cast<unsigned>(row[8 * full + k] != 0) << bit_shift(k, little);
+        }
+        orow[full] = static_cast<uint8_t>(b);
+      }
+    }
+  }
+};
+
+struct PackPlanes {
+  template <Isa L>
+  static FASTPREP_INLINE void run(const uint8_t* x, uint8_t* out, int64_t outer, int64_t n, int64_t inner,
+                                  bool little) {
+#if FASTPREP_X86_LEVELS
+    if constexpr (L == Isa::kV4) {
+      const int64_t nb = (n + 7) / 8;
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t j = 0; j < nb; ++j) {
+          pack_planes_v4(x + (o * n + 8 * j) * inner, inner, std::min<int64_t>(8, n - 8 * j), inner, little,
+                         out + (o * nb + j) * inner);
+        }
+      }
+      return;
+    }
+#endif
+    const int64_t nb = (n + 7) / 8;
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t j = 0; j < nb; ++j) {
+        uint8_t* orow = out + (o * nb + j) * inner;
+        std::memset(orow, 0, static_cast<size_t>(inner));
+        const int64_t kmax = n - 8 * j < 8 ? n - 8 * j : 8;
+        for (int64_t k = 0; k < kmax; ++k) {
+          const uint8_t* xrow = x + (o * n + 8 * j + k) * inner;
+          const int s = bit_shift(k, little);
+          for (int64_t i = 0; i < inner; ++i) {
+            orow[i] = static_cast<uint8_t>(orow[i] | ((xrow[i] != 0) << s));
+          }
         }
       }
     }
   }
-}
+};
 
-FASTPREP_MULTIVERSION
-void unpack_rows(const uint8_t* packed, uint8_t* out, int64_t rows, int64_t m, int64_t count, bool little) {
-  const int64_t full = count / 8;
-  const uint64_t spread = little ? kSpreadLittle : kSpreadBig;
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint8_t* prow = packed + r * m;
-    uint8_t* orow = out + r * count;
-    for (int64_t j = 0; j < full; ++j) {
-      const uint64_t w = bytes_to_bits((prow[j] * 0x0101010101010101ULL) & spread);
-      std::memcpy(orow + 8 * j, &w, 8);
+struct UnpackRows {
+  template <Isa L>
+  static FASTPREP_INLINE void run(const uint8_t* packed, uint8_t* out, int64_t rows, int64_t m, int64_t count,
+                                  bool little) {
+#if FASTPREP_X86_LEVELS
+    if constexpr (L == Isa::kV4) {
+      if (count == 8 * m) return unpack_run_v4(packed, rows * count, little, out);  // whole bytes: one run
+      for (int64_t r = 0; r < rows; ++r) unpack_run_v4(packed + r * m, count, little, out + r * count);
+      return;
     }
-    for (int64_t k = 0; k < count - 8 * full; ++k) {
-      orow[8 * full + k] = static_cast<uint8_t>((prow[full] >> bit_shift(k, little)) & 1);
-    }
-  }
-}
-
-FASTPREP_MULTIVERSION
-void unpack_planes(const uint8_t* packed, uint8_t* out, int64_t outer, int64_t m, int64_t inner, int64_t count,
-                   bool little) {
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t c = 0; c < count; ++c) {
-      const uint8_t* prow = packed + (o * m + c / 8) * inner;
-      uint8_t* orow = out + (o * count + c) * inner;
-      const int s = bit_shift(c % 8, little);
-      for (int64_t i = 0; i < inner; ++i) {
-        orow[i] = static_cast<uint8_t>((prow[i] >> s) & 1);
+#endif
+    const int64_t full = count / 8;
+    const uint64_t spread = little ? kSpreadLittle : kSpreadBig;
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* prow = packed + r * m;
+      uint8_t* orow = out + r * count;
+      for (int64_t j = 0; j < full; ++j) {
+        const uint64_t w = bytes_to_bits((prow[j] * 0x0101010101010101ULL) & spread);
+        std::memcpy(orow + 8 * j, &w, 8);
+      }
+      for (int64_t k = 0; k < count - 8 * full; ++k) {
+        orow[8 * full + k] = static_cast<uint8_t>((prow[full] >> bit_shift(k, little)) & 1);
       }
     }
   }
-}
+};
+
+struct UnpackPlanes {
+  template <Isa L>
+  static FASTPREP_INLINE void run(const uint8_t* packed, uint8_t* out, int64_t outer, int64_t m, int64_t inner,
+                                  int64_t count, bool little) {
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t c = 0; c < count; ++c) {
+        const uint8_t* prow = packed + (o * m + c / 8) * inner;
+        uint8_t* orow = out + (o * count + c) * inner;
+        const int s = bit_shift(c % 8, little);
+        for (int64_t i = 0; i < inner; ++i) {
+          orow[i] = static_cast<uint8_t>((prow[i] >> s) & 1);
+        }
+      }
+    }
+  }
+};
 
 }  // namespace
 
 void pack_bits(const uint8_t* x, uint8_t* out, int64_t outer, int64_t n, int64_t inner, bool little) {
   if (inner == 1) {
-    pack_rows(x, out, outer, n, little);
+    dispatch<PackRows>(x, out, outer, n, little);
   } else {
-    pack_planes(x, out, outer, n, inner, little);
+    dispatch<PackPlanes>(x, out, outer, n, inner, little);
   }
 }
 
 void unpack_bits(const uint8_t* packed, uint8_t* out, int64_t outer, int64_t m, int64_t inner, int64_t count,
                  bool little) {
   if (inner == 1) {
-    unpack_rows(packed, out, outer, m, count, little);
+    dispatch<UnpackRows>(packed, out, outer, m, count, little);
   } else {
-    unpack_planes(packed, out, outer, m, inner, count, little);
+    dispatch<UnpackPlanes>(packed, out, outer, m, inner, count, little);
   }
 }
 

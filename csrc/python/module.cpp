@@ -24,11 +24,15 @@ PYBIND11_MODULE(_C, m) {
         info["torch_version"] = FASTPREP_TORCH_VERSION;
         info["abi"] = "stable";
         info["abi_target"] = "2.10";
-        info["isa_variants"] = std::string(FASTPREP_ISA_VARIANTS);
-        info["isa_selected"] = std::string(k::selected_isa());
+        // The kernels' ISA level: every one compiled in, the one running (FASTPREP_ISA or, by
+        // default, the CPU's best; a bad FASTPREP_ISA raises ValueError here, at import) and the
+        // CPU's best.
+        info["isa_variants"] = std::string(k::compiled_isas());
+        info["isa_selected"] = std::string(k::isa_name(k::active_isa()));
+        info["isa_cpu_best"] = std::string(k::isa_name(k::cpu_best_isa()));
         return info;
       },
-      "Compiler, flags, the torch version built against, ABI and the ISA variants compiled in.");
+      "Compiler, flags, the torch version built against, ABI and the ISA levels: compiled, selected, CPU's best.");
 
   // uint64 words go to Python as unsigned ints; seeds are int64 as in the op schemas.
   m.def(

@@ -23,8 +23,13 @@ TYPE_CODE = {torch.uint8: U8, torch.float32: F32, torch.float16: F16, torch.bflo
 
 
 _I = np.int32
-# (D, S, M) of each division: see color.cpp.
-DIVISIONS = ((1000, 17, 131), (31250, 21, 67), (500, 16, 131), (125000, 23, 67), (250, 15, 131))
+# (D, S, M) of each division of ycbcr_to_rgb: see color_pixel.h.
+DIVISIONS = ((500, 16, 131), (125000, 23, 67), (250, 15, 131))
+_F = np.float32
+# rgb_to_ycbcr's exact divisions (color_pixel.h): trunc(N * INV_1000) = floor(N / 1000) for N in
+# [0, 255500], trunc(N * INV_31250) = floor(N / 31250) for N in [0, 8000000], in float32.
+INV_1000 = np.nextafter(_F(1) / _F(1000), _F(1))
+INV_31250 = _F(1) / _F(31250)
 
 
 @njit(cache=True, inline="always")
@@ -79,38 +84,42 @@ def gather_any(src, p, sc, sw, n, t0, t1, t2, in_type):
 
 
 @njit(cache=True, inline="always")
-def convert_chunk_u8(t0, t1, t2, n, o0, o1, o2, forward):
-    """Exact uint8 -> uint8 of n pixels in contiguous int32 temporaries (as color_pixel.h)."""
-    if forward:
-        for i in range(n):
-            a, b, c = t0[i], t1[i], t2[i]
-            o0[i] = div_clamped(_I(299) * a + _I(587) * b + _I(114) * c + _I(500), 1000, 17, 131)
-            o1[i] = div_clamped(_I(-5273) * a - _I(10352) * b + _I(15625) * c + _I(4015625),
-                                31250, 21, 67)
-            o2[i] = div_clamped(_I(15625) * a - _I(13084) * b - _I(2541) * c + _I(4015625),
-                                31250, 21, 67)
-    else:
-        for i in range(n):
-            a, b, c = t0[i], _I(t1[i] - _I(128)), _I(t2[i] - _I(128))
-            o0[i] = div_clamped(_I(500) * a + _I(250) + _I(701) * c, 500, 16, 131)
-            o1[i] = div_clamped(_I(125000) * a + _I(62500) - _I(43017) * b - _I(89267) * c,
-                                125000, 23, 67)
-            o2[i] = div_clamped(_I(250) * a + _I(125) + _I(443) * b, 250, 15, 131)
+def rgb_to_ycbcr_chunk_u8(t0, t1, t2, n, o0, o1, o2):
+    """Exact uint8 RGB -> YCbCr of n pixels in contiguous float32 temporaries (as color_pixel.h:
+    every N and partial sum is an integer below 2^24, so float32 is exact; one-step divisions).
+    Stored straight to the bytes: LLVM vectorises the narrowing, unlike GCC on color_pixel.h's."""
+    for i in range(n):
+        a, b, c = t0[i], t1[i], t2[i]
+        o0[i] = _I((_F(299) * a + _F(587) * b + _F(114) * c + _F(500)) * INV_1000)
+        o1[i] = min(_I((_F(-5273) * a - _F(10352) * b + _F(15625) * c + _F(4015625)) * INV_31250), _I(255))
+        o2[i] = min(_I((_F(15625) * a - _F(13084) * b - _F(2541) * c + _F(4015625)) * INV_31250), _I(255))
+
+
+@njit(cache=True, inline="always")
+def ycbcr_to_rgb_chunk_u8(t0, t1, t2, n, o0, o1, o2):
+    """Exact uint8 YCbCr -> RGB of n pixels in contiguous int32 temporaries (as color_pixel.h)."""
+    for i in range(n):
+        a, b, c = t0[i], _I(t1[i] - _I(128)), _I(t2[i] - _I(128))
+        o0[i] = div_clamped(_I(500) * a + _I(250) + _I(701) * c, 500, 16, 131)
+        o1[i] = div_clamped(_I(125000) * a + _I(62500) - _I(43017) * b - _I(89267) * c, 125000, 23, 67)
+        o2[i] = div_clamped(_I(250) * a + _I(125) + _I(443) * b, 250, 15, 131)
 
 
 @njit(cache=True)
-def rows_u8(src, base, h, w, sc, sh, sw, out, forward):
+def rows_u8(src, base, h, w, sc, sh, sw, out, forward, t0, t1, t2):
+    """Exact uint8 -> uint8 rows; the caller's temporaries are float32 forward and int32 backward
+    (color_pixel.h's ChunkAcc)."""
     plane = h * w
-    t0 = np.empty(CHUNK, np.int32)
-    t1 = np.empty(CHUNK, np.int32)
-    t2 = np.empty(CHUNK, np.int32)
     for yy in range(h):
         for x0 in range(0, w, CHUNK):
             n = min(CHUNK, w - x0)
             gather_any(src, base + yy * sh + x0 * sw, sc, sw, n, t0, t1, t2, U8)
             o = yy * w + x0
-            convert_chunk_u8(t0, t1, t2, n, out[o:o + n], out[plane + o:plane + o + n],
-                             out[2 * plane + o:2 * plane + o + n], forward)
+            o0, o1, o2 = out[o:o + n], out[plane + o:plane + o + n], out[2 * plane + o:2 * plane + o + n]
+            if forward:
+                rgb_to_ycbcr_chunk_u8(t0, t1, t2, n, o0, o1, o2)
+            else:
+                ycbcr_to_rgb_chunk_u8(t0, t1, t2, n, o0, o1, o2)
 
 
 @njit(cache=True, inline="always")
@@ -179,7 +188,8 @@ def _convert(op, img, layout, out_dtype, scale, forward):
     for i in range(v.n):
         o = flat[i * 3 * v.h * v.w:(i + 1) * 3 * v.h * v.w]
         if out_type == U8:
-            rows_u8(src, i * v.sn, v.h, v.w, v.sc, v.sh, v.sw, o, forward)
+            t = [np.empty(CHUNK, np.float32 if forward else np.int32) for _ in range(3)]
+            rows_u8(src, i * v.sn, v.h, v.w, v.sc, v.sh, v.sw, o, forward, *t)
         else:
             rows_float(src, i * v.sn, v.h, v.w, v.sc, v.sh, v.sw, o, in_type, out_type, forward,
                        delta, np.float32(scale))

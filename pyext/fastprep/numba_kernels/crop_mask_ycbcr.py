@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from fastprep.numba_kernels._cache import njit
-from fastprep.numba_kernels.color import CHUNK, TYPE_CODE, U8, compute, convert_chunk_u8, store_chunk
+from fastprep.numba_kernels.color import CHUNK, TYPE_CODE, U8, compute, rgb_to_ycbcr_chunk_u8, store_chunk
 from fastprep.numba_kernels.random_mask import random_dilated_mask_kernel
 from fastprep.numba_kernels.storage import flat_view, storage_span
 from fastprep.ops import checks
@@ -50,7 +50,7 @@ def crop_mask_ycbcr_kernel(src, sc, sh, sw, top, left, height, width, mask, appl
             o = y * width + x0
             o0, o1, o2 = out[o:o + n], out[plane + o:plane + o + n], out[2 * plane + o:2 * plane + o + n]
             if out_type == U8:
-                convert_chunk_u8(t0, t1, t2, n, o0, o1, o2, True)
+                rgb_to_ycbcr_chunk_u8(t0, t1, t2, n, o0, o1, o2)
             else:
                 compute(t0, t1, t2, n, True, np.float32(128.0), scale)
                 store_chunk(t0, t1, t2, n, o0, o1, o2, out_type)
@@ -71,10 +71,9 @@ def _run_sample(img, v, height, width, p, seed, mseed, square, apply_mask, out_f
                            out_flat, out_type, np.float32(scale), t0, t1, t2)
 
 
-def _scratch(odt: torch.dtype):
-    # Chunk temporaries: int32 for the exact uint8 path, float32 otherwise (as color_pixel.h).
-    acc = np.int32 if odt == torch.uint8 else np.float32
-    return tuple(np.empty(CHUNK, acc) for _ in range(3))
+def _scratch():
+    # Chunk temporaries: float32, the exact uint8 path included (color_pixel.h's ChunkAcc).
+    return tuple(np.empty(CHUNK, np.float32) for _ in range(3))
 
 
 def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross", out_dtype=None,
@@ -87,7 +86,7 @@ def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross"
                              torch.uint8, source)
     _run_sample(img, v, height, width, p, seed, mask_seed_of(seed, mask_seed), structure == "square", apply_mask,
                 flat_view(out), TYPE_CODE[odt], scale, mask.numpy().reshape(-1) if return_mask else None,
-                _scratch(odt))
+                _scratch())
     return out, mask
 
 
@@ -95,7 +94,7 @@ def crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout="HWC", stru
                           apply_mask=True, mask_seeds=None, masks=None):
     views = check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds,
                                         masks)
-    flat, scratch = flat_view(out), _scratch(out.dtype)
+    flat, scratch = flat_view(out), _scratch()
     mask_flat = None if masks is None else masks.numpy().reshape(-1)
     size, mask_size = 3 * height * width, height * ((width + 7) // 8)
     for i, (img, v) in enumerate(zip(imgs, views)):

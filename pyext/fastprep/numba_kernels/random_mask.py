@@ -26,44 +26,59 @@ def mask_threshold(p):
 # Rows are addressed by (array, offset) rather than slices: a slice per row costs more than the
 # row's work here, and offsets keep every array C-contiguous so LLVM vectorises the loops.
 @njit(cache=True)
-def random_mask_row(seed, q, row, wpr, width, words, wo):
-    w_ = words[wo:wo + wpr]  # a local slice: offset indexing would stop the vectorisation
+def random_words(seed, q, first, count, words, wo):
+    """Mask words [first, first + count) of the flattened word grid (mask_rows.h's random_words):
+    a block of rows is one run of counters, so these loops run across rows."""
+    w_ = words[wo:wo + count]  # a local slice: offset indexing would stop the vectorisation
     if q == 0 or q >= (1 << MASK_DIGITS):
         w_[:] = np.uint64(0) if q == 0 else _ALL
-    else:
-        lowest = 0
-        while not (q >> lowest) & 1:
-            lowest += 1
-        base = np.uint64(row) * np.uint64(wpr) * np.uint64(MASK_DIGITS)
-        step = np.uint64(MASK_DIGITS)
-        for j in range(wpr):
-            w_[j] = random_word(seed, base + np.uint64(j) * step)
-        t = 1
-        for k in range(lowest + 1, MASK_DIGITS):
-            c = base + np.uint64(t)
-            if (q >> k) & 1:
-                for j in range(wpr):
-                    w_[j] |= random_word(seed, c + np.uint64(j) * step)
-            else:
-                for j in range(wpr):
-                    w_[j] &= random_word(seed, c + np.uint64(j) * step)
-            t += 1
-    if wpr > 0:
-        w_[wpr - 1] &= last_word_mask(width)
+        return
+    lowest = 0
+    while not (q >> lowest) & 1:
+        lowest += 1
+    base = np.uint64(first) * np.uint64(MASK_DIGITS)
+    step = np.uint64(MASK_DIGITS)
+    for j in range(count):
+        w_[j] = random_word(seed, base + np.uint64(j) * step)
+    t = 1
+    for k in range(lowest + 1, MASK_DIGITS):
+        c = base + np.uint64(t)
+        if (q >> k) & 1:
+            for j in range(count):
+                w_[j] |= random_word(seed, c + np.uint64(j) * step)
+        else:
+            for j in range(count):
+                w_[j] &= random_word(seed, c + np.uint64(j) * step)
+        t += 1
+
+
+@njit(cache=True)
+def random_rows(seed, q, row0, rows, wpr, width, words, wo):
+    """The mask words of `rows` rows from global row `row0`, padding bits zero."""
+    random_words(seed, q, np.uint64(row0) * np.uint64(wpr), rows * wpr, words, wo)
+    last = last_word_mask(width)
+    if wpr > 0 and last != _ALL:
+        for r in range(rows):
+            words[wo + r * wpr + wpr - 1] &= last
 
 
 @njit(cache=True)
 def random_mask_kernel(seed, p, rows, width, packed, out):
     q = mask_threshold(p)
     wpr = words_per_row(width)
+    if wpr == 0:
+        return
     row_bytes = (width + 7) // 8 if packed else width
-    words = np.empty(wpr, dtype=np.uint64)
-    for r in range(rows):
-        random_mask_row(np.uint64(seed), q, r, wpr, width, words, 0)
-        if packed:
-            words_to_packed(words, 0, width, out, r * row_bytes)
-        else:
-            words_to_bools(words, 0, width, out, r * row_bytes)
+    block = max(1, 1024 // wpr)  # rows per block, as random_mask.cpp
+    words = np.empty(block * wpr, dtype=np.uint64)
+    for r0 in range(0, rows, block):
+        n = min(block, rows - r0)
+        random_rows(np.uint64(seed), q, r0, n, wpr, width, words, 0)
+        for r in range(n):
+            if packed:
+                words_to_packed(words, r * wpr, width, out, (r0 + r) * row_bytes)
+            else:
+                words_to_bools(words, r * wpr, width, out, (r0 + r) * row_bytes)
 
 
 @njit(cache=True)
@@ -74,13 +89,12 @@ def random_dilated_mask_kernel(seed, p, images, h, width, square, iterations, pa
     row_bytes = (width + 7) // 8 if packed else width
     useed = np.uint64(seed)
     # dilate(random_mask(...)), as kernels/dilate.cpp's random_dilated_mask. A whole image of words,
-    # then dilation: the C++ kernel's 3-row rolling window for iterations 1 measured slower here
+    # then dilation: the C++ kernel streams blocks of rows through L1, which measured slower here
     # (per-row calls and slices), and both give the same bits.
     a = np.empty(h * wpr, dtype=np.uint64)
     b = np.empty(h * wpr, dtype=np.uint64)
     for i in range(images):
-        for r in range(h):
-            random_mask_row(useed, q, i * h + r, wpr, width, a, r * wpr)
+        random_rows(useed, q, i * h, h, wpr, width, a, 0)
         emit_rows(run_iterations(a, b, h, width, square, iterations), h, width, packed, out, i * h * row_bytes)
 
 

@@ -52,6 +52,19 @@ def time_per_sample(transform: Callable, sources: list, repeat: int) -> float:
     return float(np.median(times)) * 1e6
 
 
+def memcpy_floor_us(nbytes: int, repeat: int = 200) -> float:
+    """Best microseconds to copy `nbytes` between preallocated buffers: the floor of a per-sample
+    op that reads that many bytes (its crop window) and writes as many (its uint8 output)."""
+    src, dst = torch.ones(nbytes, dtype=torch.uint8), torch.empty(nbytes, dtype=torch.uint8)
+    dst.copy_(src)
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e6
+
+
 def fused_compose() -> Any:
     """The target pipeline as a fastprep Compose (fused: crop_mask_ycbcr, or the batch op in the Loader)."""
     return T.Compose([T.RandomCrop(pipelines.CROP, layout="HWC"), T.RandomDilatedMask(pipelines.P), T.RGBToYCbCr()])
@@ -102,6 +115,8 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
     _say("fused kernel alone, 1 thread")
     kernel_us = time_per_sample(pipelines.fastprep_transform, pools["numpy"], 20 if quick else 100)
     kernel_rate = 1e6 / kernel_us
+    floor_bytes = 3 * pipelines.CROP * pipelines.CROP
+    floor_us = memcpy_floor_us(floor_bytes)
     per_sample = _per_sample(fastprep.backend(), quick, pools)
 
     compose = fused_compose()
@@ -149,7 +164,7 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
             "machine": {"cores": cores, "torch": torch.__version__, "backend": fastprep.backend()},
             "gpu_rate": gpu_rate, "quick": quick,
             "kernel": {"what": "crop_mask_ycbcr alone, 1 thread, numpy HWC sources", "us_per_sample": kernel_us,
-                       "samples_per_s": kernel_rate},
+                       "samples_per_s": kernel_rate, "memcpy_floor_us": floor_us, "floor_bytes": floor_bytes},
             "variants": per_sample, "rows": rows, "peers_run": peers, "not_installed": not_installed, "ray": ray_result}
 
 

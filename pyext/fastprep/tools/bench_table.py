@@ -16,8 +16,16 @@ def _header(result: dict) -> list[str]:
         f"{m['cores']} cores; backend {m['backend']}; torch {m['torch']}{'; --quick' if result.get('quick') else ''}",
         f"  fused kernel alone ({k['what']}): {k['us_per_sample']:.1f} us/sample = "
         f"{k['samples_per_s']:,.0f} samples/s = 100% in 'of kernel'",
+        *_floor(k),
         "",
     ]
+
+
+def _floor(k: dict) -> list[str]:
+    if "memcpy_floor_us" not in k:
+        return []
+    return [f"  memcpy floor: copying its {k['floor_bytes']:,} B (the crop window's bytes in, as many out) takes "
+            f"{k['memcpy_floor_us']:.1f} us; the kernel takes {k['us_per_sample'] / k['memcpy_floor_us']:.1f}x that"]
 
 
 def _rows(result: dict) -> list[str]:
@@ -85,7 +93,10 @@ def markdown(result: dict) -> str:
     """The README's table: per row and source kind, its best setting's delivered rate."""
     k = result["kernel"]
     lines = [f"Fused kernel alone, 1 thread, numpy sources: {k['us_per_sample']:.0f} us/sample = "
-             f"{k['samples_per_s']:,.0f} samples/s (100%). Best setting per row; {result['machine']['cores']} cores, "
+             f"{k['samples_per_s']:,.0f} samples/s (100%)"
+             + (f"; memcpy floor of its {k['floor_bytes']:,} B: {k['memcpy_floor_us']:.1f} us"
+                if "memcpy_floor_us" in k else "")
+             + f". Best setting per row; {result['machine']['cores']} cores, "
              f"batch {result['workload']['batch_size']}, synthetic sources.", "",
              "| row | source | samples/s delivered (setting) | of kernel | per core | 1 core feeds | bytes/sample |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
