@@ -72,7 +72,7 @@ def check_fields_present(owner: str, fields: dict[Any, str], sample: Any) -> Non
                          f"(their fields: {shown})")
 
 
-def _tv_class(name: str) -> type | None:
+def tv_class(name: str) -> type | None:
     # Only when the user's code has imported torchvision: importing it here would cost seconds.
     tv = sys.modules.get("torchvision.tv_tensors")
     return getattr(tv, name, None) if tv is not None else None
@@ -112,7 +112,7 @@ def auto_role(x: Any) -> str:
     t = as_tensor(x)
     if not isinstance(t, torch.Tensor):
         return "other"
-    image_cls, mask_cls, tv_base = _tv_class("Image"), _tv_class("Mask"), _tv_class("TVTensor")
+    image_cls, mask_cls, tv_base = tv_class("Image"), tv_class("Mask"), tv_class("TVTensor")
     if image_cls is not None and isinstance(t, image_cls):
         return "image" if t.dtype == torch.uint8 and t.dim() == 3 else "tensor"
     if mask_cls is not None and isinstance(t, mask_cls):
