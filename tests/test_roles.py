@@ -91,7 +91,7 @@ def test_bad_fields_specs_name_the_field(fields, samples, match):
 
 
 @pytest.mark.parametrize("fields,match", [
-    ({"img": "picture"}, r"fields\['img'\] is 'picture'; expected one of \['image', 'mask', 'label', 'tensor'\]"),
+    ({"img": "picture"}, r"fields\['img'\] is 'picture'; expected one of \['image', 'mask', 'label', 'tensor', 'boxes'\]"),
     ({"img": "other"}, r"fields\['img'\] is 'other'"),
     ({1.5: "image"}, "field names in fields to be str .* got 1.5"),
     ([("img", "image")], r"expected fields to be a dict \{name: role\} or None"),
@@ -197,8 +197,15 @@ def test_torchvision_tv_tensors_decide_the_role(monkeypatch):
     class_mask = torch.zeros(3, 4, 4, dtype=torch.uint8).as_subclass(tv.Mask)  # class ids, not bits
     bool_mask = torch.zeros(2, 4, 9, dtype=torch.bool).as_subclass(tv.Mask)
     boxes = torch.zeros(3, 4, 4, dtype=torch.uint8).as_subclass(tv.BoundingBoxes)
-    batch = compact_collate([(image, float_image, class_mask, bool_mask, boxes)] * 2)
-    assert batch.roles == ("image", "tensor", "tensor", "mask", "tensor")
+    boxes2 = torch.zeros(5, 4, dtype=torch.uint8).as_subclass(tv.BoundingBoxes)  # another count
+    batch = compact_collate([(image, float_image, class_mask, bool_mask, boxes),
+                             (image, float_image, class_mask, bool_mask, boxes2)])
+    assert batch.roles == ("image", "tensor", "tensor", "mask", "boxes")
     assert batch.data[3].shape == (2, 2, 4, 2)
+    assert batch.data[4][0] is boxes and batch.data[4][1] is boxes2  # a list: counts differ
     decoded = batch.decode()
-    assert decoded[2].dtype == torch.uint8 and decoded[4].dtype == torch.uint8 and decoded[0].dtype == torch.float32
+    assert decoded[2].dtype == torch.uint8 and decoded[0].dtype == torch.float32
+    assert decoded[4] == [boxes, boxes2] or all(a is b for a, b in zip(decoded[4], [boxes, boxes2]))
+    # The tv_tensors types come back on the stacked fields (when torchvision imports: here, the stand-in).
+    assert type(decoded[0]) is tv.Image and type(decoded[2]) is tv.Mask and type(decoded[3]) is tv.Mask
+    assert type(decoded[1]) is tv.Image and type(batch.data[0]) is torch.Tensor

@@ -14,6 +14,7 @@ import torch
 
 from fastprep._tree import leaves, tree_map
 from fastprep.args import check_bool, check_int, check_real
+from fastprep.roles import tv_module
 from fastprep.transforms import to_dtype_image
 
 
@@ -21,11 +22,13 @@ from fastprep.transforms import to_dtype_image
 class Leaf:
     """How a collated field was stored. `role` is "image", "mask", "label", "tensor" or "other"
     (fastprep/roles.py); a mask is `packed` into bits with `width` its unpacked last-dim size;
-    `dtype` is a narrowed tensor's dtype before narrowing (None when it was not narrowed)."""
+    `dtype` is a narrowed tensor's dtype before narrowing (None when it was not narrowed); `tv` the
+    tv_tensors type of the samples' values ("Image", "Mask", "Video"), restored by decode()."""
     role: str
     width: int = 0
     packed: bool = False
     dtype: torch.dtype | None = None
+    tv: str | None = None
 
 
 _EXPANDED_ITEMSIZE = {"image": 4, "mask": 1, "label": 8}  # float32 / bool / int64
@@ -143,7 +146,12 @@ class CompactBatch:
         - "mask": bits -> bool of the collated width, bit for bit.
         - "label": int64, or one-hot rows of `dtype` when num_classes is given.
         - "tensor": as collated, bit for bit; a field narrowed by ``float_dtype`` -> `dtype`.
+        - "boxes": the list of the samples' BoundingBoxes / KeyPoints, as collated.
         - "other" (strings, ...): as collated.
+
+        Fields whose samples were tv_tensors Images, Masks or Videos come back as those types
+        when torchvision imports (the batched tensor wrapped, e.g. ``tv_tensors.Image`` of
+        ``[N, C, H, W]``); plain tensors otherwise.
         """
         self._check_alive("decode")
         if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
@@ -154,6 +162,13 @@ class CompactBatch:
             num_classes = check_int("decode", "num_classes", num_classes, 1)
 
         def one(x, leaf):
+            out = decode_field(x, leaf)
+            if leaf.tv is not None and isinstance(out, torch.Tensor):
+                tv = tv_module()
+                return out if tv is None else out.as_subclass(getattr(tv, leaf.tv))
+            return out
+
+        def decode_field(x, leaf):
             if not isinstance(x, torch.Tensor):
                 return x
             if leaf.role == "image":

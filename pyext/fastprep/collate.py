@@ -21,7 +21,16 @@ from torch.utils.data import default_collate, get_worker_info
 from fastprep._tree import is_namedtuple, structure_difference
 from fastprep.args import check_bool
 from fastprep.batch import CompactBatch, Leaf
-from fastprep.roles import as_tensor, check_fields, check_fields_present, field_name, field_role, is_int_label
+from fastprep.roles import (
+    RESTORED_TV,
+    as_tensor,
+    check_fields,
+    check_fields_present,
+    field_name,
+    field_role,
+    is_int_label,
+    tv_name,
+)
 from fastprep.shared_slots import SharedSlots
 
 LABEL_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
@@ -179,6 +188,8 @@ class CompactCollate:
             role = field_role("CompactCollate", items[0], role, at(where, 0))
         if role == "label":
             return self._labels(items, where), Leaf("label")
+        if role == "boxes":
+            return self._boxes(items, where), Leaf("boxes")
         if role == "other" or (role == "tensor" and not isinstance(as_tensor(items[0]), torch.Tensor)):
             return self._default(items, where, role)
         first = as_tensor(items[0])
@@ -191,15 +202,24 @@ class CompactCollate:
             if t.device.type != "cpu":
                 raise ValueError(f"CompactCollate: {at(where, i)} is on {t.device}; "
                                  f"collate CPU samples and move the batch (DevicePrefetcher)")
+        tv = tv_name(items[0]) if tv_name(items[0]) in RESTORED_TV else None
         if role == "image":
-            return self._stack(tensors, torch.uint8), Leaf("image")
+            return self._stack(tensors, torch.uint8), Leaf("image", tv=tv)
         if role == "mask":
             if self.pack_masks:
-                return self._pack(tensors), Leaf("mask", width=first.shape[-1], packed=True)
-            return self._stack(tensors, torch.bool), Leaf("mask")
+                return self._pack(tensors), Leaf("mask", width=first.shape[-1], packed=True, tv=tv)
+            return self._stack(tensors, torch.bool), Leaf("mask", tv=tv)
         if first.dtype.is_floating_point and self.float_dtype not in (None, first.dtype):
-            return self._stack(tensors, self.float_dtype), Leaf("tensor", dtype=first.dtype)
-        return self._stack(tensors, first.dtype), Leaf("tensor")
+            return self._stack(tensors, self.float_dtype), Leaf("tensor", dtype=first.dtype, tv=tv)
+        return self._stack(tensors, first.dtype), Leaf("tensor", tv=tv)
+
+    def _boxes(self, items: list[Any], where: str) -> list[Any]:
+        """Boxes or points of every sample, as they are (their counts differ): a list."""
+        for i, x in enumerate(items):
+            if not isinstance(x, torch.Tensor):
+                raise ValueError(f"CompactCollate: {at(where, i)} is {type(x).__name__}, but the field holds "
+                                 f"boxes (sample 0's is {type(items[0]).__name__}); every sample needs a tensor")
+        return list(items)
 
     def _default(self, items: list[Any], where: str, role: str) -> tuple[Any, Leaf]:
         try:

@@ -30,15 +30,20 @@ from fastprep.transforms import (
     Compose,
     RandomCrop,
     RandomDilatedMask,
+    RandomHorizontalFlip,
+    RandomResizedCrop,
     RGBToYCbCr,
     SeedByIndex,
     ToDtype,
-    as_image,
     fusable,
     require_rgb,
 )
+from fastprep.transforms.compose import fused_image
+from fastprep.transforms.inputs import describe, error_context
+from fastprep.transforms.sample import GEOMETRY, Item, Sample
+from fastprep.transforms.window import read_region
 
-_FASTPREP_TRANSFORMS = (RandomCrop, RandomDilatedMask, RGBToYCbCr, ToDtype)
+_FASTPREP_TRANSFORMS = (RandomCrop, RandomDilatedMask, RGBToYCbCr, ToDtype, RandomResizedCrop, RandomHorizontalFlip)
 
 
 def _fastprep_only(t: Any) -> bool:
@@ -53,7 +58,9 @@ class Loader:
 
     Each item is ``dataset[i]``; with `transform`, it is ``dataset.load_raw(i)`` (or
     ``dataset[i]`` when there is no ``load_raw``) with `transform` applied to the image: the item
-    itself, or its first element when it is a tuple or list (torchvision's (image, target)).
+    itself, or its first element when it is a tuple or list (torchvision's (image, target)); a
+    transform made of fastprep transforms only gets the whole item, a structured sample as
+    torchvision v2 takes it (masks and boxes cut with the image, other values passed through).
     Batches are :class:`CompactBatch` es as :func:`fastprep.compact_collate` makes them, every field
     with the same role (fastprep/roles.py, or `fields`): uint8 images, packed bool masks, small
     labels, other tensors as they are; or, with `decode`, decoded (on `device` when given).
@@ -127,6 +134,7 @@ class Loader:
         self._fused = list(fused.transforms) if fused is not None and fusable(list(fused.transforms)) else None
         rng_source = transform if transform is not None else getattr(dataset, "transform", None)
         self._thread_rng = self.threads == 1 or (rng_source is not None and _fastprep_only(rng_source))
+        self._structured = transform is not None and _fastprep_only(transform)
         self._global_rng = threading.Lock()
 
     # -- the order ------------------------------------------------------------------------------
@@ -244,6 +252,13 @@ class Loader:
         except Exception as exc:
             raise slot_mod.SampleError(i, "dataset") from exc
 
+    def _apply(self, raw: Any) -> Any:
+        """The transform on an item: the whole item (a structured sample) for fastprep's transforms,
+        its image (the item, or its first element) for any other transform."""
+        if self._structured:
+            return self.transform(raw)
+        return _apply_to_image(self.transform, raw)
+
     def _run_chunk(self, job: slot_mod.BatchJob, a: int, b: int) -> None:
         if self._fused is not None:
             self._run_fused(job, a, b)
@@ -253,7 +268,7 @@ class Loader:
             with self._seeding(i):  # SeedByIndex seeds the whole item: loading too
                 raw = self._load(i)
                 try:
-                    sample = raw if self.transform is None else _apply_to_image(self.transform, raw)
+                    sample = raw if self.transform is None else self._apply(raw)
                 except Exception as exc:
                     raise slot_mod.SampleError(i, "transform") from exc
             job.write(j, i, sample)
@@ -262,17 +277,17 @@ class Loader:
         """The chunk through crop_mask_ycbcr_batch, straight into the slot's image rows: one call,
         without the GIL, per run of uint8 images (another image kind goes through the Compose)."""
         crop, mask, color = self._fused
-        run: list[tuple[int, int, Any, torch.Tensor, int, int]] = []  # (j, i, raw, src, seed, mask seed)
+        run: list[tuple] = []  # (j, i, raw, src, seed, mask seed, item, layout)
 
         def flush() -> None:
             if not run:
                 return
-            j0, i0, raw0 = run[0][:3]
-            template = _rebuild(raw0, torch.empty(3, *crop.size, dtype=color.out_dtype or torch.uint8),
-                                raw0[1:] if isinstance(raw0, (tuple, list)) else None)
+            j0, i0, raw0, item0, layout = run[0][0], run[0][1], run[0][2], run[0][6], run[0][7]
+            image = item0.wrap(torch.empty(3, *crop.size, dtype=color.out_dtype or torch.uint8))  # its tv type
+            template = _rebuild(raw0, image, raw0[1:] if isinstance(raw0, (tuple, list)) else None)
             rows = job.image_rows(template, i0, j0, j0 + len(run))
             torch.ops.fastprep.crop_mask_ycbcr_batch([r[3] for r in run], crop.size[0], crop.size[1], mask.p,
-                                                     [r[4] for r in run], rows, crop.layout, mask.structure,
+                                                     [r[4] for r in run], rows, layout, mask.structure,
                                                      color.scale, True, [r[5] for r in run], None)
             for j, i, raw, *_ in run:
                 job.write(j, i, raw, skip_first=True)
@@ -282,15 +297,25 @@ class Loader:
             i = job.indices[j]
             with self._seeding(i):
                 raw = self._load(i)
-                image = raw[0] if isinstance(raw, (tuple, list)) and raw else raw
                 try:
-                    require_rgb(image, "Loader (its transform has an RGBToYCbCr step)")
-                    t, layout = as_image(image, crop.layout)
-                    if t.dtype == torch.uint8 and t.dim() == 3:
-                        # The draws Compose's fused path makes, in its order.
-                        run.append((j, i, raw, t, crop.draw(), mask.draw()))
+                    found = _fused_source(raw, crop, color)
+                    if found is not None:
+                        item, (H, W) = found
+                        require_rgb(item.value, "Loader (its transform has an RGBToYCbCr step)")
+                        crop_seed, mask_seed = crop.draw(), mask.draw()  # Compose's fused draws, in order
+                        with error_context(crop, lambda item=item: describe(item.value, item.layout)):
+                            win = crop.window(H, W, crop_seed)  # a crop larger than the image fails here
+                            if item.pil:  # only the window is read; the op's window is then all of it
+                                src, layout = read_region(item, win.top, win.top + win.height, win.left,
+                                                          win.left + win.width), "HWC"
+                            else:
+                                src, layout = item.tensor(), item.layout
+                            src = color.rgb(src, layout)
+                        if run and run[0][7] != layout:
+                            flush()  # one layout per batch call
+                        run.append((j, i, raw, src, crop_seed, mask_seed, item, layout))
                         continue
-                    sample = _apply_to_image(self.transform, raw)
+                    sample = self._apply(raw)
                 except Exception as exc:
                     raise slot_mod.SampleError(i, "transform") from exc
             flush()
@@ -307,6 +332,19 @@ def _sampler_index(i: Any, dataset: Any) -> int:
     if i < 0 or (n is not None and i >= n):
         raise ValueError(f"Loader: the sampler gave index {int(i)}, outside the dataset's [0, {n})")
     return int(i)
+
+
+def _fused_source(raw: Any, crop: RandomCrop, color: RGBToYCbCr) -> tuple[Item, tuple[int, int]] | None:
+    """The item's image and size when the slot path can take it: the image is the item itself or
+    its first element, the fused op takes it, and nothing else in the item is cut by the crop (a
+    mask or boxes: the item goes through the Compose, which fuses its image path too)."""
+    if isinstance(raw, dict):
+        return None
+    s = Sample(raw, crop.layout, GEOMETRY)
+    item = fused_image(s, color)
+    if item is None or len(s.items) != 1 or item.index != 0:
+        return None
+    return item, s.size()
 
 
 def _apply_to_image(transform: Any, raw: Any) -> Any:

@@ -9,8 +9,17 @@ A role is never guessed from the dtype alone; a uint8 token list is not an image
   ``[1, H, W]``. Shipped as bits along the last dim; decode() unpacks it, bit for bit.
 - ``"label"``: a Python or numpy int, or a 0-d integer tensor. Shipped in the smallest integer
   dtype holding the batch's labels; decode() gives int64 (or one-hot rows).
-- ``"tensor"``: any other tensor or array (a float tv_tensors.Image or an integer Mask too).
+- ``"boxes"``: a ``tv_tensors.BoundingBoxes`` or ``tv_tensors.KeyPoints``. Their counts differ from
+  sample to sample, so the batch holds the list of them as they are, each with its format,
+  canvas size and type (what detection collates do); decode() returns that list.
+- ``"tensor"``: any other tensor or array (a float tv_tensors.Image, a Video, an integer Mask too).
   Stacked and moved as it is, never rescaled; only ``float_dtype`` narrows floats on request.
+
+A Mask is packed only when its dtype is bool: an integer Mask (class ids, or 0/1 in uint8) ships
+as it is, since packing by value would change a batch's layout with its content; ``mask.bool()``
+before collating packs a 0/1 mask. Image, Mask and Video fields stacked into a batch are plain
+tensors; the role's Leaf records the tv_tensors type and decode() restores it when torchvision
+imports.
 - ``"other"``: what is not a tensor (strings, None, Python floats): default_collate's batch.
 
 An explicit ``fields={name: role}`` spec overrides the rules for top-level fields (dict keys,
@@ -26,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-ROLES = ("image", "mask", "label", "tensor")
+ROLES = ("image", "mask", "label", "tensor", "boxes")
 """The roles a `fields=` spec may name."""
 
 IMAGE_CHANNELS = (1, 3, 4)  # grey, RGB, RGBA: the channel counts a plain [C, H, W] uint8 image has
@@ -72,10 +81,38 @@ def check_fields_present(owner: str, fields: dict[Any, str], sample: Any) -> Non
                          f"(their fields: {shown})")
 
 
-def _tv_class(name: str) -> type | None:
+def tv_class(name: str) -> type | None:
     # Only when the user's code has imported torchvision: importing it here would cost seconds.
     tv = sys.modules.get("torchvision.tv_tensors")
     return getattr(tv, name, None) if tv is not None else None
+
+
+GEOMETRY_TV = ("BoundingBoxes", "KeyPoints")
+RESTORED_TV = ("Image", "Mask", "Video")
+"""tv_tensors types a stacked batch field gets back in decode()."""
+
+
+def tv_name(x: Any) -> str | None:
+    """The tv_tensors class name of x ("Image", "Mask", "Video", "BoundingBoxes", "KeyPoints"), or None."""
+    if not isinstance(x, torch.Tensor) or type(x) is torch.Tensor:
+        return None
+    for name in RESTORED_TV + GEOMETRY_TV:
+        cls = tv_class(name)
+        if cls is not None and isinstance(x, cls):
+            return name
+    return None
+
+
+def tv_module() -> Any:
+    """torchvision.tv_tensors when it imports (decode() restoring types), else None."""
+    tv = sys.modules.get("torchvision.tv_tensors")
+    if tv is not None:
+        return tv
+    try:
+        import torchvision.tv_tensors as tv  # noqa: PLC0415 (only when a batch holds tv_tensors types)
+    except Exception:  # noqa: BLE001 (not installed, or a build that cannot load its ops)
+        return None
+    return tv
 
 
 def is_int_label(x: Any) -> bool:
@@ -112,13 +149,13 @@ def auto_role(x: Any) -> str:
     t = as_tensor(x)
     if not isinstance(t, torch.Tensor):
         return "other"
-    image_cls, mask_cls, tv_base = _tv_class("Image"), _tv_class("Mask"), _tv_class("TVTensor")
+    image_cls, mask_cls, tv_base = tv_class("Image"), tv_class("Mask"), tv_class("TVTensor")
     if image_cls is not None and isinstance(t, image_cls):
         return "image" if t.dtype == torch.uint8 and t.dim() == 3 else "tensor"
     if mask_cls is not None and isinstance(t, mask_cls):
         return "mask" if t.dtype == torch.bool and t.dim() >= 1 else "tensor"
     if tv_base is not None and isinstance(t, tv_base):
-        return "tensor"  # bounding boxes, key points, videos: torchvision says what they are
+        return "boxes" if tv_name(t) in GEOMETRY_TV else "tensor"  # videos, other tv_tensors: as they are
     if t.dtype == torch.uint8 and t.dim() == 3 and t.shape[0] in IMAGE_CHANNELS:
         return "image"
     if t.dtype == torch.bool and (t.dim() == 2 or (t.dim() == 3 and t.shape[0] == 1)):
@@ -137,10 +174,12 @@ def field_role(owner: str, x: Any, role: str | None, where: str) -> str:
           "mask": is_tensor and t.dtype == torch.bool and t.dim() >= 1,
           "label": is_int_label(x),
           "tensor": is_tensor or isinstance(x, (int, float, np.number, np.bool_)),
+          "boxes": is_tensor and t.dim() >= 1,
           }[role]
     if not ok:
         want = {"image": "a uint8 [C, H, W] tensor or array", "mask": "a bool tensor or array (at least 1-D)",
-                "label": "an int or a 0-d integer tensor", "tensor": "a tensor, an array or a number"}[role]
+                "label": "an int or a 0-d integer tensor", "tensor": "a tensor, an array or a number",
+                "boxes": "a tensor of boxes or points (tv_tensors.BoundingBoxes, KeyPoints)"}[role]
         raise ValueError(f"{owner}: fields gives {where} the role {role!r}, which needs {want}; "
                          f"got {_describe(x)}")
     return role

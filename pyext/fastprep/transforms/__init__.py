@@ -1,0 +1,34 @@
+"""torchvision-style transforms backed by fastprep ops.
+
+Each transform is an nn.Module called like a torchvision v2 transform: on an image (a PIL image,
+a numpy HWC array, a tensor: CHW, or HWC with layout="HWC", leading dims allowed), or on a
+structured sample, a tuple, list or dict of tv_tensors (Image, Video, Mask, BoundingBoxes,
+KeyPoints) and plain values, where one random draw applies to every spatial item (sample.py has
+the rules, torchvision v2's). Images come back as CHW tensors, tv_tensors keep their type.
+
+Random transforms draw one int64 seed per sample from torch's generator (or `generator=`), so
+torch.manual_seed and the DataLoader's per-worker seeding make them reproducible; they compose
+with torchvision's Compose, and torchvision's transforms run inside fastprep's Compose, which also
+fuses RandomCrop -> RandomDilatedMask -> RGBToYCbCr into the one op `crop_mask_ycbcr`.
+
+| module | what |
+| --- | --- |
+| inputs | PIL / numpy / tensor images, argument checks, error context |
+| sample | structured samples: which leaf is what, sizes, rebuilding |
+| window | crop windows, padding modes by index maps, resize, boxes through torchvision |
+| geometry | RandomCrop, RandomResizedCrop, RandomHorizontalFlip |
+| pixels | RandomDilatedMask, RGBToYCbCr |
+| dtype | ToDtype, to_dtype_image |
+| compose | Compose (fused paths), SeedByIndex |
+"""
+
+from fastprep.transforms.compose import Compose, SeedByIndex, fusable
+from fastprep.transforms.dtype import ToDtype, to_dtype_image
+from fastprep.transforms.geometry import RandomCrop, RandomHorizontalFlip, RandomResizedCrop
+from fastprep.transforms.inputs import as_image, require_rgb
+from fastprep.transforms.pixels import RandomDilatedMask, RGBToYCbCr
+
+__all__ = [
+    "Compose", "RGBToYCbCr", "RandomCrop", "RandomDilatedMask", "RandomHorizontalFlip", "RandomResizedCrop",
+    "SeedByIndex", "ToDtype", "as_image", "fusable", "require_rgb", "to_dtype_image",
+]

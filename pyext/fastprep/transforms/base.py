@@ -1,0 +1,67 @@
+"""What every fastprep transform shares: torchvision v2's calling convention (one sample, or several
+positional inputs treated as a tuple), the seed it draws, and its repr in error messages."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from fastprep import counter_rng
+from fastprep.rng import draw_seed
+from fastprep.transforms.inputs import describe
+from fastprep.transforms.sample import Sample
+
+
+def unit_float(word: int) -> float:
+    """A float in [0, 1) from a uint64 word: its top 53 bits, exactly representable."""
+    return (word >> 11) * 2.0 ** -53
+
+
+def word(seed: int, k: int) -> int:
+    return counter_rng.random_word(seed, k)
+
+
+def describe_sample(s: Sample) -> Callable[[], str]:
+    """A lazy description of the sample's image (or first item) for error messages."""
+    def text() -> str:
+        item = s.image() or (s.items[0] if s.items else None)
+        if item is None:
+            return f"none in a {type(s.tree).__name__}"
+        return describe(item.value, item.layout)
+    return text
+
+
+class Transform(nn.Module):
+    """Base of fastprep's transforms: ``forward(*inputs)`` as torchvision v2 (several inputs are
+    one tuple sample, returned as a tuple), ``transform(sample)`` does the work."""
+
+    def forward(self, *inputs: Any) -> Any:
+        if not inputs:
+            raise TypeError(f"{self!r}: expected a sample (an image, or a tuple, list or dict holding one)")
+        return self.transform(inputs if len(inputs) > 1 else inputs[0])
+
+    def transform(self, sample: Any) -> Any:
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in self.repr_args().items())
+
+    def repr_args(self) -> dict[str, Any]:
+        return {}
+
+
+class RandomTransform(Transform):
+    """A transform drawing one int64 seed per sample from torch's generator (or `generator`)."""
+
+    def __init__(self, generator: torch.Generator | None):
+        super().__init__()
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise ValueError(f"{type(self).__name__}: expected generator to be a torch.Generator or None, "
+                             f"got {generator!r}")
+        self.generator = generator
+
+    def draw(self) -> int:
+        return draw_seed(self.generator)
