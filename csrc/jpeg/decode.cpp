@@ -114,15 +114,23 @@ bool run_header(Session& s, Header& h) {
   return true;
 }
 
-// RGB / YCbCr pixels into three planes: the CHW de-interleave, compiled per ISA level (stride-3
-// byte loads vectorise with the byte shuffles of SSSE3 and later, not with baseline SSE2).
-FASTPREP_MULTIVERSION void deinterleave3(const uint8_t* __restrict src, uint8_t* __restrict d0, uint8_t* __restrict d1,
-                                         uint8_t* __restrict d2, int64_t n) {
-  for (int64_t x = 0; x < n; ++x) {
-    d0[x] = src[3 * x];
-    d1[x] = src[3 * x + 1];
-    d2[x] = src[3 * x + 2];
+// RGB / YCbCr pixels into three planes: the CHW de-interleave, compiled per ISA level through the
+// kernels' dispatch (stride-3 byte loads vectorise with the byte shuffles of SSSE3 and later, not
+// with baseline SSE2), so FASTPREP_ISA steers it like every kernel.
+struct Deinterleave3 {
+  template <kernels::Isa L>
+  static FASTPREP_INLINE void run(const uint8_t* __restrict src, uint8_t* __restrict d0, uint8_t* __restrict d1,
+                                  uint8_t* __restrict d2, int64_t n) {
+    for (int64_t x = 0; x < n; ++x) {
+      d0[x] = src[3 * x];
+      d1[x] = src[3 * x + 1];
+      d2[x] = src[3 * x + 2];
+    }
   }
+};
+
+void deinterleave3(const uint8_t* src, uint8_t* d0, uint8_t* d1, uint8_t* d2, int64_t n) {
+  kernels::dispatch<Deinterleave3>(src, d0, d1, d2, n);
 }
 
 // One decoded row (libjpeg's out_color_components per pixel, starting at the window's first
