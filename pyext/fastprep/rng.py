@@ -18,10 +18,7 @@ import numpy as np
 import torch
 
 from fastprep import counter_rng
-
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
-
+from fastprep.ops import checks
 
 # The generator draw_seed() uses in this thread when given none (set by thread_seeded).
 _thread = threading.local()
@@ -32,7 +29,7 @@ def draw_seed(generator: torch.Generator | None = None) -> int:
     :func:`thread_seeded` (fastprep.Loader's threads), else torch's default generator."""
     if generator is None:
         generator = getattr(_thread, "generator", None)
-    return int(torch.randint(INT64_MIN, INT64_MAX, (), dtype=torch.int64, generator=generator))
+    return int(torch.randint(checks.INT64_MIN, checks.INT64_MAX, (), dtype=torch.int64, generator=generator))
 
 
 @contextlib.contextmanager
@@ -40,7 +37,7 @@ def thread_seeded(seed: int) -> Iterator[None]:
     """Inside the block, draw_seed() in this thread (every fastprep transform's draws) comes from a
     CPU generator seeded with `seed`: the same numbers as torch's default generator seeded with it
     (what :func:`seeded` does), without touching state other threads share."""
-    seed = _check_seed("seed", seed)
+    seed = checks.check_seed("seed", seed)
     own = getattr(_thread, "own", None)
     if own is None:
         own = _thread.own = torch.Generator()
@@ -53,39 +50,22 @@ def thread_seeded(seed: int) -> Iterator[None]:
         _thread.generator = outer
 
 
-def _check_seed(name: str, value: Any) -> int:
-    """`value` as an int64 seed, accepting exactly what fastprep's ops take for an int64 argument:
-    a Python int or a numpy integer in [-2^63, 2^63 - 1] (np.uint64 too, when it fits). A bool, a
-    float (even 1.0), a tensor or anything else is a TypeError; an int out of range a ValueError.
-    It mirrors ops.checks' seed check, one contract for every seed fastprep takes."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"expected {name} to be an int, got {type(value).__name__} ({value!r})")
-    value = int(value)
-    if not INT64_MIN <= value <= INT64_MAX:
-        raise ValueError(f"expected {name} to fit in int64, got {value}")
-    return value
-
-
-def seed_argument(owner: str, name: str, value: Any) -> int:
-    """A seed argument of `owner` (SeedByIndex, Loader, CompactMap, ...) through the one seed check,
-    its message naming the owner."""
-    try:
-        return _check_seed(name, value)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{owner}: {exc}") from None
+# One seed check for the ops and the seed helpers (ops.checks, the contract layer); the owner's
+# name (SeedByIndex, Loader, CompactMap, ...) leads its message as an op's name does.
+seed_argument = checks.op_seed
 
 
 def check_epoch(owner: str, epoch: Any) -> int:
     """An epoch number: an int (Python or numpy) in [0, 2^63 - 1]."""
     if isinstance(epoch, (bool, np.bool_)) or not isinstance(epoch, (int, np.integer)) or \
-            not 0 <= epoch <= INT64_MAX:
+            not 0 <= epoch <= checks.INT64_MAX:
         raise ValueError(f"{owner}: expected epoch to be an int >= 0, got {epoch!r}")
     return int(epoch)
 
 
 def random_word(seed: int, counter: int) -> int:
     """Word `counter` (a uint64, as a Python int) of the stream of `seed`."""
-    seed = _check_seed("seed", seed)
+    seed = checks.check_seed("seed", seed)
     if isinstance(counter, (bool, np.bool_)) or not isinstance(counter, (int, np.integer)) \
             or not 0 <= counter < 2**64:
         raise ValueError(f"expected counter to be an int in [0, 2**64), got {counter!r}")
@@ -94,7 +74,7 @@ def random_word(seed: int, counter: int) -> int:
 
 def derive_seed(seed: int, stream: int) -> int:
     """The int64 seed of sub-stream `stream` of `seed` (sample i of a batch uses stream i)."""
-    return counter_rng.derive_seed(_check_seed("seed", seed), _check_seed("stream", stream))
+    return counter_rng.derive_seed(checks.check_seed("seed", seed), checks.check_seed("stream", stream))
 
 
 def key_stream(key: int | str | bytes) -> int:
@@ -102,7 +82,7 @@ def key_stream(key: int | str | bytes) -> int:
     path, a record id) through a 64-bit BLAKE2b hash, stable across processes and machines
     (Python's hash() is salted per process)."""
     if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
-        return _check_seed("key", key)
+        return checks.check_seed("key", key)
     if isinstance(key, str):
         key = key.encode()
     if isinstance(key, bytes):
@@ -113,7 +93,7 @@ def key_stream(key: int | str | bytes) -> int:
 def item_seed(seed: int, key: int | str | bytes, epoch: int = 0) -> int:
     """The seed that sample `key` of epoch `epoch` runs under: one function for SeedByIndex in a
     DataLoader and for fastprep.ray on a Ray cluster, so both give the same samples."""
-    return derive_seed(derive_seed(seed, _check_seed("epoch", epoch)), key_stream(key))
+    return derive_seed(derive_seed(seed, checks.check_seed("epoch", epoch)), key_stream(key))
 
 
 @contextlib.contextmanager
@@ -121,7 +101,7 @@ def seeded(seed: int) -> Iterator[None]:
     """torch's CPU generator seeded with `seed` inside the block and restored after it. It is
     what ``fork_rng(devices=[])`` + ``torch.manual_seed`` do, at about 2 us instead of 90 per
     sample (torch.manual_seed also seeds every accelerator's generators, and leaves them so)."""
-    seed = _check_seed("seed", seed)
+    seed = checks.check_seed("seed", seed)
     generator = torch.default_generator
     state = generator.get_state()
     generator.manual_seed(seed)
