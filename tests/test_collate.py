@@ -220,6 +220,27 @@ def test_reuse_in_workers_refills_shared_slots_once_released(start):
     assert all(torch.equal(a[0], b.decode()[0]) for a, b in zip(moved, want, strict=True))
 
 
+class _RecordingPool:
+    def __init__(self):
+        self.calls = []
+
+    def give_batch(self, tensors):
+        self.calls.append(list(tensors))
+
+
+def test_release_hands_the_whole_batch_back_in_one_call():
+    """A slot pool frees its slot on the call: one call per batch, or a worker could claim the slot
+    between two calls and have it freed under its next batch (seen as batch 9 inside batch 7)."""
+    pool = _RecordingPool()
+    batch = CompactCollate()([_Images()[i] for i in range(4)])
+    batch = CompactBatch(batch.data, batch.layout, pool=pool)
+    tensors = batch.tensors()
+    batch.release()
+    batch.release()
+    assert len(pool.calls) == 1 and len(pool.calls[0]) == len(tensors) == 3
+    assert all(a is b for a, b in zip(pool.calls[0], tensors, strict=True))
+
+
 def test_reuse_in_workers_falls_back_to_fresh_memory_when_nothing_is_released():
     got = list(DataLoader(_Images(), batch_size=4, num_workers=1, collate_fn=CompactCollate(reuse=True)))
     want = list(DataLoader(_Images(), batch_size=4, collate_fn=compact_collate))

@@ -77,8 +77,10 @@ class CompactBatch:
         if self._released:
             return  # handing the buffers back twice would give two batches one buffer
         if self._pool is not None:
-            for t in self.tensors():
-                self._pool.give(t)
+            # One call for the whole batch: a slot pool frees its slot once. Freeing it per tensor
+            # let a worker claim the slot between two of the calls and then see it freed again
+            # while its new batch was still in flight (two batches in one buffer).
+            self._pool.give_batch(self.tensors())
         self._data, self._released = None, True
 
     def _map(self, fn, what: str) -> CompactBatch:

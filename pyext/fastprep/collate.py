@@ -62,8 +62,10 @@ class BufferPool:
         free = self._free.get((tuple(shape), dtype))
         return free.pop() if free else torch.empty(shape, dtype=dtype)
 
-    def give(self, t: torch.Tensor) -> None:
-        self._free.setdefault((tuple(t.shape), t.dtype), []).append(t)
+    def give_batch(self, tensors: Sequence[torch.Tensor]) -> None:
+        """Keep a released batch's tensors for the next collate (CompactBatch's release protocol)."""
+        for t in tensors:
+            self._free.setdefault((tuple(t.shape), t.dtype), []).append(t)
 
 
 def _alloc(shape: Sequence[int], dtype: torch.dtype, pool: Any = None) -> torch.Tensor:
@@ -151,7 +153,7 @@ class CompactCollate:
             data, layout = self._collate(samples, "sample", top=True)
         except BaseException:
             if worker is not None and self._batch_pool is not None:
-                self._batch_pool.give(None)  # the slot was never handed out
+                self._batch_pool.give_batch([])  # the slot was never handed out
             raise
         return CompactBatch(data, layout, pool=self._batch_pool)
 

@@ -52,7 +52,7 @@ def _shared_empty(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
 
 class SlotBuffers:
     """One slot of one worker: take() hands out its persistent buffers (CompactCollate's allocation
-    protocol); in the training process give() marks the slot free (CompactBatch's release protocol)."""
+    protocol); in the training process give_batch() marks the slot free (CompactBatch's release protocol)."""
 
     release_after_copy = True  # the pinned or device copy no longer needs the slot
 
@@ -82,5 +82,7 @@ class SlotBuffers:
             self.fresh = True
         return t
 
-    def give(self, _tensor: torch.Tensor) -> None:
+    def give_batch(self, _tensors: Sequence[torch.Tensor]) -> None:
+        """The training process is done with this slot's batch: the worker may refill it. Called once
+        per batch (CompactBatch.release); the worker may claim the slot the moment this returns."""
         self.busy[self.worker, self.slot] = 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -122,12 +122,12 @@ class SlotRing:
 
 
 class _SlotReturn:
-    """CompactBatch's buffer-pool protocol: the first tensor handed back returns the whole slot."""
+    """CompactBatch's buffer-pool protocol: a released batch returns its slot to the ring."""
 
     def __init__(self, ring: SlotRing, slot: int):
         self.ring, self.slot = ring, slot
 
-    def give(self, _tensor: torch.Tensor) -> None:
+    def give_batch(self, _tensors: Sequence[torch.Tensor]) -> None:
         self.ring.give(self.slot)
 
 
