@@ -52,7 +52,7 @@ inline const char* dtype_name(int32_t code) {
       "torch.uint3", "torch.uint4", "torch.uint5", "torch.uint6",
       "torch.uint7", "torch.int1", "torch.int2", "torch.int3",
       "torch.int4", "torch.int5", "torch.int6", "torch.int7",
-      "torch.float8_e8m0fnu", "torch.float4_e2m1fn_x2",
+      "torch.float8_e8m0fnu", "torch.float4_e2m1fn_x2", "torch.bcomplex32",  // 46: torch 2.14
   };
   // clang-format on
   constexpr int32_t n = static_cast<int32_t>(sizeof(kNames) / sizeof(kNames[0]));
