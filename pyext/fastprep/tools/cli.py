@@ -119,36 +119,26 @@ examples:
 """
 
 
-def _positive(kind):
+def _number(kind, ok, expected: str):
+    """An argparse type: `text` as `kind`, refused (with the text) unless ok(value)."""
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a {kind.__name__}, got {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"expected a value > 0, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected {'an' if kind is int else 'a'} {kind.__name__}, "
+                                             f"got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
         return value
     return parse
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1 (0.1: +-10%), got {text!r}")
-    return value
+def _positive(kind):
+    return _number(kind, lambda v: v > 0, "a value > 0")
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an int, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text!r}")
-    return value
+_fraction = _number(float, lambda v: 0 < v < 1, "a share between 0 and 1 (0.1: +-10%)")
+_count = _number(int, lambda v: v >= 0, "an int >= 0")
 
 
 def _diagnose_parser(sub) -> None:

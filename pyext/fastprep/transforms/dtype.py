@@ -12,24 +12,14 @@ from fastprep.transforms.inputs import check_layout, chw
 from fastprep.transforms.pixels import map_pixels
 
 
+# Bits of value (sign excluded) of each integer image dtype, as torchvision v2's to_dtype_image uses.
+_VALUE_BITS = {torch.uint8: 8, torch.int8: 7, torch.int16: 15, torch.uint16: 16, torch.int32: 31, torch.int64: 63}
+
+
 def _max_value(dtype: torch.dtype) -> int:
     # torchvision/transforms/_functional_tensor.py _max_value: the integer range's top, 1 for floats.
-    if dtype == torch.uint8:
-        return 255
-    if dtype == torch.int8:
-        return 127
-    if dtype == torch.int16:
-        return 32767
-    if dtype == torch.uint16:
-        return 65535
-    if dtype == torch.int32:
-        return 2147483647
-    if dtype == torch.int64:
-        return 9223372036854775807
-    return 1
-
-
-_VALUE_BITS = {torch.uint8: 8, torch.int8: 7, torch.int16: 15, torch.uint16: 16, torch.int32: 31, torch.int64: 63}
+    bits = _VALUE_BITS.get(dtype)
+    return 1 if bits is None else (1 << bits) - 1
 
 
 def to_dtype_image(image: torch.Tensor, dtype: torch.dtype, scale: bool = False) -> torch.Tensor:
