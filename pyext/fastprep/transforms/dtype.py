@@ -11,7 +11,6 @@ from fastprep.transforms.base import Transform
 from fastprep.transforms.inputs import check_layout, chw
 from fastprep.transforms.pixels import map_pixels
 
-
 # Bits of value (sign excluded) of each integer image dtype, as torchvision v2's to_dtype_image uses.
 _VALUE_BITS = {torch.uint8: 8, torch.int8: 7, torch.int16: 15, torch.uint16: 16, torch.int32: 31, torch.int64: 63}
 
