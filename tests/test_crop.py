@@ -8,6 +8,7 @@ from scipy import stats
 import fastprep
 from fastprep.numba_kernels import crop as numba_crop
 from fastprep.numba_kernels.counter_rng import derive_seed, random_word, uniform_below
+from fastprep.ops import checks
 from fastprep.ops.crop import crop_torch, random_crop_torch
 
 from conftest import bad_input_tests, call, requires_native
@@ -161,6 +162,19 @@ def test_native_and_numba_give_the_same_bits(dtype):
         assert torch.equal(torch.ops.fastprep.crop(x, 1, 2, 5, 6, layout), numba_crop.crop(x, 1, 2, 5, 6, layout))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_rounds_to_inf_is_torchs_conversion(dtype):
+    """The fill check's plain-number rule (no tensors, so fake kernels can run it) says inf exactly
+    when torch's float64 -> float32 -> dtype conversion gives inf, around each dtype's edge."""
+    edge = checks.FLOAT_MAX[dtype]
+    ulp = float(torch.finfo(dtype).eps) * edge
+    values = [edge, edge + ulp / 2, edge + ulp / 2 * (1 - 1e-6), edge + ulp / 2 * (1 + 1e-6), edge + ulp,
+              3.4028235677973366e38, 3.4028235677973362e38, 1e39, 0.0, 1.0, 65519.99]
+    for v in values + [-v for v in values]:
+        want = torch.tensor(v, dtype=torch.float64).to(torch.float32).to(dtype).isinf().item()
+        assert checks.rounds_to_inf(v, dtype) == want, (v, dtype)
+
+
 def test_fill_rounds_like_torch():
     x = torch.zeros(3, 2, 2, dtype=torch.bfloat16)
     for fill in (1.00390625, 0.1, 65519.0, 1e-8):
@@ -223,6 +237,12 @@ BAD_INPUTS = [
      r"random_crop: expected fill to be an integer in \[0, 255\] for a torch.uint8 image, got fill=300"),
     (call("random_crop", torch.zeros(3, 4, 5, dtype=torch.float64), 2, 2, 0),
      r"random_crop: expected img to be a torch.uint8, .* got torch.float64"),
+    (call("random_crop", torch.zeros(3, 4, 5, dtype=torch.float16), 2, 2, 0, "CHW", True, 65520.0),
+     r"random_crop: fill=65520(\.0)? rounds to inf in torch.float16 \(largest finite value 65504"),
+    (call("random_crop", torch.zeros(3, 4, 5, dtype=torch.bfloat16), 2, 2, 0, "CHW", True, 3.4e38),
+     r"random_crop: fill=3.4e\+38 rounds to inf in torch.bfloat16"),
+    (call("random_crop", torch.zeros(3, 4, 5), 2, 2, 0, "CHW", True, -1e39),
+     r"random_crop: fill=-1e\+39 rounds to inf in torch.float32"),
 ]
 
 

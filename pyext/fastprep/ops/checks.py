@@ -243,6 +243,20 @@ FLOAT_MAX = {torch.float16: 65504.0, torch.bfloat16: 3.3895313892515355e38,
              torch.float32: 3.4028234663852886e38}
 
 
+def rounds_to_inf(value: float, dtype: torch.dtype) -> bool:
+    """Whether finite `value`, rounded to float32 and then to float `dtype` (to nearest even, as the
+    kernels and torch's conversions round), is inf. Plain numbers, no tensors: a check on a tensor
+    made inside a fake kernel is data-dependent to FakeTensorMode (torch 2.10 refuses to guard on it)."""
+    with np.errstate(over="ignore"):
+        f32 = np.float32(value)
+        if np.isinf(f32) or (dtype == torch.float16 and np.isinf(np.float16(f32))):
+            return True
+    if dtype == torch.bfloat16:  # float32 -> bfloat16 keeps the top 16 bits, rounded to nearest even
+        bits = int(f32.view(np.uint32)) & 0x7FFFFFFF
+        return bits + 0x7FFF + ((bits >> 16) & 1) >= 0x7F800000
+    return False
+
+
 def check_scale(op: str, scale: float) -> None:
     """The colour ops multiply by float32(scale): inf, nan or 1e300 would make every output inf/nan."""
     if not math.isfinite(scale) or abs(scale) > FLOAT_MAX[torch.float32]:

@@ -149,7 +149,7 @@ def check_random_crop(img, height, width, layout, pad_if_needed, fill) -> checks
         if not (0 <= fill <= 255 and fill == int(fill)):
             checks.fail(op, ": expected fill to be an integer in [0, 255] for a torch.uint8 image, "
                          "got fill=", checks.fmt_float(fill))
-    elif math.isfinite(fill) and _fill_tensor(fill, img.dtype).isinf():
+    elif math.isfinite(fill) and checks.rounds_to_inf(fill, img.dtype):
         checks.fail(op, ": fill=", checks.fmt_float(fill), " rounds to inf in ", img.dtype,
                      " (largest finite value ", checks.fmt_float(checks.FLOAT_MAX[img.dtype]), ")")
     checks.check_output_bytes(op, out_shape(v, height, width), img.dtype,
