@@ -138,3 +138,12 @@ def test_gpu_feed_without_torchvision_says_so_in_one_line():
 def test_synthetic_pools_are_the_same_sources():
     pools = {k: pipelines.SyntheticImages(1, None, pool=2, as_pil=k == "pil").pool for k in ("pil", "numpy")}
     assert all(np.array_equal(np.asarray(a), b) for a, b in zip(pools["pil"], pools["numpy"]))
+
+
+def test_fastprep_transforms_give_the_same_bits_from_pil_windows_as_from_whole_arrays():
+    """A PIL source is read only at its crop window; the result is the whole array's bit for bit."""
+    pools = {k: pipelines.SyntheticImages(1, None, pool=1, as_pil=k == "pil").pool for k in ("pil", "numpy")}
+    for fn in (pipelines.fastprep_transform, pipelines.fastprep_numba_transform,
+               pipelines.fastprep_unfused_transform):
+        got = [fn(pools[k][0], torch.Generator().manual_seed(5)) for k in ("pil", "numpy")]
+        assert torch.equal(got[0], got[1]), fn.__name__

@@ -1,9 +1,32 @@
-"""Mapping over the nested containers a dataset sample or batch is made of."""
+"""Mapping over the nested containers a dataset sample or batch is made of.
+
+These run for every sample a loader writes, so the container test looks at exact types first
+(a sample is mostly tuples, dicts, tensors, arrays and ints) before the slower ABC checks."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import numpy as np
+import torch
+
+_LEAF_TYPES = (torch.Tensor, np.ndarray, np.generic, int, float, str, bytes)
+
+
+def _container(x: Any) -> type | None:
+    """The kind of container x is: Mapping, list (for tuples and lists alike, as default_collate
+    treats them; namedtuples included), or None for a leaf."""
+    t = type(x)
+    if t is tuple or t is list:
+        return list
+    if t is dict:
+        return Mapping
+    if isinstance(x, _LEAF_TYPES):
+        return None
+    if isinstance(x, Mapping):
+        return Mapping
+    return list if isinstance(x, (tuple, list)) else None
 
 
 def is_namedtuple(x: Any) -> bool:
@@ -15,33 +38,52 @@ def tree_map(fn: Callable[..., Any], tree: Any, *others: Any) -> Any:
     namedtuples, lists and dicts (and Mapping subclasses that can be rebuilt) as they are.
     The first tree sets the structure: where an `others` tree holds a leaf (a batch layout's
     Leaf over default_collate's list of strings, say), fn gets the whole subtree."""
-    if any(not isinstance(o, (Mapping, tuple, list)) for o in others):
+    if others and any(_container(o) is None for o in others):
         return fn(tree, *others)
-    if isinstance(tree, Mapping):
+    kind = _container(tree)
+    if kind is Mapping:
         items = {k: tree_map(fn, v, *(o[k] for o in others)) for k, v in tree.items()}
         try:
             return type(tree)(items)
         except TypeError:
             return items
-    if is_namedtuple(tree):
-        return type(tree)(*(tree_map(fn, *vs) for vs in zip(tree, *others)))
-    if isinstance(tree, (tuple, list)):
+    if kind is list:
+        if is_namedtuple(tree):
+            return type(tree)(*(tree_map(fn, *vs) for vs in zip(tree, *others)))
         return type(tree)(tree_map(fn, *vs) for vs in zip(tree, *others))
     return fn(tree, *others)
 
 
 def leaves(tree: Any) -> list[Any]:
+    """The leaves of `tree` in tree_map's order."""
     out: list[Any] = []
-    tree_map(out.append, tree)
+    _collect(tree, out)
     return out
 
 
-def _container(x: Any) -> type | None:
-    """The kind of container x is for structure comparisons: Mapping, list/tuple (one kind, as
-    default_collate treats them), or None for a leaf."""
-    if isinstance(x, Mapping):
-        return Mapping
-    return list if isinstance(x, (tuple, list)) else None
+def _collect(tree: Any, out: list[Any]) -> None:
+    kind = _container(tree)
+    if kind is list:
+        for x in tree:
+            _collect(x, out)
+    elif kind is Mapping:
+        for x in tree.values():
+            _collect(x, out)
+    else:
+        out.append(tree)
+
+
+def _collect_like(ref: Any, tree: Any, out: list[Any]) -> None:
+    """Append the leaves of `tree`, walked by `ref`'s structure, to out."""
+    kind = _container(ref)
+    if kind is None or _container(tree) is None:
+        out.append(tree)  # as tree_map: a leaf of `tree` where `ref` nests is one leaf
+    elif kind is list:
+        for r, x in zip(ref, tree):
+            _collect_like(r, x, out)
+    else:
+        for k, r in ref.items():
+            _collect_like(r, tree[k], out)
 
 
 def structure_difference(ref: Any, x: Any, ref_name: str, path: str = "sample") -> tuple[str, str] | None:
@@ -73,4 +115,6 @@ def structure_difference(ref: Any, x: Any, ref_name: str, path: str = "sample") 
 def leaves_like(tree: Any, ref: Any) -> list[Any]:
     """The leaves of `tree` in the order of `ref`'s (same structure; dict keys may be in another
     order), so that leaf k of every sample is the same field."""
-    return leaves(tree_map(lambda _ref_leaf, x: x, ref, tree))
+    out: list[Any] = []
+    _collect_like(ref, tree, out)
+    return out

@@ -6,8 +6,9 @@ YCbCr; divide by 255; batch with an integer class label; copy to the device.
 
 - `usual_transform`: how it is commonly written (PIL -> tensor, slicing, numpy uniform + scipy
   convolve2d, float matmul), batched by default_collate as float32.
-- `fastprep_transform`: the fused crop_mask_ycbcr op on the HWC array, batched by CompactCollate
-  as uint8 and scaled by 1/255 on the device (CompactBatch.decode).
+- `fastprep_transform`: the fused crop_mask_ycbcr op on the HWC array (of a PIL image, on its crop
+  window only, as fastprep's Compose reads it), batched by CompactCollate as uint8 and scaled by
+  1/255 on the device (CompactBatch.decode).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from fastprep.ops.crop import crop_window
 from fastprep.transforms import as_image
+from fastprep.transforms.inputs import is_pil
 
 SOURCE_SIZE = 1024
 CROP = 256
@@ -58,12 +61,23 @@ def usual_transform(image: Any, rng: np.random.Generator | None = None,
     return ycbcr / 255
 
 
+def _fused_source(image: Any, seed: int) -> torch.Tensor:
+    """What the fused op reads for crop seed `seed`: a numpy image as it is (a zero-copy HWC view);
+    of a PIL image only the crop window, as fastprep's Compose reads it (converting the whole
+    image would copy 1024^2 x 3 bytes to use 256^2 x 3). The op then draws the same window again
+    from the same seed: on a window-sized source it is the whole source, and the mask is the same."""
+    if is_pil(image):
+        top, left = crop_window(image.height, image.width, CROP, CROP, seed)
+        image = image.crop((left, top, left + CROP, top + CROP))
+    return as_image(image)[0]
+
+
 def fastprep_transform(image: Any, generator: torch.Generator | None = None) -> torch.Tensor:
     """The same work in one fastprep op: uint8 YCbCr CHW out, scaled by 1/255 on the device."""
     import fastprep  # noqa: PLC0415
 
-    hwc, _ = as_image(image)  # zero-copy view of the decoded HWC image
-    return fastprep.crop_mask_ycbcr(hwc, CROP, CROP, P, fastprep.draw_seed(generator), layout="HWC")
+    seed = fastprep.draw_seed(generator)
+    return fastprep.crop_mask_ycbcr(_fused_source(image, seed), CROP, CROP, P, seed, layout="HWC")
 
 
 def fastprep_numba_transform(image: Any, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -71,17 +85,16 @@ def fastprep_numba_transform(image: Any, generator: torch.Generator | None = Non
     from fastprep import draw_seed  # noqa: PLC0415
     from fastprep.numba_kernels.crop_mask_ycbcr import crop_mask_ycbcr  # noqa: PLC0415
 
-    hwc, _ = as_image(image)
-    return crop_mask_ycbcr(hwc, CROP, CROP, P, draw_seed(generator), layout="HWC")[0]
+    seed = draw_seed(generator)
+    return crop_mask_ycbcr(_fused_source(image, seed), CROP, CROP, P, seed, layout="HWC")[0]
 
 
 def fastprep_unfused_transform(image: Any, generator: torch.Generator | None = None) -> torch.Tensor:
     """The same result as the fused op from the four separate fastprep ops."""
     import fastprep  # noqa: PLC0415
 
-    hwc, _ = as_image(image)
     seed = fastprep.draw_seed(generator)
-    crop = fastprep.random_crop(hwc, CROP, CROP, seed, "HWC")
+    crop = fastprep.random_crop(_fused_source(image, seed), CROP, CROP, seed, "HWC")
     mask = fastprep.random_dilated_mask([CROP, CROP], P, fastprep.derive_seed(seed, 1), packed=True)
     fastprep.mask_fill_(crop, mask, 0)
     return fastprep.rgb_to_ycbcr(crop)

@@ -49,6 +49,8 @@ def hwc_tensor(arr: np.ndarray) -> torch.Tensor:
         arr = arr[:, :, None]
     if arr.ndim != 3:
         raise ValueError(f"expected an HWC image array, got {arr.ndim}-D with shape {arr.shape}")
+    if arr.flags.writeable:  # torch warns only about read-only arrays; the filter swap costs 2 us
+        return torch.from_numpy(arr)
     # The ops only read their input, so a read-only array (PIL's) is safe to wrap. catch_warnings
     # swaps process-wide state: the lock keeps Loader threads from restoring each other's filters.
     with _WARNINGS_LOCK, warnings.catch_warnings():
