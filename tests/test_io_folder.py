@@ -200,3 +200,73 @@ def test_pil_png_in_a_bytes_io_is_not_mistaken_for_a_jpeg():
     Image.fromarray(photo("rocket")[:10, :10]).save(buf, format="PNG")
     with pytest.raises(ValueError, match=r"Not a JPEG file"):
         fio.JpegFile(buf.getvalue())
+
+
+def _roi_pair(folder, **kw):
+    return (fio.ImageFolder(folder, extensions=(".jpg", ".jpeg"), **kw),
+            fio.ImageFolder(folder, extensions=(".jpg", ".jpeg"), roi=True, **kw))
+
+
+class _Foreign(torch.nn.Module):
+    """A transform that is not fastprep's: it must get decoded pixels, never a JpegFile."""
+
+    def forward(self, img):
+        assert isinstance(img, torch.Tensor), type(img)
+        return img[..., 8:72, 4:84].clone()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("tf", ["fused", "padded_flip", "foreign", "mixed"])
+def test_loader_over_roi_jpeg_files_gives_the_full_decodes_bits(folder, threads, tf):
+    """ImageFolder(roi=True) hands the Loader JpegFiles: the fused path and every crop decode only
+    their window; a transform that is not fastprep's gets the whole image decoded. Same batches."""
+    make = {"fused": _train_tf,
+            "padded_flip": lambda: T.Compose([T.RandomHorizontalFlip(), T.RandomCrop(160, padding=(3, 5), pad_if_needed=True,
+                                                                                      padding_mode="reflect")]),
+            "foreign": _Foreign,
+            "mixed": lambda: T.Compose([_Foreign(), T.RandomCrop(32), T.RGBToYCbCr()])}[tf]
+    plain, roi = _roi_pair(folder)
+    got = [_collect(fastprep.Loader(ds, 2, transform=make(), seed=4, threads=threads)) for ds in (plain, roi)]
+    assert torch.equal(got[0][0], got[1][0]) and torch.equal(got[0][1], got[1][1])
+
+
+def test_dataloader_over_roi_jpeg_files_gives_the_full_decodes_bits(folder):
+    got = []
+    for roi in (False, True):
+        ds = fio.ImageFolder(folder, transform=_train_tf(), extensions=(".jpg", ".jpeg"), roi=roi)
+        got.append(_collect(DataLoader(T.SeedByIndex(ds, seed=9), batch_size=3, collate_fn=fastprep.compact_collate)))
+    assert torch.equal(got[0][0], got[1][0]) and torch.equal(got[0][1], got[1][1])
+
+
+def test_structured_samples_with_jpeg_files_crop_every_item_at_one_window():
+    data = photo_jpeg("coffee", "4:2:2", False, (140, 180))
+    f = fio.JpegFile(data)
+    mask = torch.arange(140 * 180).reshape(140, 180) % 3 == 0
+    tf = T.RandomCrop(150, pad_if_needed=True, fill=7)
+    torch.manual_seed(2)
+    a = tf({"image": f.decode(), "mask": mask, "id": "x"})
+    torch.manual_seed(2)
+    b = tf({"image": f, "mask": mask, "id": "x"})
+    assert torch.equal(a["image"], b["image"]) and torch.equal(a["mask"], b["mask"]) and b["id"] == "x"
+    assert T.RGBToYCbCr()(f).shape == (3, 140, 180)  # a pixel transform decodes it whole
+
+
+def test_jpeg_files_that_do_not_decode_to_rgb_are_refused_by_colour_steps():
+    f = fio.JpegFile(photo_jpeg("coffee"), mode="YCbCr", name="c.jpg")
+    tf = T.Compose([T.RandomCrop(32), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+    with pytest.raises(ValueError, match=r"expects RGB pixels, got a JpegFile of c.jpg, .* mode 'YCbCr'.*mode='RGB'"):
+        tf(f)
+
+
+def test_the_fused_loader_path_decodes_only_windows(folder, monkeypatch):
+    crops = []
+    decode = fio.JpegFile.decode
+
+    def recording(self, crop=None, **kw):
+        crops.append(crop)
+        return decode(self, crop, **kw)
+
+    monkeypatch.setattr(fio.JpegFile, "decode", recording)
+    roi = fio.ImageFolder(folder, extensions=(".jpg", ".jpeg"), roi=True)
+    _collect(fastprep.Loader(roi, 2, transform=_train_tf(), seed=4, threads=1))
+    assert len(crops) == len(roi) and all(c is not None and c[2:] == (64, 64) for c in crops), crops

@@ -40,7 +40,7 @@ from fastprep.transforms import (
 )
 from fastprep.transforms.compose import fused_image
 from fastprep.transforms.inputs import describe, error_context
-from fastprep.transforms.sample import GEOMETRY, Item, Sample
+from fastprep.transforms.sample import GEOMETRY, Item, Sample, decode_jpeg_files
 from fastprep.transforms.window import read_region
 
 _FASTPREP_TRANSFORMS = (RandomCrop, RandomDilatedMask, RGBToYCbCr, ToDtype, RandomResizedCrop, RandomHorizontalFlip)
@@ -305,7 +305,7 @@ class Loader:
                         crop_seed, mask_seed = crop.draw(), mask.draw()  # Compose's fused draws, in order
                         with error_context(crop, lambda item=item: describe(item.value, item.layout)):
                             win = crop.window(H, W, crop_seed)  # a crop larger than the image fails here
-                            if item.pil:  # only the window is read; the op's window is then all of it
+                            if item.windowed:  # only the window is read (decoded); the op's is then all of it
                                 src, layout = read_region(item, win.top, win.top + win.height, win.left,
                                                           win.left + win.width), "HWC"
                             else:
@@ -348,9 +348,10 @@ def _fused_source(raw: Any, crop: RandomCrop, color: RGBToYCbCr) -> tuple[Item, 
 
 
 def _apply_to_image(transform: Any, raw: Any) -> Any:
+    """A transform other than fastprep's on the item's image, a JpegFile decoded whole first."""
     if isinstance(raw, (tuple, list)) and raw:
-        return _rebuild(raw, transform(raw[0]), raw[1:])
-    return transform(raw)
+        return _rebuild(raw, transform(decode_jpeg_files(raw[0])), raw[1:])
+    return transform(decode_jpeg_files(raw))
 
 
 def _rebuild(raw: Any, image: Any, rest: Any) -> Any:

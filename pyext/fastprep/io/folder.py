@@ -179,8 +179,8 @@ class ImageFolder(torch.utils.data.Dataset):
 
     def apply_transform(self, raw: tuple[Any, int]) -> tuple[Any, Any]:
         image, target = raw
-        if isinstance(image, JpegFile):
-            image = image.decode()
+        if isinstance(image, JpegFile) and not getattr(self.transform, "reads_jpeg_files", False):
+            image = image.decode()  # fastprep's transforms decode only the window they crop
         if self.transform is not None:
             image = self.transform(image)
         if self.target_transform is not None:

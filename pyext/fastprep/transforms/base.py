@@ -38,6 +38,10 @@ class Transform(nn.Module):
     """Base of fastprep's transforms: ``forward(*inputs)`` as torchvision v2 (several inputs are
     one tuple sample, returned as a tuple), ``transform(sample)`` does the work."""
 
+    # Takes fastprep.io.JpegFile images and decodes only what it keeps (ImageFolder(roi=True)
+    # hands them over undecoded to transforms that say so).
+    reads_jpeg_files = True
+
     def forward(self, *inputs: Any) -> Any:
         if not inputs:
             raise TypeError(f"{self!r}: expected a sample (an image, or a tuple, list or dict holding one)")

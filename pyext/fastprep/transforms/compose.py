@@ -14,7 +14,7 @@ from fastprep.transforms.base import Transform, describe_sample
 from fastprep.transforms.geometry import RandomCrop, RandomHorizontalFlip, RandomResizedCrop
 from fastprep.transforms.inputs import error_context, require_rgb
 from fastprep.transforms.pixels import RandomDilatedMask, RGBToYCbCr
-from fastprep.transforms.sample import GEOMETRY, Item, Sample
+from fastprep.transforms.sample import GEOMETRY, Item, Sample, decode_jpeg_files
 from fastprep.transforms.window import read_region
 
 
@@ -38,6 +38,8 @@ def fused_image(s: Sample, color: RGBToYCbCr) -> Item | None:
     if item.pil:
         ok = item.value.mode == "RGB" or (item.value.mode == "RGBA" and color.alpha == "drop")
         return item if ok else None
+    if item.jpeg:
+        return item if item.value.mode == "RGB" else None
     t = item.tensor()
     c = t.shape[-1] if item.layout == "HWC" else t.shape[-3]
     return item if t.dtype == torch.uint8 and t.dim() == 3 and (c == 3 or (c == 4 and color.alpha == "drop")) \
@@ -90,7 +92,7 @@ class Compose(Transform):
                 sample = nxt.apply(s, nxt.draw(), flip)
                 i += 2
                 continue
-            sample = step(sample)
+            sample = step(sample if isinstance(step, Transform) else decode_jpeg_files(sample))
             i += 1
         return sample
 
@@ -103,7 +105,7 @@ class Compose(Transform):
         with error_context(crop, describe_sample(s)):
             H, W = s.size()
             win = crop.window(H, W, crop_seed)
-            if item.pil:  # only the window is read; the op's window in it is the whole of it
+            if item.windowed:  # only the window is read (decoded); the op's window in it is all of it
                 src, layout = read_region(item, win.top, win.top + win.height, win.left, win.left + win.width), "HWC"
             else:
                 src, layout = item.tensor(), item.layout

@@ -144,7 +144,7 @@ class RandomCrop(GeometricTransform):
         if not item.dense:
             return geometry_tv(item, win, self.padding_mode, H, W)
         fill = fill_for(self.fill, item)
-        if item.kind == "image" and not item.pil and not win.flip and not any(self.padding) \
+        if item.kind == "image" and not item.windowed and not win.flip and not any(self.padding) \
                 and self.padding_mode == "constant" and not isinstance(fill, tuple):
             t = item.tensor()
             if t.dtype in OP_DTYPES and t.dim() == 3:  # the op pads with fill in the same pass

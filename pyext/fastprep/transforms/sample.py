@@ -4,7 +4,8 @@ list or dict (nested) of them and of plain values.
 Which leaves a transform touches, torchvision v2's rules (``Transform._needs_transform_list``):
 
 - ``tv_tensors.Image``, ``Video``, ``Mask``, ``BoundingBoxes``, ``KeyPoints`` by their type, and PIL
-  images as images;
+  images and ``fastprep.io.JpegFile`` s as images (both read by window: a crop converts or decodes
+  only the pixels it keeps);
 - plain tensors and numpy arrays (fastprep takes arrays where torchvision passes them through):
   when the sample holds no explicit image (a tv_tensors.Image, a Video or a PIL image), the first
   one in depth-first order is the image and the others pass through; otherwise all pass through;
@@ -24,6 +25,7 @@ import numpy as np
 import torch
 
 from fastprep._tree import leaves, tree_map
+from fastprep.io.folder import JpegFile
 from fastprep.roles import tv_class
 from fastprep.transforms.inputs import as_image, check_pil_mode, hw, hwc_tensor, is_pil
 
@@ -56,6 +58,14 @@ def is_plain_array(x: Any) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.kind in "biuf"
 
 
+def decode_jpeg_files(sample: Any) -> Any:
+    """The sample with every JpegFile decoded whole (in its own layout), for code that does not
+    read them by window: torchvision's transforms would pass one through uncropped."""
+    if not any(isinstance(x, JpegFile) for x in leaves(sample)):
+        return sample
+    return tree_map(lambda x: x.decode() if isinstance(x, JpegFile) else x, sample)
+
+
 @dataclass
 class Item:
     """One leaf a transform changes: `kind` as above, `value` as given, `layout` how its pixels are
@@ -70,13 +80,25 @@ class Item:
         return is_pil(self.value)
 
     @property
+    def jpeg(self) -> bool:
+        return isinstance(self.value, JpegFile)
+
+    @property
+    def windowed(self) -> bool:
+        """Read by window (a PIL image or a JpegFile): a crop converts or decodes only its window."""
+        return self.pil or self.jpeg
+
+    @property
     def dense(self) -> bool:
         return self.kind in ("image", "video", "mask")
 
     def tensor(self) -> torch.Tensor:
         """The pixels as a plain tensor view in `layout` (images always have a channel dim; a
-        mask is [..., H, W]). Not for PIL images, which are read by window."""
+        mask is [..., H, W]). Not for PIL images, which are read by window; a JpegFile is decoded
+        whole (HWC), for the transforms that need every pixel."""
         x = self.value
+        if isinstance(x, JpegFile):
+            return x.decode(layout="HWC")
         if isinstance(x, np.ndarray):
             return hwc_tensor(x)
         t = x.as_subclass(torch.Tensor) if type(x) is not torch.Tensor else x
@@ -90,6 +112,8 @@ class Item:
             return tuple(int(v) for v in x.canvas_size)
         if self.pil:
             return (x.size[1], x.size[0])
+        if self.jpeg:
+            return (x.height, x.width)
         t = self.tensor()
         if self.kind == "mask":
             return (t.shape[-2], t.shape[-1])
@@ -98,6 +122,8 @@ class Item:
     def channels(self) -> int:
         if self.pil:
             return len(self.value.getbands())
+        if self.jpeg:
+            return 1 if self.value.mode == "GRAY" else 3
         t = self.tensor()
         return t.shape[-1] if self.layout == "HWC" else t.shape[-3]
 
@@ -116,7 +142,7 @@ class Sample:
     def __init__(self, sample: Any, layout: str, kinds: tuple[str, ...], owner: Any = None):
         self.tree = sample
         self.flat = leaves(sample)
-        explicit = any(is_pil(x) or tv_kind(x) in ("image", "video") for x in self.flat)
+        explicit = any(is_pil(x) or isinstance(x, JpegFile) or tv_kind(x) in ("image", "video") for x in self.flat)
         take_plain = not explicit
         self.items: list[Item] = []
         for k, x in enumerate(self.flat):
@@ -124,13 +150,15 @@ class Sample:
             if kind is None and is_pil(x):
                 check_pil_mode(x)
                 kind = "image"
+            elif kind is None and isinstance(x, JpegFile):
+                kind = "image"
             elif kind is None and take_plain and is_plain_array(x):
                 kind, take_plain = "image", False
             if kind in kinds:
                 self.items.append(Item(k, kind, x, layout if type(x) is torch.Tensor else
-                                       "HWC" if (is_pil(x) or isinstance(x, np.ndarray)) else "CHW"))
+                                       "HWC" if (is_pil(x) or isinstance(x, (np.ndarray, JpegFile))) else "CHW"))
         if len(self.flat) == 1 and not self.items and not isinstance(sample, (tuple, list, dict)):
-            if not (is_pil(sample) or isinstance(sample, (np.ndarray, torch.Tensor))):
+            if not (is_pil(sample) or isinstance(sample, (np.ndarray, torch.Tensor, JpegFile))):
                 who = f"{owner!r}: " if owner is not None else ""
                 raise TypeError(f"{who}expected a PIL image, a numpy array, a tensor, or a tuple, list or dict "
                                 f"holding them, got {type(sample).__name__}")
