@@ -206,5 +206,7 @@ BAD_BATCH = [
      r"crop_mask_ycbcr_batch: expected masks to be a contiguous \[2, 4, 1\] tensor, got \[2, 4, 2\]"),
     (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 1.5, [1, 2], _OUT),
      r"crop_mask_ycbcr_batch: expected 0 <= p <= 1, got p=1.5"),
+    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 0.25, [1, 2], _OUT, hflips=[True]),
+     r"crop_mask_ycbcr_batch: expected one hflip per image \(2\), got 1 hflips"),
 ]
 test_bad_batch_op, test_bad_batch_numba, test_bad_batch_fake = bad_input_tests(BAD_BATCH)

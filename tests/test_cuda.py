@@ -56,6 +56,16 @@ def test_fused_op_on_a_cuda_image(out_dtype, scale):
             assert _same(fastprep.crop_mask_ycbcr(img.cuda(), 256, 256, 0.25, seed, **kw), cpu)
 
 
+def test_hflip_on_cuda_gives_the_cpu_bits():
+    img = torch.randint(0, 256, (300, 280, 3), dtype=torch.uint8)
+    for seed in range(3):
+        cpu = fastprep.crop_mask_ycbcr(img, 256, 200, 0.25, seed, return_mask=True, hflip=True)
+        assert _same(fastprep.crop_mask_ycbcr(img.cuda(), 256, 200, 0.25, seed, return_mask=True, hflip=True), cpu)
+        for x, layout in [(img, "HWC"), (img.permute(2, 0, 1).float(), "CHW")]:
+            cpu = fastprep.random_crop(x, 290, 300, seed, layout, True, 5.0, hflip=True)
+            assert _same(fastprep.random_crop(x.cuda(), 290, 300, seed, layout, True, 5.0, hflip=True), cpu)
+
+
 def test_mask_ycbcr_batch_on_cuda_equals_the_cpu_fused_op():
     g = torch.Generator().manual_seed(0)
     images = [torch.randint(0, 256, (300, 280, 3), dtype=torch.uint8, generator=g) for _ in range(8)]

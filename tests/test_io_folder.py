@@ -216,11 +216,12 @@ class _Foreign(torch.nn.Module):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("tf", ["fused", "padded_flip", "foreign", "mixed"])
+@pytest.mark.parametrize("tf", ["fused", "flip_fused", "padded_flip", "foreign", "mixed"])
 def test_loader_over_roi_jpeg_files_gives_the_full_decodes_bits(folder, threads, tf):
     """ImageFolder(roi=True) hands the Loader JpegFiles: the fused path and every crop decode only
     their window; a transform that is not fastprep's gets the whole image decoded. Same batches."""
     make = {"fused": _train_tf,
+            "flip_fused": lambda: T.Compose([T.RandomHorizontalFlip(), *_train_tf().transforms]),
             "padded_flip": lambda: T.Compose([T.RandomHorizontalFlip(), T.RandomCrop(160, padding=(3, 5), pad_if_needed=True,
                                                                                       padding_mode="reflect")]),
             "foreign": _Foreign,
@@ -228,6 +229,12 @@ def test_loader_over_roi_jpeg_files_gives_the_full_decodes_bits(folder, threads,
     plain, roi = _roi_pair(folder)
     got = [_collect(fastprep.Loader(ds, 2, transform=make(), seed=4, threads=threads)) for ds in (plain, roi)]
     assert torch.equal(got[0][0], got[1][0]) and torch.equal(got[0][1], got[1][1])
+    if tf.endswith("fused"):  # and the unfused chain's bits (the flip drawn on the same generator)
+        unfused = make()
+        unfused.fuse = False
+        ref = DataLoader(T.SeedByIndex(fio.ImageFolder(plain.root, transform=unfused, extensions=(".jpg", ".jpeg")),
+                                       seed=4), batch_size=2, collate_fn=fastprep.compact_collate)
+        assert torch.equal(got[0][0], _collect(ref)[0])
 
 
 def test_dataloader_over_roi_jpeg_files_gives_the_full_decodes_bits(folder):

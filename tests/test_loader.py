@@ -232,3 +232,24 @@ def test_numpy_and_pil_sources_take_the_fused_path():
     b = _reference(pil, seed=5)
     assert _same(a, b)
     assert isinstance(np.asarray(pil.load_raw(0)[0]), np.ndarray)
+
+
+def _flip_tf(fuse=True):
+    return T.Compose([T.RandomHorizontalFlip(layout="HWC"), T.RandomCrop(CROP, layout="HWC"),
+                      T.RandomDilatedMask(0.25), T.RGBToYCbCr()], fuse=fuse)
+
+
+@pytest.mark.parametrize("as_pil", [False, True])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_flip_in_front_rides_along_in_the_slot_path(as_pil, threads, monkeypatch):
+    """[RandomHorizontalFlip, RandomCrop, RandomDilatedMask, RGBToYCbCr] runs through the batch op
+    with per-sample hflips, and gives the unfused chain's samples (DataLoader, SeedByIndex)."""
+    ds = SyntheticImages(24, _flip_tf(fuse=False), pool=3, size=96, as_pil=as_pil)
+    want = _reference(ds, seed=11)
+    flips, unfused = [], []
+    decide = T.RandomHorizontalFlip.decide
+    monkeypatch.setattr(T.RandomHorizontalFlip, "decide", lambda self: flips.append(decide(self)) or flips[-1])
+    monkeypatch.setattr(fastprep.loader.Loader, "_apply", lambda self, raw: unfused.append(raw))
+    got = _by_index(fastprep.Loader(ds, 8, transform=_flip_tf(), seed=11, threads=threads))
+    assert _same(got, want)
+    assert not unfused and len(flips) == 24 and 0 < sum(flips) < 24  # all on the slot path, some flipped

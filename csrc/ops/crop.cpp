@@ -66,10 +66,14 @@ Tensor new_crop_output(const char* op, const Tensor& img, const ImageView& v, in
   return new_output(op, img, sizes, t, source);
 }
 
+// hflip: the window is cut from the image flipped left-right, which is the image read from its
+// last column with the column stride negated (no flipped copy; flip-then-crop by construction).
 void run_crop(const Tensor& img, const ImageView& v, Tensor& out, int64_t i, int64_t es, int64_t top, int64_t left,
-              int64_t height, int64_t width, uint32_t fill) {
+              int64_t height, int64_t width, uint32_t fill, bool hflip = false) {
+  const char* base = static_cast<const char*>(img.const_data_ptr()) + i * v.sn * es;
+  const bool flip = hflip && v.w > 0;  // a 0-wide image has no last column (and nothing to read)
   const kernels::CropSource src{
-      static_cast<const char*>(img.const_data_ptr()) + i * v.sn * es, v.c, v.h, v.w, v.sc, v.sh, v.sw};
+      flip ? base + (v.w - 1) * v.sw * es : base, v.c, v.h, v.w, v.sc, v.sh, flip ? -v.sw : v.sw};
   char* o = static_cast<char*>(out.mutable_data_ptr()) + i * v.c * height * width * es;
   kernels::crop(src, o, static_cast<int>(es), top, left, height, width, fill);
 }
@@ -96,7 +100,7 @@ Tensor crop(Tensor img, int64_t top, int64_t left, int64_t height, int64_t width
 }
 
 Tensor random_crop(Tensor img, int64_t height, int64_t width, int64_t seed, StrArg layout, bool pad_if_needed,
-                   double fill) {
+                   double fill, bool hflip) {
   constexpr const char* op = "random_crop";
   const int64_t es = image_elem_size(op, img);
   const ImageView v = image_view(op, "img", img, parse_layout(op, layout));
@@ -115,7 +119,7 @@ Tensor random_crop(Tensor img, int64_t height, int64_t width, int64_t seed, StrA
           kernels::random_crop_offset(kernels::random_word(static_cast<uint64_t>(s), 0), v.h, height, pad_if_needed);
       const int64_t left =
           kernels::random_crop_offset(kernels::random_word(static_cast<uint64_t>(s), 1), v.w, width, pad_if_needed);
-      run_crop(img, v, out, i, es, top, left, height, width, fb);
+      run_crop(img, v, out, i, es, top, left, height, width, fb, hflip);
     }
   }
   return out;

@@ -63,8 +63,10 @@ struct Sample {
 // ([height, ceil(width / 8)]): the crop uses `seed` as random_crop does, the mask `mask_seed`.
 // The mask is applied from bool bytes (bools: scratch of height * width), which the gather reads
 // in step with the pixels; packed and bool masks come from the same generator, so they agree.
+// hflip: the crop is cut from the image flipped left-right (read from its last column with the
+// column stride negated, as random_crop does); the mask stays in output coordinates.
 void run_sample(const Sample& s, const Tensor& img, const ImageView& v, int64_t seed, int64_t mask_seed,
-                bool apply_mask, uint8_t* mask_out, void* out, std::vector<uint8_t>& bools) {
+                bool apply_mask, bool hflip, uint8_t* mask_out, void* out, std::vector<uint8_t>& bools) {
   const uint64_t useed = static_cast<uint64_t>(seed);
   const int64_t top = kernels::random_crop_offset(kernels::random_word(useed, 0), v.h, s.height, false);
   const int64_t left = kernels::random_crop_offset(kernels::random_word(useed, 1), v.w, s.width, false);
@@ -75,7 +77,8 @@ void run_sample(const Sample& s, const Tensor& img, const ImageView& v, int64_t 
     bools.resize(static_cast<size_t>(s.height * s.width));
     kernels::random_dilated_mask(mask_seed, s.p, 1, s.height, s.width, s.square, 1, false, bools.data());
   }
-  const kernels::RgbSource src{static_cast<const uint8_t*>(img.const_data_ptr()), v.sc, v.sh, v.sw};
+  const auto* base = static_cast<const uint8_t*>(img.const_data_ptr());  // v.w >= s.width > 0
+  const kernels::RgbSource src{hflip ? base + (v.w - 1) * v.sw : base, v.sc, v.sh, hflip ? -v.sw : v.sw};
   kernels::crop_mask_ycbcr(src, top, left, s.height, s.width, apply_mask ? bools.data() : nullptr, out, s.out_type,
                            s.scale);
 }
@@ -92,7 +95,7 @@ void check_out(const char* op, const char* arg, const Tensor& t, const std::vect
 std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t width, double p, int64_t seed,
                                            StrArg layout, StrArg structure, std::optional<DtypeArg> out_dtype,
                                            double scale, bool apply_mask, bool return_mask,
-                                           std::optional<int64_t> mask_seed) {
+                                           std::optional<int64_t> mask_seed, bool hflip) {
   constexpr const char* op = "crop_mask_ycbcr";
   check_tensor(op, "img", img);
   check_dtype(op, "img", img, ScalarType::Byte);
@@ -113,15 +116,15 @@ std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t w
   Tensor mask = new_output(op, img, return_mask ? mask_sizes : std::vector<int64_t>{0}, ScalarType::Byte, source);
   std::vector<uint8_t> bools;
   const Sample s{height, width, p, square, color_type_code(out_code), static_cast<float>(scale)};
-  run_sample(s, img, v, seed, mask_seed.value_or(kernels::derive_seed(seed, 1)), apply_mask,
+  run_sample(s, img, v, seed, mask_seed.value_or(kernels::derive_seed(seed, 1)), apply_mask, hflip,
              return_mask ? static_cast<uint8_t*>(mask.mutable_data_ptr()) : nullptr, out.mutable_data_ptr(), bools);
   return {out, mask};
 }
 
 void crop_mask_ycbcr_batch(std::vector<Tensor> imgs, int64_t height, int64_t width, double p,
                            std::vector<int64_t> seeds, Tensor out, StrArg layout, StrArg structure, double scale,
-                           bool apply_mask, std::optional<std::vector<int64_t>> mask_seeds,
-                           std::optional<Tensor> masks) {
+                           bool apply_mask, std::optional<std::vector<int64_t>> mask_seeds, std::optional<Tensor> masks,
+                           std::optional<std::vector<bool>> hflips) {
   constexpr const char* op = "crop_mask_ycbcr_batch";
   check_tensor(op, "out", out);
   const bool hwc = parse_layout(op, layout);
@@ -134,6 +137,8 @@ void crop_mask_ycbcr_batch(std::vector<Tensor> imgs, int64_t height, int64_t wid
   FASTPREP_CHECK(!mask_seeds || static_cast<int64_t>(mask_seeds->size()) == n, op,
                  ": expected one mask seed per image (", n, "), got ", mask_seeds ? mask_seeds->size() : 0,
                  " mask_seeds");
+  FASTPREP_CHECK(!hflips || static_cast<int64_t>(hflips->size()) == n, op, ": expected one hflip per image (", n,
+                 "), got ", hflips ? hflips->size() : 0, " hflips");
   check_out(op, "out", out, {n, 3, height, width});
   if (masks) {
     check_dtype(op, "masks", *masks, ScalarType::Byte);
@@ -161,7 +166,7 @@ void crop_mask_ycbcr_batch(std::vector<Tensor> imgs, int64_t height, int64_t wid
     const size_t k = static_cast<size_t>(i);
     const int64_t mseed = mask_seeds ? (*mask_seeds)[k] : kernels::derive_seed(seeds[k], 1);
     uint8_t* mask_out = masks ? static_cast<uint8_t*>(masks->mutable_data_ptr()) + i * mask_bytes : nullptr;
-    run_sample(s, imgs[k], views[k], seeds[k], mseed, apply_mask, mask_out,
+    run_sample(s, imgs[k], views[k], seeds[k], mseed, apply_mask, hflips && (*hflips)[k], mask_out,
                static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, bools);
   }
 }

@@ -38,10 +38,9 @@ from fastprep.transforms import (
     fusable,
     require_rgb,
 )
-from fastprep.transforms.compose import fused_image
+from fastprep.transforms.compose import fused_image, fused_source
 from fastprep.transforms.inputs import describe, error_context
 from fastprep.transforms.sample import GEOMETRY, Item, Sample, decode_jpeg_files
-from fastprep.transforms.window import read_region
 
 _FASTPREP_TRANSFORMS = (RandomCrop, RandomDilatedMask, RGBToYCbCr, ToDtype, RandomResizedCrop, RandomHorizontalFlip)
 
@@ -130,8 +129,14 @@ class Loader:
         self.seed = draw_seed() if seed is None else seed_argument("Loader", "seed", seed)
         self._position = 0  # samples of this epoch already yielded (state_dict / resume)
         self._resume_at = 0
-        fused = transform if isinstance(transform, Compose) and transform.fuse else None
-        self._fused = list(fused.transforms) if fused is not None and fusable(list(fused.transforms)) else None
+        fused = list(transform.transforms) if isinstance(transform, Compose) and transform.fuse else []
+        # [flip, crop, mask, colour] (flip None when there is none): what the slot path runs.
+        if fusable(fused):
+            self._fused = [None, *fused]
+        elif len(fused) == 4 and type(fused[0]) is RandomHorizontalFlip and fusable(fused[1:]):
+            self._fused = fused
+        else:
+            self._fused = None
         rng_source = transform if transform is not None else getattr(dataset, "transform", None)
         self._thread_rng = self.threads == 1 or (rng_source is not None and _fastprep_only(rng_source))
         self._structured = transform is not None and _fastprep_only(transform)
@@ -276,8 +281,8 @@ class Loader:
     def _run_fused(self, job: slot_mod.BatchJob, a: int, b: int) -> None:
         """The chunk through crop_mask_ycbcr_batch, straight into the slot's image rows: one call,
         without the GIL, per run of uint8 images (another image kind goes through the Compose)."""
-        crop, mask, color = self._fused
-        run: list[tuple] = []  # (j, i, raw, src, seed, mask seed, item, layout)
+        flip_step, crop, mask, color = self._fused
+        run: list[tuple] = []  # (j, i, raw, src, seed, mask seed, item, layout, hflip)
 
         def flush() -> None:
             if not run:
@@ -288,7 +293,8 @@ class Loader:
             rows = job.image_rows(template, i0, j0, j0 + len(run))
             torch.ops.fastprep.crop_mask_ycbcr_batch([r[3] for r in run], crop.size[0], crop.size[1], mask.p,
                                                      [r[4] for r in run], rows, layout, mask.structure,
-                                                     color.scale, True, [r[5] for r in run], None)
+                                                     color.scale, True, [r[5] for r in run], None,
+                                                     [r[8] for r in run] if flip_step is not None else None)
             for j, i, raw, *_ in run:
                 job.write(j, i, raw, skip_first=True)
             run.clear()
@@ -298,22 +304,20 @@ class Loader:
             with self._seeding(i):
                 raw = self._load(i)
                 try:
-                    found = _fused_source(raw, crop, color)
+                    found = _slot_image(raw, crop, color)
                     if found is not None:
                         item, (H, W) = found
                         require_rgb(item.value, "Loader (its transform has an RGBToYCbCr step)")
-                        crop_seed, mask_seed = crop.draw(), mask.draw()  # Compose's fused draws, in order
+                        # Compose's fused draws, in order: the flip's, the crop's, the mask's.
+                        flip = flip_step.decide() if flip_step is not None else False
+                        crop_seed, mask_seed = crop.draw(), mask.draw()
                         with error_context(crop, lambda item=item: describe(item.value, item.layout)):
-                            win = crop.window(H, W, crop_seed)  # a crop larger than the image fails here
-                            if item.windowed:  # only the window is read (decoded); the op's is then all of it
-                                src, layout = read_region(item, win.top, win.top + win.height, win.left,
-                                                          win.left + win.width), "HWC"
-                            else:
-                                src, layout = item.tensor(), item.layout
+                            win = crop.window(H, W, crop_seed, flip)  # a crop larger than the image fails here
+                            src, layout = fused_source(item, win, W)
                             src = color.rgb(src, layout)
                         if run and run[0][7] != layout:
                             flush()  # one layout per batch call
-                        run.append((j, i, raw, src, crop_seed, mask_seed, item, layout))
+                        run.append((j, i, raw, src, crop_seed, mask_seed, item, layout, flip))
                         continue
                     sample = self._apply(raw)
                 except Exception as exc:
@@ -334,7 +338,7 @@ def _sampler_index(i: Any, dataset: Any) -> int:
     return int(i)
 
 
-def _fused_source(raw: Any, crop: RandomCrop, color: RGBToYCbCr) -> tuple[Item, tuple[int, int]] | None:
+def _slot_image(raw: Any, crop: RandomCrop, color: RGBToYCbCr) -> tuple[Item, tuple[int, int]] | None:
     """The item's image and size when the slot path can take it: the image is the item itself or
     its first element, the fused op takes it, and nothing else in the item is cut by the crop (a
     mask or boxes: the item goes through the Compose, which fuses its image path too)."""

@@ -87,7 +87,13 @@ def _signed(bits: int, size: int) -> int:
     return bits - (1 << 8 * size) if size > 1 and bits >= 1 << (8 * size - 1) else bits
 
 
-def _run(op, img, v: checks.ImageView, height, width, offsets, fill) -> torch.Tensor:
+def flipped(v: checks.ImageView, hflip: bool) -> tuple[int, int]:
+    """(offset of column 0, column stride) of the image read left-right flipped when hflip: from
+    its last column with the stride negated, as csrc/ops/crop.cpp's run_crop."""
+    return ((v.w - 1) * v.sw, -v.sw) if hflip and v.w > 0 else (0, v.sw)
+
+
+def _run(op, img, v: checks.ImageView, height, width, offsets, fill, hflip=False) -> torch.Tensor:
     out = checks.new_output(op, img, out_shape(v, height, width), img.dtype,
                              lambda: window_source(height, width))
     if out.numel() == 0:
@@ -95,9 +101,10 @@ def _run(op, img, v: checks.ImageView, height, width, offsets, fill) -> torch.Te
     flat = out.view(UINT_OF_SIZE[out.element_size()]).numpy().reshape(-1)
     src = storage_span(img) if img.numel() > 0 else flat[:0]
     fb = flat.dtype.type(_signed(fill_bits(img.dtype, fill), img.element_size()))
+    first, sw = flipped(v, hflip)
     for i in range(v.n):
         top, left = offsets(i)
-        crop_kernel(src, i * v.sn, flat, i * v.c * height * width, v.c, v.h, v.w, v.sc, v.sh, v.sw,
+        crop_kernel(src, i * v.sn + first, flat, i * v.c * height * width, v.c, v.h, v.w, v.sc, v.sh, sw,
                     top, left, height, width, fb)
     return out
 
@@ -109,10 +116,10 @@ def crop(img: torch.Tensor, top: int, left: int, height: int, width: int,
 
 
 def random_crop(img: torch.Tensor, height: int, width: int, seed: int, layout: str = "CHW",
-                pad_if_needed: bool = False, fill: float = 0.0) -> torch.Tensor:
+                pad_if_needed: bool = False, fill: float = 0.0, hflip: bool = False) -> torch.Tensor:
     v = check_random_crop(img, height, width, layout, pad_if_needed, fill)
 
     def offsets(i):
         return crop_window(v.h, v.w, height, width, sample_seed(seed, i, v.batched), pad_if_needed)
 
-    return _run("random_crop", img, v, height, width, offsets, fill)
+    return _run("random_crop", img, v, height, width, offsets, fill, hflip)

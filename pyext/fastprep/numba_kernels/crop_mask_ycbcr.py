@@ -8,6 +8,7 @@ import torch
 
 from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.color import CHUNK, TYPE_CODE, U8, compute, rgb_to_ycbcr_chunk_u8, store_chunk
+from fastprep.numba_kernels.crop import flipped
 from fastprep.numba_kernels.random_mask import random_dilated_mask_kernel
 from fastprep.numba_kernels.storage import flat_view, storage_span
 from fastprep.ops import checks
@@ -17,7 +18,26 @@ from fastprep.ops.crop_mask_ycbcr import check_crop_mask_ycbcr, check_crop_mask_
 
 @njit(cache=True, inline="always")
 def gather_masked(src, p, sc, sw, n, mask, m, apply_mask, t0, t1, t2):
-    # Slices, so every index is provably non-negative and Numba drops its wraparound checks.
+    # Slices, so every index is provably non-negative and Numba drops its wraparound checks. A
+    # negative sw (a flipped read) walks down from p: its slice starts at the lowest pixel.
+    if sw < 0:
+        lo = p + (n - 1) * sw
+        s = src[lo:p + 2 * sc + 1]
+        if apply_mask:
+            mm = mask[m:m + n]
+            for i in range(n):
+                keep = np.uint8(0 if mm[i] else 0xFF)
+                q = (n - 1 - i) * -sw
+                t0[i] = s[q] & keep
+                t1[i] = s[q + sc] & keep
+                t2[i] = s[q + 2 * sc] & keep
+        else:
+            for i in range(n):
+                q = (n - 1 - i) * -sw
+                t0[i] = s[q]
+                t1[i] = s[q + sc]
+                t2[i] = s[q + 2 * sc]
+        return
     s = src[p:p + (n - 1) * sw + 2 * sc + 1]
     if apply_mask:
         mm = mask[m:m + n]
@@ -35,11 +55,13 @@ def gather_masked(src, p, sc, sw, n, mask, m, apply_mask, t0, t1, t2):
 
 
 @njit(cache=True)
-def crop_mask_ycbcr_kernel(src, sc, sh, sw, top, left, height, width, mask, apply_mask, out,
+def crop_mask_ycbcr_kernel(src, base, sc, sh, sw, top, left, height, width, mask, apply_mask, out,
                            out_type, scale, t0, t1, t2):
+    # base: the index of pixel (0, 0) in src (the C++ kernel's data pointer; the last column's
+    # when the read is flipped and sw < 0).
     plane = height * width
     for y in range(height):
-        row = (top + y) * sh + left * sw
+        row = base + (top + y) * sh + left * sw
         for x0 in range(0, width, CHUNK):
             n = min(CHUNK, width - x0)
             p = row + x0 * sw
@@ -57,7 +79,7 @@ def crop_mask_ycbcr_kernel(src, sc, sh, sw, top, left, height, width, mask, appl
 
 
 def _run_sample(img, v, height, width, p, seed, mseed, square, apply_mask, out_flat, out_type, scale, mask_flat,
-                scratch):
+                scratch, hflip=False):
     """One sample into out_flat ([3 * height * width] of the output's flat view) and, when given,
     its packed mask into mask_flat: as run_sample in csrc/ops/crop_mask_ycbcr.cpp."""
     top, left = crop_window(v.h, v.w, height, width, seed)
@@ -67,7 +89,8 @@ def _run_sample(img, v, height, width, p, seed, mseed, square, apply_mask, out_f
     if apply_mask:
         random_dilated_mask_kernel(np.int64(mseed), np.float64(p), 1, height, width, square, 1, False, bools)
     t0, t1, t2 = scratch
-    crop_mask_ycbcr_kernel(storage_span(img), v.sc, v.sh, v.sw, top, left, height, width, bools, apply_mask,
+    first, sw = flipped(v, hflip)  # the window cut from the image flipped left-right
+    crop_mask_ycbcr_kernel(storage_span(img), first, v.sc, v.sh, sw, top, left, height, width, bools, apply_mask,
                            out_flat, out_type, np.float32(scale), t0, t1, t2)
 
 
@@ -77,7 +100,7 @@ def _scratch():
 
 
 def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross", out_dtype=None,
-                    scale=1.0, apply_mask=True, return_mask=False, mask_seed=None):
+                    scale=1.0, apply_mask=True, return_mask=False, mask_seed=None, hflip=False):
     v, odt = check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, scale)
     # Allocated as in the C++ binding: the image first, then the mask.
     source = lambda: f"height={height}, width={width}"  # noqa: E731
@@ -86,14 +109,14 @@ def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross"
                              torch.uint8, source)
     _run_sample(img, v, height, width, p, seed, mask_seed_of(seed, mask_seed), structure == "square", apply_mask,
                 flat_view(out), TYPE_CODE[odt], scale, mask.numpy().reshape(-1) if return_mask else None,
-                _scratch())
+                _scratch(), hflip)
     return out, mask
 
 
 def crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout="HWC", structure="cross", scale=1.0,
-                          apply_mask=True, mask_seeds=None, masks=None):
+                          apply_mask=True, mask_seeds=None, masks=None, hflips=None):
     views = check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds,
-                                        masks)
+                                        masks, hflips)
     flat, scratch = flat_view(out), _scratch()
     mask_flat = None if masks is None else masks.numpy().reshape(-1)
     size, mask_size = 3 * height * width, height * ((width + 7) // 8)
@@ -101,4 +124,5 @@ def crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout="HWC", stru
         mseed = mask_seed_of(seeds[i], None if mask_seeds is None else mask_seeds[i])
         _run_sample(img, v, height, width, p, seeds[i], mseed, structure == "square", apply_mask,
                     flat[i * size:(i + 1) * size], TYPE_CODE[out.dtype], scale,
-                    None if mask_flat is None else mask_flat[i * mask_size:(i + 1) * mask_size], scratch)
+                    None if mask_flat is None else mask_flat[i * mask_size:(i + 1) * mask_size], scratch,
+                    bool(hflips and hflips[i]))

@@ -16,7 +16,7 @@ __all__ = ["crop", "random_crop", "random_crop_params"]
 
 define("crop(Tensor img, int top, int left, int height, int width, str layout='CHW') -> Tensor")
 define("random_crop(Tensor img, int height, int width, int seed, str layout='CHW', "
-       "bool pad_if_needed=False, float fill=0) -> Tensor")
+       "bool pad_if_needed=False, float fill=0, bool hflip=False) -> Tensor")
 
 IMAGE_DTYPES = checks.IMAGE_DTYPES
 
@@ -34,7 +34,7 @@ def crop(img: torch.Tensor, top: int, left: int, height: int, width: int,
 
 
 def random_crop(img: torch.Tensor, height: int, width: int, seed: int, layout: str = "CHW",
-                pad_if_needed: bool = False, fill: float = 0.0) -> torch.Tensor:
+                pad_if_needed: bool = False, fill: float = 0.0, hflip: bool = False) -> torch.Tensor:
     """A ``height x width`` crop at a random position drawn from `seed` (see
     :func:`random_crop_params` for the exact definition); output as in :func:`crop`.
 
@@ -46,9 +46,13 @@ def random_crop(img: torch.Tensor, height: int, width: int, seed: int, layout: s
     that axis, then cropped at a random position of the padded image. `fill` is converted to
     float32 and rounded to nearest even for float16/bfloat16; a uint8 image needs an integer in
     [0, 255].
+
+    With ``hflip=True`` the crop is cut from the image flipped left-right (the same window drawn
+    on it): ``random_crop(img.flip(W), ...)`` bit for bit, i.e. torchvision's
+    ``RandomHorizontalFlip`` before ``RandomCrop``, without flipping the whole image.
     """
     seed = checks.op_seed("random_crop", "seed", seed)
-    return torch.ops.fastprep.random_crop(img, height, width, seed, layout, pad_if_needed, fill)
+    return torch.ops.fastprep.random_crop(img, height, width, seed, layout, pad_if_needed, fill, hflip)
 
 
 def _axis_offset(word: int, size: int, crop_size: int, pad: bool) -> int:
@@ -173,7 +177,7 @@ def _crop_fake(img, top, left, height, width, layout="CHW"):
 
 
 @torch.library.register_fake("fastprep::random_crop")
-def _random_crop_fake(img, height, width, seed, layout="CHW", pad_if_needed=False, fill=0.0):
+def _random_crop_fake(img, height, width, seed, layout="CHW", pad_if_needed=False, fill=0.0, hflip=False):
     v = check_random_crop(img, height, width, layout, pad_if_needed, fill)
     return img.new_empty(out_shape(v, height, width))
 
@@ -190,10 +194,13 @@ def crop_torch(img, top, left, height, width, layout="CHW"):
     return out if v.batched else out[0]
 
 
-def random_crop_torch(img, height, width, seed, layout="CHW", pad_if_needed=False, fill=0.0):
-    """random_crop in plain torch ops: pads with `fill` (rounded as the kernels do), then slices."""
+def random_crop_torch(img, height, width, seed, layout="CHW", pad_if_needed=False, fill=0.0, hflip=False):
+    """random_crop in plain torch ops: pads with `fill` (rounded as the kernels do), then slices
+    (the image flipped left-right first, with hflip)."""
     v = check_random_crop(img, height, width, layout, pad_if_needed, fill)
     x = _as_nchw(img, layout)
+    if hflip:
+        x = x.flip(-1)
     fill_t = torch.tensor(fill, dtype=torch.float32).to(img.dtype) if img.dtype == torch.uint8 \
         else _fill_tensor(fill, img.dtype)
     out = x.new_empty(out_shape(v._replace(batched=True), height, width))
@@ -236,9 +243,9 @@ def _crop_setup(ctx, inputs, output):
 
 
 def _random_crop_setup(ctx, inputs, output):
-    img, height, width, seed, layout, pad_if_needed, _fill = inputs
+    img, height, width, seed, layout, pad_if_needed, _fill, hflip = inputs
     v = checks.image_view("random_crop", "img", img, layout == "HWC")
-    ctx.shape, ctx.layout, ctx.batched = img.shape, layout, v.batched
+    ctx.shape, ctx.layout, ctx.batched, ctx.hflip = img.shape, layout, v.batched, hflip
     ctx.windows = [crop_window(v.h, v.w, height, width, sample_seed(seed, i, v.batched), pad_if_needed)
                    for i in range(v.n)]
 
@@ -246,6 +253,8 @@ def _random_crop_setup(ctx, inputs, output):
 def _crop_backward(ctx, grad):
     grad_img = _scatter_windows(grad, ctx.shape, ctx.layout, ctx.windows, ctx.batched) \
         if ctx.needs_input_grad[0] else None
+    if grad_img is not None and getattr(ctx, "hflip", False):
+        grad_img = grad_img.flip(-1 if ctx.layout == "CHW" else -2)  # the windows are the flipped image's
     return (grad_img,) + (None,) * (len(ctx.needs_input_grad) - 1)
 
 

@@ -14,12 +14,12 @@ __all__ = ["crop_mask_ycbcr", "crop_mask_ycbcr_batch", "mask_ycbcr"]
 
 define("crop_mask_ycbcr(Tensor img, int height, int width, float p, int seed, str layout='HWC', "
        "str structure='cross', ScalarType? out_dtype=None, float scale=1.0, bool apply_mask=True, "
-       "bool return_mask=False, int? mask_seed=None) -> (Tensor, Tensor)")
+       "bool return_mask=False, int? mask_seed=None, bool hflip=False) -> (Tensor, Tensor)")
 # The batched form writes into buffers the caller owns (a loader's batch slots): no per-sample
 # output tensor and no stack copy.
 define("crop_mask_ycbcr_batch(Tensor[] imgs, int height, int width, float p, int[] seeds, Tensor(a!) out, "
        "str layout='HWC', str structure='cross', float scale=1.0, bool apply_mask=True, int[]? mask_seeds=None, "
-       "Tensor(b!)? masks=None) -> ()")
+       "Tensor(b!)? masks=None, bool[]? hflips=None) -> ()")
 
 OUT_DTYPES = (torch.uint8, torch.float32, torch.float16, torch.bfloat16)
 
@@ -27,7 +27,8 @@ OUT_DTYPES = (torch.uint8, torch.float32, torch.float16, torch.bfloat16)
 def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: int,
                     layout: str = "HWC", structure: str = "cross",
                     out_dtype: torch.dtype | None = None, scale: float = 1.0, *,
-                    apply_mask: bool = True, return_mask: bool = False, mask_seed: int | None = None):
+                    apply_mask: bool = True, return_mask: bool = False, mask_seed: int | None = None,
+                    hflip: bool = False):
     """Random crop, dilated Bernoulli(p) mask zeroing all channels, RGB -> YCbCr: one pass that
     reads only the crop window of a uint8 RGB image (``[H, W, 3]``, or ``[3, H, W]`` with
     layout="CHW") and writes YCbCr CHW planes of `out_dtype` (uint8 by default) times `scale`.
@@ -47,6 +48,9 @@ def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: 
             ceil(width / 8)]`` uint8, little bit order). ``apply_mask=False, return_mask=True``
             ships the unmasked uint8 image plus the bits, and the masked pixels are set on the
             device instead, to YCbCr black ``(0, 128, 128) * scale``.
+        hflip: cut the crop from the image flipped left-right, as ``random_crop(..., hflip=True)``
+            (torchvision's RandomHorizontalFlip before the crop) without flipping the image; the
+            mask is drawn on the output, so it is the same mask as without the flip.
 
     Example:
         >>> img = torch.randint(0, 256, (512, 512, 3), dtype=torch.uint8)
@@ -59,14 +63,14 @@ def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: 
         mask_seed = checks.op_seed("crop_mask_ycbcr", "mask_seed", mask_seed)
     image, mask = torch.ops.fastprep.crop_mask_ycbcr(img, height, width, p, seed, layout, structure,
                                                      out_dtype, scale, apply_mask, return_mask,
-                                                     mask_seed)
+                                                     mask_seed, hflip)
     return (image, mask) if return_mask else image
 
 
 def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], height: int, width: int, p: float, seeds: list[int],
                           out: torch.Tensor, *, layout: str = "HWC", structure: str = "cross", scale: float = 1.0,
                           apply_mask: bool = True, mask_seeds: list[int] | None = None,
-                          masks: torch.Tensor | None = None) -> torch.Tensor:
+                          masks: torch.Tensor | None = None, hflips: list[bool] | None = None) -> torch.Tensor:
     """:func:`crop_mask_ycbcr` of each image into a buffer you own: ``out[i]`` gets sample i's
     image (of ``out``'s dtype) and, when given, ``masks[i]`` its packed mask, bit for bit what the
     per-sample op returns for ``imgs[i]``, ``seeds[i]`` (and ``mask_seeds[i]``). One call runs a
@@ -78,6 +82,7 @@ def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], height: int, width: int, p: 
         seeds: one crop seed per image; the mask uses ``mask_seeds[i]`` or ``derive_seed(seeds[i], 1)``.
         out: contiguous ``[len(imgs), 3, height, width]``, uint8 / float32 / float16 / bfloat16.
         masks: optional contiguous uint8 ``[len(imgs), height, ceil(width / 8)]`` for the bits.
+        hflips: optional, one bool per image: crop image i flipped left-right (``hflip`` above).
 
     Example:
         >>> imgs = [torch.zeros(40, 50, 3, dtype=torch.uint8) for _ in range(4)]
@@ -90,7 +95,8 @@ def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], height: int, width: int, p: 
     if mask_seeds is not None:
         mask_seeds = [checks.op_seed(op, f"mask_seeds[{i}]", s) for i, s in enumerate(mask_seeds)]
     torch.ops.fastprep.crop_mask_ycbcr_batch(list(imgs), height, width, p, seeds, out, layout, structure,
-                                             scale, apply_mask, mask_seeds, masks)
+                                             scale, apply_mask, mask_seeds, masks,
+                                             None if hflips is None else [bool(f) for f in hflips])
     return out
 
 
@@ -180,7 +186,7 @@ def _check_out(op: str, arg: str, t: torch.Tensor, want: list[int]) -> None:
 
 
 def check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds,
-                                masks) -> list[checks.ImageView]:
+                                masks, hflips=None) -> list[checks.ImageView]:
     """Mirror of crop_mask_ycbcr_batch's checks in the C++ binding; returns each image's view."""
     op = "crop_mask_ycbcr_batch"
     checks.check_tensor(op, "out", out)
@@ -193,6 +199,8 @@ def check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, stru
         checks.fail(op, ": expected one seed per image (", n, "), got ", len(seeds), " seeds")
     if mask_seeds is not None and len(mask_seeds) != n:
         checks.fail(op, ": expected one mask seed per image (", n, "), got ", len(mask_seeds), " mask_seeds")
+    if hflips is not None and len(hflips) != n:
+        checks.fail(op, ": expected one hflip per image (", n, "), got ", len(hflips), " hflips")
     _check_out(op, "out", out, [n, 3, height, width])
     if masks is not None:
         checks.check_dtype(op, "masks", masks, torch.uint8)
@@ -215,18 +223,20 @@ def mask_seed_of(seed: int, mask_seed: int | None) -> int:
 
 @torch.library.register_fake("fastprep::crop_mask_ycbcr")
 def _crop_mask_ycbcr_fake(img, height, width, p, seed, layout="HWC", structure="cross",
-                          out_dtype=None, scale=1.0, apply_mask=True, return_mask=False, mask_seed=None):
+                          out_dtype=None, scale=1.0, apply_mask=True, return_mask=False, mask_seed=None,
+                          hflip=False):
     _, odt = check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, scale)
     mask_shape = [height, (width + 7) // 8] if return_mask else [0]
     return img.new_empty([3, height, width], dtype=odt), img.new_empty(mask_shape, dtype=torch.uint8)
 
 
 def crop_mask_ycbcr_torch(img, height, width, p, seed, layout="HWC", structure="cross",
-                          out_dtype=None, scale=1.0, apply_mask=True, return_mask=False, mask_seed=None):
+                          out_dtype=None, scale=1.0, apply_mask=True, return_mask=False, mask_seed=None,
+                          hflip=False):
     """The composition that defines the op, on any device."""
     _, odt = check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, scale)
     ops = torch.ops.fastprep
-    crop = ops.random_crop(img, height, width, seed, layout, False, 0.0)
+    crop = ops.random_crop(img, height, width, seed, layout, False, 0.0, hflip)
     mask = ops.random_dilated_mask([height, width], p, mask_seed_of(seed, mask_seed), structure, 1,
                                    True).to(img.device)
     if apply_mask:
@@ -240,18 +250,20 @@ impl_any_device("crop_mask_ycbcr", crop_mask_ycbcr_torch)
 
 @torch.library.register_fake("fastprep::crop_mask_ycbcr_batch")
 def _crop_mask_ycbcr_batch_fake(imgs, height, width, p, seeds, out, layout="HWC", structure="cross", scale=1.0,
-                                apply_mask=True, mask_seeds=None, masks=None):
-    check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds, masks)
+                                apply_mask=True, mask_seeds=None, masks=None, hflips=None):
+    check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds, masks,
+                                hflips)
 
 
 def crop_mask_ycbcr_batch_torch(imgs, height, width, p, seeds, out, layout="HWC", structure="cross", scale=1.0,
-                                apply_mask=True, mask_seeds=None, masks=None):
+                                apply_mask=True, mask_seeds=None, masks=None, hflips=None):
     """The batch as its definition: the per-sample op into each slot, on out's device."""
-    check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds, masks)
+    check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds, masks,
+                                hflips)
     for i, img in enumerate(imgs):
         image, mask = torch.ops.fastprep.crop_mask_ycbcr(
             img.to(out.device), height, width, p, seeds[i], layout, structure, out.dtype, scale, apply_mask,
-            masks is not None, None if mask_seeds is None else mask_seeds[i])
+            masks is not None, None if mask_seeds is None else mask_seeds[i], bool(hflips and hflips[i]))
         out[i].copy_(image)
         if masks is not None:
             masks[i].copy_(mask)
@@ -265,7 +277,7 @@ def _crop_mask_ycbcr_batch_autograd(keyset, imgs, height, width, p, seeds, out, 
     """The batch op writes `out` (and `masks`) from uint8 images: nothing in it is differentiable,
     so a buffer taking part in autograd is refused rather than silently cut from the graph (a leaf
     that requires grad would be overwritten without a trace)."""
-    masks = args[-1] if args else None
+    masks = args[5] if len(args) > 5 else None  # (layout, structure, scale, apply_mask, mask_seeds, masks, hflips)
     if torch.is_grad_enabled():
         for name, t in (("out", out), ("masks", masks)):
             if isinstance(t, torch.Tensor) and t.requires_grad:

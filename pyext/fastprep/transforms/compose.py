@@ -15,7 +15,7 @@ from fastprep.transforms.geometry import RandomCrop, RandomHorizontalFlip, Rando
 from fastprep.transforms.inputs import error_context, require_rgb
 from fastprep.transforms.pixels import RandomDilatedMask, RGBToYCbCr
 from fastprep.transforms.sample import GEOMETRY, Item, Sample, decode_jpeg_files
-from fastprep.transforms.window import read_region
+from fastprep.transforms.window import Window, read_region
 
 
 def fusable(steps: list[nn.Module]) -> bool:
@@ -46,6 +46,16 @@ def fused_image(s: Sample, color: RGBToYCbCr) -> Item | None:
         else None
 
 
+def fused_source(item: Item, win: Window, W: int) -> tuple[torch.Tensor, str]:
+    """What the fused op reads for the (possibly flipped) window `win` of an image `W` wide: the
+    image itself, or for a PIL image or JpegFile only the window (read or decoded; the op's window
+    in it is then all of it, flipped by the op as it reads)."""
+    if not item.windowed:
+        return item.tensor(), item.layout
+    u = win.unflipped(W)  # the same columns in the image as it is
+    return read_region(item, u.top, u.top + u.height, u.left, u.left + u.width), "HWC"
+
+
 class Compose(Transform):
     """Run transforms in order (fastprep's, torchvision's, any callable module), passing the whole
     sample to each. Two shortcuts, each with the bits and the random draws of the steps:
@@ -54,8 +64,8 @@ class Compose(Transform):
       ``crop_mask_ycbcr``, reading only the crop window (of a PIL image too); the sample's masks,
       boxes and key points are cropped at the same window.
     - RandomHorizontalFlip -> RandomCrop / RandomResizedCrop never flips the whole image: the crop
-      reads the mirrored window and reverses it. A flip in front of the fused three: when the
-      draw says no flip, the fused op runs.
+      reads the mirrored window and reverses it. A flip in front of the fused three rides along in
+      the fused op (its ``hflip``: it reads the window's columns right to left), same bits.
     """
 
     def __init__(self, transforms: list[nn.Module], fuse: bool = True):
@@ -85,8 +95,8 @@ class Compose(Transform):
             if type(step) is RandomHorizontalFlip and type(nxt) in (RandomCrop, RandomResizedCrop):
                 flip = step.decide()
                 s = Sample(sample, nxt.layout, GEOMETRY)
-                if not flip and self.fuse and fusable(steps[i + 1:i + 4]) and fused_image(s, steps[i + 3]):
-                    sample = self._fused(s, *steps[i + 1:i + 4])
+                if self.fuse and fusable(steps[i + 1:i + 4]) and fused_image(s, steps[i + 3]):
+                    sample = self._fused(s, *steps[i + 1:i + 4], flip=flip)  # the op flips as it reads
                     i += 4
                     continue
                 sample = nxt.apply(s, nxt.draw(), flip)
@@ -97,22 +107,19 @@ class Compose(Transform):
         return sample
 
     @staticmethod
-    def _fused(s: Sample, crop: RandomCrop, mask: RandomDilatedMask, color: RGBToYCbCr) -> Any:
+    def _fused(s: Sample, crop: RandomCrop, mask: RandomDilatedMask, color: RGBToYCbCr, flip: bool = False) -> Any:
         crop_seed, mask_seed = crop.draw(), mask.draw()  # the draws the three steps would make
         item = fused_image(s, color)
         out_dtype = color.out_dtype or torch.uint8
         outs = {}
         with error_context(crop, describe_sample(s)):
             H, W = s.size()
-            win = crop.window(H, W, crop_seed)
-            if item.windowed:  # only the window is read (decoded); the op's window in it is all of it
-                src, layout = read_region(item, win.top, win.top + win.height, win.left, win.left + win.width), "HWC"
-            else:
-                src, layout = item.tensor(), item.layout
+            win = crop.window(H, W, crop_seed, flip)
+            src, layout = fused_source(item, win, W)
             src = color.rgb(src, layout)
             image, _ = torch.ops.fastprep.crop_mask_ycbcr(src, win.height, win.width, mask.p, crop_seed, layout,
                                                           mask.structure, out_dtype, color.scale, True, False,
-                                                          mask_seed)
+                                                          mask_seed, flip)
             outs[item.index] = item.wrap(image)
             for other in s.items:
                 if other is not item:
