@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/color_pixel.h"
 #include "kernels/color_simd.h"
@@ -12,57 +13,79 @@ namespace {
 
 using namespace color_pixel;  // NOLINT: the arithmetic rgb_to_ycbcr runs, for the same bits
 
+// A flipped read of packed RGB (column stride -3) is turned into planar R, G, B rows first
+// (rowbuf: 6 * n bytes): the window's bytes reversed (pixels right to left, each B, G, R), then
+// split into planes; both loops vectorise, as crop.cpp's.
+FASTPREP_INLINE void reversed_planes(const uint8_t* lo, int64_t n, uint8_t* rowbuf) {
+  const int64_t bytes = 3 * n;
+  uint8_t* rev = rowbuf;
+  uint8_t* r = rowbuf + bytes;
+  for (int64_t i = 0; i < bytes; ++i) rev[i] = lo[bytes - 1 - i];
+  for (int64_t x = 0; x < n; ++x) {
+    r[x] = rev[3 * x + 2];
+    r[n + x] = rev[3 * x + 1];
+    r[2 * n + x] = rev[3 * x];
+  }
+}
+
 // As color.cpp: a gather pass (strided reads, the mask applied as mask_fill's zero) into
 // contiguous temporaries, then convert_chunk. SW / SC: compile-time column / channel strides
-// when known (3 and 1: packed HWC; 1 and 0: planar rows), 0 for runtime strides.
+// when known (3 and 1: packed HWC; 1 and 0: planar rows; -3 and 1: packed HWC read right to left,
+// made planar rows in `rowbuf` first), 0 for runtime strides.
 template <int SW, int SC, typename Out>
 struct Rows {
+  static constexpr int kSW = SW == -3 ? 1 : SW;  // the column stride of the row the gather reads
+
   template <Isa L>
-  static FASTPREP_INLINE void run(const RgbSource s, int64_t top, int64_t left, int64_t height, int64_t width,
-                                  const uint8_t* mask, Out* out, float scale) {
+  static FASTPREP_INLINE void one_row(const uint8_t* row, int64_t sw, int64_t sc, int64_t width, const uint8_t* m,
+                                      Out* o, int64_t plane, float scale) {
     using Acc = ChunkAcc<true, uint8_t, Out>;
-    const int64_t sw = SW ? SW : s.sw, sc = SC ? SC : s.sc;
-    const int64_t plane = height * width;
-    if constexpr (std::is_same_v<Out, uint8_t> && SW != 0 && color_simd::kHasExactRows<L>) {
+    if constexpr (std::is_same_v<Out, uint8_t> && kSW != 0 && color_simd::kHasExactRows<L>) {
       // uint8 out on packed or planar rows: the exact SIMD rows (color_simd.h), which apply the
       // mask as the (0, 128, 128) a zeroed pixel converts to.
-      for (int64_t y = 0; y < height; ++y) {
-        const uint8_t* row = s.data + (top + y) * s.sh + left * s.sw;
-        const uint8_t* m = mask ? mask + y * width : nullptr;
-        Out* o = out + y * width;
-        if constexpr (SW == 3) {
-          color_simd::rgb_to_ycbcr_packed<L>(row, width, m, o, o + plane, o + 2 * plane);
-        } else {
-          color_simd::rgb_to_ycbcr_planar<L>(row, row + sc, row + 2 * sc, width, m, o, o + plane, o + 2 * plane);
-        }
+      if constexpr (kSW == 3) {
+        color_simd::rgb_to_ycbcr_packed<L>(row, width, m, o, o + plane, o + 2 * plane);
+      } else {
+        color_simd::rgb_to_ycbcr_planar<L>(row, row + sc, row + 2 * sc, width, m, o, o + plane, o + 2 * plane);
       }
       return;
     }
     alignas(64) Acc t0[kChunk], t1[kChunk], t2[kChunk];
+    for (int64_t x0 = 0; x0 < width; x0 += kChunk) {
+      const int64_t n = std::min(kChunk, width - x0);
+      const uint8_t* p = row + x0 * sw;
+      if (m) {
+        for (int64_t i = 0; i < n; ++i) {
+          // mask_fill's zero, branch-free: keep is 0 on masked pixels and 0xFF elsewhere.
+          const int32_t keep = m[x0 + i] ? 0 : 0xFF;
+          t0[i] = static_cast<Acc>(p[i * sw] & keep);
+          t1[i] = static_cast<Acc>(p[i * sw + sc] & keep);
+          t2[i] = static_cast<Acc>(p[i * sw + 2 * sc] & keep);
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          t0[i] = static_cast<Acc>(p[i * sw]);
+          t1[i] = static_cast<Acc>(p[i * sw + sc]);
+          t2[i] = static_cast<Acc>(p[i * sw + 2 * sc]);
+        }
+      }
+      Out* o0 = o + x0;
+      convert_chunk<true>(t0, t1, t2, n, o0, o0 + plane, o0 + 2 * plane, 128.0f, scale);
+    }
+  }
+
+  template <Isa L>
+  static FASTPREP_INLINE void run(const RgbSource s, int64_t top, int64_t left, int64_t height, int64_t width,
+                                  const uint8_t* mask, Out* out, float scale, uint8_t* rowbuf) {
+    const int64_t sw = kSW ? kSW : s.sw, sc = SW == -3 ? width : SC ? SC : s.sc;
+    const int64_t plane = height * width;
     for (int64_t y = 0; y < height; ++y) {
       const uint8_t* row = s.data + (top + y) * s.sh + left * s.sw;
-      const uint8_t* m = mask ? mask + y * width : nullptr;
-      for (int64_t x0 = 0; x0 < width; x0 += kChunk) {
-        const int64_t n = std::min(kChunk, width - x0);
-        const uint8_t* p = row + x0 * sw;
-        if (m) {
-          for (int64_t i = 0; i < n; ++i) {
-            // mask_fill's zero, branch-free: keep is 0 on masked pixels and 0xFF elsewhere.
-            const int32_t keep = m[x0 + i] ? 0 : 0xFF;
-            t0[i] = static_cast<Acc>(p[i * sw] & keep);
-            t1[i] = static_cast<Acc>(p[i * sw + sc] & keep);
-            t2[i] = static_cast<Acc>(p[i * sw + 2 * sc] & keep);
-          }
-        } else {
-          for (int64_t i = 0; i < n; ++i) {
-            t0[i] = static_cast<Acc>(p[i * sw]);
-            t1[i] = static_cast<Acc>(p[i * sw + sc]);
-            t2[i] = static_cast<Acc>(p[i * sw + 2 * sc]);
-          }
-        }
-        Out* o0 = out + y * width + x0;
-        convert_chunk<true>(t0, t1, t2, n, o0, o0 + plane, o0 + 2 * plane, 128.0f, scale);
+      if constexpr (SW == -3) {
+        reversed_planes(row - 3 * (width - 1), width, rowbuf);  // row is the window's rightmost pixel
+        row = rowbuf + 3 * width;                               // its R plane; G and B follow
       }
+      one_row<L>(row, sw, sc, width, mask ? mask + y * width : nullptr, out + y * width, plane, scale);
     }
   }
 };
@@ -71,12 +94,16 @@ template <typename Out>
 void run(const RgbSource& s, int64_t top, int64_t left, int64_t height, int64_t width, const uint8_t* mask, void* out,
          float scale) {
   Out* o = static_cast<Out*>(out);
-  if (s.sw == 3 && s.sc == 1)
-    dispatch<Rows<3, 1, Out>>(s, top, left, height, width, mask, o, scale);
-  else if (s.sw == 1)
-    dispatch<Rows<1, 0, Out>>(s, top, left, height, width, mask, o, scale);
-  else
-    dispatch<Rows<0, 0, Out>>(s, top, left, height, width, mask, o, scale);
+  if (s.sw == 3 && s.sc == 1) {
+    dispatch<Rows<3, 1, Out>>(s, top, left, height, width, mask, o, scale, static_cast<uint8_t*>(nullptr));
+  } else if (s.sw == -3 && s.sc == 1) {
+    std::vector<uint8_t> rowbuf(static_cast<size_t>(6 * width));
+    dispatch<Rows<-3, 1, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.data());
+  } else if (s.sw == 1) {
+    dispatch<Rows<1, 0, Out>>(s, top, left, height, width, mask, o, scale, static_cast<uint8_t*>(nullptr));
+  } else {
+    dispatch<Rows<0, 0, Out>>(s, top, left, height, width, mask, o, scale, static_cast<uint8_t*>(nullptr));
+  }
 }
 
 }  // namespace
