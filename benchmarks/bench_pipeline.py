@@ -56,3 +56,37 @@ def test_fastprep_fused_native_float32(benchmark):
 def test_memcpy_output_bytes(benchmark):
     benchmark.group = GROUP
     run_floor(benchmark, 3 * 256 * 256, 3 * 256 * 256)  # the crop window in, uint8 YCbCr out
+
+
+FLIP_GROUP = "flip + pipeline per sample (RandomHorizontalFlip(p=0.5) in front, Compose)"
+
+
+def _compose_timing(benchmark, fuse: bool) -> None:
+    from fastprep import transforms as T
+
+    benchmark.group = FLIP_GROUP
+    tf = T.Compose([T.RandomHorizontalFlip(layout="HWC"), T.RandomCrop(256, layout="HWC"), T.RandomDilatedMask(0.25),
+                    T.RGBToYCbCr()], fuse=fuse)
+    src = torch.from_numpy(_source())
+    benchmark(tf, src)
+
+
+def test_compose_flip_unfused_chain(benchmark):
+    """The baseline: the same Compose step by step (crop of the mirrored window, reversed; mask; colour)."""
+    _compose_timing(benchmark, fuse=False)
+
+
+@requires_native
+def test_fastprep_compose_flip_fused_native(benchmark):
+    """The fused op with hflip for the drawn half: the flip rides along in the crop's read."""
+    _compose_timing(benchmark, fuse=True)
+
+
+@requires_native
+@pytest.mark.parametrize("hflip", [False, True])
+def test_fastprep_fused_native_hflip(benchmark, hflip):
+    import fastprep
+
+    benchmark.group = FLIP_GROUP
+    src = torch.from_numpy(_source())
+    benchmark(lambda: fastprep.crop_mask_ycbcr(src, 256, 256, 0.25, 7, hflip=hflip))
