@@ -11,11 +11,10 @@ import shutil
 import tempfile
 
 import torch
-from torch import nn
 
 import fastprep.io as fio
 from fastprep import transforms as T
-from fastprep.tools.demo_model import TinyNet
+from fastprep.tools.demo_model import train_step
 
 FILES, SIZE, CLASSES = 64, 1024, 4
 
@@ -42,16 +41,5 @@ def factory(batch_size: int = 16):
     train_tf = T.Compose([T.RandomCrop(256), T.RandomDilatedMask(0.25), T.RGBToYCbCr(out_dtype=torch.float32,
                                                                                      scale=1 / 255)])
     dataset = fio.ImageFolder(make_folder(root), transform=train_tf)
-    torch.manual_seed(0)
-    model = TinyNet(CLASSES)  # diagnose --demo's model
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-
-    def step(batch):
-        images, labels = batch
-        loss = nn.functional.cross_entropy(model(images), labels)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss.detach()
-
+    step = train_step(CLASSES)  # diagnose --demo's model and step
     return dataset, step, batch_size
