@@ -87,16 +87,18 @@ class Compose(Transform):
             step = steps[i]
             if self.fuse and fusable(steps[i:i + 3]):
                 s = Sample(sample, step.layout, GEOMETRY)
-                if fused_image(s, steps[i + 2]) is not None:
-                    sample = self._fused(s, *steps[i:i + 3])
+                item = fused_image(s, steps[i + 2])
+                if item is not None:
+                    sample = self._fused(s, item, *steps[i:i + 3])
                     i += 3
                     continue
             nxt = steps[i + 1] if i + 1 < len(steps) else None
             if type(step) is RandomHorizontalFlip and type(nxt) in (RandomCrop, RandomResizedCrop):
                 flip = step.decide()
                 s = Sample(sample, nxt.layout, GEOMETRY)
-                if self.fuse and fusable(steps[i + 1:i + 4]) and fused_image(s, steps[i + 3]):
-                    sample = self._fused(s, *steps[i + 1:i + 4], flip=flip)  # the op flips as it reads
+                item = fused_image(s, steps[i + 3]) if self.fuse and fusable(steps[i + 1:i + 4]) else None
+                if item is not None:
+                    sample = self._fused(s, item, *steps[i + 1:i + 4], flip=flip)  # the op flips as it reads
                     i += 4
                     continue
                 sample = nxt.apply(s, nxt.draw(), flip)
@@ -107,9 +109,11 @@ class Compose(Transform):
         return sample
 
     @staticmethod
-    def _fused(s: Sample, crop: RandomCrop, mask: RandomDilatedMask, color: RGBToYCbCr, flip: bool = False) -> Any:
+    def _fused(s: Sample, item: Item, crop: RandomCrop, mask: RandomDilatedMask, color: RGBToYCbCr,
+               flip: bool = False) -> Any:
+        """The three steps in one op on `item` (fused_image's pick), the sample's other items cut
+        at the same window."""
         crop_seed, mask_seed = crop.draw(), mask.draw()  # the draws the three steps would make
-        item = fused_image(s, color)
         out_dtype = color.out_dtype or torch.uint8
         outs = {}
         with error_context(crop, describe_sample(s)):
