@@ -234,22 +234,27 @@ def test_numpy_and_pil_sources_take_the_fused_path():
     assert isinstance(np.asarray(pil.load_raw(0)[0]), np.ndarray)
 
 
-def _flip_tf(fuse=True):
-    return T.Compose([T.RandomHorizontalFlip(layout="HWC"), T.RandomCrop(CROP, layout="HWC"),
-                      T.RandomDilatedMask(0.25), T.RGBToYCbCr()], fuse=fuse)
+def _flip_tf(fuse=True, after=False):
+    steps = [T.RandomCrop(CROP, layout="HWC"), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]
+    if after:  # torchvision's usual order: the flip on the crop's CHW output
+        steps.insert(1, T.RandomHorizontalFlip())
+    else:
+        steps.insert(0, T.RandomHorizontalFlip(layout="HWC"))
+    return T.Compose(steps, fuse=fuse)
 
 
+@pytest.mark.parametrize("after", [False, True])
 @pytest.mark.parametrize("as_pil", [False, True])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_a_flip_in_front_rides_along_in_the_slot_path(as_pil, threads, monkeypatch):
-    """[RandomHorizontalFlip, RandomCrop, RandomDilatedMask, RGBToYCbCr] runs through the batch op
+def test_a_flip_rides_along_in_the_slot_path(as_pil, threads, after, monkeypatch):
+    """A flip before or after the crop, with the mask and colour steps, runs through the batch op
     with per-sample hflips, and gives the unfused chain's samples (DataLoader, SeedByIndex)."""
-    ds = SyntheticImages(24, _flip_tf(fuse=False), pool=3, size=96, as_pil=as_pil)
+    ds = SyntheticImages(24, _flip_tf(fuse=False, after=after), pool=3, size=96, as_pil=as_pil)
     want = _reference(ds, seed=11)
     flips, unfused = [], []
     decide = T.RandomHorizontalFlip.decide
     monkeypatch.setattr(T.RandomHorizontalFlip, "decide", lambda self: flips.append(decide(self)) or flips[-1])
     monkeypatch.setattr(fastprep.loader.Loader, "_apply", lambda self, raw: unfused.append(raw))
-    got = _by_index(fastprep.Loader(ds, 8, transform=_flip_tf(), seed=11, threads=threads))
+    got = _by_index(fastprep.Loader(ds, 8, transform=_flip_tf(after=after), seed=11, threads=threads))
     assert _same(got, want)
     assert not unfused and len(flips) == 24 and 0 < sum(flips) < 24  # all on the slot path, some flipped

@@ -88,12 +88,15 @@ def test_pil_numpy_and_tensor_give_the_same_crops(kind):
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("flip_first", [False, True])
-def test_fused_compose_on_structured_samples_equals_the_unfused_chain(seed, flip_first, monkeypatch):
+@pytest.mark.parametrize("flip", [None, "before", "after"])
+def test_fused_compose_on_structured_samples_equals_the_unfused_chain(seed, flip, monkeypatch):
     arr = _hwc(37, 61, seed)
     sample = {"image": torch.from_numpy(arr), "label": seed, "meta": torch.arange(3)}
-    steps = ([T.RandomHorizontalFlip(layout="HWC")] if flip_first else []) + \
-        [T.RandomCrop((20, 24), layout="HWC"), T.RandomDilatedMask(0.3), T.RGBToYCbCr()]
+    steps = [T.RandomCrop((20, 24), layout="HWC"), T.RandomDilatedMask(0.3), T.RGBToYCbCr()]
+    if flip == "before":
+        steps.insert(0, T.RandomHorizontalFlip(layout="HWC"))
+    elif flip == "after":  # torchvision's usual order; the crop's output is CHW
+        steps.insert(1, T.RandomHorizontalFlip())
     calls = []
     real = compose_mod.Compose._fused
     monkeypatch.setattr(compose_mod.Compose, "_fused",
@@ -207,3 +210,26 @@ def test_resized_crop_is_interpolate_on_the_window():
         hwc = T.RandomResizedCrop((17, 23), layout="HWC")
         torch.manual_seed(seed)
         assert (hwc(x.permute(1, 2, 0)).int() - out.int()).abs().max() <= 1
+
+
+@pytest.mark.parametrize("flip", ["before", "after"])
+@pytest.mark.parametrize("source", ["tensor", "numpy", "pil"])
+def test_a_fused_flip_before_or_after_the_crop_gives_the_chains_bits(flip, source, monkeypatch):
+    """The fused op runs for every sample, flipped or not, and equals the step-by-step chain."""
+    arr = _hwc(40, 52, 1)
+    image = {"tensor": torch.from_numpy(arr).permute(2, 0, 1), "numpy": arr,
+             "pil": pytest.importorskip("PIL.Image").fromarray(arr)}[source]
+    steps = [T.RandomCrop((16, 21)), T.RandomDilatedMask(0.3), T.RGBToYCbCr()]
+    steps.insert(0 if flip == "before" else 1, T.RandomHorizontalFlip())
+    flips, fused_calls = [], []
+    decide, real = T.RandomHorizontalFlip.decide, compose_mod.Compose._fused
+    monkeypatch.setattr(T.RandomHorizontalFlip, "decide", lambda self: flips.append(decide(self)) or flips[-1])
+    monkeypatch.setattr(compose_mod.Compose, "_fused",
+                        staticmethod(lambda *a, **kw: fused_calls.append(1) or real(*a, **kw)))
+    for seed in range(12):
+        out = []
+        for fuse in (True, False):
+            torch.manual_seed(seed)
+            out.append(T.Compose(steps, fuse=fuse)(image))
+        assert torch.equal(out[0], out[1]), seed
+    assert len(fused_calls) == 12 and 0 < sum(flips[::2]) < 12  # fused every time; some flipped

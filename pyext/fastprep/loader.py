@@ -38,7 +38,7 @@ from fastprep.transforms import (
     fusable,
     require_rgb,
 )
-from fastprep.transforms.compose import fused_image, fused_source
+from fastprep.transforms.compose import flip_after_crop, fused_image, fused_source
 from fastprep.transforms.inputs import describe, error_context
 from fastprep.transforms.sample import GEOMETRY, Item, Sample, decode_jpeg_files
 
@@ -130,11 +130,14 @@ class Loader:
         self._position = 0  # samples of this epoch already yielded (state_dict / resume)
         self._resume_at = 0
         fused = list(transform.transforms) if isinstance(transform, Compose) and transform.fuse else []
-        # [flip, crop, mask, colour] (flip None when there is none): what the slot path runs.
+        # (flip before the crop, crop, flip after it, mask, colour), flips None when absent: what
+        # the slot path runs, drawing in the steps' order.
         if fusable(fused):
-            self._fused = [None, *fused]
+            self._fused = (None, fused[0], None, *fused[1:])
         elif len(fused) == 4 and type(fused[0]) is RandomHorizontalFlip and fusable(fused[1:]):
-            self._fused = fused
+            self._fused = (*fused[:2], None, *fused[2:])
+        elif flip_after_crop(fused):
+            self._fused = (None, *fused)
         else:
             self._fused = None
         rng_source = transform if transform is not None else getattr(dataset, "transform", None)
@@ -281,7 +284,7 @@ class Loader:
     def _run_fused(self, job: slot_mod.BatchJob, a: int, b: int) -> None:
         """The chunk through crop_mask_ycbcr_batch, straight into the slot's image rows: one call,
         without the GIL, per run of uint8 images (another image kind goes through the Compose)."""
-        flip_step, crop, mask, color = self._fused
+        flip_before, crop, flip_after, mask, color = self._fused
         run: list[tuple] = []  # (j, i, raw, src, seed, mask seed, item, layout, hflip)
 
         def flush() -> None:
@@ -294,7 +297,7 @@ class Loader:
             torch.ops.fastprep.crop_mask_ycbcr_batch([r[3] for r in run], crop.size[0], crop.size[1], mask.p,
                                                      [r[4] for r in run], rows, layout, mask.structure,
                                                      color.scale, True, [r[5] for r in run], None,
-                                                     [r[8] for r in run] if flip_step is not None else None)
+                                                     [r[8] for r in run] if flip_before or flip_after else None)
             for j, i, raw, *_ in run:
                 job.write(j, i, raw, skip_first=True)
             run.clear()
@@ -308,11 +311,16 @@ class Loader:
                     if found is not None:
                         item, (H, W) = found
                         require_rgb(item.value, "Loader (its transform has an RGBToYCbCr step)")
-                        # Compose's fused draws, in order: the flip's, the crop's, the mask's.
-                        flip = flip_step.decide() if flip_step is not None else False
-                        crop_seed, mask_seed = crop.draw(), mask.draw()
+                        # Compose's fused draws, in the steps' order.
+                        flip = flip_before.decide() if flip_before is not None else False
+                        crop_seed = crop.draw()
+                        flip = flip_after.decide() if flip_after is not None else flip
+                        mask_seed = mask.draw()
                         with error_context(crop, lambda item=item: describe(item.value, item.layout)):
-                            win = crop.window(H, W, crop_seed, flip)  # a crop larger than the image fails here
+                            # A crop larger than the image fails here.
+                            win = crop.window(H, W, crop_seed, flip and flip_after is None)
+                            if flip and flip_after is not None:
+                                win = win.mirrored(W)  # crop then flip = a crop of the flipped image
                             src, layout = fused_source(item, win, W)
                             src = color.rgb(src, layout)
                         if run and run[0][7] != layout:

@@ -48,12 +48,18 @@ def fused_image(s: Sample, color: RGBToYCbCr) -> Item | None:
 
 def fused_source(item: Item, win: Window, W: int) -> tuple[torch.Tensor, str]:
     """What the fused op reads for the (possibly flipped) window `win` of an image `W` wide: the
-    image itself, or for a PIL image or JpegFile only the window (read or decoded; the op's window
-    in it is then all of it, flipped by the op as it reads)."""
-    if not item.windowed:
-        return item.tensor(), item.layout
+    window's pixels only (a view of a tensor; read or decoded from a PIL image or JpegFile). The op's
+    own window in it is then all of it, which it reads right to left when told to flip."""
     u = win.unflipped(W)  # the same columns in the image as it is
-    return read_region(item, u.top, u.top + u.height, u.left, u.left + u.width), "HWC"
+    region = read_region(item, u.top, u.top + u.height, u.left, u.left + u.width)
+    return region, "HWC" if item.windowed else item.layout
+
+
+def flip_after_crop(steps: list[nn.Module]) -> bool:
+    """[RandomCrop, RandomHorizontalFlip, RandomDilatedMask, RGBToYCbCr] as the fused op runs them
+    (torchvision's usual order: the flip after the crop, on its CHW output)."""
+    return (len(steps) == 4 and type(steps[1]) is RandomHorizontalFlip and steps[1].layout == "CHW"
+            and fusable([steps[0], *steps[2:]]))
 
 
 class Compose(Transform):
@@ -64,8 +70,9 @@ class Compose(Transform):
       ``crop_mask_ycbcr``, reading only the crop window (of a PIL image too); the sample's masks,
       boxes and key points are cropped at the same window.
     - RandomHorizontalFlip -> RandomCrop / RandomResizedCrop never flips the whole image: the crop
-      reads the mirrored window and reverses it. A flip in front of the fused three rides along in
-      the fused op (its ``hflip``: it reads the window's columns right to left), same bits.
+      reads the mirrored window and reverses it. A flip in front of the fused three, or right
+      after their crop (torchvision's usual order), rides along in the fused op (its ``hflip``: it
+      reads the window's columns right to left), same bits and draws as the steps.
     """
 
     def __init__(self, transforms: list[nn.Module], fuse: bool = True):
@@ -92,6 +99,13 @@ class Compose(Transform):
                     sample = self._fused(s, item, *steps[i:i + 3])
                     i += 3
                     continue
+            if self.fuse and flip_after_crop(steps[i:i + 4]):
+                s = Sample(sample, step.layout, GEOMETRY)
+                item = fused_image(s, steps[i + 3])
+                if item is not None:
+                    sample = self._fused(s, item, step, *steps[i + 2:i + 4], flip_step=steps[i + 1])
+                    i += 4
+                    continue
             nxt = steps[i + 1] if i + 1 < len(steps) else None
             if type(step) is RandomHorizontalFlip and type(nxt) in (RandomCrop, RandomResizedCrop):
                 flip = step.decide()
@@ -110,15 +124,21 @@ class Compose(Transform):
 
     @staticmethod
     def _fused(s: Sample, item: Item, crop: RandomCrop, mask: RandomDilatedMask, color: RGBToYCbCr,
-               flip: bool = False) -> Any:
+               flip: bool = False, flip_step: RandomHorizontalFlip | None = None) -> Any:
         """The three steps in one op on `item` (fused_image's pick), the sample's other items cut
-        at the same window."""
-        crop_seed, mask_seed = crop.draw(), mask.draw()  # the draws the three steps would make
+        at the same window; `flip`: a flip drawn before the crop; `flip_step`: a flip between the
+        crop and the mask (drawn there, so the draws are the steps' own, in order)."""
+        crop_seed = crop.draw()
+        if flip_step is not None:
+            flip = flip_step.decide()
+        mask_seed = mask.draw()
         out_dtype = color.out_dtype or torch.uint8
         outs = {}
         with error_context(crop, describe_sample(s)):
             H, W = s.size()
-            win = crop.window(H, W, crop_seed, flip)
+            win = crop.window(H, W, crop_seed, flip and flip_step is None)
+            if flip_step is not None and flip:
+                win = win.mirrored(W)  # crop then flip = a crop of the flipped image
             src, layout = fused_source(item, win, W)
             src = color.rgb(src, layout)
             image, _ = torch.ops.fastprep.crop_mask_ycbcr(src, win.height, win.width, mask.p, crop_seed, layout,

@@ -37,6 +37,13 @@ class Window:
     pad: tuple[int, int, int, int] = (0, 0, 0, 0)
     flip: bool = False
 
+    def mirrored(self, W: int) -> Window:
+        """This window's pixels, left-right flipped, as a window of the flipped image: a crop then a
+        flip is a crop of the flipped image (the inverse of :meth:`unflipped`)."""
+        pl, pt, pr, pb = self.pad
+        return Window(self.top, W + pl + pr - self.left - self.width, self.height, self.width, (pr, pt, pl, pb),
+                      not self.flip)
+
     def unflipped(self, W: int) -> Window:
         """The same pixels as a window of the image not flipped (its output then flipped):
         crop(pad(flip(x), l, r), left) == flip(crop(pad(x, r, l), W_padded - left - width))."""
