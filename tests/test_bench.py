@@ -31,6 +31,19 @@ def test_consumer_copies_every_tensor_once_into_reused_buffers():
     assert consume(floats) == 2 and torch.equal(consume._buffers[0], floats[0])
 
 
+def test_releasing_consumer_hands_batches_back_to_a_reusing_collate():
+    collate = fastprep.CompactCollate(reuse=True)
+    samples = [(torch.full((3, 4, 4), i, dtype=torch.uint8), i) for i in range(5)]
+    consume = feeds.Consumer(release=True)
+    first = collate(samples)
+    ptrs = [t.data_ptr() for t in first.tensors()]
+    assert consume(first) == 5 and first.released  # copied, then handed back
+    assert torch.equal(consume._buffers[0], torch.stack([s[0] for s in samples]))
+    second = collate(samples)
+    assert [t.data_ptr() for t in second.tensors()] == ptrs  # the released buffers, refilled
+    assert feeds.Consumer(release=True)((torch.zeros(2, 3), torch.zeros(2))) == 2  # plain tuples: nothing to release
+
+
 def test_delivered_rate_skips_warm_up_and_times_whole_rounds():
     seen = []
 
@@ -56,8 +69,8 @@ def test_bench_result_has_rows_per_source_kind_and_shares(result):
     kernel = result["kernel"]["samples_per_s"]
     assert kernel == pytest.approx(1e6 / result["kernel"]["us_per_sample"])
     names = list(dict.fromkeys(r["name"] for r in rows))
-    assert names[:3] == ["usual + default_collate, DataLoader", "fused + compact_collate, DataLoader",
-                         "fastprep.Loader (fused, into slots)"]
+    assert names[:4] == ["usual + default_collate, DataLoader", "fused + compact_collate, DataLoader",
+                         "fused + CompactCollate(reuse=True), DataLoader", "fastprep.Loader (fused, into slots)"]
     for name in names:  # every row on both source kinds, every setting
         mine = [r for r in rows if r["name"] == name]
         settings = ["w=0", "w=1"] if "DataLoader" in name else ["t=1", "t=2"]

@@ -3,7 +3,9 @@
 The figure a training job feels is samples/s delivered into its step, not kernel time. Every row
 here is a loader feeding a consumer that copies each batch once into a preallocated buffer of the
 batch's size (as the host to device copy would): the usual pipeline and the fused fastprep
-pipeline through a DataLoader (num_workers 0..cores), fastprep.Loader (threads 1..cores), and
+pipeline through a DataLoader (num_workers 0..cores; fastprep's with compact_collate, and with
+CompactCollate(reuse=True) and the consumer releasing each batch after its copy),
+fastprep.Loader (threads 1..cores), and
 the peers torchdata.nodes and SPDL where they are installed, each on PIL and on numpy sources
 (synthetic images). Rates are given as a share of the fused kernel's own 1-thread rate, measured
 in the same run on the same sources, and per core used.
@@ -30,6 +32,7 @@ SOURCE_LABEL = {"pil": "PIL", "numpy": "numpy"}
 # (pipeline, loader) -> the row's name
 NAMES = {("usual", "DataLoader"): "usual + default_collate, DataLoader",
          ("fastprep", "DataLoader"): "fused + compact_collate, DataLoader",
+         ("fastprep reuse", "DataLoader"): "fused + CompactCollate(reuse=True), DataLoader",
          ("fastprep", "fastprep.Loader"): "fastprep.Loader (fused, into slots)",
          ("fastprep", "torchdata.nodes"): "fused + compact_collate, torchdata.nodes",
          ("fastprep", "SPDL, pipe per sample"): "fused + compact_collate, SPDL per sample",
@@ -120,10 +123,13 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
     per_sample = _per_sample(fastprep.backend(), quick, pools)
 
     compose = fused_compose()
-    transforms = {"usual": (pipelines.usual_transform, default_collate),
-                  "fastprep": (pipelines.fastprep_transform, fastprep.compact_collate)}
+    # Collates by pipeline, made afresh for each loader (a reusing one keeps that loader's buffers).
+    transforms = {"usual": (pipelines.usual_transform, lambda: default_collate),
+                  "fastprep": (pipelines.fastprep_transform, lambda: fastprep.compact_collate),
+                  "fastprep reuse": (pipelines.fastprep_transform, lambda: fastprep.CompactCollate(reuse=True))}
     plan: list[tuple[str, str, str, list[int]]] = [("usual", "DataLoader", "w", workers),
                                                    ("fastprep", "DataLoader", "w", workers),
+                                                   ("fastprep reuse", "DataLoader", "w", workers),
                                                    ("fastprep", "fastprep.Loader", "t", threads)]
     not_installed = {}
     for peer in feeds.PEERS if peers else []:
@@ -134,23 +140,25 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
             not_installed[peer] = why
     rows = []
     for pipeline, loader, kind, settings in plan:
-        transform, collate = transforms[pipeline]
+        transform, make_collate = transforms[pipeline]
         name = NAMES[(pipeline, loader)]
         for source in sources:
             length = batch_size * (budget.max_batches + 2 * max(settings) + 8)
             dataset = pipelines.SyntheticImages(length, transform, pool=pool, as_pil=source == "pil",
                                                 generate_per_item=generate_per_item)
-            if pipeline == "fastprep" and loader == "DataLoader":
+            if pipeline != "usual" and loader == "DataLoader":
                 dataset = T.SeedByIndex(dataset, seed=0)  # as the README's DataLoader: the Loader's samples
             for n in settings:
                 _say(f"{name}, {SOURCE_LABEL[source]} sources, {kind}={n}")
-                rate, extra = _measure(loader, dataset, batch_size, n, collate, compose, budget, quick)
+                rate, extra = _measure(loader, dataset, batch_size, n, make_collate, compose, budget, quick,
+                                       release=pipeline == "fastprep reuse")
                 per_core = rate / max(n, 1)
                 rows.append({"name": name, "pipeline": pipeline, "loader": loader, "source": source,
                              "setting": f"{kind}={n}", kind: n, "cores": max(n, 1), "samples_per_s": rate,
                              "share_of_kernel": rate / kernel_rate, "delivered_per_core": per_core,
                              "one_core_feeds": per_core / gpu_rate,
-                             "bytes_per_sample": _bytes_per_sample(transform, collate, pools["numpy"][0]), **extra})
+                             "bytes_per_sample": _bytes_per_sample(transform, make_collate(), pools["numpy"][0]),
+                             **extra})
     ray_result = None
     if with_ray:
         ray_result = _ray_row(quick, batch_size, cores, pool, ray_address)
@@ -168,13 +176,15 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
             "variants": per_sample, "rows": rows, "peers_run": peers, "not_installed": not_installed, "ray": ray_result}
 
 
-def _measure(loader: str, dataset: Any, batch_size: int, n: int, collate: Callable, compose: Any,
-             budget: feeds.Budget, quick: bool) -> tuple[float, dict]:
-    consume = feeds.Consumer()
+def _measure(loader: str, dataset: Any, batch_size: int, n: int, make_collate: Callable[[], Callable],
+             compose: Any, budget: feeds.Budget, quick: bool, release: bool = False) -> tuple[float, dict]:
+    # release: the consumer hands each batch back once copied, as DevicePrefetcher(release=True)
+    # does once its host-to-device copy completed, so a reusing collate refills the buffers.
+    consume = feeds.Consumer(release=release)
     if loader == "DataLoader":
         best, best_pf = 0.0, None
         for pf in ([2] if quick else [2, 4]) if n > 0 else [None]:
-            batches, skip = feeds.dataloader(dataset, batch_size, n, collate, pf)
+            batches, skip = feeds.dataloader(dataset, batch_size, n, make_collate(), pf)
             rate = feeds.delivered_rate(batches, consume, skip, budget, multiple=max(n, 1))
             if rate > best:
                 best, best_pf = rate, pf
@@ -182,7 +192,7 @@ def _measure(loader: str, dataset: Any, batch_size: int, n: int, collate: Callab
     if loader == "fastprep.Loader":
         batches, skip = feeds.fastprep_loader(dataset, batch_size, n, compose)
     else:
-        batches, skip = feeds.PEERS[loader][1](dataset, batch_size, n, collate)
+        batches, skip = feeds.PEERS[loader][1](dataset, batch_size, n, make_collate())
     return feeds.delivered_rate(batches, consume, skip, budget), {}
 
 

@@ -70,6 +70,8 @@ def _legend(result: dict) -> list[str]:
         "",
         "w=N           torch DataLoader, num_workers=N worker processes (w=0: batches made in the main process; "
         "counted as 1 core); best prefetch_factor",
+        "reuse=True    workers refill their shared-memory batch buffers once the consumer released the batch "
+        "(after its copy, as DevicePrefetcher(release=True) or pin_memory=True)",
         "t=N           N threads in the training process: fastprep.Loader(threads=N); torchdata.nodes "
         "ParallelMapper(num_workers=N, method='thread') per sample;",
         "              SPDL build(num_threads=N) with pipe(concurrency=N) per sample (its docs' form) or per batch "

@@ -31,10 +31,12 @@ class Consumer:
     """A training step's share of the data work: each batch is copied once into preallocated buffers
     of the batch's size (what `.to("cuda", non_blocking=True)` from pinned memory does, here into
     host memory), so a loader that hands out tensors it still has to finish, or that are slow to
-    read, pays for it. Returns the batch's sample count."""
+    read, pays for it. `release`: then hand a CompactBatch back (CompactBatch.release), as
+    DevicePrefetcher(release=True) does once its copy completed. Returns the batch's sample count."""
 
-    def __init__(self) -> None:
+    def __init__(self, release: bool = False) -> None:
         self._buffers: list[torch.Tensor] = []
+        self.release = release
 
     def __call__(self, batch: Any) -> int:
         tensors = batch_tensors(batch)
@@ -42,7 +44,10 @@ class Consumer:
             self._buffers = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
         for dst, src in zip(self._buffers, tensors, strict=True):
             dst.copy_(src)
-        return int(tensors[0].shape[0])
+        n = int(tensors[0].shape[0])
+        if self.release and hasattr(batch, "release"):
+            batch.release()
+        return n
 
 
 @dataclass
