@@ -1,3 +1,5 @@
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -80,6 +82,30 @@ def test_draw_seed_follows_torch_manual_seed():
     b = fastprep.draw_seed(g)
     assert b == fastprep.draw_seed(torch.Generator().manual_seed(5))
     assert len(set(a)) == 3 and all(-2**63 <= s < 2**63 for s in a)
+
+
+def test_draw_seed_is_torch_randint_over_int64():
+    # The seeds every saved pipeline was drawn with: torch.randint(INT64_MIN, INT64_MAX) from the
+    # same generator, whatever inference mode or thread the draws happen in.
+    def reference(gen, n):
+        return [int(torch.randint(-2**63, 2**63 - 1, (), dtype=torch.int64, generator=gen)) for _ in range(n)]
+
+    torch.manual_seed(9)
+    want = reference(None, 6)
+    out = {}
+
+    def in_new_thread():  # a fresh thread, so its first draw happens in inference mode
+        torch.manual_seed(9)
+        with torch.inference_mode():
+            got = [fastprep.draw_seed() for _ in range(3)]
+        out["got"] = got + [fastprep.draw_seed() for _ in range(3)]  # the next ones outside it
+        out["gen"] = [fastprep.draw_seed(torch.Generator().manual_seed(4)) for _ in range(2)]
+
+    t = threading.Thread(target=in_new_thread)
+    t.start()
+    t.join()
+    assert out["got"] == want
+    assert out["gen"] == reference(torch.Generator().manual_seed(4), 1) * 2
 
 
 @pytest.mark.parametrize("call,match", [

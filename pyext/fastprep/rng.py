@@ -29,7 +29,13 @@ def draw_seed(generator: torch.Generator | None = None) -> int:
     :func:`thread_seeded` (fastprep.Loader's threads), else torch's default generator."""
     if generator is None:
         generator = getattr(_thread, "generator", None)
-    return int(torch.randint(checks.INT64_MIN, checks.INT64_MAX, (), dtype=torch.int64, generator=generator))
+    out = getattr(_thread, "seed_out", None)
+    if out is None:
+        with torch.inference_mode(False):  # a normal tensor: refilled in place in and out of inference mode
+            out = _thread.seed_out = torch.empty((), dtype=torch.int64)
+    # torch.randint(lo, hi, ()) is empty(()).random_(lo, hi): the same draw, less the allocation
+    # and size parsing (0.6 us of 1.6, twice per sample in a fused pipeline).
+    return int(out.random_(checks.INT64_MIN, checks.INT64_MAX, generator=generator))
 
 
 @contextlib.contextmanager
