@@ -94,17 +94,47 @@ Tensor allocating(const char* op, const char* what, const char* arg, const std::
   }
 }
 
+// A contiguous uninitialised tensor of `sizes` and `dtype` on `like`'s device, straight from the
+// aoti_torch_empty_strided shim: torch::stable::new_empty for a 2.10 target goes through
+// torch_call_dispatcher("aten::new_empty"), an operator lookup by name and a boxed call that cost
+// about a microsecond per output, a third of a small op's whole call. The sizes must fit (the
+// callers' check_output_bytes), so the strides below cannot overflow.
+inline Tensor empty_contiguous(const std::vector<int64_t>& sizes, ScalarType dtype, int32_t device_type,
+                               int32_t device_index) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t step = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = step;
+    step *= std::max<int64_t>(sizes[i], 1);  // torch's contiguous strides treat a 0 size as 1
+  }
+  const int32_t code = torch::stable::detail::to<int32_t>(torch::stable::detail::from(dtype));
+  AtenTensorHandle handle = nullptr;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(static_cast<int64_t>(sizes.size()), sizes.data(),
+                                                         strides.data(), code, device_type, device_index, &handle));
+  return Tensor(handle);
+}
+
+// The same on `like`'s device.
+inline Tensor empty_contiguous(const Tensor& like, const std::vector<int64_t>& sizes, ScalarType dtype) {
+  int32_t device_type = 0, device_index = 0;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(like.get(), &device_type));
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_index(like.get(), &device_index));
+  return empty_contiguous(sizes, dtype, device_type, device_index);
+}
+
 // The op's output, shaped like `sizes` on `like`'s device; source() names the arguments it comes from.
 template <typename Source>
 Tensor new_output(const char* op, const Tensor& like, const std::vector<int64_t>& sizes, ScalarType dtype,
                   const Source& source) {
-  return allocating(op, "the output", "", sizes, dtype, source, [&] {
-    return torch::stable::new_empty(like, torch::headeronly::IntHeaderOnlyArrayRef(sizes.data(), sizes.size()), dtype);
-  });
+  check_output_bytes(op, sizes, dtype, source);
+  return allocating(op, "the output", "", sizes, dtype, source, [&] { return empty_contiguous(like, sizes, dtype); });
 }
 
-// A contiguous copy of input `arg` (t itself when already contiguous).
+// A contiguous copy of input `arg`, or t itself when already contiguous: asked through the
+// is_contiguous shim first, as torch::stable::contiguous is a dispatcher call ("aten::contiguous")
+// even when it returns its input.
 inline Tensor contiguous_input(const char* op, const char* arg, const Tensor& t) {
+  if (t.is_contiguous()) return t;
   return allocating(
       op, "a contiguous copy of ", arg, sizes_of(t), static_cast<ScalarType>(dtype_code(t)),
       [] { return std::string(); }, [&] { return torch::stable::contiguous(t); });

@@ -1,6 +1,7 @@
 // Bindings of crop_mask_ycbcr and its batched form crop_mask_ycbcr_batch (schemas and definitions:
 // pyext/fastprep/ops/crop_mask_ycbcr.py). Both run one sample at a time through run_sample, so a
 // batch has the per-sample op's bits by construction.
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -17,6 +18,23 @@
 
 namespace fastprep::ops {
 namespace {
+
+// Bytes that grow without being zero-filled: std::vector<uint8_t>::resize writes every byte first,
+// about a microsecond for a 256^2 mask that the kernel overwrites at once.
+class Scratch {
+ public:
+  uint8_t* get(size_t n) {
+    if (n > size_) {
+      data_.reset(new uint8_t[n]);
+      size_ = n;
+    }
+    return data_.get();
+  }
+
+ private:
+  std::unique_ptr<uint8_t[]> data_;
+  size_t size_ = 0;
+};
 
 void check_crop_size(const char* op, int64_t height, int64_t width) {
   FASTPREP_CHECK(height > 0 && width > 0, op, ": expected a positive crop size, got height=", height, " width=", width);
@@ -61,26 +79,26 @@ struct Sample {
 
 // One sample into out ([3, height, width] contiguous) and, when mask_out is given, its packed mask
 // ([height, ceil(width / 8)]): the crop uses `seed` as random_crop does, the mask `mask_seed`.
-// The mask is applied from bool bytes (bools: scratch of height * width), which the gather reads
+// The mask is applied from bool bytes (scratch of height * width), which the gather reads
 // in step with the pixels; packed and bool masks come from the same generator, so they agree.
 // hflip: the crop is cut from the image flipped left-right (read from its last column with the
 // column stride negated, as random_crop does); the mask stays in output coordinates.
 void run_sample(const Sample& s, const Tensor& img, const ImageView& v, int64_t seed, int64_t mask_seed,
-                bool apply_mask, bool hflip, uint8_t* mask_out, void* out, std::vector<uint8_t>& bools) {
+                bool apply_mask, bool hflip, uint8_t* mask_out, void* out, Scratch& scratch) {
   const uint64_t useed = static_cast<uint64_t>(seed);
   const int64_t top = kernels::random_crop_offset(kernels::random_word(useed, 0), v.h, s.height, false);
   const int64_t left = kernels::random_crop_offset(kernels::random_word(useed, 1), v.w, s.width, false);
   if (mask_out != nullptr) {
     kernels::random_dilated_mask(mask_seed, s.p, 1, s.height, s.width, s.square, 1, true, mask_out);
   }
+  uint8_t* bools = nullptr;
   if (apply_mask) {
-    bools.resize(static_cast<size_t>(s.height * s.width));
-    kernels::random_dilated_mask(mask_seed, s.p, 1, s.height, s.width, s.square, 1, false, bools.data());
+    bools = scratch.get(static_cast<size_t>(s.height * s.width));
+    kernels::random_dilated_mask(mask_seed, s.p, 1, s.height, s.width, s.square, 1, false, bools);
   }
   const auto* base = static_cast<const uint8_t*>(img.const_data_ptr());  // v.w >= s.width > 0
   const kernels::RgbSource src{hflip ? base + (v.w - 1) * v.sw : base, v.sc, v.sh, hflip ? -v.sw : v.sw};
-  kernels::crop_mask_ycbcr(src, top, left, s.height, s.width, apply_mask ? bools.data() : nullptr, out, s.out_type,
-                           s.scale);
+  kernels::crop_mask_ycbcr(src, top, left, s.height, s.width, bools, out, s.out_type, s.scale);
 }
 
 // An output argument the caller provides: dtype, contiguity and exact shape.
@@ -114,7 +132,7 @@ std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t w
   Tensor out = new_output(op, img, sizes, odt, source);
   const std::vector<int64_t> mask_sizes{height, bytes_for_bits(width)};
   Tensor mask = new_output(op, img, return_mask ? mask_sizes : std::vector<int64_t>{0}, ScalarType::Byte, source);
-  std::vector<uint8_t> bools;
+  Scratch bools;
   const Sample s{height, width, p, square, color_type_code(out_code), static_cast<float>(scale)};
   run_sample(s, img, v, seed, mask_seed.value_or(kernels::derive_seed(seed, 1)), apply_mask, hflip,
              return_mask ? static_cast<uint8_t*>(mask.mutable_data_ptr()) : nullptr, out.mutable_data_ptr(), bools);
@@ -161,7 +179,7 @@ void crop_mask_ycbcr_batch(std::vector<Tensor> imgs, int64_t height, int64_t wid
   // out and masks exist with these shapes, so their per-sample sizes fit int64.
   const Sample s{height, width, p, square, color_type_code(dtype_code(odt)), static_cast<float>(scale)};
   const int64_t image_bytes = 3 * height * width * dtype_size(odt), mask_bytes = height * bytes_for_bits(width);
-  std::vector<uint8_t> bools;
+  Scratch bools;
   for (int64_t i = 0; i < n; ++i) {
     const size_t k = static_cast<size_t>(i);
     const int64_t mseed = mask_seeds ? (*mask_seeds)[k] : kernels::derive_seed(seeds[k], 1);

@@ -33,7 +33,7 @@ Tensor empty_cpu(const char* op, const std::vector<int64_t>& shape, const std::v
   const ScalarType t = packed ? ScalarType::Byte : ScalarType::Bool;
   return allocating(
       op, "the output", "", sizes, t, [&] { return "shape=" + shape_str(shape); },
-      [&] { return torch::stable::empty(torch::headeronly::IntHeaderOnlyArrayRef(sizes.data(), sizes.size()), t); });
+      [&] { return empty_contiguous(sizes, t, aoti_torch_device_type_cpu(), -1); });  // -1: plain "cpu"
 }
 
 int64_t leading_rows(const std::vector<int64_t>& shape, size_t keep) {
