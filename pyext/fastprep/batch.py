@@ -176,7 +176,7 @@ class CompactBatch:
             if leaf.role == "image":
                 return _decode_image(x, dtype, scale, mean, std, channels_last)
             if leaf.role == "mask":
-                return torch.ops.fastprep.unpack_bits(x, leaf.width, -1, "little") if leaf.packed else x
+                return torch.ops.fastprep.unpack_bits.default(x, leaf.width, -1, "little") if leaf.packed else x
             if leaf.role == "label":
                 labels = x.long()
                 if num_classes is None:

@@ -268,7 +268,7 @@ class CompactCollate:
         packed_shape = [*masks[0].shape[:-1], (masks[0].shape[-1] + 7) // 8]
         out = _alloc([len(masks), *packed_shape], torch.uint8, self._batch_pool)
         for i, m in enumerate(masks):
-            out[i].copy_(torch.ops.fastprep.pack_bits(m, -1, "little"))
+            out[i].copy_(torch.ops.fastprep.pack_bits.default(m, -1, "little"))
         return out
 
 

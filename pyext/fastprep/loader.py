@@ -294,7 +294,7 @@ class Loader:
             image = item0.wrap(torch.empty(3, *crop.size, dtype=color.out_dtype or torch.uint8))  # its tv type
             template = _rebuild(raw0, image, raw0[1:] if isinstance(raw0, (tuple, list)) else None)
             rows = job.image_rows(template, i0, j0, j0 + len(run))
-            torch.ops.fastprep.crop_mask_ycbcr_batch([r[3] for r in run], crop.size[0], crop.size[1], mask.p,
+            torch.ops.fastprep.crop_mask_ycbcr_batch.default([r[3] for r in run], crop.size[0], crop.size[1], mask.p,
                                                      [r[4] for r in run], rows, layout, mask.structure,
                                                      color.scale, True, [r[5] for r in run], None,
                                                      [r[8] for r in run] if flip_before or flip_after else None)

@@ -134,7 +134,7 @@ class CompactMap:
                                  f"{(tuple(first.shape), first.dtype)}; a batch needs equal shapes")
         role = field_role("CompactMap", first, self.fields.get(name), f"output {name!r} of row {_py(keys[0])!r}")
         if role == "mask":
-            packed = [torch.ops.fastprep.pack_bits(t, -1, "little") for t in tensors]
+            packed = [torch.ops.fastprep.pack_bits.default(t, -1, "little") for t in tensors]
             return torch.stack(packed).numpy(), Leaf("mask", width=first.shape[-1], packed=True)
         return torch.stack([t.cpu() for t in tensors]).numpy(), Leaf(role)
 

@@ -185,7 +185,7 @@ class BatchJob:
                 raise ValueError(f"Loader: field {k} of sample {index} is {got}, but the batch is laid out from "
                                  f"sample {ring.first_index}'s {(field.shape, field.dtype)}; batch equal shapes")
             if field.leaf.packed:
-                t = torch.ops.fastprep.pack_bits(t, -1, "little")
+                t = torch.ops.fastprep.pack_bits.default(t, -1, "little")
             storage[k][j].copy_(t)
 
     def image_rows(self, template: Any, index: int, a: int, b: int) -> torch.Tensor:

@@ -118,7 +118,7 @@ def decode_other(data: bytes, name: str, mode: str, layout: str) -> torch.Tensor
         raise ValueError(f"ImageFolder: {name}: not a JPEG, and Pillow cannot decode it: {exc}") from exc
     hwc = arr.unsqueeze(-1) if arr.dim() == 2 else arr
     if mode == "YCbCr":  # fastprep's conversion, as decode_jpeg does for RGB-coded JPEGs
-        hwc = torch.ops.fastprep.rgb_to_ycbcr(hwc, "HWC", None, 1.0).permute(1, 2, 0)
+        hwc = torch.ops.fastprep.rgb_to_ycbcr.default(hwc, "HWC", None, 1.0).permute(1, 2, 0)
     return hwc.permute(2, 0, 1).contiguous() if layout == "CHW" else hwc.contiguous()
 
 

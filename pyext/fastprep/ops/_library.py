@@ -1,4 +1,8 @@
-"""The `fastprep` op namespace: every schema is defined here once, whatever backend runs it."""
+"""The `fastprep` op namespace: every schema is defined here once, whatever backend runs it.
+
+Callers in the package use each op's `.default` overload (``torch.ops.fastprep.dilate.default``):
+every op has one schema, and calling the overload skips the packet's resolution, about 0.3 us of
+a small op's ~2.5 us call."""
 
 import torch
 

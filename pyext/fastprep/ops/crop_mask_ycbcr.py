@@ -61,7 +61,7 @@ def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: 
     seed = checks.op_seed("crop_mask_ycbcr", "seed", seed)
     if mask_seed is not None:
         mask_seed = checks.op_seed("crop_mask_ycbcr", "mask_seed", mask_seed)
-    image, mask = torch.ops.fastprep.crop_mask_ycbcr(img, height, width, p, seed, layout, structure,
+    image, mask = torch.ops.fastprep.crop_mask_ycbcr.default(img, height, width, p, seed, layout, structure,
                                                      out_dtype, scale, apply_mask, return_mask,
                                                      mask_seed, hflip)
     return (image, mask) if return_mask else image
@@ -94,7 +94,7 @@ def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], height: int, width: int, p: 
     seeds = [checks.op_seed(op, f"seeds[{i}]", s) for i, s in enumerate(seeds)]
     if mask_seeds is not None:
         mask_seeds = [checks.op_seed(op, f"mask_seeds[{i}]", s) for i, s in enumerate(mask_seeds)]
-    torch.ops.fastprep.crop_mask_ycbcr_batch(list(imgs), height, width, p, seeds, out, layout, structure,
+    torch.ops.fastprep.crop_mask_ycbcr_batch.default(list(imgs), height, width, p, seeds, out, layout, structure,
                                              scale, apply_mask, mask_seeds, masks,
                                              None if hflips is None else [bool(f) for f in hflips])
     return out
@@ -261,7 +261,7 @@ def crop_mask_ycbcr_batch_torch(imgs, height, width, p, seeds, out, layout="HWC"
     check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds, masks,
                                 hflips)
     for i, img in enumerate(imgs):
-        image, mask = torch.ops.fastprep.crop_mask_ycbcr(
+        image, mask = torch.ops.fastprep.crop_mask_ycbcr.default(
             img.to(out.device), height, width, p, seeds[i], layout, structure, out.dtype, scale, apply_mask,
             masks is not None, None if mask_seeds is None else mask_seeds[i], bool(hflips and hflips[i]))
         out[i].copy_(image)

@@ -29,13 +29,13 @@ def mask_fill(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
     set to `value`. `mask` is bool ``[H, W]`` (shared by a batch) or ``[N, H, W]``, or the same
     packed by ``pack_bits(..., bitorder="little")`` (uint8, last dim ``ceil(W / 8)``). For uint8
     images `value` must be an integer in [0, 255]."""
-    return torch.ops.fastprep.mask_fill(img, mask, float(value), layout)
+    return torch.ops.fastprep.mask_fill.default(img, mask, float(value), layout)
 
 
 def mask_fill_(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
                layout: str = "CHW") -> torch.Tensor:
     """In-place :func:`mask_fill` (no copy of the image; writes through its strides); returns img."""
-    torch.ops.fastprep.mask_fill_(img, mask, float(value), layout)
+    torch.ops.fastprep.mask_fill_.default(img, mask, float(value), layout)
     return img
 
 
@@ -92,7 +92,7 @@ def _mask_fill__fake(img, mask, value, layout="CHW"):
 
 def _bool_mask(img: torch.Tensor, mask: torch.Tensor, args: FillArgs, layout: str) -> torch.Tensor:
     """The mask as bools shaped to broadcast over img's channels (unpacked on its device)."""
-    m = torch.ops.fastprep.unpack_bits(mask, args.view.w, -1, "little") if args.packed else mask
+    m = torch.ops.fastprep.unpack_bits.default(mask, args.view.w, -1, "little") if args.packed else mask
     if args.view.batched and m.dim() == 2:
         m = m.unsqueeze(0)
     return m.unsqueeze(-1) if layout == "HWC" else m.unsqueeze(-3)
@@ -149,7 +149,7 @@ class _MaskFillInPlace(torch.autograd.Function):
         ctx.args = check_mask_fill("mask_fill_", img, mask, value, layout)
         ctx.layout = layout
         ctx.save_for_backward(mask)
-        torch.ops.fastprep.mask_fill_(img, mask, value, layout)  # grad mode is off in here
+        torch.ops.fastprep.mask_fill_.default(img, mask, value, layout)  # grad mode is off in here
         ctx.mark_dirty(img)
         return img
 

@@ -31,7 +31,7 @@ def random_mask(shape, p: float, seed: int, packed: bool = False) -> torch.Tenso
     ``[..., ceil(W / 8)]``), with the same bits.
     """
     seed = checks.op_seed("random_mask", "seed", seed)
-    return torch.ops.fastprep.random_mask(list(shape), float(p), seed, packed)
+    return torch.ops.fastprep.random_mask.default(list(shape), float(p), seed, packed)
 
 
 def random_dilated_mask(shape, p: float, seed: int, structure: str = "cross", iterations: int = 1,
@@ -40,7 +40,7 @@ def random_dilated_mask(shape, p: float, seed: int, structure: str = "cross", it
     pass that keeps the bits as 64-pixel words from generation to output. As in :func:`dilate`,
     ``iterations=0`` repeats the dilation until nothing changes."""
     seed = checks.op_seed("random_dilated_mask", "seed", seed)
-    return torch.ops.fastprep.random_dilated_mask(list(shape), float(p), seed, structure,
+    return torch.ops.fastprep.random_dilated_mask.default(list(shape), float(p), seed, structure,
                                                    iterations, packed)
 
 

@@ -141,7 +141,7 @@ class Compose(Transform):
                 win = win.mirrored(W)  # crop then flip = a crop of the flipped image
             src, layout = fused_source(item, win, W)
             src = color.rgb(src, layout)
-            image, _ = torch.ops.fastprep.crop_mask_ycbcr(src, win.height, win.width, mask.p, crop_seed, layout,
+            image, _ = torch.ops.fastprep.crop_mask_ycbcr.default(src, win.height, win.width, mask.p, crop_seed, layout,
                                                           mask.structure, out_dtype, color.scale, True, False,
                                                           mask_seed, flip)
             outs[item.index] = item.wrap(image)

@@ -71,8 +71,9 @@ class RandomDilatedMask(RandomTransform):
             x = chw(t, layout)
             flat = x.reshape(-1, *x.shape[-3:]) if x.dim() > 4 else x
             shape = [flat.shape[0], h, w] if flat.dim() == 4 else [h, w]
-            mask = torch.ops.fastprep.random_dilated_mask(shape, self.p, seed, self.structure, self.iterations, True)
-            return torch.ops.fastprep.mask_fill(flat, mask, self.value, "CHW").reshape(x.shape)
+            mask = torch.ops.fastprep.random_dilated_mask.default(shape, self.p, seed, self.structure, self.iterations,
+                                                                  True)
+            return torch.ops.fastprep.mask_fill.default(flat, mask, self.value, "CHW").reshape(x.shape)
 
         return map_pixels(self, sample, self.layout, fill)
 
@@ -137,6 +138,6 @@ class RGBToYCbCr(Transform):
             require_rgb(x, "RGBToYCbCr")
 
         def convert(t: torch.Tensor, layout: str) -> torch.Tensor:
-            return torch.ops.fastprep.rgb_to_ycbcr(self.rgb(t, layout), layout, self.out_dtype, self.scale)
+            return torch.ops.fastprep.rgb_to_ycbcr.default(self.rgb(t, layout), layout, self.out_dtype, self.scale)
 
         return map_pixels(self, sample, self.layout, convert)
