@@ -295,9 +295,9 @@ class Loader:
             template = _rebuild(raw0, image, raw0[1:] if isinstance(raw0, (tuple, list)) else None)
             rows = job.image_rows(template, i0, j0, j0 + len(run))
             torch.ops.fastprep.crop_mask_ycbcr_batch.default([r[3] for r in run], crop.size[0], crop.size[1], mask.p,
-                                                     [r[4] for r in run], rows, layout, mask.structure,
-                                                     color.scale, True, [r[5] for r in run], None,
-                                                     [r[8] for r in run] if flip_before or flip_after else None)
+                                                             [r[4] for r in run], rows, layout, mask.structure,
+                                                             color.scale, True, [r[5] for r in run], None,
+                                                             [r[8] for r in run] if flip_before or flip_after else None)
             for j, i, raw, *_ in run:
                 job.write(j, i, raw, skip_first=True)
             run.clear()

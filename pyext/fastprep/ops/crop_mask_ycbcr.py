@@ -62,8 +62,8 @@ def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: 
     if mask_seed is not None:
         mask_seed = checks.op_seed("crop_mask_ycbcr", "mask_seed", mask_seed)
     image, mask = torch.ops.fastprep.crop_mask_ycbcr.default(img, height, width, p, seed, layout, structure,
-                                                     out_dtype, scale, apply_mask, return_mask,
-                                                     mask_seed, hflip)
+                                                             out_dtype, scale, apply_mask, return_mask,
+                                                             mask_seed, hflip)
     return (image, mask) if return_mask else image
 
 
@@ -95,8 +95,8 @@ def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], height: int, width: int, p: 
     if mask_seeds is not None:
         mask_seeds = [checks.op_seed(op, f"mask_seeds[{i}]", s) for i, s in enumerate(mask_seeds)]
     torch.ops.fastprep.crop_mask_ycbcr_batch.default(list(imgs), height, width, p, seeds, out, layout, structure,
-                                             scale, apply_mask, mask_seeds, masks,
-                                             None if hflips is None else [bool(f) for f in hflips])
+                                                     scale, apply_mask, mask_seeds, masks,
+                                                     None if hflips is None else [bool(f) for f in hflips])
     return out
 
 

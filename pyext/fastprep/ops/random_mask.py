@@ -40,8 +40,8 @@ def random_dilated_mask(shape, p: float, seed: int, structure: str = "cross", it
     pass that keeps the bits as 64-pixel words from generation to output. As in :func:`dilate`,
     ``iterations=0`` repeats the dilation until nothing changes."""
     seed = checks.op_seed("random_dilated_mask", "seed", seed)
-    return torch.ops.fastprep.random_dilated_mask.default(list(shape), float(p), seed, structure,
-                                                   iterations, packed)
+    return torch.ops.fastprep.random_dilated_mask.default(list(shape), float(p), seed, structure, iterations,
+                                                          packed)
 
 
 def check_mask_args(op: str, shape, p: float, packed: bool) -> list[int]:

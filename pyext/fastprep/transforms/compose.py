@@ -142,8 +142,8 @@ class Compose(Transform):
             src, layout = fused_source(item, win, W)
             src = color.rgb(src, layout)
             image, _ = torch.ops.fastprep.crop_mask_ycbcr.default(src, win.height, win.width, mask.p, crop_seed, layout,
-                                                          mask.structure, out_dtype, color.scale, True, False,
-                                                          mask_seed, flip)
+                                                                  mask.structure, out_dtype, color.scale, True, False,
+                                                                  mask_seed, flip)
             outs[item.index] = item.wrap(image)
             for other in s.items:
                 if other is not item:

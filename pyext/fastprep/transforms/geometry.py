@@ -150,7 +150,7 @@ class RandomCrop(GeometricTransform):
             if t.dtype in OP_DTYPES and t.dim() == 3:  # the op pads with fill in the same pass
                 check_fill_value(fill, t.dtype)
                 return item.wrap(torch.ops.fastprep.random_crop.default(t, win.height, win.width, seed, item.layout,
-                                                                self.pad_if_needed, float(fill)))
+                                                                        self.pad_if_needed, float(fill)))
         return item.wrap(crop_dense(item, win, self.padding_mode, fill))
 
 
