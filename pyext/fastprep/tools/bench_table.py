@@ -29,24 +29,26 @@ def _floor(k: dict) -> list[str]:
 
 
 def _rows(result: dict) -> list[str]:
-    head = (f"{'row':<42}{'source':<8}{'setting':<9}{'samples/s':>10}{'of kernel':>11}{'per core':>10}"
+    # The name column fits the longest row name, so a long one never runs into its source.
+    w = max([42, *(len(r["name"]) + 2 for r in result["rows"])])
+    head = (f"{'row':<{w}}{'source':<8}{'setting':<9}{'samples/s':>10}{'of kernel':>11}{'per core':>10}"
             f"{'1 core feeds':>14}{'bytes/sample':>14}")
     lines = [head, "-" * len(head)]
     last_name = None
     for r in result["rows"]:
         name = r["name"] if r["name"] != last_name else ""
         last_name = r["name"]
-        lines.append(f"{name:<42}{SOURCE_LABEL[r['source']]:<8}{r['setting']:<9}{r['samples_per_s']:>10,.0f}"
+        lines.append(f"{name:<{w}}{SOURCE_LABEL[r['source']]:<8}{r['setting']:<9}{r['samples_per_s']:>10,.0f}"
                      f"{r['share_of_kernel']:>10.1%} {r['delivered_per_core']:>9,.0f}{r['one_core_feeds']:>13.1%} "
                      f"{r['bytes_per_sample']:>13,}")
     ray = result.get("ray")
     if ray:
         where = f"cluster at {ray['address']}" if ray["address"] else f"local Ray, num_cpus={ray['num_cpus']}"
-        lines.append(f"{'fused + CompactMap via Ray Data':<42}{'numpy':<8}{'cpus=' + str(ray['num_cpus']):<9}"
+        lines.append(f"{'fused + CompactMap via Ray Data':<{w}}{'numpy':<8}{'cpus=' + str(ray['num_cpus']):<9}"
                      f"{ray['samples_per_s']:>10,.0f}{ray['share_of_kernel']:>10.1%} "
                      f"{ray['delivered_per_core']:>9,.0f}{ray['one_core_feeds']:>13.1%}   ({where})")
     for peer, why in result.get("not_installed", {}).items():
-        lines.append(f"{peer:<42}not installed ({why.splitlines()[0][:70]})")
+        lines.append(f"{peer:<{w}}not installed ({why.splitlines()[0][:70]})")
     return lines
 
 
