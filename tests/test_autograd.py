@@ -174,3 +174,55 @@ def test_every_differentiable_op_has_an_autograd_kernel():
                  "crop_mask_ycbcr_batch"):
         assert torch._C._dispatch_has_kernel_for_dispatch_key(f"fastprep::{name}", "Autograd"), name
     importlib.import_module("fastprep.ops.mask_fill")
+
+
+def _differentiable_calls(x, m):
+    """The wrappers of the ops whose Autograd kernel is Python (register_autograd), on float x."""
+    return [lambda t: fastprep.crop(t, 1, 2, 3, 4), lambda t: fastprep.random_crop(t, 3, 4, 7),
+            lambda t: fastprep.rgb_to_ycbcr(t), lambda t: fastprep.ycbcr_to_rgb(t),
+            lambda t: fastprep.mask_fill(t, m, 0.5)]
+
+
+class _CountingGuard:
+    entered = 0
+
+    def __init__(self):
+        self.guard = torch._C._AutoDispatchBelowAutograd()
+
+    def __enter__(self):
+        _CountingGuard.entered += 1
+        return self.guard.__enter__()
+
+    def __exit__(self, *exc):
+        return self.guard.__exit__(*exc)
+
+
+def test_wrappers_go_below_autograd_only_when_no_gradient_is_needed(monkeypatch):
+    """ops/_library.call_differentiable: straight below autograd (what the Python Autograd kernel's
+    own no-grad branch does, without its Python) when img needs no gradient, through it when it does;
+    the same values either way."""
+    monkeypatch.setattr("fastprep.ops._library._BELOW_AUTOGRAD", _CountingGuard)
+    x, m = torch.rand(3, 6, 8), torch.rand(6, 8) < 0.5
+    for call_op in _differentiable_calls(x, m):
+        for needs_grad, grad_mode, below in [(False, True, 1), (True, False, 1), (True, True, 0)]:
+            _CountingGuard.entered = 0
+            xi = x.clone().requires_grad_(needs_grad)
+            with torch.set_grad_enabled(grad_mode):
+                out = call_op(xi)
+            assert _CountingGuard.entered == below
+            assert out.requires_grad == (needs_grad and grad_mode)
+            assert torch.equal(out.detach(), call_op(x))
+    monkeypatch.undo()
+    with pytest.raises(RuntimeError, match="crop: expected img to be a tensor, got None"):
+        fastprep.crop(None, 0, 0, 1, 1)  # not a tensor: the op itself names the argument
+
+
+def test_wrappers_compile_without_graph_breaks():
+    x, m = torch.rand(3, 6, 8), torch.rand(6, 8) < 0.5
+    calls = _differentiable_calls(x, m)
+
+    def f(t):
+        return [c(t) for c in calls]
+
+    for got, want in zip(torch.compile(f, fullgraph=True, backend="eager")(x), f(x)):
+        assert torch.equal(got, want)

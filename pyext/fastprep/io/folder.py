@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from fastprep.io.jpeg import LAYOUTS, MODES, as_bytes, decode_jpeg, read_jpeg_header
+from fastprep.ops.color import rgb_to_ycbcr
 from fastprep.ops.crop import random_crop_params
 
 # torchvision's IMG_EXTENSIONS: what its ImageFolder lists.
@@ -118,7 +119,7 @@ def decode_other(data: bytes, name: str, mode: str, layout: str) -> torch.Tensor
         raise ValueError(f"ImageFolder: {name}: not a JPEG, and Pillow cannot decode it: {exc}") from exc
     hwc = arr.unsqueeze(-1) if arr.dim() == 2 else arr
     if mode == "YCbCr":  # fastprep's conversion, as decode_jpeg does for RGB-coded JPEGs
-        hwc = torch.ops.fastprep.rgb_to_ycbcr.default(hwc, "HWC", None, 1.0).permute(1, 2, 0)
+        hwc = rgb_to_ycbcr(hwc, "HWC").permute(1, 2, 0)
     return hwc.permute(2, 0, 1).contiguous() if layout == "CHW" else hwc.contiguous()
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from fastprep.io.jpeg import as_bytes
+from fastprep.ops.color import rgb_to_ycbcr
 
 _GPU_MODES = ("RGB", "GRAY", "YCbCr")
 
@@ -57,5 +58,5 @@ def decode_jpeg_batch(datas: Sequence[Any], *, device: Any = "cuda", mode: str =
     read_mode = ImageReadMode.GRAY if mode == "GRAY" else ImageReadMode.RGB
     images = tv_decode_jpeg(tensors, mode=read_mode, device=dev)
     if mode == "YCbCr":
-        images = [torch.ops.fastprep.rgb_to_ycbcr.default(im, "CHW", None, 1.0) for im in images]
+        images = [rgb_to_ycbcr(im, "CHW") for im in images]
     return list(images)

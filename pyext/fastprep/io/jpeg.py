@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from fastprep.ops.color import rgb_to_ycbcr
+
 try:
     from fastprep import _jpeg
 except ImportError as exc:  # built only where libjpeg-turbo was found
@@ -207,7 +209,7 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
     top, left, height, width = _check_crop(who, crop, header, where)
     if mode == "YCbCr" and header.color_space == "RGB":
         rgb = decode_jpeg(buf, crop=crop, mode="RGB", layout=layout, strict=strict, name=name)
-        ycc = torch.ops.fastprep.rgb_to_ycbcr.default(rgb, layout, None, 1.0)
+        ycc = rgb_to_ycbcr(rgb, layout)
         return ycc if out is None else out.copy_(ycc)
     channels = 1 if mode == "GRAY" else 3
     shape = (channels, height, width) if layout == "CHW" else (height, width, channels)

@@ -18,3 +18,21 @@ def impl_any_device(name: str, fn) -> None:
     """Register a pure-torch-ops implementation used on every device that has no kernel of its
     own (CUDA, MPS, ...). A backend's CPU kernel is more specific and wins on CPU."""
     LIB.impl(name, fn, "CompositeExplicitAutograd")
+
+
+_BELOW_AUTOGRAD = torch._C._AutoDispatchBelowAutograd
+
+
+def call_differentiable(op, img, *args):
+    """``op(img, *args)`` for a functional op whose gradient is registered in Python
+    (torch.library.register_autograd: crop, random_crop, rgb_to_ycbcr, ycbcr_to_rgb, mask_fill).
+    That Autograd kernel is Python run on every call, gradient or not: ~4 us of a 7 us call on a
+    small image. When `img` (the ops' one floating-point input) needs no gradient, the call goes
+    straight below autograd, as that kernel's own no-grad branch does, with the same result.
+    When it does, under torch.compile, or when img is not a tensor (the op then names the bad
+    argument), the op is called as is."""
+    if (isinstance(img, torch.Tensor) and not (img.requires_grad and torch.is_grad_enabled())
+            and not torch.compiler.is_compiling()):
+        with _BELOW_AUTOGRAD():
+            return op(img, *args)
+    return op(img, *args)

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from fastprep.ops import checks
-from fastprep.ops._library import define, impl_any_device
+from fastprep.ops._library import call_differentiable, define, impl_any_device
 from fastprep.ops.crop import IMAGE_DTYPES, check_image_dtype
 
 __all__ = ["rgb_to_ycbcr", "ycbcr_to_rgb"]
@@ -33,13 +33,13 @@ _DOC = """
 def rgb_to_ycbcr(img: torch.Tensor, layout: str = "CHW", out_dtype: torch.dtype | None = None,
                  scale: float = 1.0) -> torch.Tensor:
     checks.check_out_dtype("rgb_to_ycbcr", out_dtype)
-    return torch.ops.fastprep.rgb_to_ycbcr.default(img, layout, out_dtype, scale)
+    return call_differentiable(torch.ops.fastprep.rgb_to_ycbcr.default, img, layout, out_dtype, scale)
 
 
 def ycbcr_to_rgb(img: torch.Tensor, layout: str = "CHW", out_dtype: torch.dtype | None = None,
                  scale: float = 1.0) -> torch.Tensor:
     checks.check_out_dtype("ycbcr_to_rgb", out_dtype)
-    return torch.ops.fastprep.ycbcr_to_rgb.default(img, layout, out_dtype, scale)
+    return call_differentiable(torch.ops.fastprep.ycbcr_to_rgb.default, img, layout, out_dtype, scale)
 
 
 rgb_to_ycbcr.__doc__ = ("RGB -> YCbCr: Y = .299 R + .587 G + .114 B, "

@@ -10,7 +10,7 @@ import torch
 
 from fastprep import counter_rng
 from fastprep.ops import checks
-from fastprep.ops._library import define, impl_any_device
+from fastprep.ops._library import call_differentiable, define, impl_any_device
 
 __all__ = ["crop", "random_crop", "random_crop_params"]
 
@@ -30,7 +30,7 @@ def crop(img: torch.Tensor, top: int, left: int, height: int, width: int,
     contiguous CHW tensor (``[N, C, height, width]`` for a batch): an HWC decoder output becomes
     a model-ready CHW crop in one pass, without a contiguous copy of the source.
     """
-    return torch.ops.fastprep.crop.default(img, top, left, height, width, layout)
+    return call_differentiable(torch.ops.fastprep.crop.default, img, top, left, height, width, layout)
 
 
 def random_crop(img: torch.Tensor, height: int, width: int, seed: int, layout: str = "CHW",
@@ -52,7 +52,8 @@ def random_crop(img: torch.Tensor, height: int, width: int, seed: int, layout: s
     ``RandomHorizontalFlip`` before ``RandomCrop``, without flipping the whole image.
     """
     seed = checks.op_seed("random_crop", "seed", seed)
-    return torch.ops.fastprep.random_crop.default(img, height, width, seed, layout, pad_if_needed, fill, hflip)
+    return call_differentiable(torch.ops.fastprep.random_crop.default, img, height, width, seed, layout, pad_if_needed,
+                              fill, hflip)
 
 
 def _axis_offset(word: int, size: int, crop_size: int, pad: bool) -> int:

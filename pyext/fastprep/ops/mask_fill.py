@@ -9,7 +9,7 @@ from typing import NamedTuple
 import torch
 
 from fastprep.ops import checks
-from fastprep.ops._library import LIB, define, impl_any_device
+from fastprep.ops._library import LIB, call_differentiable, define, impl_any_device
 
 __all__ = ["mask_fill", "mask_fill_"]
 
@@ -29,7 +29,7 @@ def mask_fill(img: torch.Tensor, mask: torch.Tensor, value: float = 0,
     set to `value`. `mask` is bool ``[H, W]`` (shared by a batch) or ``[N, H, W]``, or the same
     packed by ``pack_bits(..., bitorder="little")`` (uint8, last dim ``ceil(W / 8)``). For uint8
     images `value` must be an integer in [0, 255]."""
-    return torch.ops.fastprep.mask_fill.default(img, mask, float(value), layout)
+    return call_differentiable(torch.ops.fastprep.mask_fill.default, img, mask, float(value), layout)
 
 
 def mask_fill_(img: torch.Tensor, mask: torch.Tensor, value: float = 0,

@@ -10,6 +10,7 @@ import torch
 
 from fastprep import counter_rng
 from fastprep.args import check_bool, check_real
+from fastprep.ops.crop import random_crop
 from fastprep.roles import tv_class
 from fastprep.transforms.base import RandomTransform, describe_sample, unit_float, word
 from fastprep.transforms.inputs import (
@@ -149,8 +150,8 @@ class RandomCrop(GeometricTransform):
             t = item.tensor()
             if t.dtype in OP_DTYPES and t.dim() == 3:  # the op pads with fill in the same pass
                 check_fill_value(fill, t.dtype)
-                return item.wrap(torch.ops.fastprep.random_crop.default(t, win.height, win.width, seed, item.layout,
-                                                                        self.pad_if_needed, float(fill)))
+                return item.wrap(random_crop(t, win.height, win.width, seed, item.layout, self.pad_if_needed,
+                                             float(fill)))
         return item.wrap(crop_dense(item, win, self.padding_mode, fill))
 
 

@@ -11,6 +11,8 @@ import torch
 
 from fastprep._tree import leaves
 from fastprep.args import check_int, check_real
+from fastprep.ops.color import rgb_to_ycbcr
+from fastprep.ops.mask_fill import mask_fill
 from fastprep.transforms.base import RandomTransform, Transform, describe_sample
 from fastprep.transforms.inputs import (
     as_image,
@@ -73,7 +75,7 @@ class RandomDilatedMask(RandomTransform):
             shape = [flat.shape[0], h, w] if flat.dim() == 4 else [h, w]
             mask = torch.ops.fastprep.random_dilated_mask.default(shape, self.p, seed, self.structure, self.iterations,
                                                                   True)
-            return torch.ops.fastprep.mask_fill.default(flat, mask, self.value, "CHW").reshape(x.shape)
+            return mask_fill(flat, mask, self.value, "CHW").reshape(x.shape)
 
         return map_pixels(self, sample, self.layout, fill)
 
@@ -138,6 +140,6 @@ class RGBToYCbCr(Transform):
             require_rgb(x, "RGBToYCbCr")
 
         def convert(t: torch.Tensor, layout: str) -> torch.Tensor:
-            return torch.ops.fastprep.rgb_to_ycbcr.default(self.rgb(t, layout), layout, self.out_dtype, self.scale)
+            return rgb_to_ycbcr(self.rgb(t, layout), layout, self.out_dtype, self.scale)
 
         return map_pixels(self, sample, self.layout, convert)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastprep.ops.crop import crop
 from fastprep.transforms.inputs import hwc_tensor
 from fastprep.transforms.sample import Item
 
@@ -98,7 +99,7 @@ def _inside(item: Item, top: int, left: int, h: int, w: int) -> torch.Tensor:
     if region.dtype in OP_DTYPES and item.kind != "mask" and region.dim() >= 3:
         lead = region.shape[:-3]
         flat = region if region.dim() in (3, 4) else region.reshape(-1, *region.shape[-3:])
-        out = torch.ops.fastprep.crop.default(flat, 0, 0, h, w, item.layout)
+        out = crop(flat, 0, 0, h, w, item.layout)
         return out.reshape(*lead, *out.shape[-3:]) if region.dim() > 4 else out
     return _to_chw(region, item)
 
