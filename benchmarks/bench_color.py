@@ -36,7 +36,7 @@ def _native():
 @pytest.mark.benchmark(group=U8)
 def test_u8_fastprep_native(benchmark, image):
     _native()
-    benchmark(torch.ops.fastprep.rgb_to_ycbcr, image, "HWC", None, 1.0)
+    benchmark(fastprep.rgb_to_ycbcr, image, "HWC", None, 1.0)
 
 
 @pytest.mark.benchmark(group=U8)
@@ -77,7 +77,7 @@ def test_u8_memcpy_floor(benchmark, image):
 @pytest.mark.benchmark(group=F32)
 def test_f32_fastprep_native(benchmark, image):
     _native()
-    benchmark(torch.ops.fastprep.rgb_to_ycbcr, image, "HWC", torch.float32, 1 / 255)
+    benchmark(fastprep.rgb_to_ycbcr, image, "HWC", torch.float32, 1 / 255)
 
 
 @pytest.mark.benchmark(group=F32)

@@ -28,7 +28,7 @@ def image():
 def test_fastprep_native(benchmark, image):
     if fastprep.backend() != "native":
         pytest.skip("native backend not loaded")
-    out = benchmark(torch.ops.fastprep.crop, image, TOP, LEFT, SIZE, SIZE, "HWC")
+    out = benchmark(fastprep.crop, image, TOP, LEFT, SIZE, SIZE, "HWC")
     assert out.shape == (3, SIZE, SIZE)
 
 

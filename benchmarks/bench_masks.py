@@ -37,7 +37,7 @@ def _mask(n, p=0.05):
 @pytest.mark.parametrize("n", SIZES)
 def test_random_mask_native(benchmark, n):
     benchmark.group = f"random_mask-{n}"
-    benchmark(torch.ops.fastprep.random_mask, [n, n], P, 1, False)
+    benchmark(fastprep.random_mask, [n, n], P, 1, False)
 
 
 @needs_native
@@ -45,7 +45,7 @@ def test_random_mask_native(benchmark, n):
 def test_random_mask_native_packed(benchmark, n):
     benchmark.group = f"random_mask-{n}"
     use_floor(benchmark, "packed")
-    benchmark(torch.ops.fastprep.random_mask, [n, n], P, 1, True)
+    benchmark(fastprep.random_mask, [n, n], P, 1, True)
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -85,7 +85,7 @@ def test_random_mask_torch_rand(benchmark, n):
 @pytest.mark.parametrize("n", SIZES)
 def test_dilate_native(benchmark, n):
     benchmark.group = f"dilate-{n}"
-    benchmark(torch.ops.fastprep.dilate, _mask(n), "cross", 1)
+    benchmark(fastprep.dilate, _mask(n), "cross", 1)
 
 
 @needs_native
@@ -93,7 +93,7 @@ def test_dilate_native(benchmark, n):
 def test_dilate_packed_native(benchmark, n):
     benchmark.group = f"dilate-{n}"
     use_floor(benchmark, "packed")
-    benchmark(torch.ops.fastprep.dilate_packed, fastprep.pack_bits(_mask(n)), n, "cross", 1)
+    benchmark(fastprep.dilate_packed, fastprep.pack_bits(_mask(n)), n, "cross", 1)
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -159,14 +159,14 @@ def _masks(b, n, p=0.05):
 @needs_native
 def test_dilate_batch_native(benchmark):
     benchmark.group = f"dilate-{BATCH}x256"
-    benchmark(torch.ops.fastprep.dilate, _masks(BATCH, 256), "cross", 1)
+    benchmark(fastprep.dilate, _masks(BATCH, 256), "cross", 1)
 
 
 @needs_native
 def test_dilate_packed_batch_native(benchmark):
     benchmark.group = f"dilate-{BATCH}x256"
     use_floor(benchmark, "packed")
-    benchmark(torch.ops.fastprep.dilate_packed, fastprep.pack_bits(_masks(BATCH, 256)), 256, "cross", 1)
+    benchmark(fastprep.dilate_packed, fastprep.pack_bits(_masks(BATCH, 256)), 256, "cross", 1)
 
 
 def test_dilate_batch_numba(benchmark):
@@ -197,14 +197,14 @@ def test_dilate_batch_opencv_loop(benchmark):
 @pytest.mark.parametrize("n", SIZES)
 def test_random_dilated_mask_native(benchmark, n):
     benchmark.group = f"random_dilated_mask-{n}"
-    benchmark(torch.ops.fastprep.random_dilated_mask, [n, n], 0.05, 1, "cross", 1, False)
+    benchmark(fastprep.random_dilated_mask, [n, n], 0.05, 1, "cross", 1, False)
 
 
 @needs_native
 @pytest.mark.parametrize("n", SIZES)
 def test_random_dilated_mask_native_unfused(benchmark, n):
     benchmark.group = f"random_dilated_mask-{n}"
-    benchmark(lambda: torch.ops.fastprep.dilate(torch.ops.fastprep.random_mask([n, n], 0.05, 1, False), "cross", 1))
+    benchmark(lambda: fastprep.dilate(fastprep.random_mask([n, n], 0.05, 1, False), "cross", 1))
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -230,7 +230,7 @@ def _img(n):
 def test_mask_fill_native(benchmark, n):
     benchmark.group = f"mask_fill-{n}"
     img, m = _img(n)
-    benchmark(torch.ops.fastprep.mask_fill, img, m, 0.0, "CHW")
+    benchmark(fastprep.mask_fill, img, m, 0.0, "CHW")
 
 
 @needs_native
@@ -239,7 +239,7 @@ def test_mask_fill_inplace_native(benchmark, n):
     benchmark.group = f"mask_fill-{n}"
     use_floor(benchmark, "in place")
     img, m = _img(n)
-    benchmark(torch.ops.fastprep.mask_fill_, img, m, 0.0, "CHW")
+    benchmark(fastprep.mask_fill_, img, m, 0.0, "CHW")
 
 
 @needs_native
@@ -248,7 +248,7 @@ def test_mask_fill_packed_native(benchmark, n):
     benchmark.group = f"mask_fill-{n}"
     use_floor(benchmark, "packed")
     img, m = _img(n)
-    benchmark(torch.ops.fastprep.mask_fill, img, fastprep.pack_bits(m), 0.0, "CHW")
+    benchmark(fastprep.mask_fill, img, fastprep.pack_bits(m), 0.0, "CHW")
 
 
 @pytest.mark.parametrize("n", SIZES)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+import fastprep
 from fastprep.numba_kernels import pack_bits as numba_pack
 from fastprep.ops.pack_bits import pack_bits_torch, unpack_bits_torch
 
@@ -22,7 +23,7 @@ def _mask():
 def test_pack_fastprep_native(benchmark, dim):
     benchmark.group = f"pack_bits dim={dim}"
     x = _mask()
-    benchmark(torch.ops.fastprep.pack_bits, x, dim, "little")
+    benchmark(fastprep.pack_bits, x, dim, "little")
 
 
 @pytest.mark.parametrize("dim", DIMS)
@@ -53,14 +54,14 @@ def test_pack_memcpy(benchmark, dim):
 
 
 def _packed(dim):
-    return torch.ops.fastprep.pack_bits(_mask(), dim, "little")
+    return fastprep.pack_bits(_mask(), dim, "little")
 
 
 @requires_native
 @pytest.mark.parametrize("dim", DIMS)
 def test_unpack_fastprep_native(benchmark, dim):
     benchmark.group = f"unpack_bits dim={dim}"
-    benchmark(torch.ops.fastprep.unpack_bits, _packed(dim), SHAPE[dim], dim, "little")
+    benchmark(fastprep.unpack_bits, _packed(dim), SHAPE[dim], dim, "little")
 
 
 @pytest.mark.parametrize("dim", DIMS)

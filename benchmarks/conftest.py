@@ -5,6 +5,8 @@ inputs, plus a memcpy floor (`run_floor`): a copy moving as many bytes as the op
 write, so the floor of an op that reads R bytes and writes W copies (R + W) / 2 of them. The
 summary prints, per group, each entry's median, its speed relative to the best baseline, and the
 floor beside every fastprep entry (its time and how many times the floor the entry takes).
+Native entries call the public functions (``fastprep.dilate(...)``), as users do: the op through
+torch.ops plus what the wrapper adds or saves (ops/_library.py, call_differentiable).
 Numbers per stage, inside the kernels: benchmarks/kernel_stages.cpp (benchmarks/PROFILE.md).
 """
 
