@@ -145,3 +145,18 @@ BAD_INPUTS = [
 BAD_INPUTS += [(call("mask_fill_", c.args[0].clone(), *c.args[1:]), m.replace("mask_fill:", "mask_fill_:"))
                for c, m in BAD_INPUTS]
 test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)
+
+
+def test_fill_values_and_dtypes_in_turn_convert_each_time():
+    """The binding keeps the last value's conversion per thread: every change of value (0.0 vs
+    -0.0 included) or dtype must give torch's own conversion again."""
+    m = _mask((H, W))
+    values = [0.0, -0.0, 0.1, 0.1, 65504.0, -0.0, 1e-8, float("nan"), float("-inf"), 0.0, 200.0, 0.1]
+    for value in values:
+        for dtype in DTYPES:
+            if dtype == torch.uint8 and not (0 <= value <= 255 and value == int(value)):
+                continue
+            img = _img((C, H, W), dtype)
+            got = fastprep.mask_fill(img, m, value)
+            want = img.masked_fill(m, value)
+            assert torch.equal(got.view(torch.uint8), want.view(torch.uint8)), (value, dtype)
