@@ -126,16 +126,14 @@ std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t w
   const auto odt = static_cast<ScalarType>(out_code);
   const std::vector<int64_t> sizes{3, height, width};
   const auto source = [&] { return "height=" + std::to_string(height) + ", width=" + std::to_string(width); };
-  check_output_bytes(op, sizes, odt, source);
-
   // The image first, the largest allocation: if anything cannot be allocated, it is this.
   Tensor out = new_output(op, img, sizes, odt, source);
   const std::vector<int64_t> mask_sizes{height, bytes_for_bits(width)};
   Tensor mask = new_output(op, img, return_mask ? mask_sizes : std::vector<int64_t>{0}, ScalarType::Byte, source);
-  Scratch bools;
+  Scratch scratch;
   const Sample s{height, width, p, square, color_type_code(out_code), static_cast<float>(scale)};
   run_sample(s, img, v, seed, mask_seed.value_or(kernels::derive_seed(seed, 1)), apply_mask, hflip,
-             return_mask ? static_cast<uint8_t*>(mask.mutable_data_ptr()) : nullptr, out.mutable_data_ptr(), bools);
+             return_mask ? static_cast<uint8_t*>(mask.mutable_data_ptr()) : nullptr, out.mutable_data_ptr(), scratch);
   return {out, mask};
 }
 
@@ -179,13 +177,13 @@ void crop_mask_ycbcr_batch(std::vector<Tensor> imgs, int64_t height, int64_t wid
   // out and masks exist with these shapes, so their per-sample sizes fit int64.
   const Sample s{height, width, p, square, color_type_code(dtype_code(odt)), static_cast<float>(scale)};
   const int64_t image_bytes = 3 * height * width * dtype_size(odt), mask_bytes = height * bytes_for_bits(width);
-  Scratch bools;
+  Scratch scratch;
   for (int64_t i = 0; i < n; ++i) {
     const size_t k = static_cast<size_t>(i);
     const int64_t mseed = mask_seeds ? (*mask_seeds)[k] : kernels::derive_seed(seeds[k], 1);
     uint8_t* mask_out = masks ? static_cast<uint8_t*>(masks->mutable_data_ptr()) + i * mask_bytes : nullptr;
     run_sample(s, imgs[k], views[k], seeds[k], mseed, apply_mask, hflips && (*hflips)[k], mask_out,
-               static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, bools);
+               static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, scratch);
   }
 }
 
