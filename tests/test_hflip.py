@@ -94,6 +94,18 @@ def test_crop_mask_ycbcr_hflip_is_the_fused_op_on_the_flipped_image(out_dtype, s
                 assert all(torch.equal(a, b) for a, b in zip(g, want, strict=True)), (layout, seed)
 
 
+@pytest.mark.parametrize("width", [1, 2, 15, 16, 17, 47, 48, 63, 64, 65, 100, 129, 200])
+def test_crop_mask_ycbcr_hflip_uint8_every_row_tail(width):
+    """uint8 out of a flipped packed read runs its own SIMD rows on some levels (x86-64-v4-icl reads
+    the window right to left in 16-pixel groups): every tail length of a group and of a 64-pixel
+    block, masked and not, gives the bits of the op on the flipped image."""
+    x = _image((9, 230, 3), torch.uint8, seed=width)
+    for apply_mask in (True, False):
+        want = fastprep.crop_mask_ycbcr(x.flip(1), 5, width, 0.3, width, apply_mask=apply_mask)
+        got = fastprep.crop_mask_ycbcr(x, 5, width, 0.3, width, apply_mask=apply_mask, hflip=True)
+        assert torch.equal(got, want), apply_mask
+
+
 def test_crop_mask_ycbcr_hflip_mask_is_drawn_on_the_output():
     """The mask does not depend on the flip: it is in output coordinates."""
     x = _image((30, 30, 3), torch.uint8)

@@ -1,6 +1,6 @@
-"""FASTPREP_ISA forces the native kernels' ISA level (x86-64, x86-64-v3, x86-64-v4, auto). Every
-level this CPU runs must give the same bytes for the same op calls; a bad value fails at import
-with a message naming it. (.ci/isa runs the op test files once per level as well.)"""
+"""FASTPREP_ISA forces the native kernels' ISA level (x86-64, x86-64-v3, x86-64-v4, x86-64-v4-icl,
+auto). Every level this CPU runs must give the same bytes for the same op calls; a bad value fails
+at import with a message naming it. (.ci/isa runs the op test files once per level as well.)"""
 
 import json
 import os
@@ -57,8 +57,9 @@ for dt in (torch.uint8, torch.float32, torch.float16):
 put("random_crop padded", fastprep.random_crop(big.permute(2, 0, 1), 310, 410, 3, "CHW", True, 7.0))
 for dt in (None, torch.float32, torch.bfloat16):
     for hw in ((256, 256), (37, 203), (64, 65)):
-        put(f"crop_mask_ycbcr {hw} {dt}", fastprep.crop_mask_ycbcr(
-            big, *hw, 0.25, 11, "HWC", "cross", dt, 1 if dt is None else 1 / 255, return_mask=True))
+        for hflip in (False, True):
+            put(f"crop_mask_ycbcr {hw} {dt} {hflip}", fastprep.crop_mask_ycbcr(
+                big, *hw, 0.25, 11, "HWC", "cross", dt, 1 if dt is None else 1 / 255, return_mask=True, hflip=hflip))
     put(f"crop_mask_ycbcr CHW {dt}", fastprep.crop_mask_ycbcr(
         big.permute(2, 0, 1).contiguous(), 100, 77, 0.1, 12, "CHW", "square", dt))
     put(f"crop_mask_ycbcr strided {dt}", fastprep.crop_mask_ycbcr(big[:, ::3], 99, 100, 0.3, 13, "HWC", out_dtype=dt))
@@ -118,7 +119,7 @@ def auto_hashes():
     return _hashes("auto")
 
 
-@pytest.mark.parametrize("isa", ["x86-64", "x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("isa", ["x86-64", "x86-64-v3", "x86-64-v4", "x86-64-v4-icl"])
 def test_every_level_gives_the_same_bytes(isa, auto_hashes):
     if isa not in _levels_this_cpu_runs():
         pytest.skip(f"this CPU does not run {isa}")
@@ -145,7 +146,7 @@ def test_the_value_is_case_and_space_insensitive():
 def test_an_unknown_value_fails_at_import_naming_it(value):
     r = _run(value, "import fastprep")
     assert r.returncode != 0
-    expected = (f"ValueError: FASTPREP_ISA: expected one of x86-64, x86-64-v3, x86-64-v4, auto, "
+    expected = (f"ValueError: FASTPREP_ISA: expected one of x86-64, x86-64-v3, x86-64-v4, x86-64-v4-icl, auto, "
                 f"got '{value}'")
     assert expected in r.stderr, r.stderr
 

@@ -13,9 +13,10 @@ namespace {
 
 using namespace color_pixel;  // NOLINT: the arithmetic rgb_to_ycbcr runs, for the same bits
 
-// A flipped read of packed RGB (column stride -3) is turned into planar R, G, B rows first
-// (rowbuf: 6 * n bytes): the window's bytes reversed (pixels right to left, each B, G, R), then
-// split into planes; both loops vectorise, as crop.cpp's.
+// A flipped read of packed RGB (column stride -3), on levels with no reversed rows of their own
+// (color_simd.h), is turned into planar R, G, B rows first (rowbuf: 6 * n bytes): the window's
+// bytes reversed (pixels right to left, each B, G, R), then split into planes; both loops
+// vectorise, as crop.cpp's.
 FASTPREP_INLINE void reversed_planes(const uint8_t* lo, int64_t n, uint8_t* rowbuf) {
   const int64_t bytes = 3 * n;
   uint8_t* rev = rowbuf;
@@ -81,6 +82,12 @@ struct Rows {
     const int64_t plane = height * width;
     for (int64_t y = 0; y < height; ++y) {
       const uint8_t* row = s.data + (top + y) * s.sh + left * s.sw;
+      if constexpr (SW == -3 && std::is_same_v<Out, uint8_t> && color_simd::kHasReversedRows<L>) {
+        const uint8_t* m = mask ? mask + y * width : nullptr;  // row is the window's rightmost pixel
+        Out* o = out + y * width;
+        color_simd::rgb_to_ycbcr_packed_reversed<L>(row - 3 * (width - 1), width, m, o, o + plane, o + 2 * plane);
+        continue;
+      }
       if constexpr (SW == -3) {
         reversed_planes(row - 3 * (width - 1), width, rowbuf);  // row is the window's rightmost pixel
         row = rowbuf + 3 * width;                               // its R plane; G and B follow

@@ -10,8 +10,8 @@ namespace fastprep::kernels {
 namespace {
 
 #if FASTPREP_X86_LEVELS
-constexpr const char* kNames[] = {"x86-64", "x86-64-v3", "x86-64-v4"};
-constexpr int kLevels = 3;
+constexpr const char* kNames[] = {"x86-64", "x86-64-v3", "x86-64-v4", "x86-64-v4-icl"};
+constexpr int kLevels = 4;
 #else
 constexpr const char* kNames[] = {"generic"};
 constexpr int kLevels = 1;
@@ -21,7 +21,11 @@ Isa detect_best() {
 #if FASTPREP_X86_LEVELS
   // libgcc's level checks include the OS enabling the AVX / AVX-512 register state (XGETBV).
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("x86-64-v4")) return Isa::kV4;
+  if (__builtin_cpu_supports("x86-64-v4")) {
+    const bool icl = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2") &&
+                     __builtin_cpu_supports("avx512vnni");
+    return icl ? Isa::kV4I : Isa::kV4;
+  }
   if (__builtin_cpu_supports("x86-64-v3")) return Isa::kV3;
 #endif
   return Isa::kBase;
@@ -90,7 +94,7 @@ const char* isa_name(Isa isa) { return kNames[std::min(static_cast<int>(isa), kL
 
 const char* compiled_isas() {
 #if FASTPREP_X86_LEVELS
-  return "x86-64,x86-64-v3,x86-64-v4";
+  return "x86-64,x86-64-v3,x86-64-v4,x86-64-v4-icl";
 #else
   return "generic";
 #endif

@@ -81,7 +81,7 @@ struct FillTyped {
     const bool pixel_major = dv.sc < dv.sw;
     const bool planes_contiguous = sv.sw == 1 && dv.sw == 1;
 #if FASTPREP_X86_LEVELS
-    if constexpr (L == Isa::kV4) {
+    if constexpr (has_avx512(L)) {
       if (planes_contiguous) {
         for (int64_t n = 0; n < dv.n; ++n) {
           const uint8_t* mimg = mask + (mask_n == 1 ? 0 : n) * dv.h * row_bytes;

@@ -61,7 +61,7 @@ void bools_to_words_v3(const uint8_t* row, int64_t width, uint64_t* words);
 template <Isa L>
 FASTPREP_INLINE void words_to_bools(const uint64_t* words, int64_t width, uint8_t* out) {
 #if FASTPREP_X86_LEVELS
-  if constexpr (L == Isa::kV4) return words_to_bools_v4(words, width, out);
+  if constexpr (has_avx512(L)) return words_to_bools_v4(words, width, out);
   if constexpr (L == Isa::kV3) return words_to_bools_v3(words, width, out);
 #endif
   words_to_bools_portable(words, width, out);
@@ -71,7 +71,7 @@ FASTPREP_INLINE void words_to_bools(const uint64_t* words, int64_t width, uint8_
 template <Isa L>
 FASTPREP_INLINE void bools_to_words(const uint8_t* row, int64_t width, uint64_t* words) {
 #if FASTPREP_X86_LEVELS
-  if constexpr (L == Isa::kV4) return bools_to_words_v4(row, width, words);
+  if constexpr (has_avx512(L)) return bools_to_words_v4(row, width, words);
   if constexpr (L == Isa::kV3) return bools_to_words_v3(row, width, words);
 #endif
   bools_to_words_portable(row, width, words);

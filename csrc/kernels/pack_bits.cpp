@@ -98,7 +98,7 @@ struct PackRows {
   template <Isa L>
   static FASTPREP_INLINE void run(const uint8_t* x, uint8_t* out, int64_t rows, int64_t n, bool little) {
 #if FASTPREP_X86_LEVELS
-    if constexpr (L == Isa::kV4) {
+    if constexpr (has_avx512(L)) {
       if (n % 8 == 0) return pack_run_v4(x, rows * n, little, out);  // rows of whole bytes: one run
       for (int64_t r = 0; r < rows; ++r) pack_run_v4(x + r * n, n, little, out + r * ((n + 7) / 8));
       return;
@@ -129,7 +129,7 @@ struct PackPlanes {
   static FASTPREP_INLINE void run(const uint8_t* x, uint8_t* out, int64_t outer, int64_t n, int64_t inner,
                                   bool little) {
 #if FASTPREP_X86_LEVELS
-    if constexpr (L == Isa::kV4) {
+    if constexpr (has_avx512(L)) {
       const int64_t nb = (n + 7) / 8;
       for (int64_t o = 0; o < outer; ++o) {
         for (int64_t j = 0; j < nb; ++j) {
@@ -163,7 +163,7 @@ struct UnpackRows {
   static FASTPREP_INLINE void run(const uint8_t* packed, uint8_t* out, int64_t rows, int64_t m, int64_t count,
                                   bool little) {
 #if FASTPREP_X86_LEVELS
-    if constexpr (L == Isa::kV4) {
+    if constexpr (has_avx512(L)) {
       if (count == 8 * m) return unpack_run_v4(packed, rows * count, little, out);  // whole bytes: one run
       for (int64_t r = 0; r < rows; ++r) unpack_run_v4(packed + r * m, count, little, out + r * count);
       return;
