@@ -58,6 +58,69 @@ FASTPREP_TARGET_V4 inline void dilate_row_v4(const uint64_t* up, const uint64_t*
   }
 }
 
+// Word j of a row of bool bytes (a byte test of its 64 bytes; k selects the bytes of a last word).
+FASTPREP_TARGET_V4 inline uint64_t bool_word_v4(const uint8_t* row, int64_t j, __mmask64 k = ~0ULL) {
+  const __m512i v = _mm512_maskz_loadu_epi8(k, row + 64 * j);
+  return _mm512_test_epi8_mask(v, v);
+}
+
+// Output word j of a row from the words above (up), at (c) and below (d) it.
+template <bool Square>
+FASTPREP_INLINE uint64_t dilated_word(const uint64_t* up, const uint64_t* c, const uint64_t* d, int64_t j) {
+  if constexpr (Square) {
+    return spread_h(up[j - 1] | c[j - 1] | d[j - 1], up[j] | c[j] | d[j], up[j + 1] | c[j + 1] | d[j + 1]);
+  }
+  return spread_h(c[j - 1], c[j], c[j + 1]) | up[j] | d[j];
+}
+
+// Output row r (o) of dilate_bools_v4; with Below, row r + 1's words go into d one word ahead of
+// their use (its bytes at `below`), else d is the zero row under the image.
+template <bool Square, bool Below>
+FASTPREP_TARGET_V4 inline void dilate_bool_row_v4(const uint64_t* up, const uint64_t* c, uint64_t* d,
+                                                  const uint8_t* below, uint8_t* o, int64_t wpr, __mmask64 tail,
+                                                  uint64_t last) {
+  const __m512i one = _mm512_set1_epi8(1);
+  // The cross reads word j of the row below, the square word j + 1 too: one word ahead.
+  if constexpr (Below && Square) d[0] = bool_word_v4(below, 0, wpr > 1 ? ~0ULL : tail);
+  for (int64_t j = 0; j + 1 < wpr; ++j) {
+    if constexpr (Below) {
+      if constexpr (Square) {
+        d[j + 1] = bool_word_v4(below, j + 1, j + 2 < wpr ? ~0ULL : tail);
+      } else {
+        d[j] = bool_word_v4(below, j);
+      }
+    }
+    _mm512_storeu_si512(o + 64 * j, _mm512_maskz_mov_epi8(dilated_word<Square>(up, c, d, j), one));
+  }
+  if constexpr (Below && !Square) d[wpr - 1] = bool_word_v4(below, wpr - 1, tail);
+  // Pixel W - 1 spreads into the padding bits; nothing past the row is written.
+  const uint64_t v = dilated_word<Square>(up, c, d, wpr - 1) & last;
+  _mm512_mask_storeu_epi8(o + 64 * (wpr - 1), tail, _mm512_maskz_mov_epi8(v, one));
+}
+
+// One dilation of an h x width bool image in one pass, row by row: output row r's words are formed
+// from the rows above, at and below it (scalar shifts and ORs) and stored as bytes (a masked move)
+// while row r + 1's bytes become its words (a byte test per 64 pixels), so reads and writes
+// interleave as a copy's do (the streamed path reads a block, then writes it). The words live in a
+// ring of three rows, each with a zero word on either side (ring: 3 * (wpr + 2) words), so words
+// j - 1 and j + 1 need no test.
+template <bool Square>
+FASTPREP_TARGET_V4 void dilate_bools_v4(const uint8_t* in, uint8_t* out, int64_t h, int64_t width, uint64_t* ring) {
+  const int64_t wpr = words_per_row(width);
+  const uint64_t last = last_word_mask(width);
+  const __mmask64 tail = width % 64 ? (1ULL << (width % 64)) - 1 : ~0ULL;
+  std::fill(ring, ring + 3 * (wpr + 2), 0);
+  uint64_t* rows[3] = {ring + 1, ring + wpr + 3, ring + 2 * wpr + 5};  // above, at, below
+  for (int64_t j = 0; j < wpr; ++j) rows[1][j] = bool_word_v4(in, j, j + 1 < wpr ? ~0ULL : tail);
+  for (int64_t r = 0; r + 1 < h; ++r) {
+    dilate_bool_row_v4<Square, true>(rows[0], rows[1], rows[2], in + (r + 1) * width, out + r * width, wpr, tail, last);
+    uint64_t* t = rows[0];
+    rows[0] = rows[1], rows[1] = rows[2], rows[2] = t;
+  }
+  std::fill(rows[2], rows[2] + wpr, 0);
+  dilate_bool_row_v4<Square, false>(rows[0], rows[1], rows[2], nullptr, out + (h - 1) * width, wpr, tail, last);
+}
+
 // n rows of src (row -1 is `above`, row n is `below`) -> n rows of dst, in one function so the
 // row calls inline.
 FASTPREP_TARGET_V4 void dilate_rows_v4(const uint64_t* src, uint64_t* dst, int64_t n, const uint64_t* above,
@@ -75,7 +138,7 @@ template <Isa L>
 FASTPREP_INLINE void dilate_row(const uint64_t* up, const uint64_t* cur, const uint64_t* dn, uint64_t* o,
                                 uint64_t* vert, int64_t wpr, uint64_t last, bool square) {
 #if FASTPREP_X86_LEVELS
-  if constexpr (L == Isa::kV4) return dilate_row_v4(up, cur, dn, o, wpr, last, square);
+  if constexpr (has_avx512(L)) return dilate_row_v4(up, cur, dn, o, wpr, last, square);
 #endif
   if (square) {
     // The 3x3 square is the horizontal spread of the vertical OR (ORing up / dn again below
@@ -99,7 +162,7 @@ template <Isa L>
 FASTPREP_INLINE void dilate_rows(const uint64_t* src, uint64_t* dst, int64_t n, const uint64_t* above,
                                  const uint64_t* below, int64_t wpr, uint64_t last, bool square, uint64_t* vert) {
 #if FASTPREP_X86_LEVELS
-  if constexpr (L == Isa::kV4) return dilate_rows_v4(src, dst, n, above, below, wpr, last, square);
+  if constexpr (has_avx512(L)) return dilate_rows_v4(src, dst, n, above, below, wpr, last, square);
 #endif
   for (int64_t r = 0; r < n; ++r) {
     const uint64_t* cur = src + r * wpr;
@@ -141,7 +204,8 @@ template <Isa L, class Fill, class Emit>
 FASTPREP_INLINE void dilate_streamed(int64_t h, int64_t width, bool square, Fill&& fill, Emit&& emit) {
   const int64_t wpr = words_per_row(width);
   if (wpr == 0 || h == 0) return;
-  const int64_t block = std::max<int64_t>(1, 1024 / wpr);
+  // No larger than the image: the buffers are allocated (and zeroed) every call, 16 KB for a 4x4 mask otherwise.
+  const int64_t block = std::min(h, std::max<int64_t>(1, 1024 / wpr));
   const uint64_t last = last_word_mask(width);
   std::vector<uint64_t> buf(static_cast<size_t>((block + 2) * wpr), 0), oblock(static_cast<size_t>(block * wpr)),
       vert(static_cast<size_t>(wpr));
@@ -199,6 +263,18 @@ struct Dilate {
       }
       return;
     }
+#if FASTPREP_X86_LEVELS
+    if constexpr (has_avx512(L)) {
+      if (iterations == 1 && !packed) {
+        std::vector<uint64_t> ring(static_cast<size_t>(3 * (wpr + 2)));
+        for (int64_t i = 0; i < images; ++i) {
+          const auto f = square ? dilate_bools_v4<true> : dilate_bools_v4<false>;
+          f(in + i * h * width, out + i * h * width, h, width, ring.data());
+        }
+        return;
+      }
+    }
+#endif
     if (iterations == 1) {
       for (int64_t i = 0; i < images; ++i) {
         const uint8_t* src = in + i * h * row_bytes;
