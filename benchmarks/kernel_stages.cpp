@@ -82,24 +82,23 @@ std::vector<uint8_t> random_bools(size_t n, double p, uint32_t seed) {
 void fused() {
   const int64_t H = 1024, W = 1024, h = 256, w = 256;
   const auto img = random_bytes(H * W * 3, 1);
-  std::vector<uint8_t> bools(h * w), packed(h * w / 8), out(3 * h * w);
+  std::vector<uint64_t> words(h * w / 64);
+  std::vector<uint8_t> out(3 * h * w);
   std::vector<float> outf(3 * h * w);
   const k::RgbSource src{img.data(), 1, W * 3, 3};
   std::puts("crop_mask_ycbcr, 256x256 from 1024x1024x3 uint8 HWC, p=0.25 cross (the binding's stages):");
-  const double mask = time_us([&] { k::random_dilated_mask(7, 0.25, 1, h, w, false, 1, false, bools.data()); });
-  line("1 random_dilated_mask -> bool bytes", h * w, mask);
-  line("  (packed, for return_mask=True)", h * w / 8,
-       time_us([&] { k::random_dilated_mask(7, 0.25, 1, h, w, false, 1, true, packed.data()); }));
-  const double body = time_us([&] { k::crop_mask_ycbcr(src, 300, 411, h, w, bools.data(), out.data(), k::kU8, 1); });
-  line("2 crop + mask + YCbCr -> uint8 CHW", 3 * h * w * 2 + h * w, body);
+  const double mask = time_us([&] { k::random_dilated_mask_words(7, 0.25, h, w, false, words.data()); });
+  line("1 random_dilated_mask -> mask words", h * w / 8, mask);
+  const double body = time_us([&] { k::crop_mask_ycbcr(src, 300, 411, h, w, words.data(), out.data(), k::kU8, 1); });
+  line("2 crop + mask + YCbCr -> uint8 CHW", 3 * h * w * 2 + h * w / 8, body);
   line("  without the mask", 3 * h * w * 2,
        time_us([&] { k::crop_mask_ycbcr(src, 300, 411, h, w, nullptr, out.data(), k::kU8, 1); }));
-  line("  -> float32 * 1/255", 3 * h * w * 5 + h * w,
-       time_us([&] { k::crop_mask_ycbcr(src, 300, 411, h, w, bools.data(), outf.data(), k::kF32, 1 / 255.0f); }));
+  line("  -> float32 * 1/255", 3 * h * w * 5 + h * w / 8,
+       time_us([&] { k::crop_mask_ycbcr(src, 300, 411, h, w, words.data(), outf.data(), k::kF32, 1 / 255.0f); }));
   const k::CropSource cs{img.data(), 3, H, W, 1, W * 3, 3};
   line("  crop alone (HWC -> CHW deinterleave, no colour)", 3 * h * w * 2,
        time_us([&] { k::crop(cs, out.data(), 1, 300, 411, h, w, 0); }));
-  line("1 + 2 (the kernels of one uint8 sample)", 3 * h * w * 2 + 2 * h * w, mask + body);
+  line("1 + 2 (the kernels of one uint8 sample)", 3 * h * w * 2 + h * w / 4, mask + body);
 }
 
 void color() {

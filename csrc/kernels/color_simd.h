@@ -22,17 +22,18 @@ namespace fastprep::kernels::color_simd {
 
 #if FASTPREP_X86_LEVELS
 // n pixels of one row -> n bytes of each output plane. Packed: rgb holds R, G, B of pixel i at
-// rgb[3i..3i+2]. Planar: r[i], g[i], b[i]. mask: null, or n bytes, nonzero = masked; a masked pixel
-// reads as RGB (0, 0, 0) (mask_fill's zero), whose YCbCr is (0, 128, 128).
-void rgb_to_ycbcr_packed_v4(const uint8_t* rgb, int64_t n, const uint8_t* mask, uint8_t* y, uint8_t* cb, uint8_t* cr);
-void rgb_to_ycbcr_planar_v4(const uint8_t* r, const uint8_t* g, const uint8_t* b, int64_t n, const uint8_t* mask,
+// rgb[3i..3i+2]. Planar: r[i], g[i], b[i]. mask: null, or the row's mask words (bit i of word j is
+// pixel 64j + i, random_mask.h's layout; set = masked); a masked pixel reads as RGB (0, 0, 0)
+// (mask_fill's zero), whose YCbCr is (0, 128, 128). Words are what AVX-512 masks are: no bytes.
+void rgb_to_ycbcr_packed_v4(const uint8_t* rgb, int64_t n, const uint64_t* mask, uint8_t* y, uint8_t* cb, uint8_t* cr);
+void rgb_to_ycbcr_planar_v4(const uint8_t* r, const uint8_t* g, const uint8_t* b, int64_t n, const uint64_t* mask,
                             uint8_t* y, uint8_t* cb, uint8_t* cr);
 // Packed rows on x86-64-v4-icl; reversed: output pixel i is row pixel n - 1 - i (rgb is the row's
 // leftmost pixel in memory), the read of a left-right flip.
-void rgb_to_ycbcr_packed_v4i(const uint8_t* rgb, int64_t n, bool reversed, const uint8_t* mask, uint8_t* y, uint8_t* cb,
+void rgb_to_ycbcr_packed_v4i(const uint8_t* rgb, int64_t n, bool reversed, const uint64_t* mask, uint8_t* y, uint8_t* cb,
                              uint8_t* cr);
-void rgb_to_ycbcr_packed_v3(const uint8_t* rgb, int64_t n, const uint8_t* mask, uint8_t* y, uint8_t* cb, uint8_t* cr);
-void rgb_to_ycbcr_planar_v3(const uint8_t* r, const uint8_t* g, const uint8_t* b, int64_t n, const uint8_t* mask,
+void rgb_to_ycbcr_packed_v3(const uint8_t* rgb, int64_t n, const uint64_t* mask, uint8_t* y, uint8_t* cb, uint8_t* cr);
+void rgb_to_ycbcr_planar_v3(const uint8_t* r, const uint8_t* g, const uint8_t* b, int64_t n, const uint64_t* mask,
                             uint8_t* y, uint8_t* cb, uint8_t* cr);
 #endif
 
@@ -46,7 +47,7 @@ constexpr bool kHasReversedRows = FASTPREP_X86_LEVELS && L == Isa::kV4I;
 
 template <Isa L>
 FASTPREP_INLINE void rgb_to_ycbcr_packed([[maybe_unused]] const uint8_t* rgb, [[maybe_unused]] int64_t n,
-                                         [[maybe_unused]] const uint8_t* mask, [[maybe_unused]] uint8_t* y,
+                                         [[maybe_unused]] const uint64_t* mask, [[maybe_unused]] uint8_t* y,
                                          [[maybe_unused]] uint8_t* cb, [[maybe_unused]] uint8_t* cr) {
 #if FASTPREP_X86_LEVELS
   if constexpr (L == Isa::kV4I) rgb_to_ycbcr_packed_v4i(rgb, n, false, mask, y, cb, cr);
@@ -58,7 +59,7 @@ FASTPREP_INLINE void rgb_to_ycbcr_packed([[maybe_unused]] const uint8_t* rgb, [[
 // n packed pixels read right to left from the one at lo + 3 (n - 1); levels with kHasReversedRows.
 template <Isa L>
 FASTPREP_INLINE void rgb_to_ycbcr_packed_reversed([[maybe_unused]] const uint8_t* lo, [[maybe_unused]] int64_t n,
-                                                  [[maybe_unused]] const uint8_t* mask, [[maybe_unused]] uint8_t* y,
+                                                  [[maybe_unused]] const uint64_t* mask, [[maybe_unused]] uint8_t* y,
                                                   [[maybe_unused]] uint8_t* cb, [[maybe_unused]] uint8_t* cr) {
   static_assert(kHasReversedRows<L>, "level L has no reversed rows");
 #if FASTPREP_X86_LEVELS
@@ -69,7 +70,7 @@ FASTPREP_INLINE void rgb_to_ycbcr_packed_reversed([[maybe_unused]] const uint8_t
 template <Isa L>
 FASTPREP_INLINE void rgb_to_ycbcr_planar([[maybe_unused]] const uint8_t* r, [[maybe_unused]] const uint8_t* g,
                                          [[maybe_unused]] const uint8_t* b, [[maybe_unused]] int64_t n,
-                                         [[maybe_unused]] const uint8_t* mask, [[maybe_unused]] uint8_t* y,
+                                         [[maybe_unused]] const uint64_t* mask, [[maybe_unused]] uint8_t* y,
                                          [[maybe_unused]] uint8_t* cb, [[maybe_unused]] uint8_t* cr) {
 #if FASTPREP_X86_LEVELS
   // v4-icl's gain is in the packed bytes' deinterleave; planar rows run v4's.

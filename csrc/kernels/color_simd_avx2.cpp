@@ -48,8 +48,14 @@ FASTPREP_TARGET_V3 inline __m256i widen_half(__m256i v, int h) {
   return _mm256_cvtepu8_epi16(h ? _mm256_extracti128_si256(v, 1) : _mm256_castsi256_si128(v));
 }
 
-// 32 pixels held as R, G, B bytes (byte i = pixel i) -> 32 bytes of each output, masked pixels set.
-FASTPREP_TARGET_V3 inline void convert32_256(__m256i rb, __m256i gb, __m256i bb, const uint8_t* mask,
+// The 32 mask bits of pixels x .. x + 31 (x a multiple of 32) of a row's mask words.
+FASTPREP_TARGET_V3 inline uint32_t mask_bits32(const uint64_t* words, int64_t x) {
+  return static_cast<uint32_t>(words[x / 64] >> (x % 64));
+}
+
+// 32 pixels held as R, G, B bytes (byte i = pixel i) -> 32 bytes of each output; with has_mask, the
+// pixels whose bit is set in `bits` get (0, 128, 128).
+FASTPREP_TARGET_V3 inline void convert32_256(__m256i rb, __m256i gb, __m256i bb, bool has_mask, uint32_t bits,
                                              const Coeffs256& c, uint8_t* y, uint8_t* cb, uint8_t* cr) {
   __m256i words[3][2];
   for (int h = 0; h < 2; ++h) {
@@ -64,13 +70,17 @@ FASTPREP_TARGET_V3 inline void convert32_256(__m256i rb, __m256i gb, __m256i bb,
   // 64-bit lane 2l + h holds pixels 16h + 8l .. 16h + 8l + 7.
   __m256i out[3];
   for (int k = 0; k < 3; ++k) out[k] = _mm256_permute4x64_epi64(_mm256_packus_epi16(words[k][0], words[k][1]), 0xD8);
-  if (mask != nullptr) {
-    const __m256i keep =
-        _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mask)), _mm256_setzero_si256());
+  if (has_mask) {
+    // Bit k of the 32 -> byte k: byte k gets source byte k / 8, then its bit k % 8 is tested.
+    const __m256i spread =
+        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
+    const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), spread), bit);
+    const __m256i masked = _mm256_cmpeq_epi8(v, bit);
     const __m256i half = _mm256_set1_epi8(static_cast<char>(128));
-    out[0] = _mm256_and_si256(out[0], keep);
-    out[1] = _mm256_blendv_epi8(half, out[1], keep);
-    out[2] = _mm256_blendv_epi8(half, out[2], keep);
+    out[0] = _mm256_andnot_si256(masked, out[0]);
+    out[1] = _mm256_blendv_epi8(out[1], half, masked);
+    out[2] = _mm256_blendv_epi8(out[2], half, masked);
   }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), out[0]);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(cb), out[1]);
@@ -109,12 +119,7 @@ FASTPREP_TARGET_V3 inline __m256i ld(const uint8_t* p) {
 }
 
 struct Tail32 {
-  alignas(32) uint8_t in[3][32] = {}, m[32] = {}, out[3][32];
-  const uint8_t* mask(const uint8_t* mrow, int64_t n) {
-    if (mrow == nullptr) return nullptr;
-    std::memcpy(m, mrow, static_cast<size_t>(n));
-    return m;
-  }
+  alignas(32) uint8_t in[3][32] = {}, out[3][32];
   void emit(int64_t n, uint8_t* y, uint8_t* cb, uint8_t* cr) const {
     std::memcpy(y, out[0], static_cast<size_t>(n));
     std::memcpy(cb, out[1], static_cast<size_t>(n));
@@ -124,38 +129,39 @@ struct Tail32 {
 
 }  // namespace
 
-FASTPREP_TARGET_V3 void rgb_to_ycbcr_packed_v3(const uint8_t* rgb, int64_t n, const uint8_t* mask, uint8_t* y,
+FASTPREP_TARGET_V3 void rgb_to_ycbcr_packed_v3(const uint8_t* rgb, int64_t n, const uint64_t* mask, uint8_t* y,
                                                uint8_t* cb, uint8_t* cr) {
   const Coeffs256 c = coeffs256();
   __m256i rv, gv, bv;
   int64_t x = 0;
   for (; x + 32 <= n; x += 32) {
     deinterleave32(rgb + 3 * x, rv, gv, bv);
-    convert32_256(rv, gv, bv, mask ? mask + x : nullptr, c, y + x, cb + x, cr + x);
+    convert32_256(rv, gv, bv, mask != nullptr, mask ? mask_bits32(mask, x) : 0, c, y + x, cb + x, cr + x);
   }
   if (x < n) {
     alignas(32) uint8_t packed[96] = {};
     Tail32 t;
     std::memcpy(packed, rgb + 3 * x, static_cast<size_t>(3 * (n - x)));
     deinterleave32(packed, rv, gv, bv);
-    convert32_256(rv, gv, bv, t.mask(mask ? mask + x : nullptr, n - x), c, t.out[0], t.out[1], t.out[2]);
+    convert32_256(rv, gv, bv, mask != nullptr, mask ? mask_bits32(mask, x) : 0, c, t.out[0], t.out[1], t.out[2]);
     t.emit(n - x, y + x, cb + x, cr + x);
   }
 }
 
 FASTPREP_TARGET_V3 void rgb_to_ycbcr_planar_v3(const uint8_t* r, const uint8_t* g, const uint8_t* b, int64_t n,
-                                               const uint8_t* mask, uint8_t* y, uint8_t* cb, uint8_t* cr) {
+                                               const uint64_t* mask, uint8_t* y, uint8_t* cb, uint8_t* cr) {
   const Coeffs256 c = coeffs256();
   int64_t x = 0;
   for (; x + 32 <= n; x += 32) {
-    convert32_256(ld(r + x), ld(g + x), ld(b + x), mask ? mask + x : nullptr, c, y + x, cb + x, cr + x);
+    convert32_256(ld(r + x), ld(g + x), ld(b + x), mask != nullptr, mask ? mask_bits32(mask, x) : 0, c, y + x, cb + x,
+                  cr + x);
   }
   if (x < n) {
     Tail32 t;
     const size_t k = static_cast<size_t>(n - x);
     std::memcpy(t.in[0], r + x, k), std::memcpy(t.in[1], g + x, k), std::memcpy(t.in[2], b + x, k);
-    convert32_256(ld(t.in[0]), ld(t.in[1]), ld(t.in[2]), t.mask(mask ? mask + x : nullptr, n - x), c, t.out[0],
-                  t.out[1], t.out[2]);
+    convert32_256(ld(t.in[0]), ld(t.in[1]), ld(t.in[2]), mask != nullptr, mask ? mask_bits32(mask, x) : 0, c,
+                  t.out[0], t.out[1], t.out[2]);
     t.emit(n - x, y + x, cb + x, cr + x);
   }
 }

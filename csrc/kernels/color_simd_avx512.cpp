@@ -51,13 +51,13 @@ FASTPREP_TARGET_V4 inline void convert16_512(__m512i rg, __m512i bk, const Coeff
   cr = div31250(_mm512_add_epi32(_mm512_madd_epi16(rg, c.cr_rg), _mm512_madd_epi16(bk, c.cr_bk)), c);
 }
 
-// Masked pixels -> (0, 128, 128); then the bytes go out, only the first n of 64 when n < 64.
-FASTPREP_TARGET_V4 inline void store64_512(__m512i yv, __m512i cbv, __m512i crv, const uint8_t* mask, int64_t n,
+// Masked pixels (the set bits of *mask, the block's mask word) -> (0, 128, 128); then the bytes go
+// out, only the first n of 64 when n < 64.
+FASTPREP_TARGET_V4 inline void store64_512(__m512i yv, __m512i cbv, __m512i crv, const uint64_t* mask, int64_t n,
                                            uint8_t* y, uint8_t* cb, uint8_t* cr) {
   const __mmask64 valid = n >= 64 ? ~0ULL : (1ULL << n) - 1;
-  if (mask != nullptr) {
-    const __m512i m = _mm512_maskz_loadu_epi8(valid, mask);
-    const __mmask64 masked = _mm512_test_epi8_mask(m, m);
+  if (mask != nullptr) {  // the block's mask word is a mask register already
+    const __mmask64 masked = *mask;
     const __m512i half = _mm512_set1_epi8(static_cast<char>(128));
     yv = _mm512_maskz_mov_epi8(~masked, yv);
     cbv = _mm512_mask_mov_epi8(cbv, masked, half);
@@ -92,7 +92,7 @@ FASTPREP_TARGET_V4 inline __m512i pack_groups(const __m512i* v, __m512i order, c
 
 // 64 pixels (n of them when Tail, n < 64) of packed RGB at p -> the three outputs.
 template <bool Tail>
-FASTPREP_TARGET_V4 inline void block_packed_512(const uint8_t* p, int64_t n, const uint8_t* mask, uint8_t* y,
+FASTPREP_TARGET_V4 inline void block_packed_512(const uint8_t* p, int64_t n, const uint64_t* mask, uint8_t* y,
                                                 uint8_t* cb, uint8_t* cr, const Coeffs512& c, const __m512i* idx,
                                                 __m512i order) {
   __m512i w[6];
@@ -113,7 +113,7 @@ FASTPREP_TARGET_V4 inline void block_packed_512(const uint8_t* p, int64_t n, con
 
 }  // namespace
 
-FASTPREP_TARGET_V4 void rgb_to_ycbcr_packed_v4(const uint8_t* rgb, int64_t n, const uint8_t* mask, uint8_t* y,
+FASTPREP_TARGET_V4 void rgb_to_ycbcr_packed_v4(const uint8_t* rgb, int64_t n, const uint64_t* mask, uint8_t* y,
                                                uint8_t* cb, uint8_t* cr) {
   const Coeffs512 c = coeffs512();
   // vpermt2w tables: 16 pixels of 48 words from a 64-word window of two registers. Pixel i of the
@@ -134,14 +134,14 @@ FASTPREP_TARGET_V4 void rgb_to_ycbcr_packed_v4(const uint8_t* rgb, int64_t n, co
   const __m512i order = group_order();
   int64_t x = 0;
   for (; x + 64 <= n; x += 64) {
-    block_packed_512<false>(rgb + 3 * x, 64, mask ? mask + x : nullptr, y + x, cb + x, cr + x, c, idx, order);
+    block_packed_512<false>(rgb + 3 * x, 64, mask ? mask + x / 64 : nullptr, y + x, cb + x, cr + x, c, idx, order);
   }
   if (x < n)
-    block_packed_512<true>(rgb + 3 * x, n - x, mask ? mask + x : nullptr, y + x, cb + x, cr + x, c, idx, order);
+    block_packed_512<true>(rgb + 3 * x, n - x, mask ? mask + x / 64 : nullptr, y + x, cb + x, cr + x, c, idx, order);
 }
 
 FASTPREP_TARGET_V4 void rgb_to_ycbcr_planar_v4(const uint8_t* r, const uint8_t* g, const uint8_t* b, int64_t n,
-                                               const uint8_t* mask, uint8_t* y, uint8_t* cb, uint8_t* cr) {
+                                               const uint64_t* mask, uint8_t* y, uint8_t* cb, uint8_t* cr) {
   const Coeffs512 c = coeffs512();
   const __m512i k125 = _mm512_set1_epi16(kK);
   // After the packs, 64-bit lane 2l + h holds pixels 32h + 8l .. 32h + 8l + 7.
@@ -162,7 +162,7 @@ FASTPREP_TARGET_V4 void rgb_to_ycbcr_planar_v4(const uint8_t* r, const uint8_t* 
     }
     __m512i out[3];
     for (int k = 0; k < 3; ++k) out[k] = _mm512_permutexvar_epi64(order, _mm512_packus_epi16(words[k][0], words[k][1]));
-    store64_512(out[0], out[1], out[2], mask ? mask + x : nullptr, m, y + x, cb + x, cr + x);
+    store64_512(out[0], out[1], out[2], mask ? mask + x / 64 : nullptr, m, y + x, cb + x, cr + x);
   }
 }
 
@@ -226,7 +226,7 @@ FASTPREP_TARGET_V4I inline void convert16_icl(__m512i w, const IclTables& t, con
 
 // 64 output pixels from x (n - x of them when Tail); Tail windows are loaded pixel-exact.
 template <bool Tail, bool Reversed>
-FASTPREP_TARGET_V4I inline void block_icl(const uint8_t* rgb, int64_t n, int64_t x, const uint8_t* mask, uint8_t* y,
+FASTPREP_TARGET_V4I inline void block_icl(const uint8_t* rgb, int64_t n, int64_t x, const uint64_t* mask, uint8_t* y,
                                           uint8_t* cb, uint8_t* cr, const Coeffs512& c, const IclTables& t,
                                           __m512i order) {
   __m512i yv[4], cbv[4], crv[4];
@@ -237,12 +237,12 @@ FASTPREP_TARGET_V4I inline void block_icl(const uint8_t* rgb, int64_t n, int64_t
     convert16_icl(w, t, c, yv[g], cbv[g], crv[g]);
   }
   store64_512(pack_groups<true>(yv, order, c), pack_groups<false>(cbv, order, c), pack_groups<false>(crv, order, c),
-              mask ? mask + x : nullptr, Tail ? n - x : 64, y + x, cb + x, cr + x);
+              mask ? mask + x / 64 : nullptr, Tail ? n - x : 64, y + x, cb + x, cr + x);
 }
 
 }  // namespace
 
-FASTPREP_TARGET_V4I void rgb_to_ycbcr_packed_v4i(const uint8_t* rgb, int64_t n, bool reversed, const uint8_t* mask,
+FASTPREP_TARGET_V4I void rgb_to_ycbcr_packed_v4i(const uint8_t* rgb, int64_t n, bool reversed, const uint64_t* mask,
                                                  uint8_t* y, uint8_t* cb, uint8_t* cr) {
   const Coeffs512 c = coeffs512();
   const IclTables t = icl_tables(reversed);

@@ -1,12 +1,13 @@
 #include "kernels/crop_mask_ycbcr.h"
 
 #include <algorithm>
+#include <memory>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/color_pixel.h"
 #include "kernels/color_simd.h"
 #include "kernels/isa.h"
+#include "kernels/mask_rows.h"
 
 namespace fastprep::kernels {
 namespace {
@@ -53,20 +54,23 @@ template <int SW, int SC, typename Out>
 struct Rows {
   static constexpr int kSW = SW == -3 ? 1 : SW;  // the column stride of the row the gather reads
 
+  // mw: the row's mask words or null; mrow: width bytes of scratch for them as bytes.
   template <Isa L>
-  static FASTPREP_INLINE void one_row(const uint8_t* row, int64_t sw, int64_t sc, int64_t width, const uint8_t* m,
-                                      Out* o, int64_t plane, float scale) {
+  static FASTPREP_INLINE void one_row(const uint8_t* row, int64_t sw, int64_t sc, int64_t width, const uint64_t* mw,
+                                      uint8_t* mrow, Out* o, int64_t plane, float scale) {
     using Acc = ChunkAcc<true, uint8_t, Out>;
     if constexpr (std::is_same_v<Out, uint8_t> && kSW != 0 && color_simd::kHasExactRows<L>) {
       // uint8 out on packed or planar rows: the exact SIMD rows (color_simd.h), which apply the
-      // mask as the (0, 128, 128) a zeroed pixel converts to.
+      // mask words as the (0, 128, 128) a zeroed pixel converts to.
       if constexpr (kSW == 3) {
-        color_simd::rgb_to_ycbcr_packed<L>(row, width, m, o, o + plane, o + 2 * plane);
+        color_simd::rgb_to_ycbcr_packed<L>(row, width, mw, o, o + plane, o + 2 * plane);
       } else {
-        color_simd::rgb_to_ycbcr_planar<L>(row, row + sc, row + 2 * sc, width, m, o, o + plane, o + 2 * plane);
+        color_simd::rgb_to_ycbcr_planar<L>(row, row + sc, row + 2 * sc, width, mw, o, o + plane, o + 2 * plane);
       }
       return;
     }
+    const uint8_t* m = nullptr;  // the gather reads the mask a byte a pixel
+    if (mw != nullptr) mask_rows::words_to_bools<L>(mw, width, mrow), m = mrow;
     alignas(64) Acc t0[kChunk], t1[kChunk], t2[kChunk];
     for (int64_t x0 = 0; x0 < width; x0 += kChunk) {
       const int64_t n = std::min(kChunk, width - x0);
@@ -91,49 +95,51 @@ struct Rows {
     }
   }
 
+  // rowbuf: 7 * width bytes of scratch (a flipped row's planes, then a row of mask bytes).
   template <Isa L>
   static FASTPREP_INLINE void run(const RgbSource s, int64_t top, int64_t left, int64_t height, int64_t width,
-                                  const uint8_t* mask, Out* out, float scale, uint8_t* rowbuf) {
+                                  const uint64_t* mask, Out* out, float scale, uint8_t* rowbuf) {
     const int64_t sw = kSW ? kSW : s.sw, sc = SW == -3 ? width : SC ? SC : s.sc;
-    const int64_t plane = height * width;
+    const int64_t plane = height * width, wpr = words_per_row(width);
     for (int64_t y = 0; y < height; ++y) {
       const uint8_t* row = s.data + (top + y) * s.sh + left * s.sw;
+      const uint64_t* mw = mask ? mask + y * wpr : nullptr;
       if (y + kPrefetchRows < height) prefetch_row(row + kPrefetchRows * s.sh, width, s.sw, s.sc);
       if constexpr (SW == -3 && std::is_same_v<Out, uint8_t> && color_simd::kHasReversedRows<L>) {
-        const uint8_t* m = mask ? mask + y * width : nullptr;  // row is the window's rightmost pixel
-        Out* o = out + y * width;
-        color_simd::rgb_to_ycbcr_packed_reversed<L>(row - 3 * (width - 1), width, m, o, o + plane, o + 2 * plane);
+        Out* o = out + y * width;  // row is the window's rightmost pixel
+        color_simd::rgb_to_ycbcr_packed_reversed<L>(row - 3 * (width - 1), width, mw, o, o + plane, o + 2 * plane);
         continue;
       }
       if constexpr (SW == -3) {
         reversed_planes(row - 3 * (width - 1), width, rowbuf);  // row is the window's rightmost pixel
         row = rowbuf + 3 * width;                               // its R plane; G and B follow
       }
-      one_row<L>(row, sw, sc, width, mask ? mask + y * width : nullptr, out + y * width, plane, scale);
+      one_row<L>(row, sw, sc, width, mw, rowbuf + 6 * width, out + y * width, plane, scale);
     }
   }
 };
 
 template <typename Out>
-void run(const RgbSource& s, int64_t top, int64_t left, int64_t height, int64_t width, const uint8_t* mask, void* out,
+void run(const RgbSource& s, int64_t top, int64_t left, int64_t height, int64_t width, const uint64_t* mask, void* out,
          float scale) {
   Out* o = static_cast<Out*>(out);
+  // Not zero-filled: every byte a row uses is written first (a microsecond a call otherwise).
+  const std::unique_ptr<uint8_t[]> rowbuf(new uint8_t[static_cast<size_t>(7 * width)]);
   if (s.sw == 3 && s.sc == 1) {
-    dispatch<Rows<3, 1, Out>>(s, top, left, height, width, mask, o, scale, static_cast<uint8_t*>(nullptr));
+    dispatch<Rows<3, 1, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get());
   } else if (s.sw == -3 && s.sc == 1) {
-    std::vector<uint8_t> rowbuf(static_cast<size_t>(6 * width));
-    dispatch<Rows<-3, 1, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.data());
+    dispatch<Rows<-3, 1, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get());
   } else if (s.sw == 1) {
-    dispatch<Rows<1, 0, Out>>(s, top, left, height, width, mask, o, scale, static_cast<uint8_t*>(nullptr));
+    dispatch<Rows<1, 0, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get());
   } else {
-    dispatch<Rows<0, 0, Out>>(s, top, left, height, width, mask, o, scale, static_cast<uint8_t*>(nullptr));
+    dispatch<Rows<0, 0, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get());
   }
 }
 
 }  // namespace
 
 void crop_mask_ycbcr(const RgbSource& src, int64_t top, int64_t left, int64_t height, int64_t width,
-                     const uint8_t* mask, void* out, int out_type, float scale) {
+                     const uint64_t* mask, void* out, int out_type, float scale) {
   switch (out_type) {
     case kU8:
       run<uint8_t>(src, top, left, height, width, mask, out, scale);

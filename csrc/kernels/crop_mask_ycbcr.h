@@ -1,5 +1,5 @@
 // The target pipeline's per-sample work in one pass, torch-free: read the crop window of a uint8
-// RGB image (any strides), zero every channel where the packed mask is set, convert to YCbCr and
+// RGB image (any strides), zero every channel where the mask is set, convert to YCbCr and
 // write CHW planes. Per-pixel formulas: color_pixel.h; mask: random_dilated_mask (dilate.h).
 // Mirror: pyext/fastprep/numba_kernels/crop_mask_ycbcr.py.
 #pragma once
@@ -13,9 +13,11 @@ struct RgbSource {
 };
 
 // out: [3, height, width] contiguous of out_type (color.h's ColorType codes). mask: null, or
-// [height, width] bool bytes (nonzero = masked; bytes, not bits, so the gather vectorises).
-// Float outputs are the float formulas times scale, as convert_color computes them from uint8.
+// [height, words_per_row(width)] mask words (random_mask.h's layout, padding bits zero; a set bit =
+// masked): the AVX-512 rows use each word as the mask register of their blends, the other paths
+// turn a row's words into bytes as they go. Float outputs are the float formulas times scale, as
+// convert_color computes them from uint8.
 void crop_mask_ycbcr(const RgbSource& src, int64_t top, int64_t left, int64_t height, int64_t width,
-                     const uint8_t* mask, void* out, int out_type, float scale);
+                     const uint64_t* mask, void* out, int out_type, float scale);
 
 }  // namespace fastprep::kernels

@@ -351,6 +351,22 @@ struct RandomDilatedMask {
   }
 };
 
+// random_dilated_mask's one dilation of one image, kept as words (for crop_mask_ycbcr).
+struct RandomDilatedMaskWords {
+  template <Isa L>
+  static FASTPREP_INLINE void run(int64_t seed, double p, int64_t h, int64_t width, bool square, uint64_t* words) {
+    const uint32_t q = mask_threshold(p);
+    const int64_t wpr = words_per_row(width);
+    const auto fill = [&](int64_t r, int64_t n, uint64_t* w) __attribute__((always_inline)) {
+      mask_rows::random_rows(static_cast<uint64_t>(seed), q, r, n, wpr, width, w);
+    };
+    const auto emit = [&](int64_t r, int64_t n, const uint64_t* w) __attribute__((always_inline)) {
+      std::memcpy(words + r * wpr, w, static_cast<size_t>(n * wpr) * 8);
+    };
+    dilate_streamed<L>(h, width, square, fill, emit);
+  }
+};
+
 }  // namespace
 
 void dilate_words(const uint64_t* src, uint64_t* dst, int64_t h, int64_t width, bool square) {
@@ -365,6 +381,10 @@ void dilate(const uint8_t* in, uint8_t* out, int64_t images, int64_t h, int64_t 
 void random_dilated_mask(int64_t seed, double p, int64_t images, int64_t h, int64_t width, bool square,
                          int64_t iterations, bool packed, uint8_t* out) {
   dispatch<RandomDilatedMask>(seed, p, images, h, width, square, capped_iterations(iterations, h, width), packed, out);
+}
+
+void random_dilated_mask_words(int64_t seed, double p, int64_t h, int64_t width, bool square, uint64_t* words) {
+  dispatch<RandomDilatedMaskWords>(seed, p, h, width, square, words);
 }
 
 }  // namespace fastprep::kernels

@@ -18,4 +18,8 @@ void dilate(const uint8_t* in, uint8_t* out, int64_t images, int64_t h, int64_t 
 void random_dilated_mask(int64_t seed, double p, int64_t images, int64_t h, int64_t width, bool square,
                          int64_t iterations, bool packed, uint8_t* out);
 
+// One image's random_dilated_mask with one iteration as [h, words_per_row(width)] words (padding
+// bits zero): what crop_mask_ycbcr applies, with no bytes in between.
+void random_dilated_mask_words(int64_t seed, double p, int64_t h, int64_t width, bool square, uint64_t* words);
+
 }  // namespace fastprep::kernels

@@ -10,6 +10,7 @@
 #include "kernels/crop.h"
 #include "kernels/crop_mask_ycbcr.h"
 #include "kernels/dilate.h"
+#include "kernels/random_mask.h"
 #include "ops/alloc.h"
 #include "ops/checks.h"
 #include "ops/color_args.h"
@@ -19,20 +20,20 @@
 namespace fastprep::ops {
 namespace {
 
-// Bytes that grow without being zero-filled: std::vector<uint8_t>::resize writes every byte first,
-// about a microsecond for a 256^2 mask that the kernel overwrites at once.
+// Mask words that grow without being zero-filled (std::vector::resize writes every element first)
+// and serve every sample of a batch: the kernel overwrites them at once.
 class Scratch {
  public:
-  uint8_t* get(size_t n) {
+  uint64_t* get(size_t n) {
     if (n > size_) {
-      data_.reset(new uint8_t[n]);
+      data_.reset(new uint64_t[n]);
       size_ = n;
     }
     return data_.get();
   }
 
  private:
-  std::unique_ptr<uint8_t[]> data_;
+  std::unique_ptr<uint64_t[]> data_;
   size_t size_ = 0;
 };
 
@@ -79,8 +80,8 @@ struct Sample {
 
 // One sample into out ([3, height, width] contiguous) and, when mask_out is given, its packed mask
 // ([height, ceil(width / 8)]): the crop uses `seed` as random_crop does, the mask `mask_seed`.
-// The mask is applied from bool bytes (scratch of height * width), which the gather reads
-// in step with the pixels; packed and bool masks come from the same generator, so they agree.
+// The mask is made once, as words (scratch), which the kernel applies and whose rows are the packed
+// mask's bytes (little-endian words: bit i of a row's bytes is pixel i).
 // hflip: the crop is cut from the image flipped left-right (read from its last column with the
 // column stride negated, as random_crop does); the mask stays in output coordinates.
 void run_sample(const Sample& s, const Tensor& img, const ImageView& v, int64_t seed, int64_t mask_seed,
@@ -88,17 +89,19 @@ void run_sample(const Sample& s, const Tensor& img, const ImageView& v, int64_t 
   const uint64_t useed = static_cast<uint64_t>(seed);
   const int64_t top = kernels::random_crop_offset(kernels::random_word(useed, 0), v.h, s.height, false);
   const int64_t left = kernels::random_crop_offset(kernels::random_word(useed, 1), v.w, s.width, false);
-  if (mask_out != nullptr) {
-    kernels::random_dilated_mask(mask_seed, s.p, 1, s.height, s.width, s.square, 1, true, mask_out);
-  }
-  uint8_t* bools = nullptr;
-  if (apply_mask) {
-    bools = scratch.get(static_cast<size_t>(s.height * s.width));
-    kernels::random_dilated_mask(mask_seed, s.p, 1, s.height, s.width, s.square, 1, false, bools);
+  uint64_t* words = nullptr;
+  if (apply_mask || mask_out != nullptr) {
+    const int64_t wpr = kernels::words_per_row(s.width);  // the mask's byte size fits: checked by the caller
+    words = scratch.get(static_cast<size_t>(s.height * wpr));
+    kernels::random_dilated_mask_words(mask_seed, s.p, s.height, s.width, s.square, words);
+    for (int64_t r = 0; mask_out != nullptr && r < s.height; ++r) {
+      kernels::words_to_packed(words + r * wpr, s.width, mask_out + r * bytes_for_bits(s.width));
+    }
   }
   const auto* base = static_cast<const uint8_t*>(img.const_data_ptr());  // v.w >= s.width > 0
   const kernels::RgbSource src{hflip ? base + (v.w - 1) * v.sw : base, v.sc, v.sh, hflip ? -v.sw : v.sw};
-  kernels::crop_mask_ycbcr(src, top, left, s.height, s.width, bools, out, s.out_type, s.scale);
+  kernels::crop_mask_ycbcr(src, top, left, s.height, s.width, apply_mask ? words : nullptr, out, s.out_type,
+                           s.scale);
 }
 
 // An output argument the caller provides: dtype, contiguity and exact shape.
