@@ -84,6 +84,8 @@ def check_seed(name: str, value: Any) -> int:
 
 def op_seed(op: str, name: str, value: Any) -> int:
     """check_seed for argument `name` of op `op`, the message naming the op."""
+    if type(value) is int and INT64_MIN <= value <= INT64_MAX:  # the usual seed, without the ABC checks (0.25 us)
+        return value
     try:
         return check_seed(name, value)
     except (TypeError, ValueError) as exc:
