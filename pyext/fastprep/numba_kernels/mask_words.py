@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastprep.numba_kernels._cache import njit
+from fastprep.numba_kernels.vector_bits import bools64_to_word, word_to_bools64
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -22,18 +23,15 @@ def last_word_mask(width):
     return _ALL if r == 0 else (np.uint64(1) << np.uint64(r)) - np.uint64(1)
 
 
-# Bit-at-a-time loops with a constant trip count of 64 over a local slice: LLVM vectorises these
-# (variable shifts); Numba has no mask-register moves. Indexing with an outer offset instead
-# stops the vectorisation (8x slower).
+# A whole word moves in one vector instruction or a few (vector_bits); the row's last partial
+# word goes bit by bit.
 @njit(cache=True)
 def words_to_bools(words, wo, width, out, oo):
     o = out[oo:oo + width]
     w_ = words[wo:wo + words_per_row(width)]
     full = width // 64
     for j in range(full):
-        w = w_[j]
-        for b in range(64):
-            o[64 * j + b] = np.uint8((w >> np.uint64(b)) & np.uint64(1))
+        word_to_bools64(w_[j], o, 64 * j)
     for x in range(64 * full, width):
         o[x] = np.uint8((w_[x // 64] >> np.uint64(x % 64)) & np.uint64(1))
 
@@ -44,10 +42,7 @@ def bools_to_words(row, ro, width, words, wo):
     w_ = words[wo:wo + words_per_row(width)]
     full = width // 64
     for j in range(full):
-        acc = np.uint64(0)
-        for b in range(64):
-            acc |= np.uint64(r_[64 * j + b] != 0) << np.uint64(b)
-        w_[j] = acc
+        w_[j] = bools64_to_word(r_, 64 * j)
     if full < w_.size:
         w_[full] = 0
     for x in range(64 * full, width):

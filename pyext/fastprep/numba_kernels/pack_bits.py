@@ -9,6 +9,12 @@ import numpy as np
 import torch
 
 from fastprep.numba_kernels._cache import njit
+from fastprep.numba_kernels.vector_bits import (
+    bools64_to_word,
+    bools64_to_word_big,
+    word_to_bools64,
+    word_to_bools64_big,
+)
 from fastprep.ops import checks
 from fastprep.ops.pack_bits import check_pack, check_unpack
 
@@ -43,20 +49,33 @@ def bit_shift(k, little):
 # negative-index wraparound branch, which otherwise blocks load combining (measured 10x slower).
 
 @njit(cache=True)
-def pack_rows(x, out, rows, n, little):
-    nb = (n + 7) // 8
-    full = n // 8
+def pack_run(x, out, n, little):
+    """n bytes (nonzero = 1) -> ceil(n / 8) packed bytes: 64 at a time by a byte test into a word
+    (vector_bits, as the C++ pack_run_v4), then 8 at a time by SWAR, then the last partial byte."""
+    blocks = n // 64
+    for j in range(blocks):
+        w = bools64_to_word(x, 64 * j) if little else bools64_to_word_big(x, 64 * j)
+        for k in range(8):
+            out[8 * j + k] = np.uint8((w >> np.uint64(8 * k)) & np.uint64(0xFF))
     gather = _GATHER_LITTLE if little else _GATHER_BIG
+    full = n // 8
+    for j in range(8 * blocks, full):
+        out[j] = np.uint8((bytes_to_bits(load_word(x, 8 * j)) * gather) >> np.uint64(56))
+    if 8 * full < n:
+        b = 0
+        for k in range(n - 8 * full):
+            b |= (1 if x[8 * full + k] != 0 else 0) << bit_shift(k, little)
+        out[full] = np.uint8(b)
+
+
+@njit(cache=True)
+def pack_rows(x, out, rows, n, little):
+    if n % 8 == 0:  # rows of whole bytes: one run
+        pack_run(x[:rows * n], out[:rows * n // 8], rows * n, little)
+        return
+    nb = (n + 7) // 8
     for r in range(rows):
-        row = x[r * n:(r + 1) * n]
-        orow = out[r * nb:(r + 1) * nb]
-        for j in range(full):
-            orow[j] = np.uint8((bytes_to_bits(load_word(row, 8 * j)) * gather) >> np.uint64(56))
-        if full < nb:
-            b = 0
-            for k in range(n - 8 * full):
-                b |= (1 if row[8 * full + k] != 0 else 0) << bit_shift(k, little)
-            orow[full] = np.uint8(b)
+        pack_run(x[r * n:(r + 1) * n], out[r * nb:(r + 1) * nb], n, little)
 
 
 @njit(cache=True)
@@ -75,18 +94,33 @@ def pack_planes(x, out, outer, n, inner, little):
 
 
 @njit(cache=True)
-def unpack_rows(packed, out, rows, m, count, little):
-    full = count // 8
+def unpack_run(packed, out, count, little):
+    """count elements from ceil(count / 8) packed bytes -> 0/1 bytes: 64 at a time from a word
+    (vector_bits, as the C++ unpack_run_v4), then 8 at a time by SWAR, then the rest."""
+    blocks = count // 64
+    for j in range(blocks):
+        w = load_word(packed, 8 * j)
+        if little:
+            word_to_bools64(w, out, 64 * j)
+        else:
+            word_to_bools64_big(w, out, 64 * j)
     spread = _SPREAD_LITTLE if little else _SPREAD_BIG
+    full = count // 8
+    for j in range(8 * blocks, full):
+        w = bytes_to_bits((np.uint64(packed[j]) * _ONES) & spread)
+        for k in range(8):
+            out[8 * j + k] = np.uint8((w >> np.uint64(8 * k)) & np.uint64(0xFF))
+    for k in range(count - 8 * full):
+        out[8 * full + k] = (packed[full] >> bit_shift(k, little)) & 1
+
+
+@njit(cache=True)
+def unpack_rows(packed, out, rows, m, count, little):
+    if count == 8 * m:  # whole bytes: one run
+        unpack_run(packed[:rows * m], out[:rows * count], rows * count, little)
+        return
     for r in range(rows):
-        prow = packed[r * m:(r + 1) * m]
-        orow = out[r * count:(r + 1) * count]
-        for j in range(full):
-            w = bytes_to_bits((np.uint64(prow[j]) * _ONES) & spread)
-            for k in range(8):
-                orow[8 * j + k] = np.uint8((w >> np.uint64(8 * k)) & np.uint64(0xFF))
-        for k in range(count - 8 * full):
-            orow[8 * full + k] = (prow[full] >> bit_shift(k, little)) & 1
+        unpack_run(packed[r * m:(r + 1) * m], out[r * count:(r + 1) * count], count, little)
 
 
 @njit(cache=True)
