@@ -28,42 +28,53 @@ def spread_h(prev, cur, nxt):
 
 @njit(cache=True)
 def dilate_words(src, dst, h, width, square):
-    # The C++ kernel's dilate_row inlined on flat indices: in Numba a call and row slices per row
-    # cost ~3x, which is also why random_dilated_mask_kernel below has no rolling window.
+    # The C++ kernel's dilate_row for a whole image in long flat loops over slices (LLVM
+    # vectorises them, and slice indices are provably non-negative, so Numba drops its
+    # wraparound test); a loop per row costs ~5x at 16 words a row. The flat horizontal spread
+    # carries bits across rows at each row's first and last word: the row loop at the end redoes
+    # those two words.
     wpr = words_per_row(width)
-    if wpr == 0:
+    n = h * wpr
+    if n == 0:
         return
-    last = last_word_mask(width)
     zero = np.uint64(0)
-    vert = np.empty(wpr, dtype=np.uint64)  # up | dn rows (cross), up | cur | dn (square)
+    last = last_word_mask(width)
+    v = src
+    if square:  # the 3x3 square is the horizontal spread of the vertical OR
+        v = src.copy()
+        v_up, v_dn = v[wpr:], v[:n - wpr]
+        for k in range(n - wpr):
+            v_up[k] |= src[k]  # row r gets row r - 1
+        for k in range(n - wpr):
+            v_dn[k] |= src[wpr + k]  # row r gets row r + 1
+    if wpr == 1:
+        for k in range(n):
+            dst[k] = spread_h(zero, v[k], zero)
+    elif n > 2:
+        prev, cur, nxt, o = v[:n - 2], v[1:n - 1], v[2:], dst[1:n - 1]
+        for k in range(n - 2):
+            o[k] = spread_h(prev[k], cur[k], nxt[k])
+    if not square:  # the cross adds the rows above and below
+        o_up, o_dn = dst[wpr:], dst[:n - wpr]
+        for k in range(n - wpr):
+            o_up[k] |= src[k]
+        for k in range(n - wpr):
+            o_dn[k] |= src[wpr + k]
     for r in range(h):
-        base = r * wpr
-        if r > 0 and r + 1 < h:
-            for j in range(wpr):
-                vert[j] = src[base - wpr + j] | src[base + wpr + j]
-        elif r > 0:
-            for j in range(wpr):
-                vert[j] = src[base - wpr + j]
-        elif r + 1 < h:
-            for j in range(wpr):
-                vert[j] = src[base + wpr + j]
-        else:
-            vert[:] = 0
-        if square:
-            # The 3x3 square is the horizontal spread of the vertical OR.
-            for j in range(wpr):
-                vert[j] |= src[base + j]
-            cur, co = vert, 0
-        else:
-            cur, co = src, base
-        if wpr == 1:
-            dst[base] = spread_h(zero, cur[co], zero) | vert[0]
-        else:
-            dst[base] = spread_h(zero, cur[co], cur[co + 1]) | vert[0]
-            for j in range(1, wpr - 1):
-                dst[base + j] = spread_h(cur[co + j - 1], cur[co + j], cur[co + j + 1]) | vert[j]
-            dst[base + wpr - 1] = spread_h(cur[co + wpr - 2], cur[co + wpr - 1], zero) | vert[wpr - 1]
-        dst[base + wpr - 1] &= last
+        i, k = r * wpr, r * wpr + wpr - 1
+        if wpr > 1:
+            a = spread_h(zero, v[i], v[i + 1])
+            b = spread_h(v[k - 1], v[k], zero)
+            if not square:
+                if r > 0:
+                    a |= src[i - wpr]
+                    b |= src[k - wpr]
+                if r + 1 < h:
+                    a |= src[i + wpr]
+                    b |= src[k + wpr]
+            dst[i] = a
+            dst[k] = b
+        dst[k] &= last
 
 
 @njit(cache=True, inline="always")
