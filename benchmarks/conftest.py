@@ -63,18 +63,21 @@ def _kind(bench) -> str:
 
 
 # Why the Numba backend stays more than 2x the native one, per group family (printed under a group
-# where it does): Numba reaches no intrinsics, and LLVM's vectoriser finds none of these.
+# where it does). Numba reaches no intrinsics: the 64-byte <-> word moves go through LLVM vector IR
+# (numba_kernels/vector_bits.py), everything else through LLVM's vectoriser, which finds none of
+# the instructions below; and a Numba op pays ~6 us of Python a call (checks, numpy views of the
+# tensors, the jit dispatch) where the C++ binding pays ~2.
 NUMBA_WHY = {
     "rgb_to_ycbcr": "Numba: the exact formula runs in 32-bit float lanes (LLVM); native forms the numerators by "
-                    "vpmaddwd of 16-bit (R,G),(B,125) pairs after a vpermt2w deinterleave, about half the "
+                    "vpmaddwd/vpdpwssd of 16-bit (R,G),(B,125) pairs after a vpermb deinterleave, about half the "
                     "instructions",
     "pipeline": "Numba: rgb_to_ycbcr's colour arithmetic (see there), and ~15 us of Python around its kernels "
                 "(checks, crop window, allocation) where the C++ binding spends ~5 us",
-    "dilate": "Numba: bool <-> bit moves go bit by bit; native moves 64 bytes to or from a mask register in "
-              "one instruction (vptestmb, masked moves)",
-    "random_": "Numba: the 64-bit words -> bool bytes move goes bit by bit; native uses masked moves",
-    "pack_bits": "Numba: bytes -> bits by SWAR multiplies; native tests 64 bytes into a mask register at once",
-    "unpack_bits": "Numba: bits -> bytes by SWAR multiplies; native expands a mask register in one instruction",
+    "dilate": "Numba: ~6 us of Python a call (small masks), and the packed path's rows go through bytes",
+    "random_": "Numba: ~6 us of Python a call, the rest is the generator's 64-bit multiplies in LLVM's vectors",
+    "pack_bits": "Numba: packing across planes (dim != last) ORs a plane at a time through memory; native "
+                 "keeps 8 planes' bits in a register",
+    "unpack_bits": "Numba: unpacking across planes (dim != last) runs a plane at a time in 64-bit lanes",
     "mask_fill": "Numba: the mask bits are expanded to bytes for the selects; native uses the mask words as "
                  "the mask registers of masked moves and stores",
 }
