@@ -75,9 +75,9 @@ NUMBA_WHY = {
                 "(checks, crop window, allocation) where the C++ binding spends ~5 us",
     "dilate": "Numba: ~6 us of Python a call (small masks), and the packed path's rows go through bytes",
     "random_": "Numba: ~6 us of Python a call, the rest is the generator's 64-bit multiplies in LLVM's vectors",
-    "pack_bits": "Numba: packing across planes (dim != last) ORs a plane at a time through memory; native "
-                 "keeps 8 planes' bits in a register",
-    "unpack_bits": "Numba: unpacking across planes (dim != last) runs a plane at a time in 64-bit lanes",
+    "pack_bits": "Numba: ~6 us of Python a call, and across planes (dim != last) each plane's bits are ORed "
+                 "into memory where native keeps 8 planes' bits in a register",
+    "unpack_bits": "Numba: ~6 us of Python a call",
     "mask_fill": "Numba: the mask bits are expanded to bytes for the selects; native uses the mask words as "
                  "the mask registers of masked moves and stores",
 }
