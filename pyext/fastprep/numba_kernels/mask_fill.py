@@ -10,6 +10,8 @@ import numpy as np
 import torch
 
 from fastprep.numba_kernels._cache import njit
+from fastprep.numba_kernels.mask_words import load_word
+from fastprep.numba_kernels.vector_bits import word_to_bools64
 from fastprep.ops import checks
 from fastprep.ops.mask_fill import check_mask_fill
 
@@ -20,12 +22,18 @@ _BITS_DTYPE = {torch.uint8: torch.uint8, torch.float16: torch.int16, torch.bfloa
 
 @njit(cache=True, inline="always")
 def row_bits(mask, off, w, packed, bits):
-    if packed:
-        for x in range(w):
-            bits[x] = (mask[off + (x >> 3)] >> (x & 7)) & 1
-    else:
-        for x in range(w):
-            bits[x] = 1 if mask[off + x] != 0 else 0
+    """Row `off` of the mask as a byte per pixel, nonzero = masked: a bool mask's own row, or a
+    packed row spread into `bits` a word at a time (vector_bits). Row slices keep every index
+    provably non-negative, so Numba adds no wraparound test per pixel (that cost 5x)."""
+    if not packed:
+        return mask[off:off + w]
+    row = mask[off:off + (w + 7) // 8]
+    full = w // 64
+    for j in range(full):
+        word_to_bools64(load_word(row, 8 * j), bits, 64 * j)
+    for x in range(64 * full, w):
+        bits[x] = (row[x >> 3] >> (x & 7)) & 1
+    return bits
 
 
 @njit(cache=True)
@@ -37,28 +45,40 @@ def mask_fill_kernel(src, dst, in_place, mask, mask_n, packed, value):
     for n in range(n_img):
         mimg = (0 if mask_n == 1 else n) * h * row_bytes
         for y in range(h):
-            row_bits(mask, mimg + y * row_bytes, w, packed, bits)
+            m = row_bits(mask, mimg + y * row_bytes, w, packed, bits)
             if in_place and pixel_major:
                 for x in range(w):
-                    if bits[x]:
+                    if m[x]:
                         for c in range(c_n):
                             dst[n, c, y, x] = value
             elif pixel_major:
                 for x in range(w):
                     for c in range(c_n):
-                        dst[n, c, y, x] = value if bits[x] else src[n, c, y, x]
+                        dst[n, c, y, x] = value if m[x] else src[n, c, y, x]
             else:
                 for c in range(c_n):
                     # Row views: on C-contiguous images these are unit-stride and vectorise.
                     sp = src[n, c, y]
                     dp = dst[n, c, y]
                     for x in range(w):
-                        dp[x] = value if bits[x] else sp[x]
+                        dp[x] = value if m[x] else sp[x]
+
+
+_VALUE_BITS: dict = {}
 
 
 def _value_bits(value: float, dtype: torch.dtype):
-    # torch's own conversion (as the C++ binding's torch::stable::full), as a typed scalar.
-    return torch.tensor([value], dtype=dtype).view(_BITS_DTYPE[dtype]).numpy()[0]
+    """torch's own conversion of `value` to `dtype` (as the C++ binding's torch::stable::full), as
+    a typed scalar of its bits. Kept per (dtype, value) as the C++ binding keeps its last one: the
+    conversion through a tensor costs 4 us a call. The key holds repr(value), so 0.0 and -0.0
+    (equal, and hashed alike) stay apart."""
+    key = (dtype, type(value), repr(value))
+    bits = _VALUE_BITS.get(key)
+    if bits is None:
+        if len(_VALUE_BITS) >= 256:
+            _VALUE_BITS.clear()
+        bits = _VALUE_BITS[key] = torch.tensor([value], dtype=dtype).view(_BITS_DTYPE[dtype]).numpy()[0]
+    return bits
 
 
 def _nchw(t: torch.Tensor, batched: bool, layout: str) -> np.ndarray:

@@ -50,6 +50,15 @@ def bools_to_words(row, ro, width, words, wo):
             w_[x // 64] |= np.uint64(1) << np.uint64(x % 64)
 
 
+@njit(cache=True, inline="always")
+def load_word(a, i):
+    """Bytes a[i .. i + 7] as a little-endian word (LLVM makes it one load)."""
+    w = np.uint64(0)
+    for k in range(8):
+        w |= np.uint64(a[i + k]) << np.uint64(8 * k)
+    return w
+
+
 # Byte k of a word is bits 8k..8k+7 (little-endian, as the C++ memcpy); shifts beat a uint8 view.
 @njit(cache=True)
 def words_to_packed(words, wo, width, out, oo):

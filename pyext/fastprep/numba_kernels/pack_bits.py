@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from fastprep.numba_kernels._cache import njit
+from fastprep.numba_kernels.mask_words import load_word
 from fastprep.numba_kernels.vector_bits import (
     bit_plane64,
     bools64_to_word,
@@ -27,14 +28,6 @@ _SPREAD_BIG = np.uint64(0x0102040810204080)
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 _HIGH1 = np.uint64(0x8080808080808080)
 _ONES = np.uint64(0x0101010101010101)
-
-
-@njit(cache=True, inline="always")
-def load_word(a, i):
-    w = np.uint64(0)
-    for k in range(8):
-        w |= np.uint64(a[i + k]) << np.uint64(8 * k)
-    return w
 
 
 @njit(cache=True, inline="always")
