@@ -30,8 +30,8 @@ void rgb_to_ycbcr_planar_v4(const uint8_t* r, const uint8_t* g, const uint8_t* b
                             uint8_t* y, uint8_t* cb, uint8_t* cr);
 // Packed rows on x86-64-v4-icl; reversed: output pixel i is row pixel n - 1 - i (rgb is the row's
 // leftmost pixel in memory), the read of a left-right flip.
-void rgb_to_ycbcr_packed_v4i(const uint8_t* rgb, int64_t n, bool reversed, const uint64_t* mask, uint8_t* y, uint8_t* cb,
-                             uint8_t* cr);
+void rgb_to_ycbcr_packed_v4i(const uint8_t* rgb, int64_t n, bool reversed, const uint64_t* mask, uint8_t* y,
+                             uint8_t* cb, uint8_t* cr);
 void rgb_to_ycbcr_packed_v3(const uint8_t* rgb, int64_t n, const uint64_t* mask, uint8_t* y, uint8_t* cb, uint8_t* cr);
 void rgb_to_ycbcr_planar_v3(const uint8_t* r, const uint8_t* g, const uint8_t* b, int64_t n, const uint64_t* mask,
                             uint8_t* y, uint8_t* cb, uint8_t* cr);

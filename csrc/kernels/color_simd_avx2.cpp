@@ -72,8 +72,8 @@ FASTPREP_TARGET_V3 inline void convert32_256(__m256i rb, __m256i gb, __m256i bb,
   for (int k = 0; k < 3; ++k) out[k] = _mm256_permute4x64_epi64(_mm256_packus_epi16(words[k][0], words[k][1]), 0xD8);
   if (has_mask) {
     // Bit k of the 32 -> byte k: byte k gets source byte k / 8, then its bit k % 8 is tested.
-    const __m256i spread =
-        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                                            3, 3, 3, 3, 3, 3, 3);
     const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
     const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), spread), bit);
     const __m256i masked = _mm256_cmpeq_epi8(v, bit);
@@ -160,8 +160,8 @@ FASTPREP_TARGET_V3 void rgb_to_ycbcr_planar_v3(const uint8_t* r, const uint8_t* 
     Tail32 t;
     const size_t k = static_cast<size_t>(n - x);
     std::memcpy(t.in[0], r + x, k), std::memcpy(t.in[1], g + x, k), std::memcpy(t.in[2], b + x, k);
-    convert32_256(ld(t.in[0]), ld(t.in[1]), ld(t.in[2]), mask != nullptr, mask ? mask_bits32(mask, x) : 0, c,
-                  t.out[0], t.out[1], t.out[2]);
+    convert32_256(ld(t.in[0]), ld(t.in[1]), ld(t.in[2]), mask != nullptr, mask ? mask_bits32(mask, x) : 0, c, t.out[0],
+                  t.out[1], t.out[2]);
     t.emit(n - x, y + x, cb + x, cr + x);
   }
 }

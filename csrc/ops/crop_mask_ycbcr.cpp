@@ -100,8 +100,7 @@ void run_sample(const Sample& s, const Tensor& img, const ImageView& v, int64_t 
   }
   const auto* base = static_cast<const uint8_t*>(img.const_data_ptr());  // v.w >= s.width > 0
   const kernels::RgbSource src{hflip ? base + (v.w - 1) * v.sw : base, v.sc, v.sh, hflip ? -v.sw : v.sw};
-  kernels::crop_mask_ycbcr(src, top, left, s.height, s.width, apply_mask ? words : nullptr, out, s.out_type,
-                           s.scale);
+  kernels::crop_mask_ycbcr(src, top, left, s.height, s.width, apply_mask ? words : nullptr, out, s.out_type, s.scale);
 }
 
 // An output argument the caller provides: dtype, contiguity and exact shape.
