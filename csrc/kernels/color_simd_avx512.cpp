@@ -240,21 +240,24 @@ FASTPREP_TARGET_V4I inline void block_icl(const uint8_t* rgb, int64_t n, int64_t
               mask ? mask + x / 64 : nullptr, Tail ? n - x : 64, y + x, cb + x, cr + x);
 }
 
+// The row's whole 64-pixel blocks, then its tail.
+template <bool Reversed>
+FASTPREP_TARGET_V4I inline void row_icl(const uint8_t* rgb, int64_t n, const uint64_t* mask, uint8_t* y, uint8_t* cb,
+                                        uint8_t* cr) {
+  const Coeffs512 c = coeffs512();
+  const IclTables t = icl_tables(Reversed);
+  const __m512i order = group_order();
+  const int64_t full = n / 64 * 64;
+  for (int64_t x = 0; x < full; x += 64) block_icl<false, Reversed>(rgb, n, x, mask, y, cb, cr, c, t, order);
+  if (full < n) block_icl<true, Reversed>(rgb, n, full, mask, y, cb, cr, c, t, order);
+}
+
 }  // namespace
 
 FASTPREP_TARGET_V4I void rgb_to_ycbcr_packed_v4i(const uint8_t* rgb, int64_t n, bool reversed, const uint64_t* mask,
                                                  uint8_t* y, uint8_t* cb, uint8_t* cr) {
-  const Coeffs512 c = coeffs512();
-  const IclTables t = icl_tables(reversed);
-  const __m512i order = group_order();
-  const int64_t full = n / 64 * 64;
-  if (reversed) {
-    for (int64_t x = 0; x < full; x += 64) block_icl<false, true>(rgb, n, x, mask, y, cb, cr, c, t, order);
-    if (full < n) block_icl<true, true>(rgb, n, full, mask, y, cb, cr, c, t, order);
-  } else {
-    for (int64_t x = 0; x < full; x += 64) block_icl<false, false>(rgb, n, x, mask, y, cb, cr, c, t, order);
-    if (full < n) block_icl<true, false>(rgb, n, full, mask, y, cb, cr, c, t, order);
-  }
+  if (reversed) return row_icl<true>(rgb, n, mask, y, cb, cr);
+  row_icl<false>(rgb, n, mask, y, cb, cr);
 }
 
 }  // namespace fastprep::kernels::color_simd

@@ -123,7 +123,7 @@ template <typename Out>
 void run(const RgbSource& s, int64_t top, int64_t left, int64_t height, int64_t width, const uint64_t* mask, void* out,
          float scale) {
   Out* o = static_cast<Out*>(out);
-  // Not zero-filled: every byte a row uses is written first (a microsecond a call otherwise).
+  // Not zero-filled: every byte a row uses is written before it is read.
   const std::unique_ptr<uint8_t[]> rowbuf(new uint8_t[static_cast<size_t>(7 * width)]);
   if (s.sw == 3 && s.sc == 1) {
     dispatch<Rows<3, 1, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get());

@@ -88,8 +88,7 @@ def pack_planes(x, out, outer, n, inner, little):
             first = (o * n + 8 * j) * inner
             for b in range(blocks):
                 for k in range(kmax):
-                    xrow = x[first + k * inner:first + (k + 1) * inner]
-                    or_bits64(bools64_to_word(xrow, 64 * b), 1 << bit_shift(k, little), orow, 64 * b)
+                    or_bits64(bools64_to_word(x, first + k * inner + 64 * b), 1 << bit_shift(k, little), orow, 64 * b)
             for k in range(kmax):
                 xrow = x[first + k * inner:first + (k + 1) * inner]
                 s = bit_shift(k, little)
