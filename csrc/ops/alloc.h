@@ -81,7 +81,7 @@ inline std::string byte_count(const std::vector<int64_t>& sizes, ScalarType dtyp
 
 // Runs alloc(). A failing allocation inside torch reaches here through the stable ABI without
 // torch's message ("... API call failed"), so the error says what could not be allocated and its
-// size instead, as checks.allocating does on the Numba backend.
+// size instead, as checks.allocation_failed does on the Numba backend.
 template <typename Source, typename Alloc>
 Tensor allocating(const char* op, const char* what, const char* arg, const std::vector<int64_t>& sizes,
                   ScalarType dtype, const Source& source, Alloc&& alloc) {

@@ -170,13 +170,9 @@ def shape_source(arg: str, t: torch.Tensor):
     return lambda: f"{arg} of shape {list(t.shape)}"
 
 
-def allocating(op: str, what: str, sizes, dtype: torch.dtype, source, alloc):
-    """alloc(), with a failure reported as the C++ binding reports it (alloc.h's allocating):
-    what could not be allocated and its size, the same text on both backends."""
-    try:
-        return alloc()
-    except RuntimeError:
-        pass
+def allocation_failed(op: str, what: str, sizes, dtype: torch.dtype, source) -> None:
+    """Raises for an allocation that failed as the C++ binding does (alloc.h's allocating): what
+    could not be allocated and its size, the same text on both backends."""
     from_ = source()
     fail(op, ": could not allocate ", what, ", ", list(sizes), " of ", dtype, " (",
          byte_count(sizes, dtype), " bytes)", " from " if from_ else "", from_)
@@ -185,16 +181,25 @@ def allocating(op: str, what: str, sizes, dtype: torch.dtype, source, alloc):
 def new_output(op: str, like, sizes, dtype: torch.dtype, source) -> torch.Tensor:
     """The op's output on `like`'s device (torch.empty's default without one); source() names the
     arguments its shape comes from."""
-    if like is None:
-        return allocating(op, "the output", sizes, dtype, source, lambda: torch.empty(sizes, dtype=dtype))
-    return allocating(op, "the output", sizes, dtype, source, lambda: like.new_empty(sizes, dtype=dtype))
+    # Sizes go in as separate ints: a torch.Size or list argument costs ~1 us more to parse, half
+    # of a small op's Numba wrapper (() as the one argument of a 0-dim output).
+    dims = tuple(sizes) or ((),)
+    try:
+        return torch.empty(*dims, dtype=dtype) if like is None else like.new_empty(*dims, dtype=dtype)
+    except RuntimeError:
+        pass
+    allocation_failed(op, "the output", sizes, dtype, source)
 
 
 def contiguous_input(op: str, arg: str, t: torch.Tensor) -> torch.Tensor:
     """A contiguous copy of input `arg` (t itself when already contiguous)."""
     if t.is_contiguous():
         return t
-    return allocating(op, "a contiguous copy of " + arg, t.shape, t.dtype, str, t.contiguous)
+    try:
+        return t.contiguous()
+    except RuntimeError:
+        pass
+    allocation_failed(op, "a contiguous copy of " + arg, t.shape, t.dtype, str)
 
 
 def check_unpack_count(op: str, count: int, m: int, dim: int) -> None:
