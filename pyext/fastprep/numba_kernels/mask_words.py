@@ -23,31 +23,40 @@ def last_word_mask(width):
     return _ALL if r == 0 else (np.uint64(1) << np.uint64(r)) - np.uint64(1)
 
 
-# A whole word moves in one vector instruction or a few (vector_bits); the row's last partial
-# word goes bit by bit.
-@njit(cache=True)
+# A whole word moves in one vector instruction or a few (vector_bits). A row's last partial word
+# moves as the 64 pixels ending at the row's end, shifted (rows of 64 pixels or more): reads stay
+# inside the row and writes put the same bytes the full words wrote. Offsets, not slices: a slice
+# per row costs an atomic reference count pair, which at 4 words a row doubles the row's time.
+@njit(cache=True, inline="always")
 def words_to_bools(words, wo, width, out, oo):
-    o = out[oo:oo + width]
-    w_ = words[wo:wo + words_per_row(width)]
-    full = width // 64
+    full, rem = width // 64, width % 64
     for j in range(full):
-        word_to_bools64(w_[j], o, 64 * j)
-    for x in range(64 * full, width):
-        o[x] = np.uint8((w_[x // 64] >> np.uint64(x % 64)) & np.uint64(1))
+        word_to_bools64(words[wo + j], out, oo + 64 * j)
+    if rem == 0:
+        return
+    if full > 0:  # pixels width - 64 .. width - 1: the last full word's top and the partial word
+        tail = (words[wo + full - 1] >> np.uint64(rem)) | (words[wo + full] << np.uint64(64 - rem))
+        word_to_bools64(tail, out, oo + width - 64)
+        return
+    for x in range(width):
+        out[oo + x] = np.uint8((words[wo] >> np.uint64(x)) & np.uint64(1))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def bools_to_words(row, ro, width, words, wo):
-    r_ = row[ro:ro + width]
-    w_ = words[wo:wo + words_per_row(width)]
-    full = width // 64
+    full, rem = width // 64, width % 64
     for j in range(full):
-        w_[j] = bools64_to_word(r_, 64 * j)
-    if full < w_.size:
-        w_[full] = 0
-    for x in range(64 * full, width):
-        if r_[x] != 0:
-            w_[x // 64] |= np.uint64(1) << np.uint64(x % 64)
+        words[wo + j] = bools64_to_word(row, ro + 64 * j)
+    if rem == 0:
+        return
+    if full > 0:  # the word of pixels width - 64 .. width - 1, its top `rem` bits to the bottom
+        words[wo + full] = bools64_to_word(row, ro + width - 64) >> np.uint64(64 - rem)
+        return
+    w = np.uint64(0)
+    for x in range(width):
+        if row[ro + x] != 0:
+            w |= np.uint64(1) << np.uint64(x)
+    words[wo] = w
 
 
 @njit(cache=True, inline="always")
@@ -59,20 +68,33 @@ def load_word(a, i):
     return w
 
 
-# Byte k of a word is bits 8k..8k+7 (little-endian, as the C++ memcpy); shifts beat a uint8 view.
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def store_word(a, i, w):
+    """Word w into bytes a[i .. i + 7], little-endian (LLVM makes it one store)."""
+    for k in range(8):
+        a[i + k] = np.uint8((w >> np.uint64(8 * k)) & np.uint64(0xFF))
+
+
+# Byte k of a word is bits 8k..8k+7 (little-endian, as the C++ memcpy): whole words move as one
+# load or store, the row's last few bytes one at a time.
+@njit(cache=True, inline="always")
 def words_to_packed(words, wo, width, out, oo):
-    for i in range((width + 7) // 8):
+    nbytes = (width + 7) // 8
+    for j in range(nbytes // 8):
+        store_word(out, oo + 8 * j, words[wo + j])
+    for i in range(nbytes // 8 * 8, nbytes):
         out[oo + i] = np.uint8((words[wo + i // 8] >> np.uint64(8 * (i % 8))) & np.uint64(0xFF))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def packed_to_words(row, ro, width, words, wo):
-    wpr = words_per_row(width)
-    if wpr == 0:
-        return
-    for j in range(wpr):
-        words[wo + j] = 0
-    for i in range((width + 7) // 8):
-        words[wo + i // 8] |= np.uint64(row[ro + i]) << np.uint64(8 * (i % 8))
-    words[wo + wpr - 1] &= last_word_mask(width)
+    nbytes = (width + 7) // 8
+    for j in range(nbytes // 8):
+        words[wo + j] = load_word(row, ro + 8 * j)
+    if nbytes % 8 != 0:
+        w = np.uint64(0)
+        for i in range(nbytes // 8 * 8, nbytes):
+            w |= np.uint64(row[ro + i]) << np.uint64(8 * (i % 8))
+        words[wo + nbytes // 8] = w
+    if nbytes > 0:
+        words[wo + words_per_row(width) - 1] &= last_word_mask(width)
