@@ -13,7 +13,7 @@ from fastprep.numba_kernels.float_bits import (
     float_to_half_bits,
     half_bits_to_float,
 )
-from fastprep.numba_kernels.storage import flat_view, storage_span
+from fastprep.numba_kernels.storage import FLAT_DTYPE, array_at, span_count
 from fastprep.ops import checks
 from fastprep.ops.color import check_color, out_shape
 
@@ -176,23 +176,45 @@ def rows_float(src, base, h, w, sc, sh, sw, out, in_type, out_type, forward, del
                         out[2 * plane + o:2 * plane + o + n], out_type)
 
 
+# Entry points on the tensors' addresses (storage.py): src spans src_n elements of the input's
+# FLAT_DTYPE from pixel (0, 0) of image 0, dst holds the n_img contiguous outputs.
+@njit(cache=True)
+def convert_u8_at(src, src_n, dst, n_img, sn, h, w, sc, sh, sw, forward):
+    s, size = array_at(src, src_n, np.uint8), 3 * h * w
+    out = array_at(dst, n_img * size, np.uint8)
+    for i in range(n_img):
+        o = out[i * size:(i + 1) * size]
+        if forward:
+            t = np.empty(CHUNK, np.float32), np.empty(CHUNK, np.float32), np.empty(CHUNK, np.float32)
+            rows_u8(s, i * sn, h, w, sc, sh, sw, o, True, t[0], t[1], t[2])
+        else:
+            t = np.empty(CHUNK, np.int32), np.empty(CHUNK, np.int32), np.empty(CHUNK, np.int32)
+            rows_u8(s, i * sn, h, w, sc, sh, sw, o, False, t[0], t[1], t[2])
+
+
+@njit(cache=True)
+def convert_float_at(src, src_n, src_dtype, dst, dst_dtype, n_img, sn, h, w, sc, sh, sw, in_type, out_type,
+                     forward, delta, scale):
+    s, size = array_at(src, src_n, src_dtype), 3 * h * w
+    out = array_at(dst, n_img * size, dst_dtype)
+    for i in range(n_img):
+        rows_float(s, i * sn, h, w, sc, sh, sw, out[i * size:(i + 1) * size], in_type, out_type, forward, delta,
+                   scale)
+
+
 def _convert(op, img, layout, out_dtype, scale, forward):
     v, odt = check_color(op, img, layout, out_dtype, scale)
     out = checks.new_output(op, img, out_shape(v), odt, checks.shape_source("img", img))
     if out.numel() == 0:
         return out
-    src = storage_span(img).view(flat_view(img[:0]).dtype)
-    flat = flat_view(out)
     in_type, out_type = TYPE_CODE[img.dtype], TYPE_CODE[odt]
-    delta = np.float32(128.0 if in_type == U8 else 0.5)
-    for i in range(v.n):
-        o = flat[i * 3 * v.h * v.w:(i + 1) * 3 * v.h * v.w]
-        if out_type == U8:
-            t = [np.empty(CHUNK, np.float32 if forward else np.int32) for _ in range(3)]
-            rows_u8(src, i * v.sn, v.h, v.w, v.sc, v.sh, v.sw, o, forward, *t)
-        else:
-            rows_float(src, i * v.sn, v.h, v.w, v.sc, v.sh, v.sw, o, in_type, out_type, forward,
-                       delta, np.float32(scale))
+    if out_type == U8:  # uint8 in and out: the exact integer formulas
+        convert_u8_at(img.data_ptr(), span_count(img), out.data_ptr(), v.n, v.sn, v.h, v.w, v.sc, v.sh, v.sw,
+                      forward)
+    else:
+        convert_float_at(img.data_ptr(), span_count(img), FLAT_DTYPE[img.dtype], out.data_ptr(), FLAT_DTYPE[odt],
+                         v.n, v.sn, v.h, v.w, v.sc, v.sh, v.sw, in_type, out_type, forward,
+                         np.float32(128.0 if in_type == U8 else 0.5), np.float32(scale))
     return out
 
 

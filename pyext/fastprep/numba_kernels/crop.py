@@ -11,7 +11,7 @@ import torch
 
 from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.float_bits import float_to_bf16_bits, float_to_half_bits
-from fastprep.numba_kernels.storage import UINT_OF_SIZE, storage_span
+from fastprep.numba_kernels.storage import UINT_OF_SIZE, array_at, span_count
 from fastprep.ops import checks
 from fastprep.ops.crop import check_crop, check_random_crop, crop_window, out_shape, sample_seed, window_source
 
@@ -71,6 +71,14 @@ def crop_kernel(src, base, out, obase, c, h, w, sc, sh, sw, top, left, height, w
     crop_rows(src, base, out, obase, c, sc, sh, sw, h, top, left, height, width, x0, x1, fill)
 
 
+@njit(cache=True)
+def crop_at(src, src_n, dst, dst_n, dtype, base, obase, c, h, w, sc, sh, sw, top, left, height, width, fill):
+    """crop_kernel on tensors' addresses (storage.py): src spans src_n elements of `dtype` (the
+    same-size integer) from the image's first element, dst is the contiguous output."""
+    crop_kernel(array_at(src, src_n, dtype), base, array_at(dst, dst_n, dtype), obase, c, h, w, sc, sh, sw, top,
+                left, height, width, fill)
+
+
 def fill_bits(dtype: torch.dtype, fill: float) -> int:
     if dtype == torch.uint8:
         return int(fill)
@@ -98,14 +106,14 @@ def _run(op, img, v: checks.ImageView, height, width, offsets, fill, hflip=False
                              lambda: window_source(height, width))
     if out.numel() == 0:
         return out
-    flat = out.view(UINT_OF_SIZE[out.element_size()]).numpy().reshape(-1)
-    src = storage_span(img) if img.numel() > 0 else flat[:0]
-    fb = flat.dtype.type(_signed(fill_bits(img.dtype, fill), img.element_size()))
+    dtype = UINT_OF_SIZE[out.element_size()]
+    fb = dtype(_signed(fill_bits(img.dtype, fill), img.element_size()))
+    src, src_n, dst, dst_n = img.data_ptr(), span_count(img), out.data_ptr(), out.numel()
     first, sw = flipped(v, hflip)
     for i in range(v.n):
         top, left = offsets(i)
-        crop_kernel(src, i * v.sn + first, flat, i * v.c * height * width, v.c, v.h, v.w, v.sc, v.sh, sw,
-                    top, left, height, width, fb)
+        crop_at(src, src_n, dst, dst_n, dtype, i * v.sn + first, i * v.c * height * width, v.c, v.h, v.w, v.sc,
+                v.sh, sw, top, left, height, width, fb)
     return out
 
 

@@ -10,7 +10,7 @@ from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.color import CHUNK, TYPE_CODE, U8, compute, rgb_to_ycbcr_chunk_u8, store_chunk
 from fastprep.numba_kernels.crop import flipped
 from fastprep.numba_kernels.random_mask import random_dilated_mask_kernel
-from fastprep.numba_kernels.storage import flat_view, storage_span
+from fastprep.numba_kernels.storage import FLAT_DTYPE, array_at, span_count
 from fastprep.ops import checks
 from fastprep.ops.crop import crop_window
 from fastprep.ops.crop_mask_ycbcr import check_crop_mask_ycbcr, check_crop_mask_ycbcr_batch, mask_seed_of
@@ -78,25 +78,31 @@ def crop_mask_ycbcr_kernel(src, base, sc, sh, sw, top, left, height, width, mask
                 store_chunk(t0, t1, t2, n, o0, o1, o2, out_type)
 
 
-def _run_sample(img, v, height, width, p, seed, mseed, square, apply_mask, out_flat, out_type, scale, mask_flat,
-                scratch, hflip=False):
-    """One sample into out_flat ([3 * height * width] of the output's flat view) and, when given,
-    its packed mask into mask_flat: as run_sample in csrc/ops/crop_mask_ycbcr.cpp."""
-    top, left = crop_window(v.h, v.w, height, width, seed)
-    if mask_flat is not None:
-        random_dilated_mask_kernel(np.int64(mseed), np.float64(p), 1, height, width, square, 1, True, mask_flat)
+@njit(cache=True)
+def sample_at(src, src_n, dst, dst_dtype, mask_dst, mseed, p, first, sc, sh, sw, top, left, height, width, square,
+              apply_mask, out_type, scale):
+    """One sample on tensors' addresses (storage.py): src spans src_n bytes from the image's first
+    element, dst holds its [3, height, width] of dst_dtype (the output's FLAT_DTYPE) and mask_dst,
+    when not 0, its packed mask. As run_sample in csrc/ops/crop_mask_ycbcr.cpp."""
+    if mask_dst != 0:
+        random_dilated_mask_kernel(mseed, p, 1, height, width, square, 1, True,
+                                   array_at(mask_dst, height * ((width + 7) // 8), np.uint8))
     bools = np.empty(height * width if apply_mask else 0, dtype=np.uint8)
     if apply_mask:
-        random_dilated_mask_kernel(np.int64(mseed), np.float64(p), 1, height, width, square, 1, False, bools)
-    t0, t1, t2 = scratch
-    first, sw = flipped(v, hflip)  # the window cut from the image flipped left-right
-    crop_mask_ycbcr_kernel(storage_span(img), first, v.sc, v.sh, sw, top, left, height, width, bools, apply_mask,
-                           out_flat, out_type, np.float32(scale), t0, t1, t2)
-
-
-def _scratch():
+        random_dilated_mask_kernel(mseed, p, 1, height, width, square, 1, False, bools)
     # Chunk temporaries: float32, the exact uint8 path included (color_pixel.h's ChunkAcc).
-    return tuple(np.empty(CHUNK, np.float32) for _ in range(3))
+    t0, t1, t2 = np.empty(CHUNK, np.float32), np.empty(CHUNK, np.float32), np.empty(CHUNK, np.float32)
+    crop_mask_ycbcr_kernel(array_at(src, src_n, np.uint8), first, sc, sh, sw, top, left, height, width, bools,
+                           apply_mask, array_at(dst, 3 * height * width, dst_dtype), out_type, scale, t0, t1, t2)
+
+
+def _run_sample(img, v, height, width, p, seed, mseed, square, apply_mask, out, odt, scale, mask_dst, hflip=False):
+    """One sample into the 3 * height * width elements at address `out` and, when mask_dst is not
+    0, its packed mask there."""
+    top, left = crop_window(v.h, v.w, height, width, seed)
+    first, sw = flipped(v, hflip)  # the window cut from the image flipped left-right
+    sample_at(img.data_ptr(), span_count(img), out, FLAT_DTYPE[odt], mask_dst, np.int64(mseed), np.float64(p), first,
+              v.sc, v.sh, sw, top, left, height, width, square, apply_mask, TYPE_CODE[odt], np.float32(scale))
 
 
 def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross", out_dtype=None,
@@ -108,8 +114,7 @@ def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross"
     mask = checks.new_output("crop_mask_ycbcr", img, [height, (width + 7) // 8] if return_mask else [0],
                              torch.uint8, source)
     _run_sample(img, v, height, width, p, seed, mask_seed_of(seed, mask_seed), structure == "square", apply_mask,
-                flat_view(out), TYPE_CODE[odt], scale, mask.numpy().reshape(-1) if return_mask else None,
-                _scratch(), hflip)
+                out.data_ptr(), odt, scale, mask.data_ptr() if return_mask else 0, hflip)
     return out, mask
 
 
@@ -117,12 +122,11 @@ def crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout="HWC", stru
                           apply_mask=True, mask_seeds=None, masks=None, hflips=None):
     views = check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds,
                                         masks, hflips)
-    flat, scratch = flat_view(out), _scratch()
-    mask_flat = None if masks is None else masks.numpy().reshape(-1)
-    size, mask_size = 3 * height * width, height * ((width + 7) // 8)
+    # out (and masks) are contiguous [n, 3, height, width] (and [n, height, ceil(width / 8)]).
+    size, mask_size = 3 * height * width * out.element_size(), height * ((width + 7) // 8)
+    dst, mask_dst = out.data_ptr(), 0 if masks is None else masks.data_ptr()
     for i, (img, v) in enumerate(zip(imgs, views)):
         mseed = mask_seed_of(seeds[i], None if mask_seeds is None else mask_seeds[i])
-        _run_sample(img, v, height, width, p, seeds[i], mseed, structure == "square", apply_mask,
-                    flat[i * size:(i + 1) * size], TYPE_CODE[out.dtype], scale,
-                    None if mask_flat is None else mask_flat[i * mask_size:(i + 1) * mask_size], scratch,
+        _run_sample(img, v, height, width, p, seeds[i], mseed, structure == "square", apply_mask, dst + i * size,
+                    out.dtype, scale, 0 if masks is None else mask_dst + i * mask_size,
                     bool(hflips and hflips[i]))

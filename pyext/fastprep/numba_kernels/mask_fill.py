@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from numpy.lib.stride_tricks import as_strided
 
 from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.mask_words import load_word
+from fastprep.numba_kernels.storage import UINT_OF_SIZE, array_at, span_count
 from fastprep.numba_kernels.vector_bits import word_to_bools64
 from fastprep.ops import checks
 from fastprep.ops.mask_fill import check_mask_fill
@@ -81,26 +83,40 @@ def _value_bits(value: float, dtype: torch.dtype):
     return bits
 
 
-def _nchw(t: torch.Tensor, batched: bool, layout: str) -> np.ndarray:
-    t = t.view(_BITS_DTYPE[t.dtype])
-    if not batched:
-        t = t.unsqueeze(0)
-    if layout == "HWC":
-        t = t.permute(0, 3, 1, 2)
-    return t.numpy()
+@njit(cache=True)
+def mask_fill_at(src, src_n, dst, dtype, shape, src_strides, dst_strides, c_order, in_place, mask, mask_bytes,
+                 mask_n, packed, value):
+    """mask_fill_kernel on tensors' addresses (storage.py): src spans src_n elements of `dtype`
+    (the same-size integer) from img's first, dst is img itself (in_place) or the contiguous
+    output; shape and the byte strides view each as [N, C, H, W]."""
+    m = array_at(mask, mask_bytes, np.uint8)
+    s = array_at(src, src_n, dtype)
+    d = s if in_place else array_at(dst, shape[0] * shape[1] * shape[2] * shape[3], dtype)
+    if c_order:  # contiguous CHW: C-ordered views, whose rows LLVM knows to be unit-stride
+        mask_fill_kernel(s.reshape(shape), d.reshape(shape), in_place, m, mask_n, packed, value)
+    else:
+        mask_fill_kernel(as_strided(s, shape, src_strides), as_strided(d, shape, dst_strides), in_place, m, mask_n,
+                         packed, value)
 
 
 def _run(img: torch.Tensor, mask: torch.Tensor, value: float, layout: str, op: str):
     """Checks, then allocates (the output of mask_fill; img itself for mask_fill_) and fills, in
     the C++ binding's order: nothing is allocated before the checks pass."""
     args = check_mask_fill(op, img, mask, value, layout)
-    m = checks.contiguous_input(op, "mask", mask).view(torch.uint8).numpy().reshape(-1)
+    mc = checks.contiguous_input(op, "mask", mask)
     # The out-of-place output is contiguous and filled in one pass from img.
     dst = img if op == "mask_fill_" else checks.new_output(op, img, img.shape, img.dtype,
                                                             checks.shape_source("img", img))
     if img.numel() > 0:
-        mask_fill_kernel(_nchw(img, args.view.batched, layout), _nchw(dst, args.view.batched, layout),
-                         img is dst, m, args.mask_n, args.packed, _value_bits(value, img.dtype))
+        v, size = args.view, img.element_size()
+        hw = v.h * v.w
+        img_strides = (v.sn * size, v.sc * size, v.sh * size, v.sw * size)
+        # The contiguous output's byte strides in [N, C, H, W] order (img's own in place).
+        out_strides = img_strides if img is dst else tuple(
+            s * size for s in ((v.c * hw, hw, v.w, 1) if layout == "CHW" else (v.c * hw, 1, v.w * v.c, v.c)))
+        mask_fill_at(img.data_ptr(), span_count(img), dst.data_ptr(), UINT_OF_SIZE[size], (v.n, v.c, v.h, v.w),
+                     img_strides, out_strides, layout == "CHW" and img.is_contiguous(), img is dst, mc.data_ptr(),
+                     mc.numel(), args.mask_n, args.packed, _value_bits(value, img.dtype))
     return dst
 
 

@@ -10,6 +10,7 @@ import torch
 
 from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.mask_words import load_word
+from fastprep.numba_kernels.storage import array_at
 from fastprep.numba_kernels.vector_bits import (
     bit_plane64,
     bools64_to_word,
@@ -156,8 +157,15 @@ def unpack_bits_kernel(packed, out, outer, m, inner, count, little):
         unpack_planes(packed, out, outer, m, inner, count, little)
 
 
-def _flat_bytes(t: torch.Tensor) -> np.ndarray:
-    return t.view(torch.uint8).numpy().reshape(-1)
+@njit(cache=True)
+def pack_bits_at(src, src_n, dst, dst_n, outer, n, inner, little):
+    pack_bits_kernel(array_at(src, src_n, np.uint8), array_at(dst, dst_n, np.uint8), outer, n, inner, little)
+
+
+@njit(cache=True)
+def unpack_bits_at(src, src_n, dst, dst_n, outer, m, inner, count, little):
+    unpack_bits_kernel(array_at(src, src_n, np.uint8), array_at(dst, dst_n, np.uint8), outer, m, inner, count,
+                       little)
 
 
 def pack_bits(x: torch.Tensor, dim: int = -1, bitorder: str = "little") -> torch.Tensor:
@@ -168,7 +176,7 @@ def pack_bits(x: torch.Tensor, dim: int = -1, bitorder: str = "little") -> torch
     shape[d] = (n + 7) // 8
     out = checks.new_output("pack_bits", xc, shape, torch.uint8, checks.shape_source("x", x))
     if out.numel() > 0:
-        pack_bits_kernel(_flat_bytes(xc), _flat_bytes(out), outer, n, inner, little)
+        pack_bits_at(xc.data_ptr(), xc.numel(), out.data_ptr(), out.numel(), outer, n, inner, little)
     return out
 
 
@@ -181,5 +189,5 @@ def unpack_bits(packed: torch.Tensor, count: int, dim: int = -1,
     shape[d] = count
     out = checks.new_output("unpack_bits", pc, shape, torch.bool, lambda: f"count={count}")
     if out.numel() > 0:
-        unpack_bits_kernel(_flat_bytes(pc), _flat_bytes(out), outer, m, inner, count, little)
+        unpack_bits_at(pc.data_ptr(), pc.numel(), out.data_ptr(), out.numel(), outer, m, inner, count, little)
     return out

@@ -11,6 +11,7 @@ from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.counter_rng import random_word
 from fastprep.numba_kernels.dilate import capped_iterations, emit_rows, run_iterations
 from fastprep.numba_kernels.mask_words import last_word_mask, words_per_row, words_to_bools, words_to_packed
+from fastprep.numba_kernels.storage import array_at
 from fastprep.ops import checks
 from fastprep.ops.random_mask import check_dilated_args, check_mask_args
 
@@ -98,6 +99,16 @@ def random_dilated_mask_kernel(seed, p, images, h, width, square, iterations, pa
         emit_rows(run_iterations(a, b, h, width, square, iterations), h, width, packed, out, i * h * row_bytes)
 
 
+@njit(cache=True)
+def random_mask_at(seed, p, rows, width, packed, dst, nbytes):
+    random_mask_kernel(seed, p, rows, width, packed, array_at(dst, nbytes, np.uint8))
+
+
+@njit(cache=True)
+def random_dilated_mask_at(seed, p, images, h, width, square, iterations, packed, dst, nbytes):
+    random_dilated_mask_kernel(seed, p, images, h, width, square, iterations, packed, array_at(dst, nbytes, np.uint8))
+
+
 def _leading_rows(shape, keep: int) -> int:
     rows = 1
     for s in shape[:len(shape) - keep]:
@@ -111,8 +122,8 @@ def random_mask(shape, p: float, seed: int, packed: bool = False) -> torch.Tenso
     out = checks.new_output("random_mask", None, sizes, torch.uint8 if packed else torch.bool,
                              lambda: f"shape={shape}")
     if out.numel() > 0:
-        random_mask_kernel(np.int64(seed), np.float64(p), _leading_rows(shape, 1), shape[-1], packed,
-                           out.view(torch.uint8).numpy().reshape(-1))
+        random_mask_at(np.int64(seed), np.float64(p), _leading_rows(shape, 1), shape[-1], packed,
+                       out.data_ptr(), out.nbytes)
     return out
 
 
@@ -123,8 +134,7 @@ def random_dilated_mask(shape, p: float, seed: int, structure: str = "cross", it
     out = checks.new_output("random_dilated_mask", None, sizes, torch.uint8 if packed else torch.bool,
                              lambda: f"shape={shape}")
     if out.numel() > 0:
-        random_dilated_mask_kernel(np.int64(seed), np.float64(p), _leading_rows(shape, 2), shape[-2],
-                                   shape[-1], square, checks.until_unchanged(iterations, shape[-2], shape[-1]),
-                                   packed,
-                                   out.view(torch.uint8).numpy().reshape(-1))
+        random_dilated_mask_at(np.int64(seed), np.float64(p), _leading_rows(shape, 2), shape[-2], shape[-1],
+                               square, checks.until_unchanged(iterations, shape[-2], shape[-1]), packed,
+                               out.data_ptr(), out.nbytes)
     return out
