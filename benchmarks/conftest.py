@@ -71,13 +71,16 @@ NUMBA_WHY = {
     "rgb_to_ycbcr": "Numba: the exact formula runs in 32-bit float lanes (LLVM); native forms the numerators by "
                     "vpmaddwd/vpdpwssd of 16-bit (R,G),(B,125) pairs after a vpermb deinterleave, about half the "
                     "instructions",
-    "pipeline": "Numba: rgb_to_ycbcr's colour arithmetic (see there), and ~15 us of Python around its kernels "
-                "(checks, crop window, allocation) where the C++ binding spends ~5 us",
-    "dilate": "Numba: ~6 us of Python a call (small masks), and the packed path's rows go through bytes",
-    "random_": "Numba: ~6 us of Python a call, the rest is the generator's 64-bit multiplies in LLVM's vectors",
-    "pack_bits": "Numba: ~6 us of Python a call, and across planes (dim != last) each plane's bits are ORed "
+    "pipeline": "Numba: rgb_to_ycbcr's colour arithmetic (see there), and the Python around its kernels (checks, "
+                "crop window, allocation) where the C++ binding spends ~5 us",
+    "crop": "Numba: the kernel's rows are slices (what lets LLVM vectorise them), each a reference-count call "
+            "pair, and ~9 us of Python around it (checks, window, a jit dispatch of 18 arguments)",
+    "dilate": "Numba: ~3 us of Python a call (checks, allocation, jit dispatch), and the words at each row's "
+              "ends are dilated one by one",
+    "random_": "Numba: ~3 us of Python a call, the rest is the generator's 64-bit multiplies in LLVM's vectors",
+    "pack_bits": "Numba: ~3 us of Python a call, and across planes (dim != last) each plane's bits are ORed "
                  "into memory where native keeps 8 planes' bits in a register",
-    "unpack_bits": "Numba: ~6 us of Python a call",
+    "unpack_bits": "Numba: ~3 us of Python a call",
     "mask_fill": "Numba: the mask bits are expanded to bytes for the selects; native uses the mask words as "
                  "the mask registers of masked moves and stores",
 }
