@@ -99,7 +99,7 @@ def test_native_ops_are_the_registered_cpu_kernels():
 CACHE_PROBE = """
 import torch, fastprep.numba_kernels.pack_bits as k
 k.pack_bits(torch.ones(3, 9, dtype=torch.bool))
-print(sum(k.pack_bits_kernel.stats.cache_hits.values()), sum(k.pack_bits_kernel.stats.cache_misses.values()))
+print(sum(k.pack_bits_at.stats.cache_hits.values()), sum(k.pack_bits_at.stats.cache_misses.values()))
 """
 
 
