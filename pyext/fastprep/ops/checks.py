@@ -136,18 +136,27 @@ def image_view(op: str, arg: str, t: torch.Tensor, hwc: bool) -> ImageView:
     if t.dim() not in (3, 4):
         fail(op, ": expected ", arg, " to be a 3-D ", "[H, W, C]" if hwc else "[C, H, W]",
              " image or a 4-D batch of them, got a ", t.dim(), "-D tensor")
-    batched = t.dim() == 4
-    b = 1 if batched else 0
-    ic, ih, iw = (b + 2, b, b + 1) if hwc else (b, b + 1, b + 2)
-    return ImageView(t.shape[0] if batched else 1, t.shape[ic], t.shape[ih], t.shape[iw],
-                     t.stride(0) if batched else 0, t.stride(ic), t.stride(ih), t.stride(iw),
-                     batched)
+    # Sizes and strides unpacked once: each t.shape[i] / t.stride(i) is a call into torch, and
+    # these were half of a small op's Numba-side checks.
+    if t.dim() == 4:
+        n, *chw = t.shape
+        sn, *schw = t.stride()
+    else:
+        n, chw, sn, schw = 1, t.shape, 0, t.stride()
+    if hwc:
+        (h, w, c), (sh, sw, sc) = chw, schw
+    else:
+        (c, h, w), (sc, sh, sw) = chw, schw
+    return ImageView(n, c, h, w, sn, sc, sh, sw, t.dim() == 4)
 
 
 def _bytes_fit(sizes, dtype: torch.dtype) -> bool:
     """Whether the sizes other than 0, times the element size, fit int64: what torch needs to lay a
     tensor out, even an empty one (alloc.h's bytes_fit)."""
-    return math.prod(s for s in sizes if s != 0) * dtype.itemsize <= INT64_MAX
+    count = math.prod(sizes)
+    if count == 0:
+        count = math.prod(s for s in sizes if s != 0)
+    return count * dtype.itemsize <= INT64_MAX
 
 
 def check_output_bytes(op: str, sizes, dtype: torch.dtype, source) -> None:
