@@ -106,13 +106,13 @@ def _run(op, img, v: checks.ImageView, height, width, offsets, fill, hflip=False
                              lambda: window_source(height, width))
     if out.numel() == 0:
         return out
-    dtype = UINT_OF_SIZE[out.element_size()]
-    fb = dtype(_signed(fill_bits(img.dtype, fill), img.element_size()))
+    element = UINT_OF_SIZE[out.element_size()]
+    fb = element.dtype.type(_signed(fill_bits(img.dtype, fill), img.element_size()))
     src, src_n, dst, dst_n = img.data_ptr(), span_count(img), out.data_ptr(), out.numel()
     first, sw = flipped(v, hflip)
     for i in range(v.n):
         top, left = offsets(i)
-        crop_at(src, src_n, dst, dst_n, dtype, i * v.sn + first, i * v.c * height * width, v.c, v.h, v.w, v.sc,
+        crop_at(src, src_n, dst, dst_n, element, i * v.sn + first, i * v.c * height * width, v.c, v.h, v.w, v.sc,
                 v.sh, sw, top, left, height, width, fb)
     return out
 

@@ -90,10 +90,16 @@ def sample_at(src, src_n, dst, dst_dtype, mask_dst, mseed, p, first, sc, sh, sw,
     bools = np.empty(height * width if apply_mask else 0, dtype=np.uint8)
     if apply_mask:
         random_dilated_mask_kernel(mseed, p, 1, height, width, square, 1, False, bools)
-    # Chunk temporaries: float32, the exact uint8 path included (color_pixel.h's ChunkAcc).
-    t0, t1, t2 = np.empty(CHUNK, np.float32), np.empty(CHUNK, np.float32), np.empty(CHUNK, np.float32)
-    crop_mask_ycbcr_kernel(array_at(src, src_n, np.uint8), first, sc, sh, sw, top, left, height, width, bools,
-                           apply_mask, array_at(dst, 3 * height * width, dst_dtype), out_type, scale, t0, t1, t2)
+    # Chunk temporaries: uint8 for the exact uint8 output (as rgb_to_ycbcr's), float32 otherwise.
+    s, out = array_at(src, src_n, np.uint8), array_at(dst, 3 * height * width, dst_dtype)
+    if out_type == U8:
+        t0, t1, t2 = np.empty(CHUNK, np.uint8), np.empty(CHUNK, np.uint8), np.empty(CHUNK, np.uint8)
+        crop_mask_ycbcr_kernel(s, first, sc, sh, sw, top, left, height, width, bools, apply_mask, out, out_type,
+                               np.float32(scale), t0, t1, t2)
+    else:
+        f0, f1, f2 = np.empty(CHUNK, np.float32), np.empty(CHUNK, np.float32), np.empty(CHUNK, np.float32)
+        crop_mask_ycbcr_kernel(s, first, sc, sh, sw, top, left, height, width, bools, apply_mask, out, out_type,
+                               np.float32(scale), f0, f1, f2)
 
 
 def _run_sample(img, v, height, width, p, seed, mseed, square, apply_mask, out, odt, scale, mask_dst, hflip=False):
@@ -101,8 +107,8 @@ def _run_sample(img, v, height, width, p, seed, mseed, square, apply_mask, out, 
     0, its packed mask there."""
     top, left = crop_window(v.h, v.w, height, width, seed)
     first, sw = flipped(v, hflip)  # the window cut from the image flipped left-right
-    sample_at(img.data_ptr(), span_count(img), out, FLAT_DTYPE[odt], mask_dst, np.int64(mseed), np.float64(p), first,
-              v.sc, v.sh, sw, top, left, height, width, square, apply_mask, TYPE_CODE[odt], np.float32(scale))
+    sample_at(img.data_ptr(), span_count(img), out, FLAT_DTYPE[odt], mask_dst, int(mseed), float(p), first,
+              v.sc, v.sh, sw, top, left, height, width, square, apply_mask, TYPE_CODE[odt], float(scale))
 
 
 def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross", out_dtype=None,

@@ -122,7 +122,7 @@ def random_mask(shape, p: float, seed: int, packed: bool = False) -> torch.Tenso
     out = checks.new_output("random_mask", None, sizes, torch.uint8 if packed else torch.bool,
                              lambda: f"shape={shape}")
     if out.numel() > 0:
-        random_mask_at(np.int64(seed), np.float64(p), _leading_rows(shape, 1), shape[-1], packed,
+        random_mask_at(int(seed), float(p), _leading_rows(shape, 1), shape[-1], packed,
                        out.data_ptr(), out.nbytes)
     return out
 
@@ -134,7 +134,7 @@ def random_dilated_mask(shape, p: float, seed: int, structure: str = "cross", it
     out = checks.new_output("random_dilated_mask", None, sizes, torch.uint8 if packed else torch.bool,
                              lambda: f"shape={shape}")
     if out.numel() > 0:
-        random_dilated_mask_at(np.int64(seed), np.float64(p), _leading_rows(shape, 2), shape[-2], shape[-1],
+        random_dilated_mask_at(int(seed), float(p), _leading_rows(shape, 2), shape[-2], shape[-1],
                                square, checks.until_unchanged(iterations, shape[-2], shape[-1]), packed,
                                out.data_ptr(), out.nbytes)
     return out
