@@ -12,7 +12,7 @@ import fastprep
 from fastprep.numba_kernels import color as numba_color
 from fastprep.tools import pipelines
 
-from conftest import run_floor
+from conftest import bench_warm, run_floor
 
 U8 = "rgb_to_ycbcr 256x256x3 uint8 HWC -> uint8"
 F32 = "rgb_to_ycbcr 256x256x3 uint8 HWC -> float32 * 1/255"
@@ -41,8 +41,7 @@ def test_u8_fastprep_native(benchmark, image):
 
 @pytest.mark.benchmark(group=U8)
 def test_u8_fastprep_numba(benchmark, image):
-    numba_color.rgb_to_ycbcr(image, "HWC")
-    benchmark(numba_color.rgb_to_ycbcr, image, "HWC")
+    bench_warm(benchmark, numba_color.rgb_to_ycbcr, image, "HWC")
 
 
 @pytest.mark.benchmark(group=U8)
@@ -82,8 +81,7 @@ def test_f32_fastprep_native(benchmark, image):
 
 @pytest.mark.benchmark(group=F32)
 def test_f32_fastprep_numba(benchmark, image):
-    numba_color.rgb_to_ycbcr(image, "HWC", torch.float32, 1 / 255)
-    benchmark(numba_color.rgb_to_ycbcr, image, "HWC", torch.float32, 1 / 255)
+    bench_warm(benchmark, numba_color.rgb_to_ycbcr, image, "HWC", torch.float32, 1 / 255)
 
 
 @pytest.mark.benchmark(group=F32)

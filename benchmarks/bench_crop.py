@@ -10,7 +10,7 @@ import torch
 import fastprep
 from fastprep.numba_kernels import crop as numba_crop
 
-from conftest import run_floor
+from conftest import bench_warm, run_floor
 
 GROUP = "crop 256x256 from 1024x1024x3 uint8 HWC -> CHW"
 TOP, LEFT, SIZE = 300, 411, 256
@@ -34,8 +34,7 @@ def test_fastprep_native(benchmark, image):
 
 @pytest.mark.benchmark(group=GROUP)
 def test_fastprep_numba(benchmark, image):
-    numba_crop.crop(image, TOP, LEFT, SIZE, SIZE, "HWC")  # compile outside the timing
-    out = benchmark(numba_crop.crop, image, TOP, LEFT, SIZE, SIZE, "HWC")
+    out = bench_warm(benchmark, numba_crop.crop, image, TOP, LEFT, SIZE, SIZE, "HWC")
     assert out.shape == (3, SIZE, SIZE)
 
 

@@ -14,7 +14,7 @@ from fastprep.numba_kernels import dilate as numba_dilate
 from fastprep.numba_kernels import mask_fill as numba_mf
 from fastprep.numba_kernels import random_mask as numba_rm
 
-from conftest import run_floor, use_floor
+from conftest import bench_warm, run_floor, use_floor
 
 # fastprep's kernels are single-threaded: one thread for torch and OpenCV too (conftest's
 # one_thread) keeps the comparison per core and the timings stable on a shared machine.
@@ -63,7 +63,7 @@ def test_random_mask_packed_memcpy_floor(benchmark, n):
 @pytest.mark.parametrize("n", SIZES)
 def test_random_mask_numba(benchmark, n):
     benchmark.group = f"random_mask-{n}"
-    benchmark(numba_rm.random_mask, [n, n], P, 1, False)
+    bench_warm(benchmark, numba_rm.random_mask, [n, n], P, 1, False)
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -99,14 +99,14 @@ def test_dilate_packed_native(benchmark, n):
 @pytest.mark.parametrize("n", SIZES)
 def test_dilate_numba(benchmark, n):
     benchmark.group = f"dilate-{n}"
-    benchmark(numba_dilate.dilate, _mask(n), "cross", 1)
+    bench_warm(benchmark, numba_dilate.dilate, _mask(n), "cross", 1)
 
 
 @pytest.mark.parametrize("n", SIZES)
 def test_dilate_packed_numba(benchmark, n):
     benchmark.group = f"dilate-{n}"
     use_floor(benchmark, "packed")
-    benchmark(numba_dilate.dilate_packed, fastprep.pack_bits(_mask(n)), n, "cross", 1)
+    bench_warm(benchmark, numba_dilate.dilate_packed, fastprep.pack_bits(_mask(n)), n, "cross", 1)
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -171,7 +171,7 @@ def test_dilate_packed_batch_native(benchmark):
 
 def test_dilate_batch_numba(benchmark):
     benchmark.group = f"dilate-{BATCH}x256"
-    benchmark(numba_dilate.dilate, _masks(BATCH, 256), "cross", 1)
+    bench_warm(benchmark, numba_dilate.dilate, _masks(BATCH, 256), "cross", 1)
 
 
 def test_dilate_batch_memcpy_floor(benchmark):
@@ -210,7 +210,7 @@ def test_random_dilated_mask_native_unfused(benchmark, n):
 @pytest.mark.parametrize("n", SIZES)
 def test_random_dilated_mask_numba(benchmark, n):
     benchmark.group = f"random_dilated_mask-{n}"
-    benchmark(numba_rm.random_dilated_mask, [n, n], 0.05, 1, "cross", 1, False)
+    bench_warm(benchmark, numba_rm.random_dilated_mask, [n, n], 0.05, 1, "cross", 1, False)
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -255,7 +255,7 @@ def test_mask_fill_packed_native(benchmark, n):
 def test_mask_fill_numba(benchmark, n):
     benchmark.group = f"mask_fill-{n}"
     img, m = _img(n)
-    benchmark(numba_mf.mask_fill, img, m, 0.0, "CHW")
+    bench_warm(benchmark, numba_mf.mask_fill, img, m, 0.0, "CHW")
 
 
 @pytest.mark.parametrize("n", SIZES)

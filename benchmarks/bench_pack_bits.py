@@ -8,7 +8,7 @@ import fastprep
 from fastprep.numba_kernels import pack_bits as numba_pack
 from fastprep.ops.pack_bits import pack_bits_torch, unpack_bits_torch
 
-from conftest import requires_native, run_floor
+from conftest import bench_warm, requires_native, run_floor
 
 SHAPE = (8, 256, 256)
 DIMS = [0, 1, 2]
@@ -30,8 +30,7 @@ def test_pack_fastprep_native(benchmark, dim):
 def test_pack_fastprep_numba(benchmark, dim):
     benchmark.group = f"pack_bits dim={dim}"
     x = _mask()
-    numba_pack.pack_bits(x, dim)  # compile outside the timing
-    benchmark(numba_pack.pack_bits, x, dim, "little")
+    bench_warm(benchmark, numba_pack.pack_bits, x, dim, "little")
 
 
 @pytest.mark.parametrize("dim", DIMS)
@@ -68,8 +67,7 @@ def test_unpack_fastprep_native(benchmark, dim):
 def test_unpack_fastprep_numba(benchmark, dim):
     benchmark.group = f"unpack_bits dim={dim}"
     packed = _packed(dim)
-    numba_pack.unpack_bits(packed, SHAPE[dim], dim)
-    benchmark(numba_pack.unpack_bits, packed, SHAPE[dim], dim, "little")
+    bench_warm(benchmark, numba_pack.unpack_bits, packed, SHAPE[dim], dim, "little")
 
 
 @pytest.mark.parametrize("dim", DIMS)

@@ -8,7 +8,7 @@ import torch
 
 from fastprep.tools import pipelines
 
-from conftest import requires_native, run_floor
+from conftest import bench_warm, requires_native, run_floor
 
 GROUP = "pipeline per sample (1024^2 -> 256^2, mask, YCbCr)"
 
@@ -35,7 +35,7 @@ def test_fastprep_fused_native(benchmark):
 
 def test_fastprep_fused_numba(benchmark):
     benchmark.group = GROUP
-    benchmark(pipelines.fastprep_numba_transform, _source())
+    bench_warm(benchmark, pipelines.fastprep_numba_transform, _source())
 
 
 def test_fastprep_unfused_chain(benchmark):

@@ -36,6 +36,14 @@ def one_thread():
         cv2.setNumThreads(n_cv)
 
 
+def bench_warm(benchmark, fn, *args):
+    """benchmark(fn, *args) after one untimed call. A Numba op's first call compiles its kernel or
+    loads it from the disk cache (~0.2 s), and pytest-benchmark, calibrating on that call, would run
+    5 rounds, the first ones on cold caches."""
+    fn(*args)
+    return benchmark(fn, *args)
+
+
 def memcpy_floor(nbytes: int):
     """A callable copying `nbytes` between two preallocated buffers."""
     src = torch.ones(nbytes, dtype=torch.uint8)
@@ -62,37 +70,44 @@ def _kind(bench) -> str:
     return "fastprep" if any(k in name for k in ("fastprep", "native", "numba")) else "baseline"
 
 
-# Why the Numba backend stays more than 2x the native one, per group family (printed under a group
-# where it does). Numba reaches no intrinsics: the 64-byte <-> word moves go through LLVM vector IR
-# (numba_kernels/vector_bits.py), everything else through LLVM's vectoriser, which finds none of
-# the instructions below; and a Numba op pays ~6 us of Python a call (checks, numpy views of the
-# tensors, the jit dispatch) where the C++ binding pays ~2.
+# Why the Numba backend stays more than 2x the native one, per group family (printed beside a
+# Numba entry that does). Numba reaches no intrinsics: the 64-byte <-> word moves go through LLVM
+# vector IR (numba_kernels/vector_bits.py), everything else through LLVM's vectoriser; and a Numba
+# op pays 3.7-8 us of Python a call on a tiny input (checks, allocation, the jit dispatch) where
+# the public native op pays 2.5-4.4 (Zen 4, benchmarks/PROFILE.md).
 NUMBA_WHY = {
-    "rgb_to_ycbcr": "Numba: the exact formula runs in 32-bit float lanes (LLVM); native forms the numerators by "
-                    "vpmaddwd/vpdpwssd of 16-bit (R,G),(B,125) pairs after a vpermb deinterleave, about half the "
-                    "instructions",
-    "pipeline": "Numba: rgb_to_ycbcr's colour arithmetic (see there), and the Python around its kernels (checks, "
-                "crop window, allocation) where the C++ binding spends ~5 us",
+    "rgb_to_ycbcr": "Numba: LLVM forms the numerators by vpmaddwd/vpdpwssd too, but deinterleaves packed RGB "
+                    "through uint8 temporaries and divides in 32-bit float lanes; native deinterleaves by vpermb "
+                    "and finishes Y in 16-bit lanes",
+    "pipeline": "Numba: rgb_to_ycbcr's arithmetic (see there), the mask expanded to bytes for the selects, and "
+                "~12 us of Python around the kernel (checks, crop window, allocations, the jit dispatch)",
     "crop": "Numba: the kernel's rows are slices (what lets LLVM vectorise them), each a reference-count call "
-            "pair, and ~9 us of Python around it (checks, window, a jit dispatch of 18 arguments)",
-    "dilate": "Numba: ~3 us of Python a call (checks, allocation, jit dispatch), and the words at each row's "
+            "pair, and ~6 us of Python around it (checks, window, allocation, a jit dispatch of 18 arguments)",
+    "dilate": "Numba: ~3.7 us of Python a call (checks, allocation, jit dispatch), and the words at each row's "
               "ends are dilated one by one",
     "random_": "Numba: ~3 us of Python a call, the rest is the generator's 64-bit multiplies in LLVM's vectors",
-    "pack_bits": "Numba: ~3 us of Python a call, and across planes (dim != last) each plane's bits are ORed "
+    "pack_bits": "Numba: ~4 us of Python a call, and across planes (dim != last) each plane's bits are ORed "
                  "into memory where native keeps 8 planes' bits in a register",
-    "unpack_bits": "Numba: ~3 us of Python a call",
+    "unpack_bits": "Numba: ~4 us of Python a call",
     "mask_fill": "Numba: the mask bits are expanded to bytes for the selects; native uses the mask words as "
                  "the mask registers of masked moves and stores",
 }
 
 
-def _numba_note(group: str, benches) -> str | None:
-    native = [b.stats.median for b in benches if "native" in b.name and "numba" not in b.name]
-    numba = [b.stats.median for b in benches if "numba" in b.name]
-    if not native or not numba or min(numba) <= 2 * min(native):
-        return None
+def native_twin(bench, benches):
+    """The native entry a Numba entry is measured against: the same name with "native" for
+    "numba" (test_dilate_numba[256] -> test_dilate_native[256]); None when the group has none."""
+    return next((b for b in benches if b.name == bench.name.replace("numba", "native")), None)
+
+
+def _numba_ratio(group: str, bench, benches) -> str:
+    """ "numba / native = r", and why where r > 2, for a Numba entry with a native twin."""
+    twin = native_twin(bench, benches) if "numba" in bench.name else None
+    if twin is None:
+        return ""
+    ratio = bench.stats.median / twin.stats.median
     why = next((w for k, w in NUMBA_WHY.items() if group.startswith(k)), "Numba: no intrinsics")
-    return f"  ({min(numba) / min(native):.1f}x native. {why})"
+    return f"   numba / native = {ratio:.2f}" + (f"  ({why})" if ratio > 2 else "")
 
 
 def _floor_line(bench) -> str:
@@ -128,7 +143,5 @@ def pytest_terminal_summary(terminalreporter, config):
                 floor = floors.get(b.extra_info.get("floor_key", ""))
                 if floor is not None:
                     line += f"   floor {floor.stats.median * 1e6:8.2f} us, op = {t / floor.stats.median:5.1f}x floor"
+                line += _numba_ratio(group, b, benches)
             tr.write_line(line)
-        note = _numba_note(group, benches)
-        if note:
-            tr.write_line(note)
