@@ -81,14 +81,17 @@ def test_uint8_exact_for_all_2_24_colours(all_colours, op, layout):
         assert mismatches.size == 0, f"{impl}: {mismatches.size} colours differ, first {mismatches[:5]}"
 
 
-@pytest.mark.parametrize("d,s,m", numba_color.DIVISIONS)
-def test_division_estimate_is_at_most_one_low_for_every_numerator(d, s, m):
-    # The kernels' exact division: q0 = (n m) >> s, then +1 if the remainder n - q0 d >= d.
-    # Exact iff floor(n / d) - q0 is 0 or 1 for every clamped n, with n m inside int32.
-    n = np.arange(256 * d, dtype=np.int64)
-    assert (256 * d - 1) * m < 2**31
-    short = n // d - ((n * m) >> s)
-    assert short.min() == 0 and short.max() <= 1
+@pytest.mark.parametrize("d,shift", numba_color.DIVISIONS)
+def test_backward_divisions_are_exact_for_every_clamped_numerator(d, shift):
+    # ycbcr_to_rgb's division (color_pixel.h's div_clamped): n clamped to [0, 256 d), then
+    # trunc(float32(n >> shift) * float32(1 / (d >> shift))). Every c = n >> shift is below 2^24
+    # (exact in float32), and floor(floor(n / 2^shift) / (d / 2^shift)) = floor(n / d).
+    assert d % (1 << shift) == 0 and (256 * d) >> shift <= 1 << 24
+    c = np.arange((256 * d) >> shift, dtype=np.int64)
+    inv = np.float32(1) / np.float32(d >> shift)
+    assert np.array_equal((c.astype(np.float32) * inv).astype(np.int64), c // (d >> shift))
+    n = np.arange(0, 256 * d, 997, dtype=np.int64)  # and the shift's identity, on a sample of n
+    assert np.array_equal((n >> shift) // (d >> shift), n // d)
 
 
 def test_forward_divisions_are_exact_over_their_ranges():

@@ -25,19 +25,22 @@ namespace fastprep::kernels::color_pixel {
 // Each division is then one float32 product, truncated: floor(N / 1000) = trunc(N * r1000) with
 // r1000 = the float32 just above 1/1000, floor(N / 31250) = trunc(N * float32(1 / 31250)), exact
 // over those ranges (tests/test_color.py checks every N); Cb and Cr are at most 256, clamped.
-// color_simd.h reaches the same values with other exact steps. Backward, the division stays in int32 lanes so it
-// vectorises: q0 = (N M) >> S with M = floor(2^S / D) (N M < 2^31) is never above floor(N / D) and at most 1 below it
-// on [0, 256 D); the exact remainder N - q0 D then decides the last step. tests/test_color.py checks the estimate over
-// every N and the end result over all 2^24 colours.
+// color_simd.h reaches the same values with other exact steps. Backward, N (an int32) is clamped
+// to [0, 256 D) and divided the same way: c = clamped N >> Shift is below 2^24, so exact in float32,
+// and trunc(c * float32(1 / (D >> Shift))) = floor(c / (D >> Shift)) over that range;
+// floor(floor(N / 2^Shift) / (D / 2^Shift)) = floor(N / D). G shifts by 3 (256 x 125000 is past
+// 2^24; 125000 = 8 x 15625). tests/test_color.py checks every c and the end result over all 2^24
+// colours. A remainder-corrected int32 estimate took twice the time: GCC turns its constant
+// multiplies into shift-and-add chains.
 constexpr float kInv1000 = 0x1.0624ep-10f;  // nextafter(float32(1 / 1000), 1) = 0x1.0624dep-10 + 1 ulp
 constexpr float kInv31250 = 1.0f / 31250.0f;
 
-template <int32_t D, int S, int32_t M>
+template <int32_t D, int Shift>
 FASTPREP_INLINE int32_t div_clamped(int32_t n) {
-  static_assert(M == (int64_t{1} << S) / D && int64_t{256} * D * M < (int64_t{1} << 31), "M, S");
+  static_assert(D % (1 << Shift) == 0 && (int64_t{256} * D >> Shift) <= (int64_t{1} << 24), "D, Shift");
+  constexpr float kInv = 1.0f / static_cast<float>(D >> Shift);
   const int32_t c = std::min<int32_t>(std::max<int32_t>(n, 0), 256 * D - 1);
-  const int32_t q0 = (c * M) >> S;
-  return q0 + (c - q0 * D >= D ? 1 : 0);
+  return static_cast<int32_t>(static_cast<float>(c >> Shift) * kInv);
 }
 
 // r, g, b: the uint8 values as floats; the results are integers in [0, 255], as floats, so the
@@ -53,9 +56,9 @@ FASTPREP_INLINE void rgb_to_ycbcr_u8(float r, float g, float b, float& y, float&
 FASTPREP_INLINE void ycbcr_to_rgb_u8(int32_t y, int32_t cb, int32_t cr, int32_t& r, int32_t& g, int32_t& b) {
   cb -= 128;
   cr -= 128;
-  r = div_clamped<500, 16, 131>(500 * y + 250 + 701 * cr);
-  g = div_clamped<125000, 23, 67>(125000 * y + 62500 - 43017 * cb - 89267 * cr);
-  b = div_clamped<250, 15, 131>(250 * y + 125 + 443 * cb);
+  r = div_clamped<500, 0>(500 * y + 250 + 701 * cr);
+  g = div_clamped<125000, 3>(125000 * y + 62500 - 43017 * cb - 89267 * cr);
+  b = div_clamped<250, 0>(250 * y + 125 + 443 * cb);
 }
 
 template <typename T>

@@ -23,9 +23,9 @@ TYPE_CODE = {torch.uint8: U8, torch.float32: F32, torch.float16: F16, torch.bflo
 
 
 _I = np.int32
-# (D, S, M) of each division of ycbcr_to_rgb: see color_pixel.h.
-DIVISIONS = ((500, 16, 131), (125000, 23, 67), (250, 15, 131))
 _F = np.float32
+# (D, Shift) of each division of ycbcr_to_rgb: see color_pixel.h.
+DIVISIONS = ((500, 0), (125000, 3), (250, 0))
 # rgb_to_ycbcr's exact divisions (color_pixel.h): trunc(N * INV_1000) = floor(N / 1000) for N in
 # [0, 255500], trunc(N * INV_31250) = floor(N / 31250) for N in [0, 8000000], in float32.
 INV_1000 = np.nextafter(_F(1) / _F(1000), _F(1))
@@ -33,12 +33,12 @@ INV_31250 = _F(1) / _F(31250)
 
 
 @njit(cache=True, inline="always")
-def div_clamped(n, d, s, m):
-    """floor(n / d) for n clamped to [0, 256 d): estimate (n m) >> s, then the exact remainder.
-    Every step is cast to int32 (no value leaves int32) so LLVM keeps 32-bit lanes, as in C++."""
+def div_clamped(n, d, shift):
+    """floor(n / d) for n clamped to [0, 256 d), as color_pixel.h: (clamped n) >> shift is exact in
+    float32, times float32(1 / (d >> shift)), truncated. Every step is cast to int32 (no value
+    leaves int32) so LLVM keeps 32-bit lanes, as in C++."""
     c = _I(min(max(_I(n), _I(0)), _I(256 * d - 1)))
-    q0 = _I(_I(c * _I(m)) >> _I(s))
-    return q0 + _I(1 if _I(c - _I(q0 * _I(d))) >= _I(d) else 0)
+    return _I(_F(_I(c >> _I(shift))) * (_F(1) / _F(d >> shift)))
 
 
 _C = {k: np.float32(v) for k, v in dict(
@@ -73,12 +73,29 @@ def gather(src, p, sc, sw, n, t0, t1, t2, in_type):
 
 
 @njit(cache=True, inline="always")
+def gather_planes(src, p, sc, n, t0, t1, t2, in_type):
+    """gather of planar rows (column stride 1): a slice per plane. Indexed from one slice at a
+    runtime plane offset, LLVM left the loop scalar (CHW uint8 colour took 130 us, HWC 33)."""
+    s0, s1, s2 = src[p:p + n], src[p + sc:p + sc + n], src[p + 2 * sc:p + 2 * sc + n]
+    if in_type == F16:
+        for i in range(n):
+            t0[i], t1[i], t2[i] = half_bits_to_float(s0[i]), half_bits_to_float(s1[i]), half_bits_to_float(s2[i])
+    elif in_type == BF16:
+        for i in range(n):
+            t0[i], t1[i], t2[i] = bf16_bits_to_float(s0[i]), bf16_bits_to_float(s1[i]), bf16_bits_to_float(s2[i])
+    else:
+        for i in range(n):
+            t0[i], t1[i], t2[i] = s0[i], s1[i], s2[i]
+
+
+@njit(cache=True, inline="always")
 def gather_any(src, p, sc, sw, n, t0, t1, t2, in_type):
-    # Literal strides for the packed-HWC and planar cases, so LLVM vectorises those reads.
+    # Literal strides for the packed-HWC case and a slice per plane for planar rows, so LLVM
+    # vectorises those reads.
     if sw == 3 and sc == 1:
         gather(src, p, 1, 3, n, t0, t1, t2, in_type)
     elif sw == 1:
-        gather(src, p, sc, 1, n, t0, t1, t2, in_type)
+        gather_planes(src, p, sc, n, t0, t1, t2, in_type)
     else:
         gather(src, p, sc, sw, n, t0, t1, t2, in_type)
 
@@ -105,9 +122,9 @@ def ycbcr_to_rgb_chunk_u8(t0, t1, t2, n, o0, o1, o2):
     """Exact uint8 YCbCr -> RGB of n pixels in contiguous int32 temporaries (as color_pixel.h)."""
     for i in range(n):
         a, b, c = t0[i], _I(t1[i] - _I(128)), _I(t2[i] - _I(128))
-        o0[i] = div_clamped(_I(500) * a + _I(250) + _I(701) * c, 500, 16, 131)
-        o1[i] = div_clamped(_I(125000) * a + _I(62500) - _I(43017) * b - _I(89267) * c, 125000, 23, 67)
-        o2[i] = div_clamped(_I(250) * a + _I(125) + _I(443) * b, 250, 15, 131)
+        o0[i] = div_clamped(_I(500) * a + _I(250) + _I(701) * c, 500, 0)
+        o1[i] = div_clamped(_I(125000) * a + _I(62500) - _I(43017) * b - _I(89267) * c, 125000, 3)
+        o2[i] = div_clamped(_I(250) * a + _I(125) + _I(443) * b, 250, 0)
 
 
 @njit(cache=True)
