@@ -61,6 +61,22 @@ def test_matches_masked_fill(dtype, layout, batched, mask_batched, packed):
     assert fastprep.mask_fill_(inplace, m, value, layout) is inplace
 
 
+@pytest.mark.parametrize("channels", [1, 2, 3, 4])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_pixel_major_rows_any_channel_count(dtype, channels):
+    # Dense pixel-major rows (packed HWC, also a window of one) are filled as one run of W * C
+    # elements per row; a pixel-major view given as CHW keeps its planar output.
+    hwc = _img((2, H, W, channels), dtype, seed=5)
+    cases = [(hwc, "HWC", _mask((H, W), 6)), (hwc[:, :, 1:], "HWC", _mask((H, W - 1), 7)),
+             (hwc.permute(0, 3, 1, 2), "CHW", _mask((H, W), 8))]
+    for img, layout, mask in cases:
+        expected = reference(img, mask, 9.0, layout)
+        for m in (mask, fastprep.pack_bits(mask)):
+            for fill in (fastprep.mask_fill, numba_mf.mask_fill):
+                out = fill(img, m, 9.0, layout)
+                assert out.is_contiguous() and torch.equal(out, expected), (fill, layout, m.dtype)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_strided_views(dtype):
     base = _img((2, 4, 20, 150), dtype, seed=3)

@@ -73,7 +73,10 @@ struct FillTyped {
     const int64_t w = dv.w, channels = dv.c;
     const int64_t row_bytes = packed ? (w + 7) / 8 : w;
     const bool in_place = src == dst && sv.sn == dv.sn && sv.sc == dv.sc && sv.sh == dv.sh && sv.sw == dv.sw;
-    std::vector<uint8_t> bits_buf(static_cast<size_t>(w));
+    // Dense pixel-major rows (packed HWC: channels at stride 1, pixels at stride C) are one run of
+    // w * C elements: the row's mask bytes, each repeated C times, select over the whole run.
+    const bool dense_pixels = !in_place && sv.sc == 1 && dv.sc == 1 && sv.sw == channels && dv.sw == channels;
+    std::vector<uint8_t> bits_buf(static_cast<size_t>(dense_pixels ? w * channels + w : w));
     std::vector<uint64_t> words(static_cast<size_t>(words_per_row(w)));
     uint8_t* __restrict__ bits = bits_buf.data();
     // Pixel-major (HWC-like: channels closer than pixels) vs plane-major loops: the inner loop
@@ -107,7 +110,16 @@ struct FillTyped {
         row_bits<L>(mimg + y * row_bytes, w, packed, words.data(), bits);
         const T* s = src + n * sv.sn + y * sv.sh;
         T* d = dst + n * dv.sn + y * dv.sh;
-        if (in_place && pixel_major) {
+        if (dense_pixels) {
+          uint8_t* __restrict__ run_bits = bits + w;
+          if (channels == 3) {  // the usual RGB: a literal count, so the repeat vectorises
+            for (int64_t x = 0; x < w; ++x) run_bits[3 * x] = run_bits[3 * x + 1] = run_bits[3 * x + 2] = bits[x];
+          } else {
+            for (int64_t x = 0; x < w; ++x)
+              for (int64_t c = 0; c < channels; ++c) run_bits[x * channels + c] = bits[x];
+          }
+          for (int64_t e = 0; e < w * channels; ++e) d[e] = run_bits[e] ? value : s[e];
+        } else if (in_place && pixel_major) {
           for (int64_t x = 0; x < w; ++x) {
             if (!bits[x]) continue;
             for (int64_t c = 0; c < channels; ++c) d[x * dv.sw + c * dv.sc] = value;
