@@ -30,6 +30,17 @@ FASTPREP_INLINE void reversed_planes(const uint8_t* lo, int64_t n, uint8_t* rowb
   }
 }
 
+// A flipped read of planar rows (column stride -1): each plane's pixels reversed into rowbuf, from
+// rowbuf + 3 n where reversed_planes puts its planes (a loop that vectorises; through runtime
+// strides the flipped CHW window took 4x the unflipped one). row is the window's rightmost pixel.
+FASTPREP_INLINE void reversed_plane_rows(const uint8_t* row, int64_t sc, int64_t n, uint8_t* rowbuf) {
+  uint8_t* planes = rowbuf + 3 * n;
+  for (int64_t ch = 0; ch < 3; ++ch) {
+    const uint8_t* lo = row + ch * sc - (n - 1);
+    for (int64_t i = 0; i < n; ++i) planes[ch * n + i] = lo[n - 1 - i];
+  }
+}
+
 // The window's rows lie a source row apart, so a crop of a large image starts a new stream every
 // row: the hardware prefetcher (which follows streams within a page) misses each row's first lines.
 // Touching the row kPrefetchRows ahead hides that (a cold 256^2 window of a 1024^2 image: ~3 us).
@@ -48,11 +59,12 @@ FASTPREP_INLINE void prefetch_row(const uint8_t* row, int64_t width, int64_t sw,
 
 // As color.cpp: a gather pass (strided reads, the mask applied as mask_fill's zero) into
 // contiguous temporaries, then convert_chunk. SW / SC: compile-time column / channel strides
-// when known (3 and 1: packed HWC; 1 and 0: planar rows; -3 and 1: packed HWC read right to left,
-// made planar rows in `rowbuf` first), 0 for runtime strides.
+// when known (3 and 1: packed HWC; 1 and 0: planar rows; -3 and 1, -1 and 0: packed HWC and planar
+// rows read right to left, made planar rows in `rowbuf` first), 0 for runtime strides.
 template <int SW, int SC, typename Out>
 struct Rows {
-  static constexpr int kSW = SW == -3 ? 1 : SW;  // the column stride of the row the gather reads
+  static constexpr bool kReversed = SW == -3 || SW == -1;
+  static constexpr int kSW = kReversed ? 1 : SW;  // the column stride of the row the gather reads
 
   // mw: the row's mask words or null; mrow: width bytes of scratch for them as bytes.
   template <Isa L>
@@ -99,7 +111,7 @@ struct Rows {
   template <Isa L>
   static FASTPREP_INLINE void run(const RgbSource s, int64_t top, int64_t left, int64_t height, int64_t width,
                                   const uint64_t* mask, Out* out, float scale, uint8_t* rowbuf) {
-    const int64_t sw = kSW ? kSW : s.sw, sc = SW == -3 ? width : SC ? SC : s.sc;
+    const int64_t sw = kSW ? kSW : s.sw, sc = kReversed ? width : SC ? SC : s.sc;
     const int64_t plane = height * width, wpr = words_per_row(width);
     for (int64_t y = 0; y < height; ++y) {
       const uint8_t* row = s.data + (top + y) * s.sh + left * s.sw;
@@ -110,10 +122,9 @@ struct Rows {
         color_simd::rgb_to_ycbcr_packed_reversed<L>(row - 3 * (width - 1), width, mw, o, o + plane, o + 2 * plane);
         continue;
       }
-      if constexpr (SW == -3) {
-        reversed_planes(row - 3 * (width - 1), width, rowbuf);  // row is the window's rightmost pixel
-        row = rowbuf + 3 * width;                               // its R plane; G and B follow
-      }
+      if constexpr (SW == -3) reversed_planes(row - 3 * (width - 1), width, rowbuf);  // row: the rightmost pixel
+      if constexpr (SW == -1) reversed_plane_rows(row, s.sc, width, rowbuf);
+      if constexpr (kReversed) row = rowbuf + 3 * width;  // its R plane; G and B follow
       one_row<L>(row, sw, sc, width, mw, rowbuf + 6 * width, out + y * width, plane, scale);
     }
   }
@@ -131,6 +142,8 @@ void run(const RgbSource& s, int64_t top, int64_t left, int64_t height, int64_t 
     dispatch<Rows<-3, 1, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get());
   } else if (s.sw == 1) {
     dispatch<Rows<1, 0, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get());
+  } else if (s.sw == -1) {
+    dispatch<Rows<-1, 0, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get());
   } else {
     dispatch<Rows<0, 0, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get());
   }
