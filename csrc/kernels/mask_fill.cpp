@@ -61,6 +61,22 @@ FASTPREP_TARGET_V4 void fill_row_v4(const T* src, T* dst, const uint64_t* words,
     }
   }
 }
+
+// The element mask words of a dense RGB row (3 elements a pixel) from its pixel mask words: pixel
+// word k (64 pixels) gives element words 3k .. 3k + 2. pdep puts pixels 0-21, 22-42 and 43-63 at
+// bits 3 apart from bit 0, 2 and 1 (where each pixel's first element falls in its word), two shifts
+// triple them, and pixels 21 and 42, split across words, add their last elements at bit 0 (and 1).
+FASTPREP_TARGET_V4 inline void tripled_words(const uint64_t* words, int64_t w, uint64_t* out) {
+  for (int64_t k = 0; k < words_per_row(w); ++k) {
+    const uint64_t m = words[k];
+    const uint64_t p0 = _pdep_u64(m, 0x9249249249249249ULL);        // pixels 0-21 at bits 0, 3, .., 63
+    const uint64_t p1 = _pdep_u64(m >> 22, 0x4924924924924924ULL);  // pixels 22-42 at bits 2, 5, .., 62
+    const uint64_t p2 = _pdep_u64(m >> 43, 0x2492492492492492ULL);  // pixels 43-63 at bits 1, 4, .., 61
+    out[3 * k] = p0 | p0 << 1 | p0 << 2;
+    out[3 * k + 1] = (p1 | p1 << 1 | p1 << 2) | ((m >> 21) & 1) * 3;
+    out[3 * k + 2] = (p2 | p2 << 1 | p2 << 2) | ((m >> 42) & 1);
+  }
+}
 #endif
 
 template <typename T>
@@ -85,6 +101,23 @@ struct FillTyped {
     const bool planes_contiguous = sv.sw == 1 && dv.sw == 1;
 #if FASTPREP_X86_LEVELS
     if constexpr (has_avx512(L)) {
+      if (dense_pixels && channels == 3) {  // packed RGB: the tripled mask words drive the selects
+        std::vector<uint64_t> element_words(static_cast<size_t>(3 * words_per_row(w)));
+        for (int64_t n = 0; n < dv.n; ++n) {
+          const uint8_t* mimg = mask + (mask_n == 1 ? 0 : n) * dv.h * row_bytes;
+          for (int64_t y = 0; y < dv.h; ++y) {
+            if (packed) {
+              mask_rows::packed_to_words(mimg + y * row_bytes, w, words.data());
+            } else {
+              mask_rows::bools_to_words<L>(mimg + y * row_bytes, w, words.data());
+            }
+            tripled_words(words.data(), w, element_words.data());
+            fill_row_v4(src + n * sv.sn + y * sv.sh, dst + n * dv.sn + y * dv.sh, element_words.data(), 3 * w, value,
+                        false);
+          }
+        }
+        return;
+      }
       if (planes_contiguous) {
         for (int64_t n = 0; n < dv.n; ++n) {
           const uint8_t* mimg = mask + (mask_n == 1 ? 0 : n) * dv.h * row_bytes;
