@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from llvmlite import ir
 from numba import carray, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from fastprep.numba_kernels._cache import njit
@@ -66,3 +68,23 @@ def array_at(address, n, dtype):
     """The n elements of `dtype` (a number class, or a token array of UINT_OF_SIZE / FLAT_DTYPE) at
     `address` as a 1-D C-contiguous array (no copy)."""
     return carray(_pointer(address, dtype), n)
+
+
+@intrinsic
+def prefetch(typingctx, arr, index):
+    """A read prefetch of element `index` of a 1-D array (llvm.prefetch, kept in every cache level),
+    as the C++ kernels' __builtin_prefetch. A prefetch never faults: an index past either end is
+    harmless, so none is checked."""
+    if not isinstance(arr, types.Array) or arr.ndim != 1 or not isinstance(index, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        address = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(
+            ir.VoidType(), [ir.IntType(8).as_pointer(), i32, i32, i32]), "llvm.prefetch.p0i8")
+        builder.call(fn, [address, i32(0), i32(3), i32(1)])  # read, high locality, data cache
+        return context.get_dummy_value()
+
+    return types.none(arr, index), codegen
