@@ -101,8 +101,11 @@ struct FillTyped {
     const bool planes_contiguous = sv.sw == 1 && dv.sw == 1;
 #if FASTPREP_X86_LEVELS
     if constexpr (has_avx512(L)) {
-      if (dense_pixels && channels == 3) {  // packed RGB: the tripled mask words drive the selects
-        std::vector<uint64_t> element_words(static_cast<size_t>(3 * words_per_row(w)));
+      // Planes: each row's mask words drive the selects of its C plane rows. Packed RGB: the
+      // tripled words drive one run of 3W elements.
+      const bool dense_rgb = dense_pixels && channels == 3;
+      if (dense_rgb || planes_contiguous) {
+        std::vector<uint64_t> element_words(static_cast<size_t>(dense_rgb ? 3 * words_per_row(w) : 0));
         for (int64_t n = 0; n < dv.n; ++n) {
           const uint8_t* mimg = mask + (mask_n == 1 ? 0 : n) * dv.h * row_bytes;
           for (int64_t y = 0; y < dv.h; ++y) {
@@ -111,25 +114,14 @@ struct FillTyped {
             } else {
               mask_rows::bools_to_words<L>(mimg + y * row_bytes, w, words.data());
             }
-            tripled_words(words.data(), w, element_words.data());
-            fill_row_v4(src + n * sv.sn + y * sv.sh, dst + n * dv.sn + y * dv.sh, element_words.data(), 3 * w, value,
-                        false);
-          }
-        }
-        return;
-      }
-      if (planes_contiguous) {
-        for (int64_t n = 0; n < dv.n; ++n) {
-          const uint8_t* mimg = mask + (mask_n == 1 ? 0 : n) * dv.h * row_bytes;
-          for (int64_t y = 0; y < dv.h; ++y) {
-            if (packed) {
-              mask_rows::packed_to_words(mimg + y * row_bytes, w, words.data());
+            const T* s = src + n * sv.sn + y * sv.sh;
+            T* d = dst + n * dv.sn + y * dv.sh;
+            if (dense_rgb) {
+              tripled_words(words.data(), w, element_words.data());
+              fill_row_v4(s, d, element_words.data(), 3 * w, value, false);
             } else {
-              mask_rows::bools_to_words<L>(mimg + y * row_bytes, w, words.data());
-            }
-            for (int64_t c = 0; c < channels; ++c) {
-              fill_row_v4(src + n * sv.sn + y * sv.sh + c * sv.sc, dst + n * dv.sn + y * dv.sh + c * dv.sc,
-                          words.data(), w, value, in_place);
+              for (int64_t c = 0; c < channels; ++c)
+                fill_row_v4(s + c * sv.sc, d + c * dv.sc, words.data(), w, value, in_place);
             }
           }
         }
