@@ -11,11 +11,9 @@ import torch
 
 from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.float_bits import float_to_bf16_bits, float_to_half_bits
-from fastprep.numba_kernels.storage import UINT_OF_SIZE, array_at, span_count
+from fastprep.numba_kernels.storage import UINDEX, UINT_OF_SIZE, array_at, pixel_row, span_count
 from fastprep.ops import checks
 from fastprep.ops.crop import check_crop, check_random_crop, crop_window, out_shape, sample_seed, window_source
-
-_U = np.uint64  # an index Numba knows is non-negative
 
 
 @njit(cache=True, inline="always")
@@ -35,8 +33,8 @@ def copy_planes(s, out, o, plane, c, sc, step, n, flip):
         o0, o1, o2 = out[o:o + n], out[o + plane:o + plane + n], out[o + 2 * plane:o + 2 * plane + n]
         if flip:
             for x in range(n):
-                q = _U(3 * (n - 1 - x))
-                o0[x], o1[x], o2[x] = s[q], s[q + _U(1)], s[q + _U(2)]
+                q = UINDEX(3 * (n - 1 - x))
+                o0[x], o1[x], o2[x] = s[q], s[q + UINDEX(1)], s[q + UINDEX(2)]
         else:
             for x in range(n):
                 o0[x], o1[x], o2[x] = s[3 * x], s[3 * x + 1], s[3 * x + 2]
@@ -45,7 +43,7 @@ def copy_planes(s, out, o, plane, c, sc, step, n, flip):
             sp, op = s[ch * sc:ch * sc + n], out[o + ch * plane:o + ch * plane + n]
             if flip:
                 for x in range(n):
-                    op[x] = sp[_U(n - 1 - x)]
+                    op[x] = sp[UINDEX(n - 1 - x)]
             else:
                 for x in range(n):
                     op[x] = sp[x]
@@ -53,14 +51,13 @@ def copy_planes(s, out, o, plane, c, sc, step, n, flip):
         for ch in range(c):
             op = out[o + ch * plane:o + ch * plane + n]
             for x in range(n):
-                op[x] = s[_U((n - 1 - x if flip else x) * step + ch * sc)]
+                op[x] = s[UINDEX((n - 1 - x if flip else x) * step + ch * sc)]
 
 
 @njit(cache=True)
 def crop_rows(src, base, out, obase, c, sc, sh, sw, h, top, left, height, width, x0, x1, fill):
     plane = height * width
     n = x1 - x0
-    step = -sw if sw < 0 else sw
     for y in range(height):
         sy = top + y
         orow = obase + y * width
@@ -72,9 +69,7 @@ def crop_rows(src, base, out, obase, c, sc, sh, sw, h, top, left, height, width,
             fill_range(out, orow + ch * plane, x0, fill)
             fill_range(out, orow + ch * plane + x1, width - x1, fill)
         srow = base + sy * sh + (left + x0) * sw
-        # A flipped read (sw < 0) walks down from srow: its slice starts at the lowest pixel.
-        lo = srow + (n - 1) * sw if sw < 0 else srow
-        s = src[lo:lo + (n - 1) * step + (c - 1) * sc + 1]
+        s, step = pixel_row(src, srow, sw, sc, c, n)
         copy_planes(s, out, orow + x0, plane, c, sc, step, n, sw < 0)
 
 

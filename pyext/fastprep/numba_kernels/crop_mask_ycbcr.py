@@ -10,12 +10,10 @@ from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.color import CHUNK, TYPE_CODE, U8, compute, rgb_to_ycbcr_chunk_u8, store_chunk
 from fastprep.numba_kernels.crop import flipped
 from fastprep.numba_kernels.random_mask import random_dilated_mask_kernel
-from fastprep.numba_kernels.storage import FLAT_DTYPE, array_at, prefetch, span_count
+from fastprep.numba_kernels.storage import FLAT_DTYPE, UINDEX, array_at, pixel_row, prefetch, span_count
 from fastprep.ops import checks
 from fastprep.ops.crop import crop_window
 from fastprep.ops.crop_mask_ycbcr import check_crop_mask_ycbcr, check_crop_mask_ycbcr_batch, mask_seed_of
-
-_U = np.uint64  # an index Numba knows is non-negative
 
 
 @njit(cache=True, inline="always")
@@ -28,23 +26,19 @@ def gather_pixels(s, sc, step, n, flip, mm, apply_mask, t0, t1, t2):
     if step == 1:
         s0, s1, s2 = s[0:n], s[sc:sc + n], s[2 * sc:2 * sc + n]
         for i in range(n):
-            q = _U(n - 1 - i if flip else i)
+            q = UINDEX(n - 1 - i if flip else i)
             keep = np.uint8(0 if apply_mask and mm[i] else 0xFF)
             t0[i], t1[i], t2[i] = s0[q] & keep, s1[q] & keep, s2[q] & keep
     else:
         for i in range(n):
-            q = _U((n - 1 - i if flip else i) * step)
+            q = UINDEX((n - 1 - i if flip else i) * step)
             keep = np.uint8(0 if apply_mask and mm[i] else 0xFF)
-            t0[i], t1[i], t2[i] = s[q] & keep, s[q + _U(sc)] & keep, s[q + _U(2 * sc)] & keep
+            t0[i], t1[i], t2[i] = s[q] & keep, s[q + UINDEX(sc)] & keep, s[q + UINDEX(2 * sc)] & keep
 
 
 @njit(cache=True, inline="always")
 def gather_masked(src, p, sc, sw, n, mask, m, apply_mask, t0, t1, t2):
-    # Slices, so every index is provably non-negative and Numba drops its wraparound checks. A
-    # negative sw (a flipped read) walks down from p: its slice starts at the lowest pixel.
-    step = -sw if sw < 0 else sw
-    lo = p + (n - 1) * sw if sw < 0 else p
-    s = src[lo:lo + (n - 1) * step + 2 * sc + 1]
+    s, step = pixel_row(src, p, sw, sc, 3, n)
     mm = mask[m:m + n] if apply_mask else mask[0:0]
     # Literal strides for packed HWC and planar rows, each way, so LLVM vectorises the reads.
     if step == 3 and sc == 1:

@@ -34,6 +34,11 @@ FLAT_DTYPE = {torch.uint8: _token(np.uint8), torch.float32: _token(np.float32), 
               torch.bfloat16: _token(np.int16)}
 
 
+# An index type Numba knows is non-negative: a signed index gets a wraparound test per element,
+# which keeps a loop that counts down (a flipped read) from vectorising.
+UINDEX = np.uint64
+
+
 def span_count(t: torch.Tensor) -> int:
     """The elements from t's first to its last (element i of t is at the sum of index x stride),
     0 for an empty t."""
@@ -88,3 +93,13 @@ def prefetch(typingctx, arr, index):
         return context.get_dummy_value()
 
     return types.none(arr, index), codegen
+
+
+@njit(cache=True, inline="always")
+def pixel_row(src, p, sw, sc, c, n):
+    """(s, step): the slice of src holding n pixels from index p, `sw` elements apart (right to
+    left from p when sw < 0), with c channels `sc` apart, and |sw|. A slice starts at its lowest
+    pixel, so every index into it is non-negative and Numba drops its wraparound test."""
+    step = -sw if sw < 0 else sw
+    lo = p + (n - 1) * sw if sw < 0 else p
+    return src[lo:lo + (n - 1) * step + (c - 1) * sc + 1], step
