@@ -67,11 +67,11 @@ def mask_fill_kernel(src, dst, in_place, mask, mask_n, packed, value):
 
 
 @njit(cache=True)
-def fill_dense_pixels(src, s_img, s_row, dst, n_img, c_n, h, w, mask, mask_n, packed, value):
+def fill_dense_pixels(src, s_img, s_row, dst, d_img, d_row, n_img, c_n, h, w, mask, mask_n, packed, value):
     """mask_fill_kernel out of place on dense pixel-major rows (packed HWC: channels at stride 1,
-    pixels at stride C) into the contiguous dst, as the C++ kernel: a row is one run of w * C
-    elements, selected by its mask bytes repeated C times (per element through the [N, C, H, W]
-    view it took 18x the time). s_img, s_row: src's image and row strides in elements."""
+    pixels at stride C), as the C++ kernel's dense_pixels: a row is one run of w * C elements,
+    selected by its mask bytes repeated C times (per element through the [N, C, H, W] view it took
+    18x the time). s_img, s_row, d_img, d_row: image and row strides in elements."""
     row_bytes = (w + 7) // 8 if packed else w
     bits = np.empty(w, dtype=np.uint8)
     run = np.empty(w * c_n, dtype=np.uint8)
@@ -86,18 +86,10 @@ def fill_dense_pixels(src, s_img, s_row, dst, n_img, c_n, h, w, mask, mask_n, pa
                 for x in range(w):
                     for c in range(c_n):
                         run[x * c_n + c] = m[x]
-            s0, d0 = n * s_img + y * s_row, (n * h + y) * w * c_n
+            s0, d0 = n * s_img + y * s_row, n * d_img + y * d_row
             sr, dr = src[s0:s0 + w * c_n], dst[d0:d0 + w * c_n]
             for e in range(w * c_n):
                 dr[e] = value if run[e] else sr[e]
-
-
-@njit(cache=True)
-def mask_fill_dense_at(src, src_n, dst, dtype, n_img, c_n, h, w, s_img, s_row, mask, mask_bytes, mask_n, packed,
-                       value):
-    """fill_dense_pixels on tensors' addresses (storage.py), as mask_fill_at."""
-    fill_dense_pixels(array_at(src, src_n, dtype), s_img, s_row, array_at(dst, n_img * c_n * h * w, dtype), n_img,
-                      c_n, h, w, array_at(mask, mask_bytes, np.uint8), mask_n, packed, value)
 
 
 _VALUE_BITS: dict = {}
@@ -126,7 +118,13 @@ def mask_fill_at(src, src_n, dst, dtype, shape, src_strides, dst_strides, c_orde
     m = array_at(mask, mask_bytes, np.uint8)
     s = array_at(src, src_n, dtype)
     d = s if in_place else array_at(dst, shape[0] * shape[1] * shape[2] * shape[3], dtype)
-    if c_order:  # contiguous CHW: C-ordered views, whose rows LLVM knows to be unit-stride
+    size, c = s.itemsize, shape[1]
+    # Both views dense pixel-major (channels at stride 1, pixels at stride C), as the C++ kernel's
+    # dense_pixels decides.
+    if not in_place and src_strides[1] == dst_strides[1] == size and src_strides[3] == dst_strides[3] == c * size:
+        fill_dense_pixels(s, src_strides[0] // size, src_strides[2] // size, d, dst_strides[0] // size,
+                          dst_strides[2] // size, shape[0], c, shape[2], shape[3], m, mask_n, packed, value)
+    elif c_order:  # contiguous CHW: C-ordered views, whose rows LLVM knows to be unit-stride
         mask_fill_kernel(s.reshape(shape), d.reshape(shape), in_place, m, mask_n, packed, value)
     else:
         mask_fill_kernel(as_strided(s, shape, src_strides), as_strided(d, shape, dst_strides), in_place, m, mask_n,
@@ -141,13 +139,7 @@ def _run(img: torch.Tensor, mask: torch.Tensor, value: float, layout: str, op: s
     # The out-of-place output is contiguous and filled in one pass from img.
     dst = img if op == "mask_fill_" else checks.new_output(op, img, img.shape, img.dtype,
                                                             checks.shape_source("img", img))
-    if img.numel() > 0 and dst is not img and layout == "HWC" and args.view.sc == 1 and args.view.sw == args.view.c:
-        # Dense pixel-major rows into the HWC output, as the C++ kernel's dense_pixels.
-        v = args.view
-        mask_fill_dense_at(img.data_ptr(), span_count(img), dst.data_ptr(), UINT_OF_SIZE[img.element_size()], v.n,
-                           v.c, v.h, v.w, v.sn, v.sh, mc.data_ptr(), mc.numel(), args.mask_n, args.packed,
-                           _value_bits(value, img.dtype))
-    elif img.numel() > 0:
+    if img.numel() > 0:
         v, size = args.view, img.element_size()
         hw = v.h * v.w
         img_strides = (v.sn * size, v.sc * size, v.sh * size, v.sw * size)
