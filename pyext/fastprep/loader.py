@@ -360,7 +360,7 @@ def _slot_image(raw: Any, crop: RandomCrop, color: RGBToYCbCr) -> tuple[Item, tu
 
 
 def _apply_to_image(transform: Any, raw: Any) -> Any:
-    """A transform other than fastprep's on the item's image, a JpegFile decoded whole first."""
+    """A transform other than fastprep's on the item's image, a WindowedImage (JpegFile, ...) decoded whole first."""
     if isinstance(raw, (tuple, list)) and raw:
         return _rebuild(raw, transform(decode_jpeg_files(raw[0])), raw[1:])
     return transform(decode_jpeg_files(raw))

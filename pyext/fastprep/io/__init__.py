@@ -22,8 +22,10 @@ from fastprep.io.jpeg import (
     libjpeg_turbo_version,
     read_jpeg_header,
 )
+from fastprep.io.windowed import WindowedImage
 
 __all__ = [
     "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader", "available",
     "decode_jpeg", "decode_jpeg_batch", "find_classes", "libjpeg_turbo_version", "make_dataset", "read_jpeg_header",
+    "WindowedImage",
 ]

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from fastprep.io.jpeg import LAYOUTS, MODES, as_bytes, decode_jpeg, read_jpeg_header
+from fastprep.io.windowed import WindowedImage
 from fastprep.ops.color import rgb_to_ycbcr
 from fastprep.ops.crop import random_crop_params
 
@@ -24,7 +25,7 @@ IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tif
 JPEG_MAGIC = b"\xff\xd8\xff"
 
 
-class JpegFile:
+class JpegFile(WindowedImage):
     """A JPEG's bytes and header, decoded on demand: the whole image or only a window.
 
     Args:
@@ -180,7 +181,7 @@ class ImageFolder(torch.utils.data.Dataset):
 
     def apply_transform(self, raw: tuple[Any, int]) -> tuple[Any, Any]:
         image, target = raw
-        if isinstance(image, JpegFile) and not getattr(self.transform, "reads_jpeg_files", False):
+        if isinstance(image, WindowedImage) and not getattr(self.transform, "reads_jpeg_files", False):
             image = image.decode()  # fastprep's transforms decode only the window they crop
         if self.transform is not None:
             image = self.transform(image)

@@ -38,8 +38,8 @@ class Transform(nn.Module):
     """Base of fastprep's transforms: ``forward(*inputs)`` as torchvision v2 (several inputs are
     one tuple sample, returned as a tuple), ``transform(sample)`` does the work."""
 
-    # Takes fastprep.io.JpegFile images and decodes only what it keeps (ImageFolder(roi=True)
-    # hands them over undecoded to transforms that say so).
+    # Takes fastprep.io.WindowedImage images (JpegFile, ...) and decodes only what it keeps
+    # (ImageFolder(roi=True) hands them over undecoded to transforms that say so).
     reads_jpeg_files = True
 
     def forward(self, *inputs: Any) -> Any:

@@ -38,7 +38,7 @@ def fused_image(s: Sample, color: RGBToYCbCr) -> Item | None:
     if item.pil:
         ok = item.value.mode == "RGB" or (item.value.mode == "RGBA" and color.alpha == "drop")
         return item if ok else None
-    if item.jpeg:
+    if item.lazy:
         return item if item.value.mode == "RGB" else None
     t = item.tensor()
     c = t.shape[-1] if item.layout == "HWC" else t.shape[-3]
@@ -48,7 +48,7 @@ def fused_image(s: Sample, color: RGBToYCbCr) -> Item | None:
 
 def fused_source(item: Item, win: Window, W: int) -> tuple[torch.Tensor, str]:
     """What the fused op reads for the (possibly flipped) window `win` of an image `W` wide: the
-    window's pixels only (a view of a tensor; read or decoded from a PIL image or JpegFile). The op's
+    window's pixels only (a view of a tensor; read or decoded from a PIL image or WindowedImage). The op's
     own window in it is then all of it, which it reads right to left when told to flip."""
     u = win.unflipped(W)  # the same columns in the image as it is
     region = read_region(item, u.top, u.top + u.height, u.left, u.left + u.width)

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from fastprep.args import check_real
-from fastprep.io.folder import JpegFile
+from fastprep.io.windowed import WindowedImage
 
 _WARNINGS_LOCK = threading.Lock()
 
@@ -83,8 +83,8 @@ def check_pil_mode(img: Any) -> None:
 
 def require_rgb(img: Any, who: str) -> None:
     """A PIL image in a non-RGB colour space has 3 uint8 channels too: name it instead of
-    converting its pixels as if they were RGB; so does a JpegFile decoding to YCbCr or grey."""
-    if isinstance(img, JpegFile):
+    converting its pixels as if they were RGB; so does a WindowedImage (a JpegFile, ...) of YCbCr or grey."""
+    if isinstance(img, WindowedImage):
         if img.mode != "RGB":
             raise ValueError(f"{who} expects RGB pixels, got {describe(img)}; read it with mode='RGB' "
                              f"(JpegFile(..., mode='RGB'), ImageFolder(..., mode='RGB'))")
@@ -160,8 +160,8 @@ def describe(x: Any, layout: str = "CHW") -> str:
         return f"a PIL image, mode {x.mode!r}, {x.size[0]}x{x.size[1]} (read as HWC)"
     if isinstance(x, np.ndarray):
         return f"a {x.dtype} numpy array of shape {tuple(x.shape)} (read as HWC)"
-    if isinstance(x, JpegFile):
-        return f"a JpegFile{' of ' + x.name if x.name else ''}, {x.height}x{x.width}, mode {x.mode!r} (decoded as HWC)"
+    if isinstance(x, WindowedImage):
+        return f"{x.describe()} (decoded as HWC)"
     if isinstance(x, torch.Tensor):
         name = type(x).__name__
         how = "CHW" if name in ("Image", "Video", "Mask") else layout

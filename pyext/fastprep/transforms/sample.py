@@ -4,8 +4,8 @@ list or dict (nested) of them and of plain values.
 Which leaves a transform touches, torchvision v2's rules (``Transform._needs_transform_list``):
 
 - ``tv_tensors.Image``, ``Video``, ``Mask``, ``BoundingBoxes``, ``KeyPoints`` by their type, and PIL
-  images and ``fastprep.io.JpegFile`` s as images (both read by window: a crop converts or decodes
-  only the pixels it keeps);
+  images and ``fastprep.io.WindowedImage`` s (a JpegFile, ...) as images (both read by window: a crop
+  converts or decodes only the pixels it keeps);
 - plain tensors and numpy arrays (fastprep takes arrays where torchvision passes them through):
   when the sample holds no explicit image (a tv_tensors.Image, a Video or a PIL image), the first
   one in depth-first order is the image and the others pass through; otherwise all pass through;
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from fastprep._tree import leaves, tree_map
-from fastprep.io.folder import JpegFile
+from fastprep.io.windowed import WindowedImage
 from fastprep.roles import tv_class
 from fastprep.transforms.inputs import as_image, check_pil_mode, hw, hwc_tensor, is_pil
 
@@ -59,11 +59,11 @@ def is_plain_array(x: Any) -> bool:
 
 
 def decode_jpeg_files(sample: Any) -> Any:
-    """The sample with every JpegFile decoded whole (in its own layout), for code that does not
-    read them by window: torchvision's transforms would pass one through uncropped."""
-    if not any(isinstance(x, JpegFile) for x in leaves(sample)):
+    """The sample with every WindowedImage decoded whole (in its own layout), for code that does
+    not read them by window: torchvision's transforms would pass one through uncropped."""
+    if not any(isinstance(x, WindowedImage) for x in leaves(sample)):
         return sample
-    return tree_map(lambda x: x.decode() if isinstance(x, JpegFile) else x, sample)
+    return tree_map(lambda x: x.decode() if isinstance(x, WindowedImage) else x, sample)
 
 
 @dataclass
@@ -80,13 +80,14 @@ class Item:
         return is_pil(self.value)
 
     @property
-    def jpeg(self) -> bool:
-        return isinstance(self.value, JpegFile)
+    def lazy(self) -> bool:
+        """A WindowedImage (a JpegFile, ...): decoded on demand, by window."""
+        return isinstance(self.value, WindowedImage)
 
     @property
     def windowed(self) -> bool:
-        """Read by window (a PIL image or a JpegFile): a crop converts or decodes only its window."""
-        return self.pil or self.jpeg
+        """Read by window (a PIL image or a WindowedImage): a crop converts or decodes only its window."""
+        return self.pil or self.lazy
 
     @property
     def dense(self) -> bool:
@@ -94,10 +95,10 @@ class Item:
 
     def tensor(self) -> torch.Tensor:
         """The pixels as a plain tensor view in `layout` (images always have a channel dim; a
-        mask is [..., H, W]). Not for PIL images, which are read by window; a JpegFile is decoded
+        mask is [..., H, W]). Not for PIL images, which are read by window; a WindowedImage is decoded
         whole (HWC), for the transforms that need every pixel."""
         x = self.value
-        if isinstance(x, JpegFile):
+        if isinstance(x, WindowedImage):
             return x.decode(layout="HWC")
         if isinstance(x, np.ndarray):
             return hwc_tensor(x)
@@ -112,7 +113,7 @@ class Item:
             return tuple(int(v) for v in x.canvas_size)
         if self.pil:
             return (x.size[1], x.size[0])
-        if self.jpeg:
+        if self.lazy:
             return (x.height, x.width)
         t = self.tensor()
         if self.kind == "mask":
@@ -122,8 +123,8 @@ class Item:
     def channels(self) -> int:
         if self.pil:
             return len(self.value.getbands())
-        if self.jpeg:
-            return 1 if self.value.mode == "GRAY" else 3
+        if self.lazy:
+            return self.value.channels
         t = self.tensor()
         return t.shape[-1] if self.layout == "HWC" else t.shape[-3]
 
@@ -142,7 +143,7 @@ class Sample:
     def __init__(self, sample: Any, layout: str, kinds: tuple[str, ...], owner: Any = None):
         self.tree = sample
         self.flat = leaves(sample)
-        explicit = any(is_pil(x) or isinstance(x, JpegFile) or tv_kind(x) in ("image", "video") for x in self.flat)
+        explicit = any(is_pil(x) or isinstance(x, WindowedImage) or tv_kind(x) in ("image", "video") for x in self.flat)
         take_plain = not explicit
         self.items: list[Item] = []
         for k, x in enumerate(self.flat):
@@ -150,15 +151,15 @@ class Sample:
             if kind is None and is_pil(x):
                 check_pil_mode(x)
                 kind = "image"
-            elif kind is None and isinstance(x, JpegFile):
+            elif kind is None and isinstance(x, WindowedImage):
                 kind = "image"
             elif kind is None and take_plain and is_plain_array(x):
                 kind, take_plain = "image", False
             if kind in kinds:
                 self.items.append(Item(k, kind, x, layout if type(x) is torch.Tensor else
-                                       "HWC" if (is_pil(x) or isinstance(x, (np.ndarray, JpegFile))) else "CHW"))
+                                       "HWC" if (is_pil(x) or isinstance(x, (np.ndarray, WindowedImage))) else "CHW"))
         if len(self.flat) == 1 and not self.items and not isinstance(sample, (tuple, list, dict)):
-            if not (is_pil(sample) or isinstance(sample, (np.ndarray, torch.Tensor, JpegFile))):
+            if not (is_pil(sample) or isinstance(sample, (np.ndarray, torch.Tensor, WindowedImage))):
                 who = f"{owner!r}: " if owner is not None else ""
                 raise TypeError(f"{who}expected a PIL image, a numpy array, a tensor, or a tuple, list or dict "
                                 f"holding them, got {type(sample).__name__}")

@@ -77,10 +77,10 @@ def index_map(start: int, n: int, size: int, mode: str) -> torch.Tensor:
 def read_region(item: Item, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
     """Rows r0:r1, columns c0:c1 of a dense item, in its layout: a view of a tensor; for a PIL
     image, only that region is converted (Image.crop copies the box, not the image); for a
-    JpegFile, only that region is decoded (the bits of the full decode's region)."""
+    WindowedImage (a JpegFile, ...), only that region is decoded (the bits of the full decode's region)."""
     if item.pil:
         return hwc_tensor(np.asarray(item.value.crop((c0, r0, c1, r1))))
-    if item.jpeg:
+    if item.lazy:
         if r1 <= r0 or c1 <= c0:  # an empty probe: the dtype and channels, nothing decoded
             return torch.empty(max(r1 - r0, 0), max(c1 - c0, 0), item.channels(), dtype=torch.uint8)
         return item.value.decode((r0, c0, r1 - r0, c1 - c0), layout="HWC")
