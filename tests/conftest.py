@@ -1,8 +1,11 @@
 import os
+import subprocess
+import sys
 from typing import NamedTuple
 
 import pytest
 import torch
+from filelock import FileLock
 from torch.utils._pytree import tree_map_only
 
 import fastprep
@@ -12,6 +15,32 @@ import fastprep
 _REQUESTED = os.environ.get("FASTPREP_BACKEND")
 if _REQUESTED and fastprep.backend() != _REQUESTED:
     raise RuntimeError(f"FASTPREP_BACKEND={_REQUESTED} but fastprep runs {fastprep.backend()}")
+
+
+WARMUP_PROBE = """
+import fastprep
+latency = fastprep.warmup()
+print(len(latency), max(latency.values()))
+"""
+
+
+@pytest.fixture(scope="session")
+def warmed_numba_cache(tmp_path_factory):
+    """(folder, what the probe printed): a Numba cache that ``fastprep.warmup()`` filled in a fresh
+    process, compiling every kernel once. The tests of warmup and of cached workers share this one
+    cold compile (a minute on 2 cores) instead of each paying it; copy the folder before writing to
+    it. xdist workers (each with its own session) share it through a lock in the run's folder."""
+    run_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_dir = run_dir.parent  # pytest-N/popen-gwK: the run's folder, shared by its workers
+    folder, printed = run_dir / "warmed-numba-cache", run_dir / "warmed-numba-cache.out"
+    with FileLock(str(run_dir / "warmed-numba-cache.lock")):
+        if not printed.exists():
+            out = subprocess.run([sys.executable, "-c", WARMUP_PROBE], capture_output=True, text=True,
+                                 env={**os.environ, "NUMBA_CACHE_DIR": str(folder)}, timeout=600)
+            assert out.returncode == 0, out.stderr[-3000:]
+            printed.write_text(out.stdout)
+    return folder, printed.read_text()
 
 
 def native_available() -> bool:
@@ -69,11 +98,13 @@ def bad_input_tests(cases):
         with pytest.raises(RuntimeError, match=match):
             case()
 
+    @pytest.mark.one_backend  # calls the Numba kernel whatever the backend
     @pytest.mark.parametrize("case,match", cases, ids=ids)
     def test_bad_input_numba_kernel_gives_the_same_text(case, match):
         with pytest.raises(RuntimeError, match=match):
             case.numba()
 
+    @pytest.mark.one_backend  # the fake kernel is the same whatever the backend
     @pytest.mark.parametrize("case,match", cases, ids=ids)
     def test_bad_input_in_fake_mode(case, match):
         with pytest.raises(RuntimeError, match=match):

@@ -13,6 +13,8 @@ import torch
 import fastprep
 from fastprep.tools import bench, feeds, pipelines
 
+pytestmark = pytest.mark.one_backend
+
 pytest.importorskip("scipy")
 pytest.importorskip("PIL")
 

@@ -14,6 +14,8 @@ from torch.utils.data import DataLoader, Dataset
 import fastprep
 from fastprep.tools.cli import build_parser, main
 
+pytestmark = pytest.mark.one_backend
+
 pytest.importorskip("scipy")
 pytest.importorskip("PIL")
 

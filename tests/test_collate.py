@@ -11,6 +11,8 @@ import fastprep
 from fastprep import CompactBatch, CompactCollate, compact_collate
 from fastprep.collate import smallest_int_dtype
 
+pytestmark = pytest.mark.one_backend
+
 Sample = namedtuple("Sample", "image mask label")
 
 

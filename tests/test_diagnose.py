@@ -22,6 +22,9 @@ from fastprep.tools.measure import Settings, Source, Stats, block_means, measure
 from fastprep.tools.progress import Plan, Progress
 from fastprep.tools.verdict import LEVELS, BottleneckReport, Level, judge, side_by_side
 
+# serial: the verdicts time sleeps, so .ci/test runs this module alone, not beside another worker.
+pytestmark = [pytest.mark.one_backend, pytest.mark.serial]
+
 SLOW = 0.01  # seconds per sample of an injected cost; batches of 2
 FAST = dict(repeats=2, max_seconds=1.0)
 

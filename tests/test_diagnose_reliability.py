@@ -30,8 +30,11 @@ COST = 0.004  # seconds
 MAX_STEPS = 10  # timed steps per measurement at most (the default 200 would time until +-10%)
 RUNS, NEEDED = 10, 9
 
-pytestmark = pytest.mark.skipif(os.environ.get("FASTPREP_BACKEND") == "numba",
-                                reason="diagnose is backend-agnostic: the repeat loop runs on native only")
+# Diagnose is backend-agnostic (the skip keeps a plain `pytest` under FASTPREP_BACKEND=numba short);
+# serial: the verdicts time sleeps, so .ci/test runs this module alone, not beside another worker.
+pytestmark = [pytest.mark.skipif(os.environ.get("FASTPREP_BACKEND") == "numba",
+                                 reason="diagnose is backend-agnostic: the repeat loop runs on native only"),
+              pytest.mark.one_backend, pytest.mark.serial]
 
 
 class Pipeline(Dataset):

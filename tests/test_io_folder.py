@@ -16,7 +16,7 @@ from fastprep import transforms as T
 
 from jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg
 
-pytestmark = needs_decoder
+pytestmark = [needs_decoder, pytest.mark.one_backend]
 
 
 @pytest.fixture(scope="module")

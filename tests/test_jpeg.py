@@ -13,7 +13,7 @@ import fastprep.io as fio
 
 from jpeg_photos import PHOTOS, SUBSAMPLINGS, encode, grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode
 
-pytestmark = needs_decoder
+pytestmark = [needs_decoder, pytest.mark.one_backend]
 
 # Sizes with partial iMCUs on both axes, thin images, and whole photos.
 SHAPES = [None, (301, 451), (67, 35), (17, 200), (200, 9)]

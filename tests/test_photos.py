@@ -13,6 +13,8 @@ from fastprep import transforms as T
 from fastprep.tools.diagnose import find_bottleneck
 from fastprep.tools.photos import PHOTOS, ImageFolder, decode_array, write_photo_folder
 
+pytestmark = pytest.mark.one_backend
+
 PIL = pytest.importorskip("PIL.Image")
 SIZES = (256, 384)
 

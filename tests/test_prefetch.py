@@ -9,6 +9,8 @@ from torch.utils.data import DataLoader
 
 from fastprep import CompactBatch, DevicePrefetcher, compact_collate
 
+pytestmark = pytest.mark.one_backend
+
 Pair = namedtuple("Pair", "x y")
 
 

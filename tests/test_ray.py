@@ -19,7 +19,7 @@ from fastprep.tools.ray_synthetic import SyntheticSource, synthetic_images  # no
 N, SIZE, CROP, SEED = 40, 48, 24, 7
 
 # Ray Data warns about its own deprecated settings when it builds its default context.
-pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated:DeprecationWarning:ray")
+pytestmark = [pytest.mark.filterwarnings("ignore:.*is deprecated:DeprecationWarning:ray"), pytest.mark.one_backend]
 
 
 def _transform():

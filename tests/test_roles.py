@@ -12,6 +12,8 @@ import torch
 import fastprep
 from fastprep import CompactCollate, compact_collate
 
+pytestmark = pytest.mark.one_backend
+
 Item = namedtuple("Item", "image tokens label")
 
 

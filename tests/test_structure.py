@@ -14,6 +14,8 @@ import torch
 import fastprep
 from fastprep.ops.registry import OPS
 
+pytestmark = pytest.mark.one_backend
+
 PACKAGE = Path(fastprep.__file__).parent
 # Leaf modules the contract may use: they import nothing of fastprep's.
 CONTRACT_MAY_IMPORT = ("fastprep.ops", "fastprep.counter_rng")

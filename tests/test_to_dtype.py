@@ -9,6 +9,8 @@ import fastprep
 from fastprep import compact_collate
 from fastprep import transforms as T
 
+pytestmark = pytest.mark.one_backend
+
 ALL_UINT8 = torch.arange(256, dtype=torch.uint8).reshape(1, 16, 16)
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 

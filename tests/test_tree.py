@@ -3,9 +3,12 @@
 from collections import OrderedDict, namedtuple
 
 import numpy as np
+import pytest
 import torch
 
 from fastprep._tree import leaves, leaves_like, structure_difference, tree_map
+
+pytestmark = pytest.mark.one_backend
 
 Pair = namedtuple("Pair", "image label")
 
