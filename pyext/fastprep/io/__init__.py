@@ -12,7 +12,7 @@ how to get it. The rest of fastprep does not need it. Headers claiming more pixe
 ``fastprep.io.jpeg.MAX_IMAGE_PIXELS`` (Pillow's limit; None lifts it) are refused.
 """
 
-from fastprep.io.folder import IMG_EXTENSIONS, ImageFolder, JpegFile, find_classes, make_dataset
+from fastprep.io.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
 from fastprep.io.gpu import decode_jpeg_batch
 from fastprep.io.jpeg import (
     CorruptJpegWarning,
@@ -22,6 +22,7 @@ from fastprep.io.jpeg import (
     libjpeg_turbo_version,
     read_jpeg_header,
 )
+from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.windowed import WindowedImage
 
 __all__ = [

@@ -70,6 +70,14 @@ def libjpeg_turbo_version() -> str | None:
     return _jpeg.libjpeg_turbo_version if _jpeg is not None else None
 
 
+def check_image_args(who: str, mode: str, layout: str) -> None:
+    """`mode` in MODES and `layout` in LAYOUTS, or a ValueError naming `who` and the value."""
+    if mode not in MODES:
+        raise ValueError(f"{who}: expected mode to be one of {MODES}, got {mode!r}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"{who}: expected layout to be one of {LAYOUTS}, got {layout!r}")
+
+
 def _module(who: str):
     if _jpeg is None:
         raise RuntimeError(f"{who}: {INSTALL_HINT} ({_IMPORT_ERROR})")
@@ -195,10 +203,7 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
     """
     who = "decode_jpeg"
     mod = _module(who)
-    if mode not in MODES:
-        raise ValueError(f"{who}: expected mode to be one of {MODES}, got {mode!r}")
-    if layout not in LAYOUTS:
-        raise ValueError(f"{who}: expected layout to be one of {LAYOUTS}, got {layout!r}")
+    check_image_args(who, mode, layout)
     buf, path = as_bytes(who, data)
     name = name or path
     header = _header(who, buf, name)

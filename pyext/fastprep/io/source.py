@@ -1,0 +1,92 @@
+"""What fastprep.io's dataset sources share: encoded bytes to an image (a window-readable JpegFile
+or decoded pixels) and the transform step of a map-style source.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from fastprep._tree import tree_map
+from fastprep.io.jpeg import decode_jpeg
+from fastprep.io.jpeg_file import JpegFile
+from fastprep.io.windowed import WindowedImage
+from fastprep.ops.color import rgb_to_ycbcr
+
+JPEG_MAGIC = b"\xff\xd8\xff"
+
+
+def decode_other(who: str, data: Any, name: str, mode: str, layout: str) -> torch.Tensor:
+    """A non-JPEG image (PNG, BMP, ...) through Pillow, in the same mode and layout."""
+    try:
+        from PIL import Image  # noqa: PLC0415 (only images that are not JPEGs need Pillow)
+    except ImportError as exc:
+        raise RuntimeError(f"{who}: {name} is not a JPEG; decoding it needs Pillow (pip install pillow)") from exc
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            arr = torch.from_numpy(np.array(img.convert("L" if mode == "GRAY" else "RGB")))
+    except OSError as exc:  # PIL.UnidentifiedImageError, truncated files
+        raise ValueError(f"{who}: {name}: not a JPEG, and Pillow cannot decode it: {exc}") from exc
+    hwc = arr.unsqueeze(-1) if arr.dim() == 2 else arr
+    if mode == "YCbCr":  # fastprep's conversion, as decode_jpeg does for RGB-coded JPEGs
+        hwc = rgb_to_ycbcr(hwc, "HWC").permute(1, 2, 0)
+    return hwc.permute(2, 0, 1).contiguous() if layout == "CHW" else hwc.contiguous()
+
+
+def image_from_bytes(who: str, data: Any, name: str, *, roi: bool, mode: str, layout: str,
+                     strict: bool) -> JpegFile | torch.Tensor:
+    """An encoded image's bytes (bytes or a 1-D uint8 array) as a :class:`JpegFile` (with `roi`:
+    decoded later, by window) or decoded pixels. The content decides: JPEGs go to libjpeg-turbo,
+    anything else to Pillow, decoded now. `name` (a path, ``shard.tar:key.jpg``, ``db[key]``)
+    leads every error."""
+    if bytes(data[:3]) != JPEG_MAGIC:
+        return decode_other(who, data, name, mode, layout)
+    if roi:
+        return JpegFile(data, name=name, mode=mode, layout=layout, strict=strict)
+    return decode_jpeg(data, mode=mode, layout=layout, strict=strict, name=name)
+
+
+def _decoded(x: Any) -> Any:
+    return x.decode() if isinstance(x, WindowedImage) else x
+
+
+class ImageSource(torch.utils.data.Dataset):
+    """A map-style dataset of images read by ``load_raw(i)`` (fastprep.Loader's threads call it)
+    and transformed by ``apply_transform`` (``dataset[i]`` runs both, as a DataLoader wants).
+
+    An item is ``(image, target, ...)`` or one image or a dict. `transform` gets the image (the
+    item, or its first element); `target_transform` the target (the second element). A transform
+    that is not fastprep's gets every WindowedImage decoded whole first; fastprep's transforms
+    read a WindowedImage by window (a crop decodes or reads only what it keeps).
+    """
+
+    transform: Callable | None = None
+    target_transform: Callable | None = None
+
+    def load_raw(self, i: int) -> Any:
+        raise NotImplementedError
+
+    def apply_transform(self, raw: Any) -> Any:
+        return apply_transform(raw, self.transform, self.target_transform)
+
+    def __getitem__(self, i: int) -> Any:
+        return self.apply_transform(self.load_raw(i))
+
+
+def apply_transform(raw: Any, transform: Callable | None, target_transform: Callable | None) -> Any:
+    """`transform` on the item's image and `target_transform` on its target (see ImageSource)."""
+    windowed = transform is not None and getattr(transform, "reads_jpeg_files", False)
+    if isinstance(raw, (tuple, list)) and raw:
+        image = raw[0] if windowed else _decoded(raw[0])
+        rest = list(raw[1:])
+        if transform is not None:
+            image = transform(image)
+        if target_transform is not None and rest:
+            rest[0] = target_transform(rest[0])
+        return type(raw)([image, *rest]) if isinstance(raw, list) else (image, *rest)
+    sample = raw if windowed else tree_map(_decoded, raw)
+    return sample if transform is None else transform(sample)
