@@ -5,6 +5,7 @@
 - :class:`ImageFolder`: torchvision's folder layout, decoded in ``load_raw`` (fastprep.Loader's
   threads); ``roi=True`` hands out :class:`JpegFile` s that decode only a crop's window.
 - :func:`decode_jpeg_batch`: batched nvJPEG decoding on a CUDA device through torchvision.
+- Datasets users already have: :class:`LMDBDataset` (``pip install lmdb``).
 
 The CPU decoder is the native module fastprep._jpeg, built when CMake finds libjpeg-turbo >= 1.5;
 :func:`available` says whether it was, and without it every decode raises a RuntimeError saying
@@ -23,10 +24,11 @@ from fastprep.io.jpeg import (
     read_jpeg_header,
 )
 from fastprep.io.jpeg_file import JpegFile
+from fastprep.io.lmdb import LMDBDataset
 from fastprep.io.windowed import WindowedImage
 
 __all__ = [
-    "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader", "available",
+    "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader", "LMDBDataset", "available",
     "decode_jpeg", "decode_jpeg_batch", "find_classes", "libjpeg_turbo_version", "make_dataset", "read_jpeg_header",
     "WindowedImage",
 ]

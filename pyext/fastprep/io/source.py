@@ -1,9 +1,11 @@
 """What fastprep.io's dataset sources share: encoded bytes to an image (a window-readable JpegFile
-or decoded pixels) and the transform step of a map-style source.
+or decoded pixels), the transform step of a map-style source, and optional libraries imported on
+first use.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
 from collections.abc import Callable
 from typing import Any
@@ -90,3 +92,12 @@ def apply_transform(raw: Any, transform: Callable | None, target_transform: Call
         return type(raw)([image, *rest]) if isinstance(raw, list) else (image, *rest)
     sample = raw if windowed else tree_map(_decoded, raw)
     return sample if transform is None else transform(sample)
+
+
+def optional_module(module: str, package: str, who: str) -> Any:
+    """`module`, imported on first use; a clear error naming the pip install when it is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise RuntimeError(f"{who} needs {package}: pip install {package} (or pip install 'fastprep[sources]')") \
+            from exc
