@@ -5,7 +5,9 @@
 - :class:`ImageFolder`: torchvision's folder layout, decoded in ``load_raw`` (fastprep.Loader's
   threads); ``roi=True`` hands out :class:`JpegFile` s that decode only a crop's window.
 - :func:`decode_jpeg_batch`: batched nvJPEG decoding on a CUDA device through torchvision.
-- Datasets users already have: :class:`LMDBDataset` (``pip install lmdb``).
+- Datasets users already have, their images read by window: :class:`LMDBDataset`
+  (``pip install lmdb``), :class:`HDF5Dataset` (``pip install h5py``; chunked uint8 arrays read
+  only the chunks of a window: :class:`HDF5Image`).
 
 The CPU decoder is the native module fastprep._jpeg, built when CMake finds libjpeg-turbo >= 1.5;
 :func:`available` says whether it was, and without it every decode raises a RuntimeError saying
@@ -15,6 +17,7 @@ how to get it. The rest of fastprep does not need it. Headers claiming more pixe
 
 from fastprep.io.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
 from fastprep.io.gpu import decode_jpeg_batch
+from fastprep.io.hdf5 import HDF5Dataset, HDF5Image
 from fastprep.io.jpeg import (
     CorruptJpegWarning,
     JpegHeader,
@@ -28,7 +31,8 @@ from fastprep.io.lmdb import LMDBDataset
 from fastprep.io.windowed import WindowedImage
 
 __all__ = [
-    "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader", "LMDBDataset", "available",
+    "IMG_EXTENSIONS", "CorruptJpegWarning", "HDF5Dataset", "HDF5Image", "ImageFolder", "JpegFile", "JpegHeader",
+    "LMDBDataset", "available",
     "decode_jpeg", "decode_jpeg_batch", "find_classes", "libjpeg_turbo_version", "make_dataset", "read_jpeg_header",
     "WindowedImage",
 ]

@@ -1,12 +1,14 @@
 """What fastprep.io's dataset sources share: encoded bytes to an image (a window-readable JpegFile
-or decoded pixels), the transform step of a map-style source, and optional libraries imported on
-first use.
+or decoded pixels), the transform step of a map-style source, per-process handles that never
+cross a fork, and optional libraries imported on first use.
 """
 
 from __future__ import annotations
 
 import importlib
 import io
+import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -101,3 +103,41 @@ def optional_module(module: str, package: str, who: str) -> Any:
     except ImportError as exc:
         raise RuntimeError(f"{who} needs {package}: pip install {package} (or pip install 'fastprep[sources]')") \
             from exc
+
+
+class PerProcess:
+    """A handle (an LMDB environment, an HDF5 file) opened by `opener` on first use in each
+    process. Neither library's handles may cross a fork (a DataLoader worker) or be pickled: a
+    process that did not open the handle opens its own, and a handle inherited through a fork
+    is kept referenced but never used or closed there (closing it could release the parent's
+    resources)."""
+
+    def __init__(self, opener: Callable[[], Any], closer: Callable[[Any], None]):
+        self.opener, self.closer = opener, closer
+        self._pid: int | None = None
+        self._handle: Any = None
+        self._inherited: list[Any] = []
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        pid = os.getpid()
+        if self._pid != pid:
+            with self._lock:
+                if self._pid != pid:
+                    if self._handle is not None:
+                        self._inherited.append(self._handle)
+                    self._handle, self._pid = self.opener(), pid
+        return self._handle
+
+    def close(self) -> None:
+        """Close the handle this process opened (a later get() opens a new one)."""
+        with self._lock:
+            if self._pid == os.getpid():
+                self.closer(self._handle)
+                self._handle, self._pid = None, None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"opener": self.opener, "closer": self.closer}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["opener"], state["closer"])
