@@ -5,9 +5,10 @@
 - :class:`ImageFolder`: torchvision's folder layout, decoded in ``load_raw`` (fastprep.Loader's
   threads); ``roi=True`` hands out :class:`JpegFile` s that decode only a crop's window.
 - :func:`decode_jpeg_batch`: batched nvJPEG decoding on a CUDA device through torchvision.
-- Datasets users already have, their images read by window: :class:`LMDBDataset`
-  (``pip install lmdb``), :class:`HDF5Dataset` (``pip install h5py``; chunked uint8 arrays read
-  only the chunks of a window: :class:`HDF5Image`).
+- Datasets users already have, their images read by window (docs/sources.md):
+  :class:`WebDataset` (tar shards; an IterableDataset split across ranks and readers) and
+  :func:`write_webdataset`, :class:`LMDBDataset` (``pip install lmdb``), :class:`HDF5Dataset`
+  (``pip install h5py``; chunked uint8 arrays read only the chunks of a window: :class:`HDF5Image`).
 
 The CPU decoder is the native module fastprep._jpeg, built when CMake finds libjpeg-turbo >= 1.5;
 :func:`available` says whether it was, and without it every decode raises a RuntimeError saying
@@ -28,11 +29,13 @@ from fastprep.io.jpeg import (
 )
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.lmdb import LMDBDataset
+from fastprep.io.webdataset import WebDataset
+from fastprep.io.webdataset_writer import write_webdataset
 from fastprep.io.windowed import WindowedImage
 
 __all__ = [
     "IMG_EXTENSIONS", "CorruptJpegWarning", "HDF5Dataset", "HDF5Image", "ImageFolder", "JpegFile", "JpegHeader",
     "LMDBDataset", "available",
     "decode_jpeg", "decode_jpeg_batch", "find_classes", "libjpeg_turbo_version", "make_dataset", "read_jpeg_header",
-    "WindowedImage",
+    "WebDataset", "WindowedImage", "write_webdataset",
 ]

@@ -1,6 +1,6 @@
 """What fastprep.io's dataset sources share: encoded bytes to an image (a window-readable JpegFile
 or decoded pixels), the transform step of a map-style source, per-process handles that never
-cross a fork, and optional libraries imported on first use.
+cross a fork, optional libraries imported on first use, and the rank a process reads as.
 """
 
 from __future__ import annotations
@@ -141,3 +141,26 @@ class PerProcess:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["opener"], state["closer"])
+
+
+def distributed_rank(who: str, rank: int | None, world_size: int | None) -> tuple[int, int]:
+    """(rank, world_size): the arguments when given, else torch.distributed's when it is
+    initialised, else torchrun's RANK / WORLD_SIZE environment variables, else (0, 1). Read when
+    the source is made, in the training process: a DataLoader worker started by spawn has no
+    process group of its own."""
+    if rank is None and world_size is None:
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+            rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        else:
+            return 0, 1
+    if rank is None or world_size is None:
+        raise ValueError(f"{who}: give rank and world_size together, got rank={rank!r}, world_size={world_size!r}")
+    for name, value in (("rank", rank), ("world_size", world_size)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise ValueError(f"{who}: expected {name} to be an int, got {value!r}")
+    if not 0 <= rank < world_size:
+        raise ValueError(f"{who}: expected 0 <= rank < world_size, got rank={rank}, world_size={world_size}")
+    return int(rank), int(world_size)
