@@ -136,6 +136,18 @@ def test_shuffling_is_reproducible_per_seed_and_epoch_and_splits_cover_every_sam
         fio.WebDataset(shards, rank=0, world_size=5)
 
 
+def test_the_rank_defaults_to_torchruns_environment(shards, monkeypatch):
+    assert (fio.WebDataset(shards).rank, fio.WebDataset(shards).world_size) == (0, 1)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    ds = fio.WebDataset(shards)
+    assert (ds.rank, ds.world_size) == (1, 2) and ds.shards_for(0) == shards[1::2]
+    with pytest.raises(ValueError, match=r"WebDataset: give rank and world_size together, got rank=0, world_size=None"):
+        fio.WebDataset(shards, rank=0)
+    with pytest.raises(ValueError, match=r"WebDataset: expected 0 <= rank < world_size, got rank=2, world_size=2"):
+        fio.WebDataset(shards, rank=2, world_size=2)
+
+
 def _rewrite(path, cut=None, patch=None):
     data = bytearray(open(path, "rb").read())
     if patch is not None:
