@@ -12,10 +12,10 @@ import torch
 from torch.utils.data import DataLoader
 
 import fastprep.io as fio
-from fastprep.rng import thread_seeded
+from fastprep.rng import item_seed, thread_seeded
 
 from jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode
-from source_checks import expected_sample, train_tf
+from source_checks import SEED, expected_sample, train_tf
 
 wds = pytest.importorskip("webdataset")
 pytestmark = [needs_decoder, pytest.mark.one_backend,
@@ -86,6 +86,13 @@ def test_shards_fastprep_writes_read_in_webdataset(tmp_path):
         fio.write_webdataset([(fio.JpegFile(_jpeg(i)), "x" if i == 3 else i) for i in range(5)],
                              str(tmp_path / "bad-%02d.tar"), maxcount=2)
     assert sorted(p.name for p in tmp_path.glob("bad-*")) == ["bad-00.tar"]  # complete shards only
+
+
+def test_shards_written_from_a_dataset_give_the_bits_seed_by_index_gives_it(tmp_path):
+    samples = [(fio.JpegFile(_jpeg(i)), i) for i in range(6)]  # a map-style dataset: keys are its indices
+    paths = fio.write_webdataset(samples, str(tmp_path / "d-%02d.tar"), maxcount=4)
+    got = {int(label): image for image, label in fio.WebDataset(paths, transform=train_tf(), seed=SEED)}
+    assert all(torch.equal(got[i], expected_sample(fio.decode_jpeg(_jpeg(i)), item_seed(SEED, i, 0))) for i in range(6))
 
 
 @pytest.mark.parametrize("workers", [0, 2])

