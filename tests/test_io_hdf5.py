@@ -3,6 +3,7 @@ window, reading only the chunks the window covers; variable-length JPEG bytes as
 transforms through DataLoader and Loader; errors naming the file, the dataset and the index."""
 
 import io
+import sys
 
 import numpy as np
 import pytest
@@ -145,3 +146,9 @@ def test_bad_datasets_raise_naming_the_file_dataset_and_index(h5):
     with pytest.raises(ValueError, match=r"HDF5Image: .*data.h5:/hwc\[1\]: crop \(top=90, left=0, height=20, width=5\) "
                                          r"is not inside the 100x140 image"):
         ds.load_raw(1).decode((90, 0, 20, 5))
+
+
+def test_without_h5py_installed_the_error_names_the_install(h5, monkeypatch):
+    monkeypatch.setitem(sys.modules, "h5py", None)  # what `import h5py` meets where it is not installed
+    with pytest.raises(RuntimeError, match=r"HDF5Dataset needs h5py: pip install h5py"):
+        fio.HDF5Dataset(h5)

@@ -3,6 +3,7 @@ listed, values as raw bytes, pickled tuples or dicts; transforms through DataLoa
 reads from many threads and after a fork; errors naming the key."""
 
 import pickle
+import sys
 import threading
 
 import pytest
@@ -124,3 +125,9 @@ def test_bad_values_and_keys_raise_naming_the_key(dbs, tmp_path):
         fio.LMDBDataset(tmp_path / "nowhere")
     with pytest.raises(ValueError, match=r"LMDBDataset: expected value to be 'auto', 'bytes' or 'pickle', got 'npy'"):
         fio.LMDBDataset(path, value="npy")
+
+
+def test_without_lmdb_installed_the_error_names_the_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "lmdb", None)  # what `import lmdb` meets where it is not installed
+    with pytest.raises(RuntimeError, match=r"LMDBDataset needs lmdb: pip install lmdb \(or pip install 'fastprep\[sources\]'\)"):
+        fio.LMDBDataset(tmp_path / "db")

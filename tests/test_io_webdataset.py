@@ -194,11 +194,13 @@ def test_corrupt_shards_raise_naming_the_shard_and_member(shards, tmp_path):
         fio.WebDataset([shards[0], str(tmp_path / "nope.tar")])
     with pytest.raises(ValueError, match=r"WebDataset: expected urls to be a string .* got 3"):
         fio.WebDataset(3)
+    with pytest.raises(ValueError, match=r"WebDataset: expected shuffle to be a bool, got 'yes'"):
+        fio.WebDataset(shards, shuffle="yes")
 
 
 def test_brace_ranges_and_pipe_urls(shards):
     root = shards[0].rsplit("/", 1)[0]
-    ds = fio.WebDataset(f"{root}/lib-{{000..003}}.tar")
+    ds = fio.WebDataset(f"{root}/lib-{{000..001}}.tar::{root}/lib-00{{2,3}}.tar")  # a range, '::', a list
     assert ds.shards == shards
     piped = fio.WebDataset([f"pipe:cat {shards[1]}"], open_shard=None)
     assert [k for k, _ in piped.raw_samples(piped.shards)] == ["s003", "s004", "s005"]

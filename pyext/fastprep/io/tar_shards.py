@@ -34,13 +34,10 @@ BRACES = re.compile(r"\{([^{}]*)\}")
 
 def expand_urls(urls: Any) -> list[str]:
     """Shard names: a list (of str or paths) as given, or a string with brace ranges and lists as
-    webdataset (braceexpand) reads them: ``shard-{000..009}.tar``, ``{a,b}-{0..3}.tar``;
-    whitespace-separated names allowed, as in webdataset's url lists."""
+    webdataset (braceexpand) reads them: ``shard-{000..009}.tar``, ``{a,b}-{0..3}.tar``; ``::``
+    between several such patterns, as in webdataset's url strings."""
     if isinstance(urls, (str, os.PathLike)):
-        out: list[str] = []
-        for word in os.fspath(urls).split():
-            out += _braces(word)
-        return out
+        return [name for pattern in os.fspath(urls).split("::") for name in _braces(pattern)]
     if isinstance(urls, (list, tuple)) and all(isinstance(u, (str, os.PathLike)) for u in urls):
         return [os.fspath(u) for u in urls]
     raise ValueError(f"expected urls to be a string (brace ranges allowed) or a list of strings, got {urls!r}")
@@ -54,7 +51,7 @@ def _braces(word: str) -> list[str]:
     r = re.fullmatch(r"(\d+)\.\.(\d+)", body)
     if r:
         a, b = r.groups()
-        width = len(a) if a.startswith("0") or len(a) == len(b) else 0
+        width = max(len(a), len(b)) if any(s.startswith("0") and s != "0" for s in (a, b)) else 0  # braceexpand's
         step = 1 if int(b) >= int(a) else -1
         options = [f"{k:0{width}d}" for k in range(int(a), int(b) + step, step)]
     else:

@@ -44,6 +44,7 @@ from typing import Any
 
 import torch
 
+from fastprep.args import check_bool, check_int
 from fastprep.io.jpeg import check_image_args
 from fastprep.io.source import apply_transform, distributed_rank
 from fastprep.io.tar_shards import MemberDecoder, expand_urls, grouped, open_url, shard_members
@@ -123,15 +124,14 @@ class WebDataset(torch.utils.data.IterableDataset):
                 or not isinstance(fields, (str, list, tuple, type(None))):
             raise ValueError(f"{who}: expected fields to be a tuple of extensions, one extension or None, "
                              f"got {fields!r}")
-        if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
-            raise ValueError(f"{who}: expected buffer to be an int >= 1, got {buffer!r}")
+        check_int(who, "buffer", buffer, 1)
         self.rank, self.world_size = distributed_rank(who, rank, world_size)
         if len(self.shards) < self.world_size:
             raise ValueError(f"{who}: {len(self.shards)} shards for {self.world_size} ranks: rank "
                              f"{len(self.shards)} and later would read nothing (and DDP would wait for them "
                              f"forever); write at least {self.world_size} shards (write_webdataset's maxcount)")
         self.transform, self.target_transform = transform, target_transform
-        self.fields, self.shuffle, self.buffer = fields, bool(shuffle), buffer
+        self.fields, self.shuffle, self.buffer = fields, check_bool(who, "shuffle", shuffle), buffer
         self.seed = draw_seed() if seed is None else seed_argument(who, "seed", seed)
         self.open_shard = open_shard or open_url
         self.decode_member = MemberDecoder(who, roi=roi, mode=mode, layout=layout, strict=strict, decoders=decoders)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastprep.args import check_int
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.tar_shards import IMAGE_EXTS, INT_EXTS, JSON_EXTS
 from fastprep.io.windowed import WindowedImage
@@ -163,8 +164,9 @@ def write_webdataset(dataset: Any, pattern: str, *, fields: Sequence[str] = ("jp
     who = "write_webdataset"
     if not isinstance(pattern, str) or "%" not in pattern:
         raise ValueError(f"{who}: expected pattern to hold a %-format for the shard number, got {pattern!r}")
-    if isinstance(maxcount, bool) or not isinstance(maxcount, int) or maxcount < 1:
-        raise ValueError(f"{who}: expected maxcount to be an int >= 1, got {maxcount!r}")
+    check_int(who, "maxcount", maxcount, 1)
+    if maxsize is not None:
+        check_int(who, "maxsize", maxsize, 1)
     shards = _Shards(pattern, start_shard)
     try:
         for i, sample in enumerate(_samples(dataset)):
