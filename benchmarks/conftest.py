@@ -144,4 +144,6 @@ def pytest_terminal_summary(terminalreporter, config):
                 if floor is not None:
                     line += f"   floor {floor.stats.median * 1e6:8.2f} us, op = {t / floor.stats.median:5.1f}x floor"
                 line += _numba_ratio(group, b, benches)
+            if "note" in b.extra_info:  # what else the entry measured (rates, bytes read)
+                line += f"{'' if _kind(b) == 'fastprep' else ' ' * 25}   {b.extra_info['note']}"
             tr.write_line(line)

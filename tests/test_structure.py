@@ -135,3 +135,18 @@ def test_every_op_has_all_its_pieces(row):
         getattr(torch.ops.fastprep, row.name)(*row.sample())
     assert (PACKAGE.parents[1] / "csrc" / "ops" / f"{row.family}.cpp").exists() or \
         not (PACKAGE.parents[1] / "csrc").exists()  # the binding, in a source checkout
+
+
+OPTIONAL_SOURCE_LIBRARIES = ("lmdb", "h5py", "webdataset")
+
+
+def test_the_sources_libraries_are_imported_only_when_a_source_is_made():
+    """lmdb and h5py are optional (the `sources` extra): fastprep.io reaches them through
+    io.source.optional_module, which names the pip install when one is missing; webdataset is
+    never needed (tar shards are read and written with the standard library)."""
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
+            bad = [n for n in names if n.split(".")[0] in OPTIONAL_SOURCE_LIBRARIES]
+            assert not bad, f"{_module_name(path)} imports {bad}: use fastprep.io.source.optional_module"

@@ -5,6 +5,10 @@
 - :class:`ImageFolder`: torchvision's folder layout, decoded in ``load_raw`` (fastprep.Loader's
   threads); ``roi=True`` hands out :class:`JpegFile` s that decode only a crop's window.
 - :func:`decode_jpeg_batch`: batched nvJPEG decoding on a CUDA device through torchvision.
+- Datasets users already have, their images read by window (docs/sources.md):
+  :class:`WebDataset` (tar shards; an IterableDataset split across ranks and readers) and
+  :func:`write_webdataset`, :class:`LMDBDataset` (``pip install lmdb``), :class:`HDF5Dataset`
+  (``pip install h5py``; chunked uint8 arrays read only the chunks of a window: :class:`HDF5Image`).
 
 The CPU decoder is the native module fastprep._jpeg, built when CMake finds libjpeg-turbo >= 1.5;
 :func:`available` says whether it was, and without it every decode raises a RuntimeError saying
@@ -12,8 +16,9 @@ how to get it. The rest of fastprep does not need it. Headers claiming more pixe
 ``fastprep.io.jpeg.MAX_IMAGE_PIXELS`` (Pillow's limit; None lifts it) are refused.
 """
 
-from fastprep.io.folder import IMG_EXTENSIONS, ImageFolder, JpegFile, find_classes, make_dataset
+from fastprep.io.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
 from fastprep.io.gpu import decode_jpeg_batch
+from fastprep.io.hdf5 import HDF5Dataset, HDF5Image
 from fastprep.io.jpeg import (
     CorruptJpegWarning,
     JpegHeader,
@@ -22,10 +27,15 @@ from fastprep.io.jpeg import (
     libjpeg_turbo_version,
     read_jpeg_header,
 )
+from fastprep.io.jpeg_file import JpegFile
+from fastprep.io.lmdb import LMDBDataset
+from fastprep.io.webdataset import WebDataset
+from fastprep.io.webdataset_writer import write_webdataset
 from fastprep.io.windowed import WindowedImage
 
 __all__ = [
-    "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader", "available",
+    "IMG_EXTENSIONS", "CorruptJpegWarning", "HDF5Dataset", "HDF5Image", "ImageFolder", "JpegFile", "JpegHeader",
+    "LMDBDataset", "available",
     "decode_jpeg", "decode_jpeg_batch", "find_classes", "libjpeg_turbo_version", "make_dataset", "read_jpeg_header",
-    "WindowedImage",
+    "WebDataset", "WindowedImage", "write_webdataset",
 ]

@@ -7,76 +7,15 @@ of pixels: whoever crops it decodes only the crop's window (``JpegFile.random_cr
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-import torch
-
-from fastprep.io.jpeg import LAYOUTS, MODES, as_bytes, decode_jpeg, read_jpeg_header
-from fastprep.io.windowed import WindowedImage
-from fastprep.ops.color import rgb_to_ycbcr
-from fastprep.ops.crop import random_crop_params
+from fastprep.io.jpeg import check_image_args
+from fastprep.io.source import ImageSource, image_from_bytes
 
 # torchvision's IMG_EXTENSIONS: what its ImageFolder lists.
 IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
-JPEG_MAGIC = b"\xff\xd8\xff"
-
-
-class JpegFile(WindowedImage):
-    """A JPEG's bytes and header, decoded on demand: the whole image or only a window.
-
-    Args:
-        data: the file's bytes (or a 1-D uint8 tensor / array) or its path.
-        name: what to call it in errors (default: the path, if one was given).
-        mode, layout, strict: as in :func:`fastprep.io.decode_jpeg`.
-
-    Example:
-        >>> f = JpegFile("cat.jpg")
-        >>> f.height, f.width
-        (1024, 768)
-        >>> patch = f.random_crop(256, 256, seed=7)   # == fastprep.random_crop(f.decode(), 256, 256, 7)
-    """
-
-    __slots__ = ("data", "name", "mode", "layout", "strict", "header")
-
-    def __init__(self, data: Any, *, name: str | None = None, mode: str = "RGB", layout: str = "CHW",
-                 strict: bool = False):
-        if mode not in MODES:
-            raise ValueError(f"JpegFile: expected mode to be one of {MODES}, got {mode!r}")
-        if layout not in LAYOUTS:
-            raise ValueError(f"JpegFile: expected layout to be one of {LAYOUTS}, got {layout!r}")
-        self.data, path = as_bytes("JpegFile", data)
-        self.name, self.mode, self.layout, self.strict = name or path, mode, layout, strict
-        self.header = read_jpeg_header(self.data, name=self.name)
-
-    @property
-    def height(self) -> int:
-        return self.header.height
-
-    @property
-    def width(self) -> int:
-        return self.header.width
-
-    def decode(self, crop: tuple[int, int, int, int] | None = None, *, layout: str | None = None,
-               out: torch.Tensor | None = None) -> torch.Tensor:
-        """The image, or its window `crop` = (top, left, height, width), as a uint8 tensor."""
-        return decode_jpeg(self.data, crop=crop, mode=self.mode, layout=layout or self.layout, out=out,
-                           strict=self.strict, name=self.name)
-
-    def random_crop(self, height: int, width: int, seed: int, *, layout: str | None = None,
-                    out: torch.Tensor | None = None) -> torch.Tensor:
-        """The window ``fastprep.random_crop(self.decode(), height, width, seed)`` cuts (same bits),
-        decoding only that window. No padding: the crop must fit in the image."""
-        top, left = random_crop_params(self.height, self.width, height, width, seed)
-        return self.decode((top, left, height, width), layout=layout, out=out)
-
-    def __repr__(self) -> str:
-        h = self.header
-        return (f"JpegFile({self.name or '<bytes>'}, {h.height}x{h.width} {h.color_space} {h.subsampling}"
-                f"{' progressive' if h.progressive else ''}, mode={self.mode!r}, layout={self.layout!r})")
 
 
 def find_classes(root: str | os.PathLike) -> tuple[list[str], dict[str, int]]:
@@ -107,24 +46,7 @@ def make_dataset(root: str | os.PathLike, class_to_idx: dict[str, int],
     return samples
 
 
-def decode_other(data: bytes, name: str, mode: str, layout: str) -> torch.Tensor:
-    """A non-JPEG image file (PNG, BMP, ...) through Pillow, in the same mode and layout."""
-    try:
-        from PIL import Image  # noqa: PLC0415 (only files that are not JPEGs need Pillow)
-    except ImportError as exc:
-        raise RuntimeError(f"ImageFolder: {name} is not a JPEG; decoding it needs Pillow (pip install pillow)") from exc
-    try:
-        with Image.open(io.BytesIO(data)) as img:
-            arr = torch.from_numpy(np.array(img.convert("L" if mode == "GRAY" else "RGB")))
-    except OSError as exc:  # PIL.UnidentifiedImageError, truncated files
-        raise ValueError(f"ImageFolder: {name}: not a JPEG, and Pillow cannot decode it: {exc}") from exc
-    hwc = arr.unsqueeze(-1) if arr.dim() == 2 else arr
-    if mode == "YCbCr":  # fastprep's conversion, as decode_jpeg does for RGB-coded JPEGs
-        hwc = rgb_to_ycbcr(hwc, "HWC").permute(1, 2, 0)
-    return hwc.permute(2, 0, 1).contiguous() if layout == "CHW" else hwc.contiguous()
-
-
-class ImageFolder(torch.utils.data.Dataset):
+class ImageFolder(ImageSource):
     """Images in class subfolders (``root/dog/1.jpg``, ``root/cat/2.png``), decoded by fastprep's
     libjpeg-turbo decoder (other formats through Pillow), in torchvision's ImageFolder order.
 
@@ -151,10 +73,7 @@ class ImageFolder(torch.utils.data.Dataset):
     def __init__(self, root: str | os.PathLike, transform: Callable | None = None,
                  target_transform: Callable | None = None, *, roi: bool = False, mode: str = "RGB",
                  layout: str = "CHW", extensions: Sequence[str] = IMG_EXTENSIONS, strict: bool = False):
-        if mode not in MODES:
-            raise ValueError(f"ImageFolder: expected mode to be one of {MODES}, got {mode!r}")
-        if layout not in LAYOUTS:
-            raise ValueError(f"ImageFolder: expected layout to be one of {LAYOUTS}, got {layout!r}")
+        check_image_args("ImageFolder", mode, layout)
         self.root = os.fspath(root)
         self.transform, self.target_transform = transform, target_transform
         self.roi, self.mode, self.layout, self.strict = roi, mode, layout, strict
@@ -165,32 +84,13 @@ class ImageFolder(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return len(self.samples)
 
-    def load_image(self, data: bytes, path: str) -> Any:
-        if data[:3] != JPEG_MAGIC:
-            return decode_other(data, path, self.mode, self.layout)
-        if self.roi:
-            return JpegFile(data, name=path, mode=self.mode, layout=self.layout, strict=self.strict)
-        return decode_jpeg(data, mode=self.mode, layout=self.layout, strict=self.strict, name=path)
-
     def load_raw(self, i: int) -> tuple[Any, int]:
         """(image, class index) of file i before `transform`: decoded, or a JpegFile with roi."""
         path, target = self.samples[i]
         with open(path, "rb") as f:
             data = f.read()
-        return self.load_image(data, path), target
-
-    def apply_transform(self, raw: tuple[Any, int]) -> tuple[Any, Any]:
-        image, target = raw
-        if isinstance(image, WindowedImage) and not getattr(self.transform, "reads_jpeg_files", False):
-            image = image.decode()  # fastprep's transforms decode only the window they crop
-        if self.transform is not None:
-            image = self.transform(image)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return image, target
-
-    def __getitem__(self, i: int) -> tuple[Any, Any]:
-        return self.apply_transform(self.load_raw(i))
+        return image_from_bytes("ImageFolder", data, path, roi=self.roi, mode=self.mode, layout=self.layout,
+                                strict=self.strict), target
 
     def __repr__(self) -> str:
         return (f"ImageFolder({self.root!r}, {len(self)} files, {len(self.classes)} classes, mode={self.mode!r}, "

@@ -70,6 +70,14 @@ def libjpeg_turbo_version() -> str | None:
     return _jpeg.libjpeg_turbo_version if _jpeg is not None else None
 
 
+def check_image_args(who: str, mode: str, layout: str) -> None:
+    """`mode` in MODES and `layout` in LAYOUTS, or a ValueError naming `who` and the value."""
+    if mode not in MODES:
+        raise ValueError(f"{who}: expected mode to be one of {MODES}, got {mode!r}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"{who}: expected layout to be one of {LAYOUTS}, got {layout!r}")
+
+
 def _module(who: str):
     if _jpeg is None:
         raise RuntimeError(f"{who}: {INSTALL_HINT} ({_IMPORT_ERROR})")
@@ -126,20 +134,22 @@ def _header(who: str, buf: Any, name: str | None) -> JpegHeader:
                       tuple(zip(h["h_samp"], h["v_samp"])), h["progressive"], (h["imcu_height"], h["imcu_width"]))
 
 
-def _check_crop(who: str, crop: Any, header: JpegHeader, where: str) -> tuple[int, int, int, int]:
+def check_crop(who: str, crop: Any, image_height: int, image_width: int, where: str) -> tuple[int, int, int, int]:
+    """(top, left, height, width) of `crop` inside an image of that size (all of it for None)."""
     if crop is None:
-        return 0, 0, header.height, header.width
+        return 0, 0, image_height, image_width
     if (not isinstance(crop, (tuple, list)) or len(crop) != 4
             or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in crop)):
         raise ValueError(f"{who}: expected crop as 4 ints (top, left, height, width), got {crop!r}")
     top, left, height, width = (int(v) for v in crop)
-    if top < 0 or left < 0 or height < 1 or width < 1 or top + height > header.height or left + width > header.width:
+    if top < 0 or left < 0 or height < 1 or width < 1 or top + height > image_height or left + width > image_width:
         raise ValueError(f"{who}: {where}crop (top={top}, left={left}, height={height}, width={width}) is not "
-                         f"inside the {header.height}x{header.width} image")
+                         f"inside the {image_height}x{image_width} image")
     return top, left, height, width
 
 
-def _check_out(who: str, out: torch.Tensor, shape: tuple[int, ...]) -> None:
+def check_out(who: str, out: torch.Tensor, shape: tuple[int, ...]) -> None:
+    """`out` is a uint8 CPU tensor of `shape` (any non-negative strides) a decoder may write into."""
     if not isinstance(out, torch.Tensor) or out.dtype != torch.uint8 or out.device.type != "cpu" \
             or tuple(out.shape) != shape or out.requires_grad:
         got = f"{out.dtype} {tuple(out.shape)} on {out.device}" if isinstance(out, torch.Tensor) else type(out).__name__
@@ -195,10 +205,7 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
     """
     who = "decode_jpeg"
     mod = _module(who)
-    if mode not in MODES:
-        raise ValueError(f"{who}: expected mode to be one of {MODES}, got {mode!r}")
-    if layout not in LAYOUTS:
-        raise ValueError(f"{who}: expected layout to be one of {LAYOUTS}, got {layout!r}")
+    check_image_args(who, mode, layout)
     buf, path = as_bytes(who, data)
     name = name or path
     header = _header(who, buf, name)
@@ -206,7 +213,7 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
     if MAX_IMAGE_PIXELS is not None and header.height * header.width > MAX_IMAGE_PIXELS:
         raise ValueError(f"{who}: {where}{header.height}x{header.width} pixels is over "
                          f"fastprep.io.jpeg.MAX_IMAGE_PIXELS ({MAX_IMAGE_PIXELS}): a decompression bomb?")
-    top, left, height, width = _check_crop(who, crop, header, where)
+    top, left, height, width = check_crop(who, crop, header.height, header.width, where)
     if mode == "YCbCr" and header.color_space == "RGB":
         rgb = decode_jpeg(buf, crop=crop, mode="RGB", layout=layout, strict=strict, name=name)
         ycc = rgb_to_ycbcr(rgb, layout)
@@ -216,7 +223,7 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
     if out is None:
         out = torch.empty(shape, dtype=torch.uint8)
     else:
-        _check_out(who, out, shape)
+        check_out(who, out, shape)
     planes = out if layout == "CHW" else out.permute(2, 0, 1)
     try:
         notes = mod.decode_into(buf, planes.numpy(), top, left, mode, strict)

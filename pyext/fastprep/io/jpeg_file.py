@@ -1,0 +1,63 @@
+"""fastprep.io.JpegFile: a JPEG's bytes and header, decoded on demand, whole or by window (the
+WindowedImage that ImageFolder(roi=True) and the dataset sources hand out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from fastprep.io.jpeg import as_bytes, check_image_args, decode_jpeg, read_jpeg_header
+from fastprep.io.windowed import WindowedImage
+from fastprep.ops.crop import random_crop_params
+
+
+class JpegFile(WindowedImage):
+    """A JPEG's bytes and header, decoded on demand: the whole image or only a window.
+
+    Args:
+        data: the file's bytes (or a 1-D uint8 tensor / array) or its path.
+        name: what to call it in errors (default: the path, if one was given).
+        mode, layout, strict: as in :func:`fastprep.io.decode_jpeg`.
+
+    Example:
+        >>> f = JpegFile("cat.jpg")
+        >>> f.height, f.width
+        (1024, 768)
+        >>> patch = f.random_crop(256, 256, seed=7)   # == fastprep.random_crop(f.decode(), 256, 256, 7)
+    """
+
+    __slots__ = ("data", "name", "mode", "layout", "strict", "header")
+
+    def __init__(self, data: Any, *, name: str | None = None, mode: str = "RGB", layout: str = "CHW",
+                 strict: bool = False):
+        check_image_args("JpegFile", mode, layout)
+        self.data, path = as_bytes("JpegFile", data)
+        self.name, self.mode, self.layout, self.strict = name or path, mode, layout, strict
+        self.header = read_jpeg_header(self.data, name=self.name)
+
+    @property
+    def height(self) -> int:
+        return self.header.height
+
+    @property
+    def width(self) -> int:
+        return self.header.width
+
+    def decode(self, crop: tuple[int, int, int, int] | None = None, *, layout: str | None = None,
+               out: torch.Tensor | None = None) -> torch.Tensor:
+        """The image, or its window `crop` = (top, left, height, width), as a uint8 tensor."""
+        return decode_jpeg(self.data, crop=crop, mode=self.mode, layout=layout or self.layout, out=out,
+                           strict=self.strict, name=self.name)
+
+    def random_crop(self, height: int, width: int, seed: int, *, layout: str | None = None,
+                    out: torch.Tensor | None = None) -> torch.Tensor:
+        """The window ``fastprep.random_crop(self.decode(), height, width, seed)`` cuts (same bits),
+        decoding only that window. No padding: the crop must fit in the image."""
+        top, left = random_crop_params(self.height, self.width, height, width, seed)
+        return self.decode((top, left, height, width), layout=layout, out=out)
+
+    def __repr__(self) -> str:
+        h = self.header
+        return (f"JpegFile({self.name or '<bytes>'}, {h.height}x{h.width} {h.color_space} {h.subsampling}"
+                f"{' progressive' if h.progressive else ''}, mode={self.mode!r}, layout={self.layout!r})")

@@ -1,0 +1,166 @@
+"""What fastprep.io's dataset sources share: encoded bytes to an image (a window-readable JpegFile
+or decoded pixels), the transform step of a map-style source, per-process handles that never
+cross a fork, optional libraries imported on first use, and the rank a process reads as.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from fastprep._tree import tree_map
+from fastprep.io.jpeg import decode_jpeg
+from fastprep.io.jpeg_file import JpegFile
+from fastprep.io.windowed import WindowedImage
+from fastprep.ops.color import rgb_to_ycbcr
+
+JPEG_MAGIC = b"\xff\xd8\xff"
+
+
+def decode_other(who: str, data: Any, name: str, mode: str, layout: str) -> torch.Tensor:
+    """A non-JPEG image (PNG, BMP, ...) through Pillow, in the same mode and layout."""
+    try:
+        from PIL import Image  # noqa: PLC0415 (only images that are not JPEGs need Pillow)
+    except ImportError as exc:
+        raise RuntimeError(f"{who}: {name} is not a JPEG; decoding it needs Pillow (pip install pillow)") from exc
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            arr = torch.from_numpy(np.array(img.convert("L" if mode == "GRAY" else "RGB")))
+    except OSError as exc:  # PIL.UnidentifiedImageError, truncated files
+        raise ValueError(f"{who}: {name}: not a JPEG, and Pillow cannot decode it: {exc}") from exc
+    hwc = arr.unsqueeze(-1) if arr.dim() == 2 else arr
+    if mode == "YCbCr":  # fastprep's conversion, as decode_jpeg does for RGB-coded JPEGs
+        hwc = rgb_to_ycbcr(hwc, "HWC").permute(1, 2, 0)
+    return hwc.permute(2, 0, 1).contiguous() if layout == "CHW" else hwc.contiguous()
+
+
+def image_from_bytes(who: str, data: Any, name: str, *, roi: bool, mode: str, layout: str,
+                     strict: bool) -> JpegFile | torch.Tensor:
+    """An encoded image's bytes (bytes or a 1-D uint8 array) as a :class:`JpegFile` (with `roi`:
+    decoded later, by window) or decoded pixels. The content decides: JPEGs go to libjpeg-turbo,
+    anything else to Pillow, decoded now. `name` (a path, ``shard.tar:key.jpg``, ``db[key]``)
+    leads every error."""
+    if bytes(data[:3]) != JPEG_MAGIC:
+        return decode_other(who, data, name, mode, layout)
+    if roi:
+        return JpegFile(data, name=name, mode=mode, layout=layout, strict=strict)
+    return decode_jpeg(data, mode=mode, layout=layout, strict=strict, name=name)
+
+
+def _decoded(x: Any) -> Any:
+    return x.decode() if isinstance(x, WindowedImage) else x
+
+
+class ImageSource(torch.utils.data.Dataset):
+    """A map-style dataset of images read by ``load_raw(i)`` (fastprep.Loader's threads call it)
+    and transformed by ``apply_transform`` (``dataset[i]`` runs both, as a DataLoader wants).
+
+    An item is ``(image, target, ...)`` or one image or a dict. `transform` gets the image (the
+    item, or its first element); `target_transform` the target (the second element). A transform
+    that is not fastprep's gets every WindowedImage decoded whole first; fastprep's transforms
+    read a WindowedImage by window (a crop decodes or reads only what it keeps).
+    """
+
+    transform: Callable | None = None
+    target_transform: Callable | None = None
+
+    def load_raw(self, i: int) -> Any:
+        raise NotImplementedError
+
+    def apply_transform(self, raw: Any) -> Any:
+        return apply_transform(raw, self.transform, self.target_transform)
+
+    def __getitem__(self, i: int) -> Any:
+        return self.apply_transform(self.load_raw(i))
+
+
+def apply_transform(raw: Any, transform: Callable | None, target_transform: Callable | None) -> Any:
+    """`transform` on the item's image and `target_transform` on its target (see ImageSource)."""
+    windowed = transform is not None and getattr(transform, "reads_jpeg_files", False)
+    if isinstance(raw, (tuple, list)) and raw:
+        image = raw[0] if windowed else _decoded(raw[0])
+        rest = list(raw[1:])
+        if transform is not None:
+            image = transform(image)
+        if target_transform is not None and rest:
+            rest[0] = target_transform(rest[0])
+        return type(raw)([image, *rest]) if isinstance(raw, list) else (image, *rest)
+    sample = raw if windowed else tree_map(_decoded, raw)
+    return sample if transform is None else transform(sample)
+
+
+def optional_module(module: str, package: str, who: str) -> Any:
+    """`module`, imported on first use; a clear error naming the pip install when it is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise RuntimeError(f"{who} needs {package}: pip install {package} (or pip install 'fastprep[sources]')") \
+            from exc
+
+
+class PerProcess:
+    """A handle (an LMDB environment, an HDF5 file) opened by `opener` on first use in each
+    process. Neither library's handles may cross a fork (a DataLoader worker) or be pickled: a
+    process that did not open the handle opens its own, and a handle inherited through a fork
+    is kept referenced but never used or closed there (closing it could release the parent's
+    resources)."""
+
+    def __init__(self, opener: Callable[[], Any], closer: Callable[[Any], None]):
+        self.opener, self.closer = opener, closer
+        self._pid: int | None = None
+        self._handle: Any = None
+        self._inherited: list[Any] = []
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        pid = os.getpid()
+        if self._pid != pid:
+            with self._lock:
+                if self._pid != pid:
+                    if self._handle is not None:
+                        self._inherited.append(self._handle)
+                    self._handle, self._pid = self.opener(), pid
+        return self._handle
+
+    def close(self) -> None:
+        """Close the handle this process opened (a later get() opens a new one)."""
+        with self._lock:
+            if self._pid == os.getpid():
+                self.closer(self._handle)
+                self._handle, self._pid = None, None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"opener": self.opener, "closer": self.closer}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["opener"], state["closer"])
+
+
+def distributed_rank(who: str, rank: int | None, world_size: int | None) -> tuple[int, int]:
+    """(rank, world_size): the arguments when given, else torch.distributed's when it is
+    initialised, else torchrun's RANK / WORLD_SIZE environment variables, else (0, 1). Read when
+    the source is made, in the training process: a DataLoader worker started by spawn has no
+    process group of its own."""
+    if rank is None and world_size is None:
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+            rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        else:
+            return 0, 1
+    if rank is None or world_size is None:
+        raise ValueError(f"{who}: give rank and world_size together, got rank={rank!r}, world_size={world_size!r}")
+    for name, value in (("rank", rank), ("world_size", world_size)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise ValueError(f"{who}: expected {name} to be an int, got {value!r}")
+    if not 0 <= rank < world_size:
+        raise ValueError(f"{who}: expected 0 <= rank < world_size, got rank={rank}, world_size={world_size}")
+    return int(rank), int(world_size)

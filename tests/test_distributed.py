@@ -1,0 +1,71 @@
+"""Many machines: 2 processes on gloo (started as torchrun starts them: RANK, WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT) read disjoint parts that together are every sample exactly once:
+a map-style source through DistributedSampler (DataLoader and fastprep.Loader), and
+fastprep.io.WebDataset, its rank taken from the process group, with 2 DataLoader workers a rank."""
+
+import os
+import pickle
+import socket
+
+import numpy as np
+import pytest
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.utils.data import DataLoader, DistributedSampler
+
+import fastprep
+import fastprep.io as fio
+
+pytestmark = pytest.mark.one_backend
+h5py = pytest.importorskip("h5py")
+
+WORLD, ITEMS, SHARDS, PER_SHARD = 2, 12, 8, 4
+
+
+def _rank_main(rank: int, port: int, root: str) -> None:
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo")
+    try:
+        images = fio.HDF5Dataset(os.path.join(root, "data.h5"), "images", "labels")
+        sampler = DistributedSampler(images, shuffle=True, seed=0)  # rank and world from the process group
+        sampler.set_epoch(1)
+        by_dataloader = [int(y) for _, ys in DataLoader(images, batch_size=4, sampler=sampler) for y in ys]
+        by_loader = [int(y) for b in fastprep.Loader(images, 4, sampler=sampler, threads=2) for y in b.data[1]]
+        shards = fio.WebDataset(os.path.join(root, f"s-{{000..{SHARDS - 1:03d}}}.tar"), fields="cls", shuffle=True,
+                                seed=0)
+        shards.set_epoch(1)
+        # A process started by mp.spawn spawns its DataLoader workers too (each re-imports torch: ~4 s
+        # here); torchrun's ranks fork them, as this does.
+        workers = DataLoader(shards, batch_size=None, num_workers=2, multiprocessing_context="fork")
+        by_shards = [int(y) for y in workers]
+        gathered = [None] * WORLD
+        dist.all_gather_object(gathered, (shards.rank, by_dataloader, by_loader, by_shards))
+        if rank == 0:
+            with open(os.path.join(root, "seen.pkl"), "wb") as f:
+                pickle.dump(gathered, f)
+    finally:
+        dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_ranks_together_read_every_sample_exactly_once(tmp_path):
+    with h5py.File(tmp_path / "data.h5", "w") as f:
+        f.create_dataset("images", data=np.arange(ITEMS * 8 * 8 * 3, dtype=np.uint8).reshape(ITEMS, 8, 8, 3))
+        f.create_dataset("labels", data=np.arange(ITEMS))
+    fio.write_webdataset(({"cls": i} for i in range(SHARDS * PER_SHARD)), str(tmp_path / "s-%03d.tar"),
+                         maxcount=PER_SHARD)
+    mp.spawn(_rank_main, args=(_free_port(), str(tmp_path)), nprocs=WORLD)
+    with open(tmp_path / "seen.pkl", "rb") as f:
+        gathered = pickle.load(f)
+    assert [g[0] for g in gathered] == [0, 1]  # WebDataset took each rank from the process group
+    for what, k, n in (("DataLoader + DistributedSampler", 1, ITEMS), ("Loader + DistributedSampler", 2, ITEMS),
+                       ("WebDataset, 2 workers a rank", 3, SHARDS * PER_SHARD)):
+        parts = [g[k] for g in gathered]
+        assert all(parts) and sorted(parts[0] + parts[1]) == list(range(n)), (what, parts)
+    assert gathered[0][1] == gathered[0][2]  # the Loader follows the sampler's order
+    assert len(gathered[0][3]) == len(gathered[1][3])  # equal shards, as many on each rank: DDP's lock-step
