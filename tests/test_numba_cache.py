@@ -281,3 +281,67 @@ def test_the_warning_is_fastprep_numba_cache_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert fastprep.NumbaCacheWarning.__module__ == "fastprep._warnings"
+
+
+# At load time: Numba reads a kernel's index at its first call, not at import. A cache that was
+# safe at import is made unsafe in between (each way below), with a payload in its index: the
+# call must compile instead of loading, and warn. The control (the same payload, the cache left
+# safe) runs, so each row can fail.
+AFTER_IMPORT = """
+import glob, os, sys, warnings
+warnings.simplefilter("always")
+import numpy as np
+from fastprep.numba_kernels import CACHE_DIR
+how, elsewhere = sys.argv[1], sys.argv[2]
+index = glob.glob(os.path.join(CACHE_DIR, "**", "*counter_rng*mix64*.nbi"), recursive=True)
+assert index, "no cached index to tamper with"
+if how == "folder writable by others":
+    os.chmod(CACHE_DIR, 0o777)
+elif how == "index writable by others":
+    os.chmod(index[0], 0o666)
+elif how == "index is a symlink":
+    os.replace(index[0], elsewhere)
+    os.symlink(elsewhere, index[0])
+elif how == "folder moved under a folder others can write":
+    os.chmod(os.path.dirname(CACHE_DIR), 0o777)
+from fastprep.numba_kernels import counter_rng
+print(int(counter_rng.mix64(np.uint64(12345))))
+"""
+
+TAMPERINGS = ["folder writable by others", "index writable by others", "index is a symlink",
+              "folder moved under a folder others can write"]
+
+
+@pytest.mark.one_backend  # the probe runs Numba whatever the backend
+@pytest.mark.parametrize("how", TAMPERINGS + ["left safe (control)"])
+def test_the_cache_is_checked_again_when_a_kernel_loads(tmp_path, how):
+    parent = tmp_path / "parent"
+    parent.mkdir(mode=0o755)
+    cache = parent / "cache"
+    expected = _run_probe({"NUMBA_CACHE_DIR": str(cache)}).stdout.split()[-1]  # fills the cache
+    marker = tmp_path / "pwned"
+    _plant(str(cache), marker)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(NUMBA_CACHE_DIR=str(cache), FASTPREP_BACKEND="numba")
+    out = subprocess.run([sys.executable, "-c", AFTER_IMPORT, how, str(tmp_path / "elsewhere.nbi")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] == expected  # compiled (or, in the control, loaded): same value
+    if how.endswith("(control)"):
+        assert marker.exists()
+        return
+    assert not marker.exists(), "the tampered cache was loaded"
+    assert "NumbaCacheWarning" in out.stderr and "compiled, not loaded" in out.stderr
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a folder to another user needs root")
+def test_a_folder_inside_another_users_folder_is_never_used(tmp_path):
+    other = tmp_path / "theirs"
+    other.mkdir(mode=0o755)
+    mine = other / "cache"
+    mine.mkdir(mode=0o700)
+    os.chown(other, 4242, 4242)  # they may rename `mine` and put their own folder in its place
+    assert "owned by user 4242, who could replace it" in unsafe_reason(str(mine), os.getuid())
+    link = tmp_path / "link"
+    os.symlink(mine, link)  # a link of this user's to it: the resolved path decides
+    assert "owned by user 4242" in unsafe_reason(str(link), os.getuid())

@@ -13,11 +13,16 @@ is safe:
    created 0700; never the current directory, and never /tmp when TMPDIR names another place.
 
 A folder is safe when it is a directory owned by this user that no one else may write (no
-group or other write bit; a symlink counts only if this user made it), in a parent no one else
-may write or that has the sticky bit (so nobody can swap it for a folder of their own), and it
-accepts a file. A folder that is missing is created 0700 and checked again (someone may have made
-it first). If none is safe, the kernels compile in each process instead (no disk cache) and one
-:class:`fastprep.NumbaCacheWarning` says why.
+group or other write bit; a symlink counts only if this user made it), every folder above it, on
+the path as given and on the path the links resolve to, belongs to this user or root and is not
+writable by others unless it has the sticky bit (so nobody can rename it and put a folder of their
+own in its place), and it accepts a file. A folder that is missing is created 0700 and checked
+again (someone may have made it first). If none is safe, the kernels compile in each process
+instead (no disk cache) and one :class:`fastprep.NumbaCacheWarning` says why.
+
+The folder is chosen at import, but Numba reads a kernel's index when the kernel is first called:
+``_trusted_cache`` checks the folder and each file again at that moment, before anything is
+unpickled.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from collections.abc import Mapping
 
 import numba
 from numba.core import config
+from numba.core.dispatcher import Dispatcher
 
 from fastprep._warnings import NumbaCacheWarning
 
@@ -41,7 +47,6 @@ def unsafe_reason(path: str, uid: int) -> str | None:
     try:
         link = os.lstat(path)
         st = os.stat(path)
-        parent = os.stat(os.path.dirname(os.path.abspath(path)))
     except OSError as exc:
         return f"cannot be inspected ({exc.strerror})"
     if stat.S_ISLNK(link.st_mode) and link.st_uid != uid:
@@ -52,9 +57,49 @@ def unsafe_reason(path: str, uid: int) -> str | None:
         return f"is owned by user {st.st_uid}, not by this user ({uid})"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return f"can be written by group or others (mode {stat.S_IMODE(st.st_mode):o})"
-    if parent.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not parent.st_mode & stat.S_ISVTX:
-        return (f"is in a folder others can write without the sticky bit (mode {stat.S_IMODE(parent.st_mode):o}), "
-                "so it could be replaced")
+    return ancestors_reason(path, uid)
+
+
+def ancestors_reason(path: str, uid: int) -> str | None:
+    """Why a folder above `path` (as given, and as its links resolve) lets someone else replace
+    what is at `path`: a folder of another user (who may rename entries in it), or one others may
+    write without the sticky bit. None when every one is safe."""
+    given, resolved = os.path.abspath(path), os.path.realpath(path)
+    seen = set()
+    for chain in (given, resolved):
+        parent = os.path.dirname(chain)
+        while parent not in seen:
+            seen.add(parent)
+            try:
+                st = os.stat(parent)
+            except OSError as exc:
+                return f"is in {parent!r}, which cannot be inspected ({exc.strerror})"
+            if st.st_uid not in (uid, 0):
+                return f"is in {parent!r}, owned by user {st.st_uid}, who could replace it"
+            if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+                return (f"is in a folder others can write without the sticky bit ({parent!r}, mode "
+                        f"{stat.S_IMODE(st.st_mode):o}), so it could be replaced")
+            if parent == os.path.dirname(parent):
+                break
+            parent = os.path.dirname(parent)
+    return None
+
+
+def unsafe_file_reason(path: str, uid: int) -> str | None:
+    """Why the cache file `path` must not be unpickled (None when it may, or when it is missing:
+    Numba then has nothing to load). Its folder is checked by unsafe_reason."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be inspected ({exc.strerror})"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if st.st_uid != uid:
+        return f"is owned by user {st.st_uid}, not by this user ({uid})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"can be written by group or others (mode {stat.S_IMODE(st.st_mode):o})"
     return None
 
 
@@ -137,5 +182,14 @@ CACHE_DIR = _apply()
 
 
 def njit(*args, cache: bool = False, **kwargs):
-    """numba.njit, caching on disk only in a folder chosen above (never without one)."""
-    return numba.njit(*args, cache=cache and CACHE_DIR is not None, **kwargs)
+    """numba.njit, caching on disk only in a folder chosen above (never without one), through a
+    cache that checks the folder and each file again when it loads or saves (_trusted_cache)."""
+    from fastprep.numba_kernels._trusted_cache import trusted  # noqa: PLC0415 (it imports this module)
+
+    use = cache and CACHE_DIR is not None
+    made = numba.njit(*args, cache=use, **kwargs)
+    if not use:
+        return made
+    if isinstance(made, Dispatcher):
+        return trusted(made)
+    return lambda func: trusted(made(func))
