@@ -137,6 +137,23 @@ def test_a_jpeg_stored_as_rgb_gives_ycbcr_through_rgb_to_ycbcr():
     assert torch.equal(fio.decode_jpeg(data, crop=window, mode="YCbCr"), crop_of(fastprep.rgb_to_ycbcr(rgb), window, "CHW"))
 
 
+@pytest.mark.parametrize("mode", ["RGB", "YCbCr", "GRAY"])
+@pytest.mark.parametrize("crop", [None, (5, 7, 100, 201)])
+def test_an_rgb_coded_jpeg_follows_layout_and_out_like_any_other(mode, crop):
+    """The RGB-coded JPEG's YCbCr path converts in fastprep (CHW): it must still honour `layout`
+    and check `out` as the decoder's own path does."""
+    data = encode(photo("chelsea"), subsampling="4:4:4", keep_rgb=True)
+    chw = fio.decode_jpeg(data, crop=crop, mode=mode)
+    hwc = fio.decode_jpeg(data, crop=crop, mode=mode, layout="HWC")
+    assert hwc.shape == chw.permute(1, 2, 0).shape and torch.equal(hwc, chw.permute(1, 2, 0))
+    out = torch.zeros(2, *hwc.shape, dtype=torch.uint8)
+    got = fio.decode_jpeg(data, crop=crop, mode=mode, layout="HWC", out=out[1])
+    assert got.data_ptr() == out[1].data_ptr() and torch.equal(out[1], hwc) and not out[0].any()
+    for bad in (torch.zeros(hwc.shape), torch.zeros(1, *hwc.shape, dtype=torch.uint8)):
+        with pytest.raises(ValueError, match="expected out to be a uint8 CPU tensor of shape"):
+            fio.decode_jpeg(data, crop=crop, mode=mode, layout="HWC", out=bad)
+
+
 @pytest.mark.parametrize("layout", ["CHW", "HWC"])
 def test_decodes_into_a_strided_out(layout):
     data = photo_jpeg("astronaut")

@@ -214,16 +214,17 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
         raise ValueError(f"{who}: {where}{header.height}x{header.width} pixels is over "
                          f"fastprep.io.jpeg.MAX_IMAGE_PIXELS ({MAX_IMAGE_PIXELS}): a decompression bomb?")
     top, left, height, width = check_crop(who, crop, header.height, header.width, where)
-    if mode == "YCbCr" and header.color_space == "RGB":
-        rgb = decode_jpeg(buf, crop=crop, mode="RGB", layout=layout, strict=strict, name=name)
-        ycc = rgb_to_ycbcr(rgb, layout)
-        return ycc if out is None else out.copy_(ycc)
     channels = 1 if mode == "GRAY" else 3
     shape = (channels, height, width) if layout == "CHW" else (height, width, channels)
+    if out is not None:
+        check_out(who, out, shape)
+    if mode == "YCbCr" and header.color_space == "RGB":
+        rgb = decode_jpeg(buf, crop=crop, mode="RGB", layout=layout, strict=strict, name=name)
+        ycc = rgb_to_ycbcr(rgb, layout)  # CHW, as every fastprep op returns
+        ycc = ycc if layout == "CHW" else ycc.permute(1, 2, 0)
+        return ycc.contiguous() if out is None else out.copy_(ycc)
     if out is None:
         out = torch.empty(shape, dtype=torch.uint8)
-    else:
-        check_out(who, out, shape)
     planes = out if layout == "CHW" else out.permute(2, 0, 1)
     try:
         notes = mod.decode_into(buf, planes.numpy(), top, left, mode, strict)
