@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from fastprep.io.files import list_files, read_file
 from fastprep.io.jpeg import check_image_args
 from fastprep.io.source import ImageSource, image_from_bytes
 
@@ -28,20 +29,17 @@ def find_classes(root: str | os.PathLike) -> tuple[list[str], dict[str, int]]:
 
 def make_dataset(root: str | os.PathLike, class_to_idx: dict[str, int],
                  extensions: Sequence[str]) -> list[tuple[str, int]]:
-    """(path, class index) of every file with one of `extensions` (any case) under each class
-    folder, in sorted order, as torchvision's make_dataset lists them."""
-    exts = tuple(e.lower() for e in extensions)
+    """(path, class index) of every regular file with one of `extensions` (any case) under each
+    class folder, in sorted order, as torchvision's make_dataset lists them (io.files.list_files:
+    FIFOs, devices and symlink loops are skipped, not read)."""
     samples, empty = [], []
     for cls in sorted(class_to_idx):
-        found = 0
-        for dirpath, _, files in sorted(os.walk(os.path.join(root, cls), followlinks=True)):
-            for f in sorted(files):
-                if f.lower().endswith(exts):
-                    samples.append((os.path.join(dirpath, f), class_to_idx[cls]))
-                    found += 1
-        if not found:
+        files = list_files(os.path.join(root, cls), extensions, "ImageFolder")
+        samples.extend((path, class_to_idx[cls]) for path in files)
+        if not files:
             empty.append(cls)
     if empty:
+        exts = tuple(e.lower() for e in extensions)
         raise FileNotFoundError(f"ImageFolder: no file ending in {', '.join(exts)} in the class folders {empty}")
     return samples
 
@@ -87,8 +85,7 @@ class ImageFolder(ImageSource):
     def load_raw(self, i: int) -> tuple[Any, int]:
         """(image, class index) of file i before `transform`: decoded, or a JpegFile with roi."""
         path, target = self.samples[i]
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_file("ImageFolder", path)
         return image_from_bytes("ImageFolder", data, path, roi=self.roi, mode=self.mode, layout=self.layout,
                                 strict=self.strict), target
 

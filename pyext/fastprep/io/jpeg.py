@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from fastprep.io.files import read_file
 from fastprep.ops.color import rgb_to_ycbcr
 
 try:
@@ -87,8 +88,7 @@ def _module(who: str):
 def as_bytes(who: str, data: Any) -> tuple[Any, str | None]:
     """(a contiguous byte buffer, the file name if `data` was a path)."""
     if isinstance(data, (str, os.PathLike)):
-        with open(data, "rb") as f:
-            return f.read(), os.fspath(data)
+        return read_file(who, data), os.fspath(data)
     if isinstance(data, (bytes, bytearray, memoryview)):
         return data, None
     if isinstance(data, torch.Tensor):

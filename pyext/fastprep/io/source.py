@@ -24,12 +24,26 @@ from fastprep.ops.color import rgb_to_ycbcr
 JPEG_MAGIC = b"\xff\xd8\xff"
 
 
+_pil_lock = threading.Lock()
+
+
+def _pil_image(who: str, name: str) -> Any:
+    """PIL.Image with every format plugin loaded, imported once under a lock: the first PNG met by
+    several loader threads at once had them import Pillow together, and a thread could see the
+    partly initialised module ("module 'PIL.Image' has no attribute 'Image'"); Image.open also
+    imports its plugins on first use, as racy."""
+    with _pil_lock:
+        try:
+            from PIL import Image  # noqa: PLC0415 (only images that are not JPEGs need Pillow)
+        except ImportError as exc:
+            raise RuntimeError(f"{who}: {name} is not a JPEG; decoding it needs Pillow (pip install pillow)") from exc
+        Image.init()
+    return Image
+
+
 def decode_other(who: str, data: Any, name: str, mode: str, layout: str) -> torch.Tensor:
     """A non-JPEG image (PNG, BMP, ...) through Pillow, in the same mode and layout."""
-    try:
-        from PIL import Image  # noqa: PLC0415 (only images that are not JPEGs need Pillow)
-    except ImportError as exc:
-        raise RuntimeError(f"{who}: {name} is not a JPEG; decoding it needs Pillow (pip install pillow)") from exc
+    Image = _pil_image(who, name)  # noqa: N806 (the module, under its usual name)
     try:
         with Image.open(io.BytesIO(data)) as img:
             arr = torch.from_numpy(np.array(img.convert("L" if mode == "GRAY" else "RGB")))

@@ -24,8 +24,11 @@ _WARNINGS_LOCK = threading.Lock()
 
 
 def is_pil(x: Any) -> bool:
-    pil = sys.modules.get("PIL.Image")
-    return pil is not None and isinstance(x, pil.Image)
+    # getattr: another thread may be importing PIL.Image right now (the first PNG a loader thread
+    # decodes): the module is in sys.modules before its Image class is defined, and then nothing
+    # can be an instance of it yet.
+    cls = getattr(sys.modules.get("PIL.Image"), "Image", None)
+    return cls is not None and isinstance(x, cls)
 
 
 def as_image(img: Any, layout: str = "CHW") -> tuple[torch.Tensor, str]:
