@@ -156,6 +156,11 @@ BAD_INPUTS = [
     (call("mask_fill", _I, _MK, -1), r"mask_fill: value=-1 is not representable in torch.uint8"),
     (call("mask_fill", _I, _MK, float("nan")), r"mask_fill: value=nan is not representable in torch.uint8"),
     (call("mask_fill", _I.half(), _MK, 1e5), r"mask_fill: value=100000 is not representable in torch.float16"),
+    # Mixed devices: the meta one's kernel (the fake) would run, returning uninitialised memory.
+    (call("mask_fill", _I, _MK.to("meta")), r"mask_fill: expected mask on img's device \(cpu\), got meta"),
+    (call("mask_fill", _I.to("meta"), _MK), r"mask_fill: expected mask on img's device \(meta\), got cpu"),
+    (call("mask_fill", _I, _MK.to("meta").view(torch.uint8)[:, :9]),
+     r"mask_fill: expected mask on img's device \(cpu\), got meta"),
 ]
 # mask_fill_ checks the same arguments in place, word for word but for its name.
 BAD_INPUTS += [(call("mask_fill_", c.args[0].clone(), *c.args[1:]), m.replace("mask_fill:", "mask_fill_:"))

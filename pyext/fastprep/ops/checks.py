@@ -27,6 +27,14 @@ def check_tensor(op: str, arg: str, t) -> None:
         fail(op, ": expected ", arg, " to be a tensor, got None")
 
 
+def check_same_device(op: str, arg: str, t: torch.Tensor, like: str, ref: torch.Tensor) -> None:
+    """Tensors of one call on one device. The dispatcher runs the kernel of the highest-priority
+    device among the arguments: a CPU image with a meta mask ran the fake kernel, which returned
+    uninitialised CPU memory. No C++ twin: a CPU kernel only ever gets CPU tensors."""
+    if t.device != ref.device:
+        fail(op, ": expected ", arg, " on ", like, "'s device (", str(ref.device), "), got ", str(t.device))
+
+
 def check_dtype(op: str, arg: str, t: torch.Tensor, want: torch.dtype) -> None:
     if t.dtype != want:
         fail(op, ": expected ", arg, " to be a ", want, " tensor, got ", t.dtype)

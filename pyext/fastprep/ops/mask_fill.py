@@ -50,6 +50,7 @@ def check_mask_fill(op: str, img: torch.Tensor, mask: torch.Tensor, value: float
     """Mirror of prepare() in csrc/ops/mask_fill.cpp."""
     checks.check_tensor(op, "img", img)
     checks.check_tensor(op, "mask", mask)
+    checks.check_same_device(op, "mask", mask, "img", img)
     hwc = checks.parse_layout(op, layout)
     checks.check_image_dtype(op, "img", img)
     v = checks.image_view(op, "img", img, hwc)
