@@ -99,6 +99,31 @@ def test_mask_fill_in_place_refuses_what_torch_refuses():
     assert not leaf[:, m].any()
 
 
+def _fill_under_no_grad(img, m):
+    with torch.no_grad():  # torch's in-place ops bump the version under no_grad too
+        fastprep.mask_fill_(img, m, 0.0)
+
+
+IN_PLACE_FILLS = {
+    "plain": lambda img, m: fastprep.mask_fill_(img, m, 0.0),
+    "under no_grad": _fill_under_no_grad,
+    "through a view": lambda img, m: fastprep.mask_fill_(img[:, :4], m[:4], 0.0),  # the base's version
+    "packed mask": lambda img, m: fastprep.mask_fill_(img, fastprep.pack_bits(m, -1, "little"), 0.0),
+}
+
+
+@pytest.mark.parametrize("fill", list(IN_PLACE_FILLS))
+def test_mask_fill_in_place_on_a_saved_tensor_is_noticed(fill):
+    """An in-place write to a tensor autograd saved (one that needs no gradient itself) bumps its
+    version, so backward raises as torch's in-place ops make it, never using the new values."""
+    w = torch.rand(3, 8, 8, requires_grad=True)
+    img = torch.rand(3, 8, 8)  # w's gradient is img: mul saves it
+    out = (w * img).sum()
+    IN_PLACE_FILLS[fill](img, _mask((8, 8)))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
+
+
 @pytest.mark.parametrize("forward", [True, False])
 @pytest.mark.parametrize("layout", ["CHW", "HWC"])
 @pytest.mark.parametrize("dtype", FLOATS)

@@ -7,6 +7,7 @@ import math
 from typing import NamedTuple
 
 import torch
+from torch.autograd.graph import increment_version
 
 from fastprep.ops import checks
 from fastprep.ops._library import LIB, call_differentiable, define, impl_any_device
@@ -166,9 +167,13 @@ def _mask_fill__autograd(keyset, img, mask, value, layout="CHW"):
     """mask_fill_'s Autograd kernel (register_autograd takes functional ops only): the in-place
     Function when img takes part in autograd, else straight to the backend."""
     if torch.is_grad_enabled() and isinstance(img, torch.Tensor) and img.requires_grad:
-        _MaskFillInPlace.apply(img, mask, value, layout)
+        _MaskFillInPlace.apply(img, mask, value, layout)  # mark_dirty bumps img's version
         return None
-    return torch.ops.fastprep.mask_fill_.default.redispatch(keyset & _AFTER_AUTOGRAD, img, mask, value, layout)
+    torch.ops.fastprep.mask_fill_.default.redispatch(keyset & _AFTER_AUTOGRAD, img, mask, value, layout)
+    # As torch's in-place ops: a graph that saved img (w * img saves it for w's gradient) must
+    # see that it changed, and refuse to backward through the new values.
+    increment_version(img)
+    return None
 
 
 LIB.impl("mask_fill_", _mask_fill__autograd, "Autograd", with_keyset=True)
