@@ -111,7 +111,8 @@ struct VerticalRow {
       if constexpr (std::is_same_v<T, uint8_t>) {
         for (int64_t x = 0; x < out_w; ++x) o[x] = fixed_to_u8(acc[x], rows->precision);
       } else if (out.mean == nullptr) {  // torchvision's ToDtype(scale=True): x.to(float32).mul_(scale)
-        for (int64_t x = 0; x < out_w; ++x) store(o + x, static_cast<float>(fixed_to_u8(acc[x], rows->precision)) * out.scale);
+        for (int64_t x = 0; x < out_w; ++x)
+          store(o + x, static_cast<float>(fixed_to_u8(acc[x], rows->precision)) * out.scale);
       } else {  // then Normalize: x.sub(mean).div_(std), in float32
         const float mean = out.mean[ch], sd = out.std[ch];
         for (int64_t x = 0; x < out_w; ++x) {
@@ -137,8 +138,8 @@ void run_rows(const ResizeSource& src, const ResampleAxis& rows, const ResampleA
   for (int64_t y = 0; y < out_h; ++y) {
     const int64_t need = rows.start[static_cast<size_t>(y)] + rows.count[static_cast<size_t>(y)];
     for (; done < need; done += kBlock) {
-      dispatch<HorizontalBlock>(src, &cols, done, std::min(kBlock, src.height - done), s.tile.data(),
-                                s.tile_out.data(), s.ring.data(), cap);
+      dispatch<HorizontalBlock>(src, &cols, done, std::min(kBlock, src.height - done), s.tile.data(), s.tile_out.data(),
+                                s.ring.data(), cap);
     }
     dispatch<VerticalRow<T>>(&rows, y, s.ring.data(), cap, src.c, out_w, s.acc.data(), out);
   }

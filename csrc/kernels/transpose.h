@@ -31,8 +31,8 @@ FASTPREP_INLINE void transpose16(const uint8_t* const* rows, int64_t offset, uin
     }
   }
   for (int g = 0; g < 4; ++g) {
-    const __m128i lo01 = _mm_unpacklo_epi32(a[4 * g], a[4 * g + 1]);  // columns 4g, 4g + 1: rows 0-7
-    const __m128i hi01 = _mm_unpackhi_epi32(a[4 * g], a[4 * g + 1]);  // columns 4g + 2, 4g + 3
+    const __m128i lo01 = _mm_unpacklo_epi32(a[4 * g], a[4 * g + 1]);      // columns 4g, 4g + 1: rows 0-7
+    const __m128i hi01 = _mm_unpackhi_epi32(a[4 * g], a[4 * g + 1]);      // columns 4g + 2, 4g + 3
     const __m128i lo23 = _mm_unpacklo_epi32(a[4 * g + 2], a[4 * g + 3]);  // rows 8-15
     const __m128i hi23 = _mm_unpackhi_epi32(a[4 * g + 2], a[4 * g + 3]);
     auto* o = reinterpret_cast<__m128i*>(out + 64 * g);

@@ -96,8 +96,8 @@ void run_image(const char* op, const Tensor& img, const ImageView& v, int64_t i,
     const kernels::ResampleAxis cols = kernels::resample_axis(w.width, out_w, antialias, hflip);
     kernels::resized_crop(src, rows, cols, o, scratch);
   } catch (const std::bad_alloc&) {  // a window or output size past this machine's memory
-    fail(op, ": could not allocate the resampling buffers for ", w.image, " (window ", w.height, "x", w.width,
-         " -> ", out_h, "x", out_w, ")");
+    fail(op, ": could not allocate the resampling buffers for ", w.image, " (window ", w.height, "x", w.width, " -> ",
+         out_h, "x", out_w, ")");
   }
 }
 

@@ -229,7 +229,8 @@ def resample_axis(size: int, out: int, antialias: bool, reverse: bool = False) -
             count = np.clip(np.minimum(np.trunc(center + support + 0.5).astype(np.int64), size) - start, 0, taps)
             w, total = np.zeros((out, taps)), np.zeros(out)
             for j in range(taps):
-                w[:, j] = np.where(j < count, _triangle(((j + start).astype(np.float64) - center + 0.5) * invscale), 0.0)
+                x = ((j + start).astype(np.float64) - center + 0.5) * invscale
+                w[:, j] = np.where(j < count, _triangle(x), 0.0)
                 total = total + w[:, j]  # in tap order, as torch sums
             w = np.where((total != 0.0)[:, None], w / np.where(total != 0.0, total, 1.0)[:, None], w)
         else:  # two taps at the source position (its float32 floor); an edge tap's weight moves inward
