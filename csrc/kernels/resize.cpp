@@ -6,6 +6,7 @@
 
 #include "kernels/color_pixel.h"
 #include "kernels/isa.h"
+#include "kernels/resize_simd.h"
 #include "kernels/transpose.h"
 
 namespace fastprep::kernels {
@@ -19,10 +20,6 @@ using color_pixel::store;
 // become one vector (a transposed tile), so every tap is a multiply-add across the block's rows,
 // whatever the column the output starts at; the results are transposed back into rows.
 constexpr int64_t kBlock = 16;
-
-FASTPREP_INLINE uint8_t fixed_to_u8(int32_t acc, int precision) {
-  return static_cast<uint8_t>(std::clamp(acc >> precision, 0, 255));  // torch's packs / packus saturation
-}
 
 // One block of source rows [r0, r0 + n) through the horizontal pass into the ring of H rows (row r
 // at ring + (r % cap) * c * out_w: its c planes of out_w outputs).
@@ -55,22 +52,12 @@ struct HorizontalBlock {
         }
       }
     }
-    // The taps: an int32 sum per row from 2^(precision - 1), shifted and saturated.
-    const int32_t half = 1 << (cols->precision - 1);
+    // The taps of each channel's outputs (resize_simd.h).
     for (int64_t ch = 0; ch < c; ++ch) {
-      for (int64_t x = 0; x < out_w; ++x) {
-        int32_t acc[kBlock];
-        for (int64_t r = 0; r < kBlock; ++r) acc[r] = half;
-        const int32_t* w = cols->w.data() + x * cols->taps;
-        const uint8_t* t = tile + (cols->start[static_cast<size_t>(x)] * pix + ch * chan) * kBlock;
-        for (int32_t k = 0; k < cols->count[static_cast<size_t>(x)]; ++k) {
-          const int32_t wk = w[k];
-          const uint8_t* tk = t + k * pix * kBlock;
-          for (int64_t r = 0; r < kBlock; ++r) acc[r] += wk * static_cast<int32_t>(tk[r]);
-        }
-        uint8_t* o = tile_out + (ch * out_w + x) * kBlock;
-        for (int64_t r = 0; r < kBlock; ++r) o[r] = fixed_to_u8(acc[r], cols->precision);
-      }
+      const resize_simd::TapsArgs t{tile + ch * chan * kBlock, pix * kBlock,   cols->start.data(),
+                                    cols->count.data(),        cols->w.data(), cols->taps,
+                                    cols->precision,           out_w,          tile_out + ch * out_w * kBlock};
+      resize_simd::taps<L>(t);
     }
     // Back into rows: tile_out's column m (a (channel, x) pair) is m of each H row.
     const int64_t m_total = c * out_w;
@@ -90,34 +77,29 @@ struct HorizontalBlock {
   }
 };
 
-// Output row y of every channel from H rows: the vertical taps, then the output element.
+// Output row y of every channel from H rows: the vertical taps (into `row`, or straight into a
+// uint8 output; taps: room for the row pointers), then the output element.
 template <typename T>
 struct VerticalRow {
   template <Isa L>
   static FASTPREP_INLINE void run(const ResampleAxis* rows, int64_t y, const uint8_t* ring, int64_t cap, int64_t c,
-                                  int64_t out_w, int32_t* acc, ResizeOutput out) {
+                                  int64_t out_w, const uint8_t** taps, uint8_t* row, ResizeOutput out) {
     const int64_t out_h = static_cast<int64_t>(rows->start.size()), m_total = c * out_w;
-    const int32_t half = 1 << (rows->precision - 1);
-    const int32_t* w = rows->w.data() + y * rows->taps;
-    const int64_t start = rows->start[static_cast<size_t>(y)];
+    const int32_t count = rows->count[static_cast<size_t>(y)];
     for (int64_t ch = 0; ch < c; ++ch) {
-      for (int64_t x = 0; x < out_w; ++x) acc[x] = half;
-      for (int32_t k = 0; k < rows->count[static_cast<size_t>(y)]; ++k) {
-        const int32_t wk = w[k];
-        const uint8_t* h = ring + ((start + k) % cap) * m_total + ch * out_w;
-        for (int64_t x = 0; x < out_w; ++x) acc[x] += wk * static_cast<int32_t>(h[x]);
-      }
       T* o = static_cast<T*>(out.data) + (ch * out_h + y) * out_w;
-      if constexpr (std::is_same_v<T, uint8_t>) {
-        for (int64_t x = 0; x < out_w; ++x) o[x] = fixed_to_u8(acc[x], rows->precision);
-      } else if (out.mean == nullptr) {  // torchvision's ToDtype(scale=True): x.to(float32).mul_(scale)
-        for (int64_t x = 0; x < out_w; ++x)
-          store(o + x, static_cast<float>(fixed_to_u8(acc[x], rows->precision)) * out.scale);
-      } else {  // then Normalize: x.sub(mean).div_(std), in float32
-        const float mean = out.mean[ch], sd = out.std[ch];
-        for (int64_t x = 0; x < out_w; ++x) {
-          const float v = static_cast<float>(fixed_to_u8(acc[x], rows->precision)) * out.scale;
-          store(o + x, (v - mean) / sd);
+      resize_simd::RowTapsArgs a{taps, rows->w.data() + y * rows->taps, count, rows->precision, out_w, row};
+      if constexpr (std::is_same_v<T, uint8_t>) a.out = o;
+      for (int32_t k = 0; k < count; ++k) {
+        taps[k] = ring + ((rows->start[static_cast<size_t>(y)] + k) % cap) * m_total + ch * out_w;
+      }
+      resize_simd::row_taps<L>(a);
+      if constexpr (!std::is_same_v<T, uint8_t>) {
+        if (out.mean == nullptr) {  // torchvision's ToDtype(scale=True): x.to(float32).mul_(scale)
+          for (int64_t x = 0; x < out_w; ++x) store(o + x, static_cast<float>(row[x]) * out.scale);
+        } else {  // then Normalize: x.sub(mean).div_(std), in float32
+          const float mean = out.mean[ch], sd = out.std[ch];
+          for (int64_t x = 0; x < out_w; ++x) store(o + x, (static_cast<float>(row[x]) * out.scale - mean) / sd);
         }
       }
     }
@@ -133,7 +115,8 @@ void run_rows(const ResizeSource& src, const ResampleAxis& rows, const ResampleA
   s.tile.resize(static_cast<size_t>(src.c * src.width * kBlock));
   s.tile_out.resize(static_cast<size_t>(src.c * out_w * kBlock));
   s.ring.resize(static_cast<size_t>(cap * src.c * out_w));
-  s.acc.resize(static_cast<size_t>(out_w));
+  s.row.resize(static_cast<size_t>(out_w));
+  s.row_taps.resize(static_cast<size_t>(max_count));
   int64_t done = 0;  // H rows [0, done) made
   for (int64_t y = 0; y < out_h; ++y) {
     const int64_t need = rows.start[static_cast<size_t>(y)] + rows.count[static_cast<size_t>(y)];
@@ -141,7 +124,7 @@ void run_rows(const ResizeSource& src, const ResampleAxis& rows, const ResampleA
       dispatch<HorizontalBlock>(src, &cols, done, std::min(kBlock, src.height - done), s.tile.data(), s.tile_out.data(),
                                 s.ring.data(), cap);
     }
-    dispatch<VerticalRow<T>>(&rows, y, s.ring.data(), cap, src.c, out_w, s.acc.data(), out);
+    dispatch<VerticalRow<T>>(&rows, y, s.ring.data(), cap, src.c, out_w, s.row_taps.data(), s.row.data(), out);
   }
 }
 

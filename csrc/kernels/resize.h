@@ -48,8 +48,8 @@ struct ResizeOutput {
 
 // Buffers a batch reuses from sample to sample.
 struct ResizeScratch {
-  std::vector<uint8_t> tile, tile_out, ring;
-  std::vector<int32_t> acc;
+  std::vector<uint8_t> tile, tile_out, ring, row;
+  std::vector<const uint8_t*> row_taps;
 };
 
 void resized_crop(const ResizeSource& src, const ResampleAxis& rows, const ResampleAxis& cols, const ResizeOutput& out,
