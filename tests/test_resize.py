@@ -263,3 +263,14 @@ BAD_INPUTS = [
 
 
 test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)
+
+
+def test_torchvision_v2_gives_these_bits():
+    """torchvision v2's own kernels (bash .ci/torchvision's venv; skipped where it does not import)."""
+    TF = pytest.importorskip("torchvision.transforms.v2.functional")
+    img = _image((300, 280, 3), 11)
+    for window, hflip, antialias in [((17, 30, 251, 203), True, True), ((0, 5, 120, 99), False, False)]:
+        x = TF.resized_crop(img.permute(2, 0, 1), *window, [224, 224], antialias=antialias)
+        x = TF.normalize(TF.to_dtype(TF.horizontal_flip(x) if hflip else x, torch.float32, scale=True), MEAN, STD)
+        got = fastprep.resized_crop(img, *window, 224, 224, "HWC", hflip, antialias, torch.float32, 1 / 255, MEAN, STD)
+        assert torch.equal(got, x)
