@@ -31,42 +31,52 @@ FASTPREP_TARGET_V3 inline __m128i to_bytes_v3(__m256i lo, __m256i hi, __m128i sh
   return _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
 }
 
+// 16 outputs: saturate((2^(precision - 1) + sum_k w[k] * bytes(k)[i]) >> precision), bytes(k)
+// the 16 bytes of tap k. Two sums on AVX-512, so that the adds of one tap do not wait on the other's.
+template <class Bytes>
+FASTPREP_TARGET_V4 inline __m128i sum16_v4(Bytes bytes, const int32_t* w, int32_t count, __m512i half, __m128i shift) {
+  __m512i acc0 = half, acc1 = _mm512_setzero_si512();
+  int32_t k = 0;
+  for (; k + 1 < count; k += 2) {
+    acc0 = _mm512_add_epi32(acc0, mul16_v4(bytes(k), _mm512_set1_epi32(w[k])));
+    acc1 = _mm512_add_epi32(acc1, mul16_v4(bytes(k + 1), _mm512_set1_epi32(w[k + 1])));
+  }
+  if (k < count) acc0 = _mm512_add_epi32(acc0, mul16_v4(bytes(k), _mm512_set1_epi32(w[k])));
+  return to_bytes_v4(_mm512_add_epi32(acc0, acc1), shift);
+}
+
+template <class Bytes>
+FASTPREP_TARGET_V3 inline __m128i sum16_v3(Bytes bytes, const int32_t* w, int32_t count, __m256i half, __m128i shift) {
+  __m256i lo = half, hi = half;
+  for (int32_t k = 0; k < count; ++k) {
+    const __m256i wk = _mm256_set1_epi32(w[k]);
+    lo = _mm256_add_epi32(lo, mul8_v3(bytes(k), wk));
+    hi = _mm256_add_epi32(hi, mul8_v3(bytes(k) + 8, wk));
+  }
+  return to_bytes_v3(lo, hi, shift);
+}
+
 }  // namespace
 
 FASTPREP_TARGET_V4 void taps_v4(const TapsArgs& a) {
   const __m512i half = _mm512_set1_epi32(1 << (a.precision - 1));
   const __m128i shift = _mm_cvtsi32_si128(a.precision);
-  const int64_t step = a.step, taps = a.taps;
-  const uint8_t* tile = a.tile;
   for (int64_t x = 0; x < a.out_w; ++x) {
-    const int32_t* w = a.w + x * taps;
-    const uint8_t* col = tile + a.start[x] * step;
-    const int32_t n = a.count[x];
-    __m512i acc0 = half, acc1 = _mm512_setzero_si512();
-    int32_t k = 0;
-    for (; k + 1 < n; k += 2, col += 2 * step) {  // two sums: the adds of one tap wait on the other's less
-      acc0 = _mm512_add_epi32(acc0, mul16_v4(col, _mm512_set1_epi32(w[k])));
-      acc1 = _mm512_add_epi32(acc1, mul16_v4(col + step, _mm512_set1_epi32(w[k + 1])));
-    }
-    if (k < n) acc0 = _mm512_add_epi32(acc0, mul16_v4(col, _mm512_set1_epi32(w[k])));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.out + x * 16), to_bytes_v4(_mm512_add_epi32(acc0, acc1), shift));
+    const uint8_t* col = a.tile + a.start[x] * a.step;
+    const auto bytes = [col, step = a.step](int32_t k) { return col + k * step; };
+    const __m128i out = sum16_v4(bytes, a.w + x * a.taps, a.count[x], half, shift);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.out + x * 16), out);
   }
 }
 
 FASTPREP_TARGET_V3 void taps_v3(const TapsArgs& a) {
   const __m256i half = _mm256_set1_epi32(1 << (a.precision - 1));
   const __m128i shift = _mm_cvtsi32_si128(a.precision);
-  const int64_t step = a.step, taps = a.taps;
   for (int64_t x = 0; x < a.out_w; ++x) {
-    const int32_t* w = a.w + x * taps;
-    const uint8_t* col = a.tile + a.start[x] * step;
-    __m256i lo = half, hi = half;
-    for (int32_t k = 0; k < a.count[x]; ++k, col += step) {
-      const __m256i wk = _mm256_set1_epi32(w[k]);
-      lo = _mm256_add_epi32(lo, mul8_v3(col, wk));
-      hi = _mm256_add_epi32(hi, mul8_v3(col + 8, wk));
-    }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.out + x * 16), to_bytes_v3(lo, hi, shift));
+    const uint8_t* col = a.tile + a.start[x] * a.step;
+    const auto bytes = [col, step = a.step](int32_t k) { return col + k * step; };
+    const __m128i out = sum16_v3(bytes, a.w + x * a.taps, a.count[x], half, shift);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.out + x * 16), out);
   }
 }
 
@@ -74,21 +84,9 @@ FASTPREP_TARGET_V4 void row_taps_v4(const RowTapsArgs& a) {
   const __m512i half = _mm512_set1_epi32(1 << (a.precision - 1));
   const __m128i shift = _mm_cvtsi32_si128(a.precision);
   int64_t x = 0;
-  for (; x + 32 <= a.n; x += 32) {
-    __m512i acc0 = half, acc1 = half;
-    for (int32_t k = 0; k < a.count; ++k) {
-      const __m512i wk = _mm512_set1_epi32(a.w[k]);
-      acc0 = _mm512_add_epi32(acc0, mul16_v4(a.rows[k] + x, wk));
-      acc1 = _mm512_add_epi32(acc1, mul16_v4(a.rows[k] + x + 16, wk));
-    }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.out + x), to_bytes_v4(acc0, shift));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.out + x + 16), to_bytes_v4(acc1, shift));
-  }
   for (; x + 16 <= a.n; x += 16) {
-    __m512i acc = half;
-    for (int32_t k = 0; k < a.count; ++k)
-      acc = _mm512_add_epi32(acc, mul16_v4(a.rows[k] + x, _mm512_set1_epi32(a.w[k])));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.out + x), to_bytes_v4(acc, shift));
+    const auto bytes = [rows = a.rows, x](int32_t k) { return rows[k] + x; };
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.out + x), sum16_v4(bytes, a.w, a.count, half, shift));
   }
   row_taps_plain(a, x);
 }
@@ -98,13 +96,8 @@ FASTPREP_TARGET_V3 void row_taps_v3(const RowTapsArgs& a) {
   const __m128i shift = _mm_cvtsi32_si128(a.precision);
   int64_t x = 0;
   for (; x + 16 <= a.n; x += 16) {
-    __m256i lo = half, hi = half;
-    for (int32_t k = 0; k < a.count; ++k) {
-      const __m256i wk = _mm256_set1_epi32(a.w[k]);
-      lo = _mm256_add_epi32(lo, mul8_v3(a.rows[k] + x, wk));
-      hi = _mm256_add_epi32(hi, mul8_v3(a.rows[k] + x + 8, wk));
-    }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.out + x), to_bytes_v3(lo, hi, shift));
+    const auto bytes = [rows = a.rows, x](int32_t k) { return rows[k] + x; };
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(a.out + x), sum16_v3(bytes, a.w, a.count, half, shift));
   }
   row_taps_plain(a, x);
 }
