@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import fastprep
 from fastprep.numba_kernels import resize as numba_resize
-from fastprep.ops.resize import resample_axis, resized_crop_batch_torch, resized_crop_torch
+from fastprep.ops.resize import Axis, resample_axis, resized_crop_batch_torch, resized_crop_torch
 
 from conftest import bad_input_tests, call, requires_native
 
@@ -132,6 +132,25 @@ def test_weights_definitions_agree():
                 assert np.array_equal(start, a.start) and np.array_equal(count, a.count)
                 assert np.array_equal(w.reshape(out, taps), a.w)
                 assert a.w.max() < 2**15 and (a.w.sum(1) - 2**precision).max() <= taps  # int16, sums near 1
+
+
+def _taps(a: Axis) -> list[dict[int, int]]:
+    """{input: weight} of each output of an axis table, the zero weights left out."""
+    return [{int(a.start[i]) + k: int(a.w[i, k]) for k in range(a.count[i]) if a.w[i, k]} for i in range(len(a.start))]
+
+
+def test_a_flip_before_the_resize_is_the_flip_after_it():
+    """Each axis table is its own mirror image (checked on random sizes, 40,000 pairs once; not
+    proven for all), so resizing a flipped window is flipping the resized one: a flip before
+    RandomResizedCrop is this op on the mirrored window with hflip."""
+    rng = np.random.default_rng(12)
+    for size, out in zip(rng.integers(1, 700, 60).tolist(), rng.integers(1, 300, 60).tolist()):
+        for antialias in (True, False):
+            taps = _taps(resample_axis(size, out, antialias))
+            assert taps == [{size - 1 - j: w for j, w in t.items()} for t in taps[::-1]], (size, out, antialias)
+    img = _image((40, 50, 3), 13)
+    got = fastprep.resized_crop(img.flip(1), 3, 7, 30, 33, 17, 19, "HWC")
+    assert torch.equal(got, fastprep.resized_crop(img, 3, 50 - 7 - 33, 30, 33, 17, 19, "HWC", hflip=True))
 
 
 @st.composite
