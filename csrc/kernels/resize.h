@@ -1,0 +1,58 @@
+// Resized crop of one uint8 image (any strides, CHW or HWC), torch-free: the window's pixels
+// resampled to out_h x out_w by torch's uint8 bilinear resampler, the separable fixed-point one
+// derived from Pillow-SIMD that F.interpolate(mode="bilinear", antialias=...) runs on uint8 CPU
+// tensors (so torchvision v2's resized_crop / RandomResizedCrop on decoded images): per axis,
+// weights computed in double (aten/src/ATen/native/cpu/UpSampleKernel.cpp,
+// HelperInterpBase::_compute_index_ranges_weights and _compute_index_ranges_int16_weights) and
+// rounded to int16 at one precision per axis; the horizontal pass first, rounded to uint8, then
+// the vertical one (UpSampleKernelAVXAntialias.h). Only the window is read; written as contiguous
+// [C, out_h, out_w] uint8, or float x * scale (then (x - mean[c]) / std[c]) in float32, rounded
+// once to float16 / bfloat16. hflip writes the output flipped left-right.
+// Mirror: pyext/fastprep/numba_kernels/resize.py.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace fastprep::kernels {
+
+// The fixed-point weights of one axis: output i reads inputs [start[i], start[i] + count[i]) with
+// weights w[i * taps ...], in units of 2^-precision. With `reverse`, output i is what the forward
+// table gives output out - 1 - i (a left-right flip of the result).
+struct ResampleAxis {
+  std::vector<int64_t> start;
+  std::vector<int32_t> count;
+  std::vector<int32_t> w;
+  int64_t taps = 0;
+  int precision = 0;
+};
+
+// Weights for `in` inputs -> `out` outputs (both > 0). in == out is the identity (one tap of weight
+// 2^14): torch skips such an axis, and the identity gives its bits.
+ResampleAxis resample_axis(int64_t in, int64_t out, bool antialias, bool reverse);
+
+struct ResizeSource {
+  const uint8_t* data;  // element (0, 0, 0) of the window
+  int64_t c, height, width;
+  int64_t sc, sh, sw;  // element strides (any, e.g. HWC is sc=1, sw=c)
+};
+
+// What the output is: color.h's type codes (0 uint8, 1 float32, 2 float16, 3 bfloat16); for float
+// outputs each value is float(v) * scale, and with mean (c values, then std too) (that - mean[c]) / std[c].
+struct ResizeOutput {
+  void* data;  // [c, out_h, out_w] contiguous
+  int type;
+  float scale;
+  const float* mean;  // null: no normalisation
+  const float* std;
+};
+
+// Buffers a batch reuses from sample to sample.
+struct ResizeScratch {
+  std::vector<uint8_t> tile, tile_out, ring, row;
+  std::vector<const uint8_t*> row_taps;
+};
+
+void resized_crop(const ResizeSource& src, const ResampleAxis& rows, const ResampleAxis& cols, const ResizeOutput& out,
+                  ResizeScratch& scratch);
+
+}  // namespace fastprep::kernels

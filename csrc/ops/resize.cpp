@@ -1,0 +1,190 @@
+// Bindings of resized_crop and its batched form resized_crop_batch (schemas and definitions:
+// pyext/fastprep/ops/resize.py). Both run one image at a time through run_image, so a batch has
+// the per-sample op's bits by construction.
+#include <cmath>
+#include <new>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/resize.h"
+#include "ops/alloc.h"
+#include "ops/checks.h"
+#include "ops/color_args.h"
+#include "ops/overlap.h"
+#include "ops/views.h"
+
+namespace fastprep::ops {
+namespace {
+
+// The window of one image and what its arguments are called in messages ("top", or "tops[1]" in
+// a batch), the image as "the image" or "imgs[1]".
+struct Window {
+  int64_t top, left, height, width;
+  std::string suffix, image;  // "" or "s[1]"; the image's name
+};
+
+void check_window(const char* op, const Window& w, const ImageView& v) {
+  const std::string top = "top" + w.suffix, left = "left" + w.suffix;
+  const std::string height = "height" + w.suffix, width = "width" + w.suffix;
+  FASTPREP_CHECK(w.height > 0, op, ": expected ", height, " > 0, got ", height, "=", w.height);
+  FASTPREP_CHECK(w.width > 0, op, ": expected ", width, " > 0, got ", width, "=", w.width);
+  FASTPREP_CHECK(w.top >= 0, op, ": expected ", top, " >= 0, got ", top, "=", w.top);
+  FASTPREP_CHECK(w.left >= 0, op, ": expected ", left, " >= 0, got ", left, "=", w.left);
+  FASTPREP_CHECK(sum_at_most(w.top, w.height, v.h), op, ": expected ", top, " + ", height, " <= ", v.h,
+                 " (the height of ", w.image, "), got ", top, "=", w.top, ", ", height, "=", w.height);
+  FASTPREP_CHECK(sum_at_most(w.left, w.width, v.w), op, ": expected ", left, " + ", width, " <= ", v.w,
+                 " (the width of ", w.image, "), got ", left, "=", w.left, ", ", width, "=", w.width);
+}
+
+// mean or std as c float32 values (one given value serves every channel); std must not be 0.
+std::vector<float> per_channel(const char* op, const char* arg, const std::vector<double>& values, int64_t c,
+                               bool nonzero) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  FASTPREP_CHECK(n == 1 || n == c, op, ": expected ", arg, " to have 1 or ", c, " values (one per channel), got ", n);
+  std::vector<float> out;
+  for (int64_t i = 0; i < c; ++i) {
+    const double x = values[static_cast<size_t>(n == 1 ? 0 : i)];
+    const std::string name = std::string(arg) + "[" + std::to_string(n == 1 ? 0 : i) + "]";
+    FASTPREP_CHECK(std::isfinite(x) && std::abs(x) <= 3.4028234663852886e38, op, ": expected ", name,
+                   " to be a finite float32 value, got ", name, "=", x);
+    FASTPREP_CHECK(!nonzero || static_cast<float>(x) != 0.0f, op, ": expected ", name,
+                   " to be nonzero in float32 (Normalize divides by it), got ", name, "=", x);
+    out.push_back(static_cast<float>(x));
+  }
+  return out;
+}
+
+// What every image's output shares: its type, scale and normalisation (kernels/resize.h).
+struct OutputArgs {
+  int type;
+  float scale;
+  std::vector<float> mean, std;
+};
+
+OutputArgs check_output_args(const char* op, int32_t out_code, double scale,
+                             const std::optional<std::vector<double>>& mean,
+                             const std::optional<std::vector<double>>& std, int64_t c) {
+  FASTPREP_CHECK(color_type_code(out_code) >= 0, op,
+                 ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or torch.bfloat16, got ",
+                 dtype_name(out_code));
+  const bool u8 = out_code == dtype_code(ScalarType::Byte);
+  FASTPREP_CHECK(!u8 || scale == 1.0, op, ": expected scale=1 for a torch.uint8 output, got scale=", scale);
+  FASTPREP_CHECK(!u8 || (!mean && !std), op,
+                 ": expected mean=None and std=None for a torch.uint8 output (Normalize needs a float output)");
+  check_scale(op, scale);
+  FASTPREP_CHECK(mean.has_value() == std.has_value(), op, ": expected mean and std together, got only ",
+                 mean ? "mean" : "std");
+  OutputArgs a{color_type_code(out_code), static_cast<float>(scale), {}, {}};
+  if (mean) {
+    a.mean = per_channel(op, "mean", *mean, c, false);
+    a.std = per_channel(op, "std", *std, c, true);
+  }
+  return a;
+}
+
+// Image i of `img` (its view v), window w, into `out` (its [c, out_h, out_w] bytes).
+void run_image(const char* op, const Tensor& img, const ImageView& v, int64_t i, const Window& w, int64_t out_h,
+               int64_t out_w, bool hflip, bool antialias, const OutputArgs& a, void* out,
+               kernels::ResizeScratch& scratch) {
+  const auto* base = static_cast<const uint8_t*>(img.const_data_ptr()) + i * v.sn;
+  const kernels::ResizeSource src{base + w.top * v.sh + w.left * v.sw, v.c, w.height, w.width, v.sc, v.sh, v.sw};
+  const kernels::ResizeOutput o{out, a.type, a.scale, a.mean.empty() ? nullptr : a.mean.data(),
+                                a.std.empty() ? nullptr : a.std.data()};
+  try {
+    const kernels::ResampleAxis rows = kernels::resample_axis(w.height, out_h, antialias, false);
+    const kernels::ResampleAxis cols = kernels::resample_axis(w.width, out_w, antialias, hflip);
+    kernels::resized_crop(src, rows, cols, o, scratch);
+  } catch (const std::bad_alloc&) {  // a window or output size past this machine's memory
+    fail(op, ": could not allocate the resampling buffers for ", w.image, " (window ", w.height, "x", w.width, " -> ",
+         out_h, "x", out_w, ")");
+  }
+}
+
+}  // namespace
+
+Tensor resized_crop(Tensor img, int64_t top, int64_t left, int64_t height, int64_t width, int64_t out_height,
+                    int64_t out_width, StrArg layout, bool hflip, bool antialias, std::optional<DtypeArg> out_dtype,
+                    double scale, std::optional<std::vector<double>> mean, std::optional<std::vector<double>> std) {
+  constexpr const char* op = "resized_crop";
+  check_tensor(op, "img", img);
+  check_dtype(op, "img", img, ScalarType::Byte);
+  const ImageView v = image_view(op, "img", img, parse_layout(op, layout));
+  const Window w{top, left, height, width, "", "the image"};
+  check_window(op, w, v);
+  FASTPREP_CHECK(out_height > 0, op, ": expected out_height > 0, got out_height=", out_height);
+  FASTPREP_CHECK(out_width > 0, op, ": expected out_width > 0, got out_width=", out_width);
+  const int32_t out_code = out_dtype ? out_dtype->code : dtype_code(ScalarType::Byte);
+  const OutputArgs a = check_output_args(op, out_code, scale, mean, std, v.c);
+  std::vector<int64_t> sizes{v.c, out_height, out_width};
+  if (v.batched) sizes.insert(sizes.begin(), v.n);
+  const auto source = [&] {
+    return "out_height=" + std::to_string(out_height) + ", out_width=" + std::to_string(out_width);
+  };
+  Tensor out = new_output(op, img, sizes, static_cast<ScalarType>(out_code), source);
+  if (out.numel() == 0) return out;
+  const int64_t image_bytes = v.c * out_height * out_width * out.element_size();  // fits: out exists
+  kernels::ResizeScratch scratch;
+  for (int64_t i = 0; i < v.n; ++i) {
+    run_image(op, img, v, i, w, out_height, out_width, hflip, antialias, a,
+              static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, scratch);
+  }
+  return out;
+}
+
+void resized_crop_batch(std::vector<Tensor> imgs, std::vector<int64_t> tops, std::vector<int64_t> lefts,
+                        std::vector<int64_t> heights, std::vector<int64_t> widths, Tensor out, StrArg layout,
+                        std::optional<std::vector<bool>> hflips, bool antialias, double scale,
+                        std::optional<std::vector<double>> mean, std::optional<std::vector<double>> std) {
+  constexpr const char* op = "resized_crop_batch";
+  check_tensor(op, "out", out);
+  const bool hwc = parse_layout(op, layout);
+  const ScalarType odt = image_dtype(op, "out", out);
+  const int64_t n = static_cast<int64_t>(imgs.size());
+  FASTPREP_CHECK(out.dim() == 4 && out.is_contiguous() && out.size(0) == n, op, ": expected out to be a contiguous [",
+                 n, ", C, out_height, out_width] tensor (one image per input), got ", shape_str(sizes_of(out)),
+                 out.is_contiguous() ? "" : " (not contiguous)");
+  const int64_t c = out.size(1), out_h = out.size(2), out_w = out.size(3);
+  FASTPREP_CHECK(out_h > 0 && out_w > 0, op, ": expected out's height and width > 0, got out of shape ",
+                 shape_str(sizes_of(out)));
+  const std::pair<const char*, size_t> lists[] = {
+      {"tops", tops.size()}, {"lefts", lefts.size()}, {"heights", heights.size()}, {"widths", widths.size()}};
+  for (const auto& [name, size] : lists) {
+    FASTPREP_CHECK(static_cast<int64_t>(size) == n, op, ": expected ", name, " to have one value per image (", n,
+                   "), got ", size);
+  }
+  FASTPREP_CHECK(!hflips || static_cast<int64_t>(hflips->size()) == n, op,
+                 ": expected hflips to have one value per image (", n, "), got ", hflips ? hflips->size() : 0);
+  const OutputArgs a = check_output_args(op, dtype_code(odt), scale, mean, std, c);
+  // Every image is checked before the first is written: a bad one leaves out untouched.
+  std::vector<ImageView> views;
+  std::vector<Window> windows;
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    const std::string arg = "imgs[" + std::to_string(i) + "]";
+    check_tensor(op, arg.c_str(), imgs[k]);
+    check_dtype(op, arg.c_str(), imgs[k], ScalarType::Byte);
+    FASTPREP_CHECK(imgs[k].dim() == 3, op, ": expected ", arg, " to be a 3-D ", hwc ? "[H, W, C]" : "[C, H, W]",
+                   " image, got a ", imgs[k].dim(), "-D tensor");
+    views.push_back(image_view(op, arg.c_str(), imgs[k], hwc));
+    FASTPREP_CHECK(views.back().c == c, op, ": expected ", arg, " to have ", c, " channels (as out), got ",
+                   views.back().c);
+    windows.push_back(Window{tops[k], lefts[k], heights[k], widths[k], "s[" + std::to_string(i) + "]", arg});
+    check_window(op, windows.back(), views.back());
+    check_no_overlap(op, "out", out, arg.c_str(), imgs[k]);
+  }
+  const int64_t image_bytes = c * out_h * out_w * out.element_size();  // fits: out exists
+  kernels::ResizeScratch scratch;
+  for (int64_t i = 0; i < n && image_bytes > 0; ++i) {
+    run_image(op, imgs[static_cast<size_t>(i)], views[static_cast<size_t>(i)], 0, windows[static_cast<size_t>(i)],
+              out_h, out_w, hflips && (*hflips)[static_cast<size_t>(i)], antialias, a,
+              static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, scratch);
+  }
+}
+
+}  // namespace fastprep::ops
+
+STABLE_TORCH_LIBRARY_IMPL(fastprep, CPU, m) {
+  m.impl("resized_crop", TORCH_BOX(&fastprep::ops::resized_crop));
+  m.impl("resized_crop_batch", TORCH_BOX(&fastprep::ops::resized_crop_batch));
+}
