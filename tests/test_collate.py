@@ -247,3 +247,47 @@ def test_reuse_in_workers_falls_back_to_fresh_memory_when_nothing_is_released():
     got = list(DataLoader(_Images(), batch_size=4, num_workers=1, collate_fn=CompactCollate(reuse=True)))
     want = list(DataLoader(_Images(), batch_size=4, collate_fn=compact_collate))
     assert all(torch.equal(a.data[0], b.data[0]) for a, b in zip(got, want, strict=True))  # none overwritten
+
+
+def _batch(side, n=2, label=0):
+    return [(torch.full((3, side, side), k, dtype=torch.uint8), label) for k in range(n)]
+
+
+# Batches whose shapes vary (a short last batch, images of several sizes): the buffers kept for
+# reuse must stay about one batch's worth, not one per shape ever seen.
+VARYING = {
+    "sizes growing": [_batch(side) for side in range(8, 72, 2)],
+    "a big batch, then small ones": [_batch(96)] + [_batch(side) for side in range(4, 36)],
+    "short last batches": [_batch(32, n) for n in (8, 3, 8, 5, 8, 1, 8, 7)],
+}
+
+
+@pytest.mark.parametrize("case", list(VARYING))
+def test_reuse_in_process_keeps_a_bounded_pool(case):
+    collate = CompactCollate(reuse=True)
+    sizes = []
+    for samples in VARYING[case]:
+        batch = collate(samples)
+        sizes.append(batch.nbytes)
+        batch.release()
+        assert collate.pool.nbytes <= 2 * max(sizes[-collate.pool.RECENT:])
+    again = collate(VARYING[case][-1])  # the shape just released is reused, not allocated
+    assert collate.pool.nbytes < 2 * max(sizes[-collate.pool.RECENT:])
+    assert torch.equal(again.data[0], compact_collate(VARYING[case][-1]).data[0])
+
+
+@pytest.mark.parametrize("case", list(VARYING))
+def test_reuse_in_a_worker_keeps_one_batch_per_slot(case):
+    """A worker's slot keeps the buffers of its latest batch only (driven here as a worker drives
+    it: claim, collate, keep_only_taken, release)."""
+    from fastprep.shared_slots import SharedSlots
+
+    slots, collate = SharedSlots(), CompactCollate()
+    for samples in VARYING[case]:
+        pool = slots.claim(0)
+        collate._batch_pool = pool
+        data, _ = collate._collate(samples, "sample", top=True)
+        pool.keep_only_taken()
+        held = slots._buffers[(0, pool.slot)]
+        assert sorted(t.nbytes for t in held.values()) == sorted(t.nbytes for t in (data[0], data[1]))
+        pool.give_batch([])

@@ -53,19 +53,45 @@ def smallest_int_dtype(lo: int, hi: int) -> torch.dtype:
 
 class BufferPool:
     """Batch buffers handed back by consumers (CompactBatch.release), reused by the next collate:
-    a fresh 50 MB buffer costs more in page faults than the copy into it."""
+    a fresh 50 MB buffer costs more in page faults than the copy into it. Bounded: it keeps at most
+    twice the bytes of the largest of the last few batches released, dropping the buffers handed
+    back longest ago first, so batches whose shapes vary (a last short batch, images of several
+    sizes) never pile up buffers that no batch will take again."""
+
+    RECENT = 4  # batches whose size sets the bound
 
     def __init__(self) -> None:
-        self._free: dict[tuple, list[torch.Tensor]] = {}
+        self._free: dict[tuple, list[torch.Tensor]] = {}  # insertion order: oldest first
+        self._bytes = 0
+        self._recent: list[int] = []
 
     def take(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
         free = self._free.get((tuple(shape), dtype))
-        return free.pop() if free else torch.empty(shape, dtype=dtype)
+        if not free:
+            return torch.empty(shape, dtype=dtype)
+        t = free.pop()
+        self._bytes -= t.nbytes
+        return t
 
     def give_batch(self, tensors: Sequence[torch.Tensor]) -> None:
         """Keep a released batch's tensors for the next collate (CompactBatch's release protocol)."""
         for t in tensors:
-            self._free.setdefault((tuple(t.shape), t.dtype), []).append(t)
+            key = (tuple(t.shape), t.dtype)
+            self._free[key] = [*self._free.pop(key, []), t]  # now the most recently given
+            self._bytes += t.nbytes
+        self._recent = [*self._recent[-(self.RECENT - 1):], sum(t.nbytes for t in tensors)]
+        limit = 2 * max(self._recent)
+        while self._bytes > limit:
+            key = next(iter(self._free))
+            oldest = self._free[key]
+            self._bytes -= oldest.pop(0).nbytes
+            if not oldest:
+                del self._free[key]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held for reuse."""
+        return self._bytes
 
 
 def _alloc(shape: Sequence[int], dtype: torch.dtype, pool: Any = None) -> torch.Tensor:
@@ -155,6 +181,8 @@ class CompactCollate:
             if worker is not None and self._batch_pool is not None:
                 self._batch_pool.give_batch([])  # the slot was never handed out
             raise
+        if worker is not None and self._batch_pool is not None:
+            self._batch_pool.keep_only_taken()  # the slot's buffers are this batch's, no more
         return CompactBatch(data, layout, pool=self._batch_pool)
 
     def _collate(self, items: list[Any], where: str, top: bool = False) -> tuple[Any, Any]:

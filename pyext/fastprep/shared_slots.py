@@ -82,6 +82,14 @@ class SlotBuffers:
             self.fresh = True
         return t
 
+    def keep_only_taken(self) -> None:
+        """Drop the slot's buffers this batch did not take (the worker's references: the shared
+        memory goes once the training process lets go of them too). A slot holds one batch's
+        buffers, whatever shapes the batches before it had."""
+        buffers = self._owner._buffers.get((self.worker, self.slot), {})
+        for key in [k for k in buffers if k[2] >= self._counts.get(k[:2], 0)]:
+            del buffers[key]
+
     def give_batch(self, _tensors: Sequence[torch.Tensor]) -> None:
         """The training process is done with this slot's batch: the worker may refill it. Called once
         per batch (CompactBatch.release); the worker may claim the slot the moment this returns."""
