@@ -7,6 +7,8 @@ field by field by role, using torch ops only, so it runs on the GPU after the co
 
 from __future__ import annotations
 
+import sys
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +50,16 @@ class CompactBatch:
         self.layout = layout
         self._pool = pool  # the BufferPool of a reusing CompactCollate, if any
         self._released = False
+        # Batches made from this one that share its memory (to() the device it is on): released
+        # with it, since its buffers may then hold another batch. Weak: a view dropped is gone.
+        self._views: weakref.WeakSet[CompactBatch] = weakref.WeakSet()
+        self._base: CompactBatch | None = None
+
+    @property
+    def reusable(self) -> bool:
+        """Whether this batch's memory goes back to a pool for another batch once released (its
+        own, or that of the batch it shares memory with)."""
+        return self._pool is not None or (self._base is not None and self._base.reusable)
 
     @property
     def released(self) -> bool:
@@ -82,12 +94,45 @@ class CompactBatch:
             # while its new batch was still in flight (two batches in one buffer).
             self._pool.give_batch(self.tensors())
         self._data, self._released = None, True
+        for view in list(self._views):
+            view.release()
+        self._views.clear()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Across processes (a DataLoader worker's batch) a batch is its data, layout and pool:
+        # views and bases are this process's objects.
+        state = dict(self.__dict__)
+        state["_views"], state["_base"] = None, None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._views = weakref.WeakSet()
+
+    def __del__(self) -> None:
+        # A batch dropped unreleased (a DataLoader discarding the batches its workers made ahead
+        # when a loop stops early, a consumer that never releases) hands its buffers back, so a
+        # worker's slots are not lost for good; but only when nothing else holds its tensors or
+        # views of them (then nobody can see the buffers change).
+        try:
+            if not self._released and self._pool is not None and self._data is not None \
+                    and _only_held_here(self.tensors()):
+                self.release()
+        except Exception:  # noqa: S110 (never raise from a finaliser, at interpreter exit least of all)
+            pass
 
     def _map(self, fn, what: str) -> CompactBatch:
         self._check_alive(what)
-        # The result owns new tensors (pinned or on another device): they never return to the pool.
-        return CompactBatch(tree_map(lambda x: fn(x) if isinstance(x, torch.Tensor) else x, self._data),
-                            self.layout)
+        # The result's tensors are its own (pinned, on another device) and never return to the
+        # pool; unless fn gave back this batch's memory (to() the device it is on): then it is a
+        # view of this batch, released with it.
+        mine = self.tensors()
+        out = CompactBatch(tree_map(lambda x: fn(x) if isinstance(x, torch.Tensor) else x, self._data),
+                           self.layout)
+        if any(_shares_memory(a, b) for a, b in zip(mine, out.tensors())):
+            out._base = self
+            self._views.add(out)
+        return out
 
     def pin_memory(self, device: Any = None) -> CompactBatch:
         """DataLoader's pin_memory protocol: the pin thread calls this on each batch."""
@@ -163,8 +208,12 @@ class CompactBatch:
         if num_classes is not None:
             num_classes = check_int("decode", "num_classes", num_classes, 1)
 
+        reusable = self.reusable
+
         def one(x, leaf):
             out = decode_field(x, leaf)
+            if reusable and isinstance(out, torch.Tensor) and _shares_memory(out, x):
+                out = out.clone()  # this batch's buffers will hold another batch: never hand them out
             if leaf.tv is not None and isinstance(out, torch.Tensor):
                 tv = tv_module()
                 return out if tv is None else out.as_subclass(getattr(tv, leaf.tv))
@@ -194,6 +243,35 @@ class CompactBatch:
         desc = tree_map(lambda x, leaf: f"{leaf.role}{tuple(x.shape)}:{x.dtype}"
                         if isinstance(x, torch.Tensor) else type(x).__name__, self._data, self.layout)
         return f"CompactBatch({desc}, nbytes={self.nbytes})"
+
+
+_storage_use_count = getattr(torch._C, "_storage_Use_Count", None)
+_OWN_REFS = 4  # a batch tensor's references inside _only_held_here: the batch, the list, the loop, the call
+
+
+def _only_held_here(tensors: list[torch.Tensor]) -> bool:
+    """Whether `tensors` (a dying batch's) are referenced by nothing but the batch: no Python
+    reference to a tensor besides the batch's own, and no other tensor (a view, a slice) on its
+    storage. Not seen: references held only in C++ (an autograd graph's saved tensors). Without
+    torch's use count (a private API), False: the buffers are then never handed back."""
+    if _storage_use_count is None:
+        return False
+    per_storage: dict[int, int] = {}
+    for t in tensors:
+        key = t.untyped_storage()._cdata
+        per_storage[key] = per_storage.get(key, 0) + 1
+    for t in tensors:
+        # A field that appears twice in the batch is one tensor held twice more.
+        if sys.getrefcount(t) > _OWN_REFS + 2 * (sum(x is t for x in tensors) - 1):
+            return False
+    # Each of the batch's tensors holds its storage once, and so does the wrapper made here.
+    return all(_storage_use_count(t.untyped_storage()._cdata) <= per_storage[t.untyped_storage()._cdata] + 1
+               for t in tensors)
+
+
+def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.device == b.device and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() \
+        and a.untyped_storage().nbytes() > 0
 
 
 def _decode_image(x, dtype, scale, mean, std, channels_last):

@@ -9,6 +9,7 @@ passthrough. `decode` (a callable, or True for CompactBatch.decode()) runs on th
 
 from __future__ import annotations
 
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -103,7 +104,7 @@ class DevicePrefetcher:
         it = iter(self.source)
         pending: deque = deque()
         side = torch.cuda.Stream(self.device) if self._streams else None
-        done: tuple[Any, Any] | None = None  # the host batch the consumer last received, and its copy
+        done: tuple[Any, Any, Any] | None = None  # the host batch the consumer last got, its copy's event, what it got
         try:
             exhausted = False
             while True:
@@ -114,20 +115,36 @@ class DevicePrefetcher:
                         exhausted = True
                         break
                     pending.append(self._start_copy(batch, side))
-                if done is not None:
-                    self._release(*done)
-                    done = None
                 if not pending:
-                    return
+                    return  # the last batch is released below, as after an early stop
+                if done is not None:
+                    self._release(*done[:2])  # the consumer asked for the next batch: done with it
+                    done = None
                 moved, event, host = pending.popleft()
+                out = self._finish(moved, event)
                 if self.release:
-                    done = (host, event)
-                yield self._finish(moved, event)
+                    done = (host, event, out)
+                yield out
         finally:
+            # The end, or an early stop (break, an exception, garbage collection): the batches
+            # copied ahead go back to their pool now; the one the consumer holds, once it lets go
+            # of it if it shares the host's memory (a CPU "copy"), else now (its copy is complete).
+            if self.release:
+                for _, event, host in pending:
+                    self._release(host, event)
+                if done is not None:
+                    host, event, out = done
+                    if isinstance(out, CompactBatch) and out._base is host:
+                        weakref.finalize(out, host.release)
+                    else:
+                        self._release(host, event)
             pending.clear()
-            shutdown = getattr(it, "_shutdown_workers", None)  # stop DataLoader workers early
-            if callable(shutdown):
-                shutdown()
+            # Stop a DataLoader's workers early, unless it keeps them across epochs (the next
+            # iter() reuses that very iterator and its workers).
+            if not getattr(self.source, "persistent_workers", False):
+                shutdown = getattr(it, "_shutdown_workers", None)
+                if callable(shutdown):
+                    shutdown()
 
     def _start_copy(self, batch: Any, side: Any) -> tuple[Any, Any, Any]:
         if side is None:
