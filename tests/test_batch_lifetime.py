@@ -94,7 +94,7 @@ def test_persistent_workers_survive_prefetcher_epochs():
                         collate_fn=CompactCollate(reuse=True))
     epochs = [[int(b.data[2][0]) for b in DevicePrefetcher(loader, "cpu", release=True)] for _ in range(3)]
     assert epochs == [[0, 3, 6, 9]] * 3
-    for batch in DevicePrefetcher(loader, "cpu", release=True):
+    for _batch in DevicePrefetcher(loader, "cpu", release=True):
         break  # an early stop must not shut the workers the next epoch reuses
-    del batch
+    del _batch
     assert [int(b.data[2][0]) for b in DevicePrefetcher(loader, "cpu", release=True)] == [0, 3, 6, 9]
