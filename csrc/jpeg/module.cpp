@@ -38,6 +38,8 @@ py::dict header_dict(const jp::Header& h) {
 
 }  // namespace
 
+void bind_packed(py::module_& m);  // packed_module.cpp
+
 PYBIND11_MODULE(_jpeg, m) {
   m.doc() = "fastprep's libjpeg-turbo decoder (region-of-interest and YCbCr-direct); see fastprep.io";
   m.attr("libjpeg_turbo_version") = jp::libjpeg_turbo_version();
@@ -86,4 +88,5 @@ PYBIND11_MODULE(_jpeg, m) {
       "Decodes the window (top, left, out's height, out's width) into out ([C, H, W] strides, any order) without "
       "the GIL; returns libjpeg's warnings. Corrupt data and bad windows raise ValueError.");
 
+  bind_packed(m);
 }
