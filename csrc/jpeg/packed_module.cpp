@@ -76,6 +76,7 @@ void bind_packed(py::module_& m) {
         });
         py::dict info = layout_dict(t.layout);
         info["jpeg_bytes"] = t.jpeg.size();
+        info["color_space"] = t.layout.components == 1 ? "GRAY" : t.rgb ? "RGB" : "YCbCr";
         return py::make_tuple(as_bytes(r.bytes), r.checksum, info, t.warnings);
       },
       py::arg("data"), py::arg("restart"), py::arg("strict"),

@@ -51,7 +51,7 @@ struct Session {
   jpeg_compress_struct dst;
   ErrorManager err;  // one for both, as jpegtran: either one's failure lands in the same setjmp
   Destination out;
-  bool src_made, dst_made;
+  bool src_made, dst_made, rgb;
   int64_t restart_target, restart;
 };
 
@@ -87,6 +87,7 @@ Verdict run_transcode(Session& s, const uint8_t* data, size_t size) {
     release(s);
     return Verdict::kComponents;
   }
+  s.rgb = s.src.jpeg_color_space == JCS_RGB;
   jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&s.src);
   s.restart = choose_restart(scan_mcus_per_row(s.src), s.restart_target);
 
@@ -162,6 +163,7 @@ Transcoded transcode_with_restarts(const uint8_t* data, size_t size, int64_t res
     case Verdict::kComponents:
       throw ArgumentError("a JPEG of " + std::to_string(s.src.num_components) + " components is not packed");
   }
+  t.rgb = s.rgb;
   for (long i = 0; i < std::min<long>(s.err.n_warnings, kMaxWarnings); ++i) t.warnings.emplace_back(s.err.warnings[i]);
   std::string err = parse_scan_layout(t.jpeg.data(), t.jpeg.size(), true, t.layout);
   if (err.empty()) err = find_restart_intervals(t.jpeg.data(), t.jpeg.size(), t.layout, t.interval_starts);

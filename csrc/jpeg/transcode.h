@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "jpeg/decode.h"
 #include "jpeg/markers.h"
 
 namespace fastprep::jpeg {
@@ -19,6 +20,7 @@ struct Transcoded {
   ScanLayout layout;                      // of `jpeg`, restart included
   std::vector<uint32_t> interval_starts;  // layout.intervals() offsets into `jpeg`
   std::vector<std::string> warnings;      // corrupt data libjpeg recovered from (not kept with strict)
+  bool rgb = false;                       // the samples are RGB (an Adobe JPEG without transform), not YCbCr
 };
 
 // K for a row of `mcus_per_row` MCUs: its largest divisor not above `target`; when that is 1 or 2

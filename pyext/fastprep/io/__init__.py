@@ -5,6 +5,10 @@
 - :class:`ImageFolder`: torchvision's folder layout, decoded in ``load_raw`` (fastprep.Loader's
   threads); ``roi=True`` hands out :class:`JpegFile` s that decode only a crop's window.
 - :func:`decode_jpeg_batch`: batched nvJPEG decoding on a CUDA device through torchvision.
+- :func:`pack` / ``python -m fastprep pack``: a folder or dataset into a few shard files + an index;
+  :class:`PackedDataset` reads them by window: a JPEG window from only the restart intervals
+  covering it (:class:`PackedJpeg`), raw pixels from a memory map (:class:`PackedRaw`);
+  :func:`decode_window_batch` decodes windows' cuts on a GPU (docs/real-files.md).
 
 The CPU decoder is the native module fastprep._jpeg, built when CMake finds libjpeg-turbo >= 1.5;
 :func:`available` says whether it was, and without it every decode raises a RuntimeError saying
@@ -13,7 +17,7 @@ how to get it. The rest of fastprep does not need it. Headers claiming more pixe
 """
 
 from fastprep.io.folder import IMG_EXTENSIONS, ImageFolder, JpegFile, find_classes, make_dataset
-from fastprep.io.gpu import decode_jpeg_batch
+from fastprep.io.gpu import decode_jpeg_batch, decode_window_batch
 from fastprep.io.jpeg import (
     CorruptJpegWarning,
     JpegHeader,
@@ -22,10 +26,14 @@ from fastprep.io.jpeg import (
     libjpeg_turbo_version,
     read_jpeg_header,
 )
+from fastprep.io.pack import PackSummary, PackWarning, pack
+from fastprep.io.packed import PackedDataset, PackedImage, PackedJpeg, PackedRaw, WindowCut
+from fastprep.io.shards import ShardFormatError
 from fastprep.io.windowed import WindowedImage
 
 __all__ = [
-    "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader", "available",
-    "decode_jpeg", "decode_jpeg_batch", "find_classes", "libjpeg_turbo_version", "make_dataset", "read_jpeg_header",
-    "WindowedImage",
+    "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader", "PackSummary", "PackWarning",
+    "PackedDataset", "PackedImage", "PackedJpeg", "PackedRaw", "ShardFormatError", "WindowCut", "WindowedImage",
+    "available", "decode_jpeg", "decode_jpeg_batch", "decode_window_batch", "find_classes", "libjpeg_turbo_version",
+    "make_dataset", "pack", "read_jpeg_header",
 ]

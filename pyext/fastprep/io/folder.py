@@ -124,6 +124,20 @@ def decode_other(data: bytes, name: str, mode: str, layout: str) -> torch.Tensor
     return hwc.permute(2, 0, 1).contiguous() if layout == "CHW" else hwc.contiguous()
 
 
+def apply_image_transform(raw: tuple, transform: Callable | None, target_transform: Callable | None) -> tuple:
+    """(transform(image), target_transform(label), *rest) of a raw item (image, label, *rest): a
+    WindowedImage is decoded whole first unless the transform is fastprep's (which decodes only
+    the window it crops)."""
+    image, target, *rest = raw
+    if isinstance(image, WindowedImage) and not getattr(transform, "reads_jpeg_files", False):
+        image = image.decode()
+    if transform is not None:
+        image = transform(image)
+    if target_transform is not None:
+        target = target_transform(target)
+    return (image, target, *rest)
+
+
 class ImageFolder(torch.utils.data.Dataset):
     """Images in class subfolders (``root/dog/1.jpg``, ``root/cat/2.png``), decoded by fastprep's
     libjpeg-turbo decoder (other formats through Pillow), in torchvision's ImageFolder order.
@@ -180,14 +194,7 @@ class ImageFolder(torch.utils.data.Dataset):
         return self.load_image(data, path), target
 
     def apply_transform(self, raw: tuple[Any, int]) -> tuple[Any, Any]:
-        image, target = raw
-        if isinstance(image, WindowedImage) and not getattr(self.transform, "reads_jpeg_files", False):
-            image = image.decode()  # fastprep's transforms decode only the window they crop
-        if self.transform is not None:
-            image = self.transform(image)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return image, target
+        return apply_image_transform(raw, self.transform, self.target_transform)
 
     def __getitem__(self, i: int) -> tuple[Any, Any]:
         return self.apply_transform(self.load_raw(i))

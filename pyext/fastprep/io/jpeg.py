@@ -70,7 +70,8 @@ def libjpeg_turbo_version() -> str | None:
     return _jpeg.libjpeg_turbo_version if _jpeg is not None else None
 
 
-def _module(who: str):
+def native(who: str):
+    """The native module fastprep._jpeg, or a RuntimeError saying how to build it."""
     if _jpeg is None:
         raise RuntimeError(f"{who}: {INSTALL_HINT} ({_IMPORT_ERROR})")
     return _jpeg
@@ -119,27 +120,28 @@ def read_jpeg_header(data: Any, *, name: str | None = None) -> JpegHeader:
 
 def _header(who: str, buf: Any, name: str | None) -> JpegHeader:
     try:
-        h = _module(who).read_header(buf)
+        h = native(who).read_header(buf)
     except ValueError as exc:
         raise ValueError(f"{who}: {_where(name)}{exc}") from None
     return JpegHeader(h["height"], h["width"], h["components"], h["color_space"],
                       tuple(zip(h["h_samp"], h["v_samp"])), h["progressive"], (h["imcu_height"], h["imcu_width"]))
 
 
-def _check_crop(who: str, crop: Any, header: JpegHeader, where: str) -> tuple[int, int, int, int]:
+def check_crop(who: str, crop: Any, height: int, width: int, where: str = "") -> tuple[int, int, int, int]:
+    """`crop` as (top, left, height, width) inside a height x width image (None: all of it), or ValueError."""
     if crop is None:
-        return 0, 0, header.height, header.width
+        return 0, 0, height, width
     if (not isinstance(crop, (tuple, list)) or len(crop) != 4
             or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in crop)):
         raise ValueError(f"{who}: expected crop as 4 ints (top, left, height, width), got {crop!r}")
-    top, left, height, width = (int(v) for v in crop)
-    if top < 0 or left < 0 or height < 1 or width < 1 or top + height > header.height or left + width > header.width:
-        raise ValueError(f"{who}: {where}crop (top={top}, left={left}, height={height}, width={width}) is not "
-                         f"inside the {header.height}x{header.width} image")
-    return top, left, height, width
+    top, left, h, w = (int(v) for v in crop)
+    if top < 0 or left < 0 or h < 1 or w < 1 or top + h > height or left + w > width:
+        raise ValueError(f"{who}: {where}crop (top={top}, left={left}, height={h}, width={w}) is not "
+                         f"inside the {height}x{width} image")
+    return top, left, h, w
 
 
-def _check_out(who: str, out: torch.Tensor, shape: tuple[int, ...]) -> None:
+def check_out(who: str, out: torch.Tensor, shape: tuple[int, ...]) -> None:
     if not isinstance(out, torch.Tensor) or out.dtype != torch.uint8 or out.device.type != "cpu" \
             or tuple(out.shape) != shape or out.requires_grad:
         got = f"{out.dtype} {tuple(out.shape)} on {out.device}" if isinstance(out, torch.Tensor) else type(out).__name__
@@ -194,7 +196,7 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
         >>> ycc = decode_jpeg(data, mode="YCbCr", layout="HWC")
     """
     who = "decode_jpeg"
-    mod = _module(who)
+    mod = native(who)
     if mode not in MODES:
         raise ValueError(f"{who}: expected mode to be one of {MODES}, got {mode!r}")
     if layout not in LAYOUTS:
@@ -206,7 +208,7 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
     if MAX_IMAGE_PIXELS is not None and header.height * header.width > MAX_IMAGE_PIXELS:
         raise ValueError(f"{who}: {where}{header.height}x{header.width} pixels is over "
                          f"fastprep.io.jpeg.MAX_IMAGE_PIXELS ({MAX_IMAGE_PIXELS}): a decompression bomb?")
-    top, left, height, width = _check_crop(who, crop, header, where)
+    top, left, height, width = check_crop(who, crop, header.height, header.width, where)
     if mode == "YCbCr" and header.color_space == "RGB":
         rgb = decode_jpeg(buf, crop=crop, mode="RGB", layout=layout, strict=strict, name=name)
         ycc = rgb_to_ycbcr(rgb, layout)
@@ -216,7 +218,7 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
     if out is None:
         out = torch.empty(shape, dtype=torch.uint8)
     else:
-        _check_out(who, out, shape)
+        check_out(who, out, shape)
     planes = out if layout == "CHW" else out.permute(2, 0, 1)
     try:
         notes = mod.decode_into(buf, planes.numpy(), top, left, mode, strict)

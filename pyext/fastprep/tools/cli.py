@@ -1,4 +1,4 @@
-"""Command-line entry points: `python -m fastprep {demo,bench,diagnose}`."""
+"""Command-line entry points: `python -m fastprep {demo,bench,diagnose,pack}`."""
 
 from __future__ import annotations
 
@@ -214,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench_p.set_defaults(func=bench)
 
     _diagnose_parser(sub)
+    from fastprep.tools.pack_cli import add_parser as add_pack_parser  # noqa: PLC0415 (pack_cli.py: the command)
+
+    add_pack_parser(sub)
     return parser
 
 

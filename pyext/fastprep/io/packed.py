@@ -1,0 +1,307 @@
+"""fastprep.io.PackedDataset: the shards :func:`fastprep.io.pack` wrote, read by window.
+
+``load_raw(i)`` hands out the image as a :class:`fastprep.io.WindowedImage`: a :class:`PackedJpeg`
+decodes a crop window from the restart intervals covering it (its cost follows the window's area,
+not the rows above it), a :class:`PackedRaw` copies the window from the memory-mapped pixels.
+fastprep's transforms and the Loader crop them without decoding the rest. Every byte a read uses
+is under a CRC checked before use; a corrupt shard raises :class:`ShardFormatError` naming the
+shard and record, never a wrong image.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+import warnings
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from fastprep.io import shards as fmt
+from fastprep.io.folder import apply_image_transform
+from fastprep.io.jpeg import LAYOUTS, MODES, CorruptJpegWarning, check_crop, check_out, native
+from fastprep.io.windowed import WindowedImage
+from fastprep.ops.color import rgb_to_ycbcr
+
+
+class WindowCut(NamedTuple):
+    """The JPEG of the restart intervals covering a window, and the window's place in it: decoding
+    `data` and cropping (top, left, height, width) gives the window's bits (CPU decoder)."""
+
+    data: bytes
+    top: int
+    left: int
+    height: int
+    width: int
+
+
+class PackedImage(WindowedImage):
+    """One record of a :class:`PackedDataset`, decoded on demand (whole, or a window)."""
+
+    __slots__ = ("dataset", "index", "record", "checksum", "height", "width", "color", "mode", "layout", "strict")
+
+    def __init__(self, dataset: PackedDataset, index: int, record: memoryview, checksum: int, height: int,
+                 width: int, color: int):
+        self.dataset, self.index, self.record, self.checksum = dataset, index, record, checksum
+        self.height, self.width, self.color = height, width, color
+        self.mode, self.layout, self.strict = dataset.mode, dataset.layout, dataset.strict
+
+    @property
+    def name(self) -> str:
+        return self.dataset.where(self.index)
+
+    def _output(self, who: str, shape_hw: tuple[int, int], channels: int, layout: str,
+                out: torch.Tensor | None) -> torch.Tensor:
+        h, w = shape_hw
+        shape = (channels, h, w) if layout == "CHW" else (h, w, channels)
+        if out is None:
+            return torch.empty(shape, dtype=torch.uint8)
+        check_out(who, out, shape)
+        return out
+
+    def _corrupt(self, who: str, exc: Exception) -> fmt.ShardFormatError:
+        return fmt.ShardFormatError(f"{who}: {self.name}: {exc}")
+
+    def __reduce__(self) -> tuple:  # the dataset pickles without its memory maps; the item is looked up again
+        return _image_of, (self.dataset, self.index)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.dataset.where(self.index, source=False)}, {self.height}x{self.width}, " \
+               f"mode={self.mode!r}, layout={self.layout!r})"
+
+
+def _image_of(dataset: PackedDataset, index: int) -> PackedImage:
+    return dataset.load_raw(index)[0]
+
+
+class PackedJpeg(PackedImage):
+    """A restart-indexed JPEG record: ``decode(crop)`` cuts and decodes only the window's intervals
+    (the bits of a full decode, cropped); :meth:`cut` gives the window's small JPEG for a GPU decoder."""
+
+    __slots__ = ()
+
+    def decode(self, crop: tuple[int, int, int, int] | None = None, *, layout: str | None = None,
+               out: torch.Tensor | None = None) -> torch.Tensor:
+        """The image, or its window `crop` = (top, left, height, width), as a uint8 tensor."""
+        who = "PackedJpeg.decode"
+        layout = layout or self.layout
+        if layout not in LAYOUTS:
+            raise ValueError(f"{who}: expected layout to be one of {LAYOUTS}, got {layout!r}")
+        top, left, h, w = check_crop(who, crop, self.height, self.width)
+        mode = self.mode
+        if mode == "YCbCr" and self.color == fmt.COLORS["RGB"]:  # an RGB-coded JPEG, as decode_jpeg does it
+            ycc = rgb_to_ycbcr(self._decode(who, top, left, h, w, "RGB", layout, None), layout)
+            return ycc if out is None else out.copy_(ycc)
+        return self._decode(who, top, left, h, w, mode, layout, out)
+
+    def _decode(self, who: str, top: int, left: int, h: int, w: int, mode: str, layout: str,
+                out: torch.Tensor | None) -> torch.Tensor:
+        out = self._output(who, (h, w), 1 if mode == "GRAY" else 3, layout, out)
+        planes = out if layout == "CHW" else out.permute(2, 0, 1)
+        try:
+            notes = native(who).decode_record_into(self.record, self.checksum, planes.numpy(), top, left, mode,
+                                                   self.strict)
+        except ValueError as exc:
+            raise self._corrupt(who, exc) from None
+        if notes:
+            warnings.warn(CorruptJpegWarning(f"{who}: {self.name}: libjpeg recovered from corrupt data: "
+                                             f"{'; '.join(notes)}"), stacklevel=3)
+        return out
+
+    def cut(self, crop: tuple[int, int, int, int] | None = None) -> WindowCut:
+        """The JPEG of only the restart intervals covering `crop` (byte copies, no entropy decoding):
+        what the GPU decode split leaves to the CPU. ``decode_jpeg(c.data, crop=(c.top, c.left,
+        c.height, c.width))`` equals ``self.decode(crop)``."""
+        who = "PackedJpeg.cut"
+        top, left, h, w = check_crop(who, crop, self.height, self.width)
+        try:
+            data, sub_top, sub_left = native(who).cut_record(self.record, self.checksum, top, left, h, w)
+        except ValueError as exc:
+            raise self._corrupt(who, exc) from None
+        return WindowCut(data, sub_top, sub_left, h, w)
+
+
+class PackedRaw(PackedImage):
+    """A raw-pixel record: ``decode(crop)`` copies the window from the memory map (no decoding),
+    checking the CRCs of the row bands it reads. Holds RGB; mode "YCbCr" converts with
+    fastprep.rgb_to_ycbcr."""
+
+    __slots__ = ()
+
+    def decode(self, crop: tuple[int, int, int, int] | None = None, *, layout: str | None = None,
+               out: torch.Tensor | None = None) -> torch.Tensor:
+        """The image, or its window `crop` = (top, left, height, width), as a uint8 tensor."""
+        who = "PackedRaw.decode"
+        layout = layout or self.layout
+        if layout not in LAYOUTS:
+            raise ValueError(f"{who}: expected layout to be one of {LAYOUTS}, got {layout!r}")
+        if self.mode == "GRAY":
+            raise ValueError(f"{who}: {self.name} holds RGB pixels (packed raw); read it with mode 'RGB' or 'YCbCr'")
+        top, left, h, w = check_crop(who, crop, self.height, self.width)
+        rgb = self._output(who, (h, w), 3, layout, out if self.mode == "RGB" else None)
+        planes = rgb if layout == "CHW" else rgb.permute(2, 0, 1)
+        try:
+            native(who).read_raw_into(self.record, self.checksum, planes.numpy(), top, left)
+        except ValueError as exc:
+            raise self._corrupt(who, exc) from None
+        if self.mode == "RGB":
+            return rgb
+        ycc = rgb_to_ycbcr(rgb, layout)
+        return ycc if out is None else out.copy_(ycc)
+
+
+class PackedDataset(torch.utils.data.Dataset):
+    """The images :func:`fastprep.io.pack` packed, read by window: map-style, in the source's order.
+
+    ``load_raw(i)`` returns ``(image, label, *extras)`` with the image a :class:`PackedJpeg` or
+    :class:`PackedRaw` (both :class:`fastprep.io.WindowedImage`): fastprep.Loader's threads and
+    fastprep's transforms crop it, reading only the window. ``dataset[i]`` decodes it whole, then
+    applies `transform` (unless it is fastprep's, which reads the window), as ImageFolder does.
+    The shards are memory-mapped once, on first use, and again after unpickling (DataLoader
+    workers); reads are thread-safe.
+
+    Args:
+        path: the folder pack wrote.
+        transform, target_transform: as torchvision's ImageFolder.
+        mode: "RGB", "YCbCr" or "GRAY", as :func:`fastprep.io.decode_jpeg` (raw records: RGB, YCbCr).
+        layout: "CHW" (default) or "HWC".
+        strict: corrupt JPEG data raises instead of warning (packed records are checksummed: only
+            an input that was already corrupt when packed can warn).
+
+    Example:
+        >>> ds = fastprep.io.PackedDataset("train.packed")
+        >>> loader = fastprep.Loader(ds, 256, transform=train_tf, shuffle=True)
+    """
+
+    def __init__(self, path: str | os.PathLike, transform: Callable | None = None,
+                 target_transform: Callable | None = None, *, mode: str = "RGB", layout: str = "CHW",
+                 strict: bool = False):
+        if mode not in MODES:
+            raise ValueError(f"PackedDataset: expected mode to be one of {MODES}, got {mode!r}")
+        if layout not in LAYOUTS:
+            raise ValueError(f"PackedDataset: expected layout to be one of {LAYOUTS}, got {layout!r}")
+        self.path = os.fspath(path)
+        self.index_path = os.path.join(self.path, fmt.INDEX_NAME)
+        if not os.path.isfile(self.index_path):
+            raise FileNotFoundError(f"PackedDataset: no {fmt.INDEX_NAME} in {self.path!r}: not a pack, or its "
+                                    f"packing was interrupted (run fastprep.io.pack again to finish it)")
+        self.transform, self.target_transform = transform, target_transform
+        self.mode, self.layout, self.strict = mode, layout, strict
+        entries, self.pack_id, meta, self._names_at = fmt.read_index(self.index_path)
+        self._shards = [(str(name), int(size)) for name, size, _ in meta["shards"]]
+        _check_entries(entries, self._shards, self.index_path)
+        self._entries = entries
+        self.classes = list(meta["classes"] or [])
+        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+        self.targets = entries["label"].tolist()
+        self.skipped = [(name, why) for _, name, why in meta["skipped"]]
+        self.options = meta["options"]
+        self._extras = meta["extras"]
+        self._views: list[memoryview] | None = None
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _open(self) -> list[memoryview]:
+        with self._lock:
+            if self._views is None:
+                views = []
+                for name, size in self._shards:
+                    path = os.path.join(self.path, name)
+                    with open(path, "rb") as f:
+                        got = os.fstat(f.fileno()).st_size
+                        if got != size:
+                            raise fmt.ShardFormatError(f"PackedDataset: {path} is {got} bytes where the index says "
+                                                       f"{size}: truncated or replaced")
+                        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                    view = memoryview(mm)
+                    number, shard_id = fmt.read_shard_header(bytes(view[:fmt.HEADER_BYTES]), path)
+                    if shard_id != self.pack_id or number != len(views):
+                        raise fmt.ShardFormatError(f"PackedDataset: {path} is not shard {len(views)} of this pack")
+                    views.append(view)
+                self._views = views
+            return self._views
+
+    def record(self, i: int) -> memoryview:
+        """Record i's bytes (a view of the memory-mapped shard)."""
+        e = self._entries[i]
+        views = self._views or self._open()
+        offset = int(e["offset"])
+        return views[int(e["shard"])][offset:offset + int(e["length"])]
+
+    def where(self, i: int, source: bool = True) -> str:
+        """'<pack>/shard-00001.fpk record 17 (dog/1.jpg)': record i, for messages."""
+        shard = self._shards[int(self._entries["shard"][i])][0]
+        text = f"{os.path.join(self.path, shard)} record {i}"
+        return f"{text} ({fmt.read_name(self.index_path, self._names_at, i)})" if source else text
+
+    def load_raw(self, i: int) -> tuple:
+        """(image, label, *extras) of record i, the image read by window on demand."""
+        shard, kind, color, _, offset, length, checksum, height, width, _, label, _ = self._entries[i].item()
+        views = self._views or self._open()
+        record = views[shard][offset:offset + length]
+        cls = PackedJpeg if kind == fmt.KIND_JPEG else PackedRaw
+        image = cls(self, i, record, checksum, height, width, color)
+        if self._extras is None:
+            return image, label
+        return (image, label, *(self._extras[i] or ()))
+
+    def apply_transform(self, raw: tuple) -> tuple:
+        return apply_image_transform(raw, self.transform, self.target_transform)
+
+    def __getitem__(self, i: int) -> tuple:
+        return self.apply_transform(self.load_raw(i))
+
+    def cut_window(self, i: int, crop: tuple[int, int, int, int] | None = None) -> WindowCut:
+        """Record i's window as a small JPEG (see :meth:`PackedJpeg.cut`); raw records have none."""
+        image = self.load_raw(i)[0]
+        if not isinstance(image, PackedJpeg):
+            raise ValueError(f"PackedDataset.cut_window: {self.where(i)} holds raw pixels, not a JPEG")
+        return image.cut(crop)
+
+    def verify(self) -> None:
+        """Check every CRC of every record (reads all the shards); ShardFormatError names the first bad one."""
+        mod = native("PackedDataset.verify")
+        for i in range(len(self)):
+            try:
+                mod.verify_record(self.record(i), int(self._entries["checksum"][i]))
+            except ValueError as exc:
+                raise fmt.ShardFormatError(f"PackedDataset.verify: {self.where(i)}: {exc}") from None
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_views"] = None  # memory maps are reopened lazily in the process that unpickles
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        kinds = np.bincount(self._entries["kind"], minlength=3)
+        return (f"PackedDataset({self.path!r}, {len(self)} images ({kinds[fmt.KIND_JPEG]} JPEG, {kinds[fmt.KIND_RAW]} "
+                f"raw) in {len(self._shards)} shards, {len(self.classes)} classes, mode={self.mode!r}, "
+                f"layout={self.layout!r})")
+
+
+def _check_entries(entries: np.ndarray, shards: list[tuple[str, int]], where: str) -> None:
+    """Every entry names a shard of the index and lies inside it, with a known kind: a corrupt index
+    is refused when it is opened, not met as a bad read later."""
+    if not len(entries):
+        return
+    sizes = np.array([s for _, s in shards] + [0], dtype=np.uint64)
+    shard = np.minimum(entries["shard"], len(shards)).astype(np.int64)
+    size = sizes[shard]
+    bad = (entries["shard"] >= len(shards)) | ~np.isin(entries["kind"], (fmt.KIND_JPEG, fmt.KIND_RAW)) \
+        | (entries["length"] > size) | (entries["offset"] > size - np.minimum(entries["length"], size)) \
+        | (entries["offset"] < fmt.HEADER_BYTES)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise fmt.ShardFormatError(f"PackedDataset: {where}: record {i} (shard {entries['shard'][i]}, offset "
+                                   f"{entries['offset'][i]}, {entries['length'][i]} bytes, kind "
+                                   f"{entries['kind'][i]}) is not inside the pack's shards: the index is corrupt")
