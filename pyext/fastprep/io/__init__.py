@@ -26,14 +26,14 @@ from fastprep.io.jpeg import (
     libjpeg_turbo_version,
     read_jpeg_header,
 )
-from fastprep.io.pack import PackSummary, PackWarning, pack
+from fastprep.io.pack import PackSummary, PackWarning, PackWriteError, pack
 from fastprep.io.packed import PackedDataset, PackedImage, PackedJpeg, PackedRaw, WindowCut
 from fastprep.io.shards import ShardFormatError
 from fastprep.io.windowed import WindowedImage
 
 __all__ = [
     "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader", "PackSummary", "PackWarning",
-    "PackedDataset", "PackedImage", "PackedJpeg", "PackedRaw", "ShardFormatError", "WindowCut", "WindowedImage",
-    "available", "decode_jpeg", "decode_jpeg_batch", "decode_window_batch", "find_classes", "libjpeg_turbo_version",
-    "make_dataset", "pack", "read_jpeg_header",
+    "PackWriteError", "PackedDataset", "PackedImage", "PackedJpeg", "PackedRaw", "ShardFormatError", "WindowCut",
+    "WindowedImage", "available", "decode_jpeg", "decode_jpeg_batch", "decode_window_batch", "find_classes",
+    "libjpeg_turbo_version", "make_dataset", "pack", "read_jpeg_header",
 ]

@@ -31,6 +31,11 @@ from fastprep.progress import Progress
 MODES, NON_JPEG = ("jpeg", "raw"), ("encode", "raw")
 
 
+class PackWriteError(OSError):
+    """The destination could not be written (a full or read-only disk, ...): ``strerror`` says which
+    file and why; the complete shards are kept and a later pack resumes from them."""
+
+
 class PackWarning(UserWarning):
     """Inputs the packer skipped (unreadable) or read with libjpeg's recovery from corrupt data."""
 
@@ -169,8 +174,8 @@ def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int
 
     Raises:
         ValueError: a bad option; TypeError: a dataset item that is not (image, int label, ...);
-        OSError: the destination cannot be written (full or read-only disk), naming the file; the
-        shards completed before are kept and a later run resumes from them.
+        PackWriteError (an OSError): the destination cannot be written (full or read-only disk),
+        naming the file; the shards completed before are kept and a later run resumes from them.
 
     Example:
         >>> fastprep.io.pack("train/", "train.packed")          # or: python -m fastprep pack train/ train.packed
@@ -209,7 +214,7 @@ def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int
         _write_index(index_path, done, pack_id, sources, opts)
     except OSError as exc:
         kept = sum(len(e) for e, _ in done)
-        raise OSError(exc.errno, f"pack: cannot write {exc.filename or dest}: {exc.strerror or exc}. The "
+        raise PackWriteError(exc.errno, f"pack: cannot write {exc.filename or dest}: {exc.strerror or exc}. The "
                                  f"{len(done)} complete shards ({kept} records) in {dest} are kept: make room (or "
                                  f"make it writable) and run pack again to resume") from exc
     finally:

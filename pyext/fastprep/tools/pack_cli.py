@@ -61,7 +61,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import fastprep.io as fio  # noqa: PLC0415 (the CLI starts fast: each command imports what it runs)
-    from fastprep.io.pack import PackWarning, print_summary  # noqa: PLC0415
+    from fastprep.io.pack import PackWarning, PackWriteError, print_summary  # noqa: PLC0415
 
     try:
         with warnings.catch_warnings():
@@ -69,11 +69,11 @@ def run(args: argparse.Namespace) -> int:
             summary = fio.pack(args.src, args.dest, mode=args.mode, max_side=args.max_side, threads=args.threads,
                                quality=args.quality, non_jpeg=args.non_jpeg, shard_bytes=args.shard_mb << 20,
                                restart=args.restart, progress=not args.no_progress)
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError, RuntimeError) as exc:
+    except PackWriteError as exc:
+        print(f"{PROG}: error: {exc.strerror.removeprefix('pack: ')}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError, OSError, RuntimeError) as exc:
         print(f"{PROG}: error: {str(exc).removeprefix('pack: ')}", file=sys.stderr)
         return 2
-    except OSError as exc:
-        print(f"{PROG}: error: {(exc.strerror or str(exc)).removeprefix('pack: ')}", file=sys.stderr)
-        return 1
     print_summary(summary)
     return 0
