@@ -158,6 +158,13 @@ void check_bands(const RawRecord& r, int64_t y0, int64_t y1, int64_t b0, int64_t
 
 }  // namespace
 
+RawRecord check_raw_window(const uint8_t* record, size_t size, uint32_t checksum, const Window& w) {
+  const RawRecord r = open_raw_record(record, size, checksum);
+  check_window(w, r.height, r.width);
+  check_bands(r, w.top, w.top + w.height, w.left / r.band, ceil_div(w.left + w.width, r.band));
+  return r;
+}
+
 void read_raw_window(const uint8_t* record, size_t size, uint32_t checksum, const Window& w, const Output& out,
                      int channels) {
   const RawRecord r = open_raw_record(record, size, checksum);

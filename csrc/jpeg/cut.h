@@ -42,6 +42,10 @@ std::vector<std::string> decode_record_window(const uint8_t* record, size_t size
 void read_raw_window(const uint8_t* record, size_t size, uint32_t checksum, const Window& window, const Output& out,
                      int channels);
 
+// Checks a raw record and the CRCs of the bands `window` covers, for a caller that reads the
+// pixels in place (a view of the memory map); returns the record.
+RawRecord check_raw_window(const uint8_t* record, size_t size, uint32_t checksum, const Window& window);
+
 // Checks every CRC of a record (any kind), as a whole-record read does.
 void verify_record(const uint8_t* record, size_t size, uint32_t checksum);
 

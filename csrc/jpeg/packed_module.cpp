@@ -144,6 +144,21 @@ void bind_packed(py::module_& m) {
       "Copies the window (top, left, out's height and width) of a raw record into out, its bands' CRCs checked.");
 
   m.def(
+      "check_raw_window",
+      [](const py::buffer& record, uint32_t checksum, int64_t top, int64_t left, int64_t height, int64_t width) {
+        py::buffer_info in = jp::input_bytes(record);
+        const jp::RawRecord r = without_gil([&] {
+          return jp::check_raw_window(static_cast<const uint8_t*>(in.ptr), in.size, checksum,
+                                      jp::Window{top, left, height, width});
+        });
+        const int64_t offset = r.pixels - static_cast<const uint8_t*>(in.ptr);
+        return py::make_tuple(offset, r.width * r.channels, r.channels);
+      },
+      py::arg("record"), py::arg("checksum"), py::arg("top"), py::arg("left"), py::arg("height"), py::arg("width"),
+      "Checks the CRCs of the bands a window of a raw record covers, for reading it in place: returns (offset of "
+      "the pixels in the record, bytes per pixel row, channels).");
+
+  m.def(
       "cut_record",
       [](const py::buffer& record, uint32_t checksum, int64_t top, int64_t left, int64_t height, int64_t width) {
         py::buffer_info in = jp::input_bytes(record);

@@ -41,11 +41,13 @@ class WindowCut(NamedTuple):
 class PackedImage(WindowedImage):
     """One record of a :class:`PackedDataset`, decoded on demand (whole, or a window)."""
 
-    __slots__ = ("dataset", "index", "record", "checksum", "height", "width", "color", "mode", "layout", "strict")
+    __slots__ = ("dataset", "index", "shard", "offset", "record", "checksum", "height", "width", "color", "mode",
+                 "layout", "strict")
 
-    def __init__(self, dataset: PackedDataset, index: int, record: memoryview, checksum: int, height: int,
-                 width: int, color: int):
-        self.dataset, self.index, self.record, self.checksum = dataset, index, record, checksum
+    def __init__(self, dataset: PackedDataset, index: int, shard: int, offset: int, record: memoryview,
+                 checksum: int, height: int, width: int, color: int):
+        self.dataset, self.index, self.shard, self.offset = dataset, index, shard, offset
+        self.record, self.checksum = record, checksum
         self.height, self.width, self.color = height, width, color
         self.mode, self.layout, self.strict = dataset.mode, dataset.layout, dataset.strict
 
@@ -125,15 +127,19 @@ class PackedJpeg(PackedImage):
 
 
 class PackedRaw(PackedImage):
-    """A raw-pixel record: ``decode(crop)`` copies the window from the memory map (no decoding),
-    checking the CRCs of the row bands it reads. Holds RGB; mode "YCbCr" converts with
+    """A raw-pixel record: ``decode(crop)`` is the window of the memory-mapped shard itself, a
+    strided view (no decode, no copy; with `out`, a copy into it), after the CRCs of the row bands
+    it covers were checked. The map is copy-on-write: writing into a view never changes the file,
+    but this process then reads the changed pixels, and their CRC check fails (an error, never a
+    wrong image): clone a view before changing it in place. Holds RGB; mode "YCbCr" converts with
     fastprep.rgb_to_ycbcr."""
 
     __slots__ = ()
 
     def decode(self, crop: tuple[int, int, int, int] | None = None, *, layout: str | None = None,
                out: torch.Tensor | None = None) -> torch.Tensor:
-        """The image, or its window `crop` = (top, left, height, width), as a uint8 tensor."""
+        """The image, or its window `crop` = (top, left, height, width), as a uint8 tensor view of
+        the shard (or written into `out`)."""
         who = "PackedRaw.decode"
         layout = layout or self.layout
         if layout not in LAYOUTS:
@@ -141,12 +147,22 @@ class PackedRaw(PackedImage):
         if self.mode == "GRAY":
             raise ValueError(f"{who}: {self.name} holds RGB pixels (packed raw); read it with mode 'RGB' or 'YCbCr'")
         top, left, h, w = check_crop(who, crop, self.height, self.width)
-        rgb = self._output(who, (h, w), 3, layout, out if self.mode == "RGB" else None)
-        planes = rgb if layout == "CHW" else rgb.permute(2, 0, 1)
+        mod = native(who)
+        if out is not None and self.mode == "RGB":
+            self._output(who, (h, w), 3, layout, out)
+            try:
+                mod.read_raw_into(self.record, self.checksum, out if layout == "CHW" else out.permute(2, 0, 1),
+                                  top, left)
+            except ValueError as exc:
+                raise self._corrupt(who, exc) from None
+            return out
         try:
-            native(who).read_raw_into(self.record, self.checksum, planes.numpy(), top, left)
+            pixels, row_bytes, c = mod.check_raw_window(self.record, self.checksum, top, left, h, w)
         except ValueError as exc:
             raise self._corrupt(who, exc) from None
+        start = self.offset + pixels + top * row_bytes + left * c
+        view = self.dataset.shard_tensor(self.shard).as_strided((h, w, c), (row_bytes, c, 1), start)
+        rgb = view if layout == "HWC" else view.permute(2, 0, 1)
         if self.mode == "RGB":
             return rgb
         ycc = rgb_to_ycbcr(rgb, layout)
@@ -158,7 +174,8 @@ class PackedDataset(torch.utils.data.Dataset):
 
     ``load_raw(i)`` returns ``(image, label, *extras)`` with the image a :class:`PackedJpeg` or
     :class:`PackedRaw` (both :class:`fastprep.io.WindowedImage`): fastprep.Loader's threads and
-    fastprep's transforms crop it, reading only the window. ``dataset[i]`` decodes it whole, then
+    fastprep's transforms crop it, reading only the window (for raw records, a view of the
+    memory map: see PackedRaw). ``dataset[i]`` decodes it whole, then
     applies `transform` (unless it is fastprep's, which reads the window), as ImageFolder does.
     The shards are memory-mapped once, on first use, and again after unpickling (DataLoader
     workers); reads are thread-safe.
@@ -201,6 +218,7 @@ class PackedDataset(torch.utils.data.Dataset):
         self.options = meta["options"]
         self._extras = meta["extras"]
         self._views: list[memoryview] | None = None
+        self._tensors: list[torch.Tensor] = []
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -217,14 +235,23 @@ class PackedDataset(torch.utils.data.Dataset):
                         if got != size:
                             raise fmt.ShardFormatError(f"PackedDataset: {path} is {got} bytes where the index says "
                                                        f"{size}: truncated or replaced")
-                        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                        # Copy-on-write: raw windows are handed out as views (PackedRaw), and
+                        # a write into one must never reach the file.
+                        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
                     view = memoryview(mm)
                     number, shard_id = fmt.read_shard_header(bytes(view[:fmt.HEADER_BYTES]), path)
                     if shard_id != self.pack_id or number != len(views):
                         raise fmt.ShardFormatError(f"PackedDataset: {path} is not shard {len(views)} of this pack")
                     views.append(view)
+                self._tensors = [torch.frombuffer(v, dtype=torch.uint8) for v in views]
                 self._views = views
             return self._views
+
+    def shard_tensor(self, k: int) -> torch.Tensor:
+        """Shard k's bytes as a 1-D uint8 tensor over its memory map (raw windows are views of it)."""
+        if self._views is None:
+            self._open()
+        return self._tensors[k]
 
     def record(self, i: int) -> memoryview:
         """Record i's bytes (a view of the memory-mapped shard)."""
@@ -245,7 +272,7 @@ class PackedDataset(torch.utils.data.Dataset):
         views = self._views or self._open()
         record = views[shard][offset:offset + length]
         cls = PackedJpeg if kind == fmt.KIND_JPEG else PackedRaw
-        image = cls(self, i, record, checksum, height, width, color)
+        image = cls(self, i, shard, offset, record, checksum, height, width, color)
         if self._extras is None:
             return image, label
         return (image, label, *(self._extras[i] or ()))
@@ -274,7 +301,7 @@ class PackedDataset(torch.utils.data.Dataset):
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_views"] = None  # memory maps are reopened lazily in the process that unpickles
+        state["_views"], state["_tensors"] = None, []  # memory maps are reopened lazily where unpickled
         del state["_lock"]
         return state
 
