@@ -6,7 +6,6 @@ Run: python -m fastprep diagnose benchmarks.imagefolder_diagnose:factory --steps
 """
 
 import atexit
-import os
 import shutil
 import tempfile
 
