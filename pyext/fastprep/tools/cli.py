@@ -200,7 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench_p.add_argument("--workers", help="comma-separated DataLoader num_workers to try (default 0..cores)")
     bench_p.add_argument("--threads", help="comma-separated threads for fastprep.Loader and the thread-based peers "
                          "(default 1..cores)")
-    bench_p.add_argument("--sources", help="comma-separated source kinds: pil,numpy (default both)")
+    bench_p.add_argument("--sources", help="comma-separated source kinds: pil,numpy (default both), and image "
+                         "files: folder (decoded whole), roi (by window), packed-jpeg, packed-raw (fastprep.io.pack)")
     bench_p.add_argument("--seconds", type=float,
                          help="least seconds timed per row after warm-up (default 0.5 with --quick, else 4)")
     bench_p.add_argument("--no-peers", action="store_true", help="skip the torchdata.nodes and SPDL rows")
