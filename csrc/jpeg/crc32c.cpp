@@ -70,11 +70,24 @@ FASTPREP_INLINE uint32_t run_one(uint32_t c, const uint8_t* p, size_t n) {
   return c;
 }
 
+// Ranges are often short and scattered (a window's bands: 192 bytes of each of 256 rows): the
+// hardware prefetcher sees each as a new stream, so the ranges kAhead positions on are prefetched,
+// which hides most of the memory latency (the bands of a 256^2 window of a raw record not in
+// cache, Zen 4: 148 us without, 83 with 9 ranges ahead, ~40-50 with 24 to 60).
+constexpr size_t kAhead = 24;
+constexpr size_t kMaxPrefetch = 4096;  // of a long range, its start (the prefetcher follows the rest)
+
+FASTPREP_INLINE void prefetch(const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < std::min(n, kMaxPrefetch); i += 64) __builtin_prefetch(p + i);
+}
+
 struct Crc32cMany {
   template <Isa L>
   static FASTPREP_INLINE void run(const uint8_t* const* data, const size_t* size, uint32_t* out, size_t n) {
+    for (size_t r = 0; r < std::min(n, kAhead); ++r) prefetch(data[r], size[r]);
     size_t r = 0;
     for (; r + 3 <= n; r += 3) {  // three streams in lockstep over their common length
+      for (size_t k = r + kAhead; k < std::min(n, r + kAhead + 3); ++k) prefetch(data[k], size[k]);
       uint32_t a = 0xFFFFFFFFu, b = a, c = a;
       const size_t common = std::min(size[r], std::min(size[r + 1], size[r + 2])) & ~size_t{7};
       for (size_t i = 0; i < common; i += 8) {
