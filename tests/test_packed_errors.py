@@ -4,6 +4,7 @@ failing checksums, huge declared sizes, records whose JPEG is not what a window 
 error naming the shard and record, never a crash, never a wrong image. Random mutations of a
 shard run in a child process."""
 
+import os
 import shutil
 import struct
 import subprocess
@@ -235,6 +236,19 @@ def test_raw_records_with_huge_sizes_are_refused():
         _jpeg.read_raw_into(bytes(rec), checksum, np.empty((3, 1, 1), np.uint8), 0, 0)
     with pytest.raises(ValueError, match=r"pixels: expected uint8 \[height, width, 1 or 3\] with contiguous rows"):
         _jpeg.raw_record(np.zeros((4, 5, 2), np.uint8))
+
+
+def test_the_crc_is_the_same_on_every_isa_level():
+    """Shards written where the crc32 instruction runs are read where the tables run, and back."""
+    sizes = (0, 1, 7, 8, 9, 63, 64, 65, 1000, 1 << 16)
+    code = ("import numpy as np; from fastprep import _jpeg; rng = np.random.default_rng(3); "
+            f"print([_jpeg.crc32c(rng.integers(0, 256, n, dtype=np.uint8).tobytes()) for n in {sizes}])")
+    base = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "FASTPREP_ISA": "x86-64"})
+    assert base.returncode == 0, base.stderr[-2000:]
+    rng = np.random.default_rng(3)
+    assert base.stdout.strip() == str([_jpeg.crc32c(rng.integers(0, 256, n, dtype=np.uint8).tobytes()) for n in sizes])
+    assert _jpeg.crc32c(b"123456789") == 0xE3069283  # CRC-32C's check value
 
 
 def test_windows_outside_the_image_name_the_window(pack_dir):
