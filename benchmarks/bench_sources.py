@@ -11,8 +11,8 @@ third progressive, grey ones, a PNG: photos.write_mixed_folder). Packed once by 
   bytes alone (the floor under the cut + decode), and DALI's CPU ROI decoder where it installs.
 - delivered samples/s of crop 256 + dilated mask + YCbCr (the fused Compose), batch 256, through
   fastprep.Loader(threads=1) into a consumer that copies each batch (tools.feeds.Consumer), over
-  ImageFolder(roi=False), ImageFolder(roi=True), PackedDataset jpeg and raw, the decoded arrays in
-  memory, and the peers that install here: litdata's StreamingDataset of the JPEG bytes (windows
+  ImageFolder(roi=False), ImageFolder(roi=True), PackedDataset jpeg and raw (raw also with
+  verify=False: no CRC pass over each window), the decoded arrays in memory, and the peers that install here: litdata's StreamingDataset of the JPEG bytes (windows
   decoded by fastprep's ROI decoder, as ImageFolder(roi=True)), DALI's CPU pipeline (decode + crop
   only: no mask, no YCbCr). Each row notes the bytes it reads per sample and the pack's size.
 
@@ -208,6 +208,8 @@ test_loader_imagefolder_whole_decode = _row("files", PHOTOS_GROUP, "folder")
 test_loader_imagefolder_roi = _row("files", PHOTOS_GROUP, "roi")
 test_loader_fastprep_packed_jpeg = _row("files", PHOTOS_GROUP, "packed-jpeg", ["test_loader_imagefolder_whole_decode"])
 test_loader_fastprep_packed_raw = _row("files", PHOTOS_GROUP, "packed-raw", ["test_loader_fastprep_arrays_in_memory"])
+test_loader_fastprep_packed_raw_unverified = _row("files", PHOTOS_GROUP, "packed-raw-unverified",
+                                                  ["test_loader_fastprep_arrays_in_memory"])
 test_loader_fastprep_arrays_in_memory = _row("files", PHOTOS_GROUP, "arrays")
 test_loader_mixed_imagefolder_whole_decode = _row("mixed", MIXED_GROUP, "folder")
 test_loader_mixed_imagefolder_roi = _row("mixed", MIXED_GROUP, "roi")

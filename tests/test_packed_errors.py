@@ -139,7 +139,7 @@ def test_a_corrupt_row_fails_the_windows_that_read_it_and_no_other(pack_dir, tmp
         image.cut((150, 0, 20, 20))
     assert torch.equal(image.decode((0, 0, 100, 333)), good.load_raw(0)[0].decode((0, 0, 100, 333)))  # rows 0-6
     with pytest.raises(fio.ShardFormatError, match=r"record 0 .* MCU row 10"):
-        fio.PackedDataset(p).verify()
+        fio.PackedDataset(p).verify_records()
 
 
 @pytest.mark.parametrize(("where", "match"), [
@@ -167,6 +167,8 @@ def test_a_corrupt_raw_band_fails_the_windows_that_read_it(pack_dir, tmp_path):
                                                    r"pixel row 200, band 1"):
         image.decode((190, 60, 20, 20))
     assert image.decode((190, 0, 20, 64)).shape == (3, 20, 64)  # band 0 only
+    unchecked = fio.PackedDataset(p, verify=False).load_raw(0)[0].decode((190, 60, 20, 20))  # the opt-out's risk
+    assert not torch.equal(unchecked, fio.PackedDataset(pack_dir.parent / "raw").load_raw(0)[0].decode((190, 60, 20, 20)))
 
 
 # -- records whose JPEG a cut cannot read (crafted, with valid checksums) -------------------------

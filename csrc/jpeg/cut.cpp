@@ -113,10 +113,11 @@ void write_cut(const JpegRecord& rec, const Cut& cut, uint8_t* out) {
 }
 
 std::vector<std::string> decode_record_window(const uint8_t* record, size_t size, uint32_t checksum,
-                                              const Window& window, Mode mode, const Output& out, bool strict) {
+                                              const Window& window, Mode mode, const Output& out, bool strict,
+                                              bool crcs) {
   const JpegRecord rec = open_jpeg_record(record, size, checksum);
   const Cut cut = plan_cut(rec, window);
-  verify_rows(rec, cut.r0, cut.r1);
+  verify_rows(rec, cut.r0, cut.r1, crcs);
   if (cut.whole) return decode(rec.jpeg, rec.jpeg_size, window, mode, out, strict);
   uint8_t* buffer = scratch(cut.bytes);
   write_cut(rec, cut, buffer);
@@ -158,15 +159,15 @@ void check_bands(const RawRecord& r, int64_t y0, int64_t y1, int64_t b0, int64_t
 
 }  // namespace
 
-RawRecord check_raw_window(const uint8_t* record, size_t size, uint32_t checksum, const Window& w) {
+RawRecord check_raw_window(const uint8_t* record, size_t size, uint32_t checksum, const Window& w, bool crcs) {
   const RawRecord r = open_raw_record(record, size, checksum);
   check_window(w, r.height, r.width);
-  check_bands(r, w.top, w.top + w.height, w.left / r.band, ceil_div(w.left + w.width, r.band));
+  if (crcs) check_bands(r, w.top, w.top + w.height, w.left / r.band, ceil_div(w.left + w.width, r.band));
   return r;
 }
 
 void read_raw_window(const uint8_t* record, size_t size, uint32_t checksum, const Window& w, const Output& out,
-                     int channels) {
+                     int channels, bool crcs) {
   const RawRecord r = open_raw_record(record, size, checksum);
   check_window(w, r.height, r.width);
   if (channels != r.channels) {
@@ -177,7 +178,7 @@ void read_raw_window(const uint8_t* record, size_t size, uint32_t checksum, cons
   constexpr int64_t kRows = 8;  // rows checked, then copied while they are in cache
   for (int64_t y0 = 0; y0 < w.height; y0 += kRows) {
     const int64_t y1 = std::min(w.height, y0 + kRows);
-    check_bands(r, w.top + y0, w.top + y1, b0, b1);
+    if (crcs) check_bands(r, w.top + y0, w.top + y1, b0, b1);
     for (int64_t y = y0; y < y1; ++y) {
       put_row(r.pixels + (w.top + y) * row_bytes + w.left * r.channels, r.channels, out, channels, y, w.width);
     }

@@ -32,19 +32,22 @@ Cut plan_cut(const JpegRecord& rec, const Window& window);
 // Writes the cut's JPEG (cut.bytes bytes) to out. verify_rows(rec, cut.r0, cut.r1) must have passed.
 void write_cut(const JpegRecord& rec, const Cut& cut, uint8_t* out);
 
-// Checks the record (its checksum, then the CRCs of the rows the window uses), cuts and decodes
-// `window` into out as decode() does. Throws RecordError, ArgumentError or JpegError.
+// Checks the record (its checksum, then the CRCs of the rows the window uses: without `crcs`
+// only their structure), cuts and decodes `window` into out as decode() does. Throws
+// RecordError, ArgumentError or JpegError.
 std::vector<std::string> decode_record_window(const uint8_t* record, size_t size, uint32_t checksum,
-                                              const Window& window, Mode mode, const Output& out, bool strict);
+                                              const Window& window, Mode mode, const Output& out, bool strict,
+                                              bool crcs = true);
 
 // Checks a raw record and the CRCs of the bands the window uses, and copies the window into out
 // ([channels, H, W] strides; channels must be the record's).
 void read_raw_window(const uint8_t* record, size_t size, uint32_t checksum, const Window& window, const Output& out,
-                     int channels);
+                     int channels, bool crcs = true);
 
 // Checks a raw record and the CRCs of the bands `window` covers, for a caller that reads the
 // pixels in place (a view of the memory map); returns the record.
-RawRecord check_raw_window(const uint8_t* record, size_t size, uint32_t checksum, const Window& window);
+RawRecord check_raw_window(const uint8_t* record, size_t size, uint32_t checksum, const Window& window,
+                           bool crcs = true);
 
 // Checks every CRC of a record (any kind), as a whole-record read does.
 void verify_record(const uint8_t* record, size_t size, uint32_t checksum);

@@ -113,54 +113,58 @@ void bind_packed(py::module_& m) {
   m.def(
       "decode_record_into",
       [](const py::buffer& record, uint32_t checksum, const py::buffer& out, int64_t top, int64_t left,
-         const std::string& mode, bool strict) {
+         const std::string& mode, bool strict, bool verify) {
         py::buffer_info in = jp::input_bytes(record);
         const jp::Mode md = jp::parse_mode(mode);
         jp::OutputArg o = jp::output_arg(out, jp::mode_channels(md), mode);
         const jp::Window w{top, left, o.height, o.width};
         return without_gil([&] {
-          return jp::decode_record_window(static_cast<const uint8_t*>(in.ptr), in.size, checksum, w, md, o.out, strict);
+          return jp::decode_record_window(static_cast<const uint8_t*>(in.ptr), in.size, checksum, w, md, o.out, strict,
+                                          verify);
         });
       },
       py::arg("record"), py::arg("checksum"), py::arg("out"), py::arg("top"), py::arg("left"), py::arg("mode"),
-      py::arg("strict"),
+      py::arg("strict"), py::arg("verify") = true,
       "Decodes the window (top, left, out's height and width) of a JPEG record into out from the restart intervals "
       "covering it; returns libjpeg's warnings.");
 
   m.def(
       "read_raw_into",
-      [](const py::buffer& record, uint32_t checksum, const py::buffer& out, int64_t top, int64_t left) {
+      [](const py::buffer& record, uint32_t checksum, const py::buffer& out, int64_t top, int64_t left, bool verify) {
         py::buffer_info in = jp::input_bytes(record);
         py::buffer_info o = out.request(true);
         if (o.itemsize != 1 || o.ndim != 3) throw py::value_error("out: expected a writable uint8 [C, H, W] buffer");
         jp::OutputArg a = jp::output_arg(out, static_cast<int>(o.shape[0]), "raw");
         const jp::Window w{top, left, a.height, a.width};
         without_gil([&] {
-          jp::read_raw_window(static_cast<const uint8_t*>(in.ptr), in.size, checksum, w, a.out, a.channels);
+          jp::read_raw_window(static_cast<const uint8_t*>(in.ptr), in.size, checksum, w, a.out, a.channels, verify);
           return 0;
         });
       },
-      py::arg("record"), py::arg("checksum"), py::arg("out"), py::arg("top"), py::arg("left"),
+      py::arg("record"), py::arg("checksum"), py::arg("out"), py::arg("top"), py::arg("left"), py::arg("verify") = true,
       "Copies the window (top, left, out's height and width) of a raw record into out, its bands' CRCs checked.");
 
   m.def(
       "check_raw_window",
-      [](const py::buffer& record, uint32_t checksum, int64_t top, int64_t left, int64_t height, int64_t width) {
+      [](const py::buffer& record, uint32_t checksum, int64_t top, int64_t left, int64_t height, int64_t width,
+         bool verify) {
         py::buffer_info in = jp::input_bytes(record);
         const jp::RawRecord r = without_gil([&] {
           return jp::check_raw_window(static_cast<const uint8_t*>(in.ptr), in.size, checksum,
-                                      jp::Window{top, left, height, width});
+                                      jp::Window{top, left, height, width}, verify);
         });
         const int64_t offset = r.pixels - static_cast<const uint8_t*>(in.ptr);
         return py::make_tuple(offset, r.width * r.channels, r.channels);
       },
       py::arg("record"), py::arg("checksum"), py::arg("top"), py::arg("left"), py::arg("height"), py::arg("width"),
+      py::arg("verify") = true,
       "Checks the CRCs of the bands a window of a raw record covers, for reading it in place: returns (offset of "
       "the pixels in the record, bytes per pixel row, channels).");
 
   m.def(
       "cut_record",
-      [](const py::buffer& record, uint32_t checksum, int64_t top, int64_t left, int64_t height, int64_t width) {
+      [](const py::buffer& record, uint32_t checksum, int64_t top, int64_t left, int64_t height, int64_t width,
+         bool verify) {
         py::buffer_info in = jp::input_bytes(record);
         const auto* data = static_cast<const uint8_t*>(in.ptr);
         const jp::Window w{top, left, height, width};
@@ -168,7 +172,7 @@ void bind_packed(py::module_& m) {
         jp::Cut cut = without_gil([&] {
           rec = jp::open_jpeg_record(data, in.size, checksum);
           jp::Cut c = jp::plan_cut(rec, w);
-          jp::verify_rows(rec, c.r0, c.r1);
+          jp::verify_rows(rec, c.r0, c.r1, verify);
           return c;
         });
         py::bytes out(nullptr, cut.bytes);  // filled below, before anyone else can see it
@@ -180,6 +184,7 @@ void bind_packed(py::module_& m) {
         return py::make_tuple(out, top - cut.top, left - cut.left);
       },
       py::arg("record"), py::arg("checksum"), py::arg("top"), py::arg("left"), py::arg("height"), py::arg("width"),
+      py::arg("verify") = true,
       "The JPEG of the restart intervals covering a window, and the window's (top, left) in it: "
       "(bytes, top, left). Decoding it and cropping gives the window's bits.");
 

@@ -87,7 +87,8 @@ int record_kind(const uint8_t* record, size_t size);
 JpegRecord open_jpeg_record(const uint8_t* record, size_t size, uint32_t checksum);
 RawRecord open_raw_record(const uint8_t* record, size_t size, uint32_t checksum);
 
-// Checks the CRCs of MCU rows [r0, r1) (and their bounds and restart markers), throwing RecordError.
-void verify_rows(const JpegRecord& rec, int64_t r0, int64_t r1);
+// Checks MCU rows [r0, r1): their bounds and restart markers (always: what a cut copies must be
+// inside the JPEG) and, with `crcs`, their CRCs. Throws RecordError.
+void verify_rows(const JpegRecord& rec, int64_t r0, int64_t r1, bool crcs = true);
 
 }  // namespace fastprep::jpeg

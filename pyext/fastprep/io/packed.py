@@ -42,14 +42,14 @@ class PackedImage(WindowedImage):
     """One record of a :class:`PackedDataset`, decoded on demand (whole, or a window)."""
 
     __slots__ = ("dataset", "index", "shard", "offset", "record", "checksum", "height", "width", "color", "mode",
-                 "layout", "strict")
+                 "layout", "strict", "verify")
 
     def __init__(self, dataset: PackedDataset, index: int, shard: int, offset: int, record: memoryview,
                  checksum: int, height: int, width: int, color: int):
         self.dataset, self.index, self.shard, self.offset = dataset, index, shard, offset
         self.record, self.checksum = record, checksum
         self.height, self.width, self.color = height, width, color
-        self.mode, self.layout, self.strict = dataset.mode, dataset.layout, dataset.strict
+        self.mode, self.layout, self.strict, self.verify = dataset.mode, dataset.layout, dataset.strict, dataset.verify
 
     @property
     def name(self) -> str:
@@ -105,7 +105,7 @@ class PackedJpeg(PackedImage):
         planes = out if layout == "CHW" else out.permute(2, 0, 1)
         try:
             notes = native(who).decode_record_into(self.record, self.checksum, planes.numpy(), top, left, mode,
-                                                   self.strict)
+                                                   self.strict, self.verify)
         except ValueError as exc:
             raise self._corrupt(who, exc) from None
         if notes:
@@ -120,7 +120,7 @@ class PackedJpeg(PackedImage):
         who = "PackedJpeg.cut"
         top, left, h, w = check_crop(who, crop, self.height, self.width)
         try:
-            data, sub_top, sub_left = native(who).cut_record(self.record, self.checksum, top, left, h, w)
+            data, sub_top, sub_left = native(who).cut_record(self.record, self.checksum, top, left, h, w, self.verify)
         except ValueError as exc:
             raise self._corrupt(who, exc) from None
         return WindowCut(data, sub_top, sub_left, h, w)
@@ -152,12 +152,12 @@ class PackedRaw(PackedImage):
             self._output(who, (h, w), 3, layout, out)
             try:
                 mod.read_raw_into(self.record, self.checksum, out if layout == "CHW" else out.permute(2, 0, 1),
-                                  top, left)
+                                  top, left, self.verify)
             except ValueError as exc:
                 raise self._corrupt(who, exc) from None
             return out
         try:
-            pixels, row_bytes, c = mod.check_raw_window(self.record, self.checksum, top, left, h, w)
+            pixels, row_bytes, c = mod.check_raw_window(self.record, self.checksum, top, left, h, w, self.verify)
         except ValueError as exc:
             raise self._corrupt(who, exc) from None
         start = self.offset + pixels + top * row_bytes + left * c
@@ -187,6 +187,11 @@ class PackedDataset(torch.utils.data.Dataset):
         layout: "CHW" (default) or "HWC".
         strict: corrupt JPEG data raises instead of warning (packed records are checksummed: only
             an input that was already corrupt when packed can warn).
+        verify: check the CRCs of the bytes each read uses (default). False skips them (each
+            record's header, restart index and every offset are still checked, so nothing is read
+            out of bounds): a read of a raw window then costs what an array in memory does (the
+            CRC pass reads the window from memory once more), but a corrupt shard byte can come out
+            as a wrong pixel instead of an error.
 
     Example:
         >>> ds = fastprep.io.PackedDataset("train.packed")
@@ -195,7 +200,7 @@ class PackedDataset(torch.utils.data.Dataset):
 
     def __init__(self, path: str | os.PathLike, transform: Callable | None = None,
                  target_transform: Callable | None = None, *, mode: str = "RGB", layout: str = "CHW",
-                 strict: bool = False):
+                 strict: bool = False, verify: bool = True):
         if mode not in MODES:
             raise ValueError(f"PackedDataset: expected mode to be one of {MODES}, got {mode!r}")
         if layout not in LAYOUTS:
@@ -206,7 +211,9 @@ class PackedDataset(torch.utils.data.Dataset):
             raise FileNotFoundError(f"PackedDataset: no {fmt.INDEX_NAME} in {self.path!r}: not a pack, or its "
                                     f"packing was interrupted (run fastprep.io.pack again to finish it)")
         self.transform, self.target_transform = transform, target_transform
-        self.mode, self.layout, self.strict = mode, layout, strict
+        if not isinstance(verify, bool):
+            raise ValueError(f"PackedDataset: expected verify to be a bool, got {verify!r}")
+        self.mode, self.layout, self.strict, self.verify = mode, layout, strict, verify
         entries, self.pack_id, meta, self._names_at = fmt.read_index(self.index_path)
         self._shards = [(str(name), int(size)) for name, size, _ in meta["shards"]]
         _check_entries(entries, self._shards, self.index_path)
@@ -290,14 +297,14 @@ class PackedDataset(torch.utils.data.Dataset):
             raise ValueError(f"PackedDataset.cut_window: {self.where(i)} holds raw pixels, not a JPEG")
         return image.cut(crop)
 
-    def verify(self) -> None:
+    def verify_records(self) -> None:
         """Check every CRC of every record (reads all the shards); ShardFormatError names the first bad one."""
-        mod = native("PackedDataset.verify")
+        mod = native("PackedDataset.verify_records")
         for i in range(len(self)):
             try:
                 mod.verify_record(self.record(i), int(self._entries["checksum"][i]))
             except ValueError as exc:
-                raise fmt.ShardFormatError(f"PackedDataset.verify: {self.where(i)}: {exc}") from None
+                raise fmt.ShardFormatError(f"PackedDataset.verify_records: {self.where(i)}: {exc}") from None
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

@@ -8,7 +8,8 @@ on first use, packs them (fastprep.io.pack) as restart-indexed JPEG shards and a
 - ``folder``: the file decoded whole (fastprep.io.ImageFolder, roi=False; PIL for the usual pipeline)
 - ``roi``: a JpegFile, whose crop decodes the window's rows (ImageFolder(roi=True))
 - ``packed-jpeg``: a PackedJpeg, whose crop decodes the window's restart intervals only
-- ``packed-raw``: a PackedRaw, whose crop copies the window from the memory map
+- ``packed-raw``: a PackedRaw, whose crop is a view of the memory map (its CRCs checked)
+- ``packed-raw-unverified``: the same, PackedDataset(verify=False): no CRC pass over the window
 - ``arrays``: the decoded pixels held in memory (the ceiling: no file read, no decode)
 """
 
@@ -24,7 +25,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-KINDS = ("folder", "roi", "packed-jpeg", "packed-raw", "arrays")
+KINDS = ("folder", "roi", "packed-jpeg", "packed-raw", "packed-raw-unverified", "arrays")
 
 
 class FileSet:
@@ -48,6 +49,10 @@ class FileSet:
         if kind not in self._datasets:
             if kind in ("folder", "roi"):
                 self._datasets[kind] = fio.ImageFolder(self.folder, roi=kind == "roi", layout="HWC")
+            elif kind == "packed-raw-unverified":
+                self.dataset("packed-raw")
+                self._datasets[kind] = fio.PackedDataset(os.path.join(self.root, "packed-raw"), layout="HWC",
+                                                         verify=False)
             else:
                 dest = os.path.join(self.root, kind)
                 fio.pack(self.folder, dest, mode=kind.removeprefix("packed-"), progress=False)
@@ -64,6 +69,7 @@ class FileSet:
         """Bytes of the folder's files or of a pack (shards and index)."""
         if kind in ("folder", "roi"):
             return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(self.folder) for f in fs)
+        kind = kind.removesuffix("-unverified")
         self.dataset(kind)
         dest = os.path.join(self.root, kind)
         return sum(os.path.getsize(os.path.join(dest, f)) for f in os.listdir(dest))
