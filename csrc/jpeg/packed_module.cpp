@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "jpeg/crc32c.h"
@@ -50,6 +51,13 @@ py::dict layout_dict(const jp::ScanLayout& L) {
   d["restart"] = L.restart;
   d["intervals"] = L.intervals();
   return d;
+}
+
+// Binds f(record, checksum, top, left, height, width, verify): the window functions' one signature.
+template <class F>
+void def_window(py::module_& m, const char* name, F&& f, const char* doc) {
+  m.def(name, std::forward<F>(f), py::arg("record"), py::arg("checksum"), py::arg("top"), py::arg("left"),
+        py::arg("height"), py::arg("width"), py::arg("verify") = true, doc);
 }
 
 }  // namespace
@@ -144,8 +152,8 @@ void bind_packed(py::module_& m) {
       py::arg("record"), py::arg("checksum"), py::arg("out"), py::arg("top"), py::arg("left"), py::arg("verify") = true,
       "Copies the window (top, left, out's height and width) of a raw record into out, its bands' CRCs checked.");
 
-  m.def(
-      "check_raw_window",
+  def_window(
+      m, "check_raw_window",
       [](const py::buffer& record, uint32_t checksum, int64_t top, int64_t left, int64_t height, int64_t width,
          bool verify) {
         py::buffer_info in = jp::input_bytes(record);
@@ -156,13 +164,11 @@ void bind_packed(py::module_& m) {
         const int64_t offset = r.pixels - static_cast<const uint8_t*>(in.ptr);
         return py::make_tuple(offset, r.width * r.channels, r.channels);
       },
-      py::arg("record"), py::arg("checksum"), py::arg("top"), py::arg("left"), py::arg("height"), py::arg("width"),
-      py::arg("verify") = true,
       "Checks the CRCs of the bands a window of a raw record covers, for reading it in place: returns (offset of "
       "the pixels in the record, bytes per pixel row, channels).");
 
-  m.def(
-      "cut_record",
+  def_window(
+      m, "cut_record",
       [](const py::buffer& record, uint32_t checksum, int64_t top, int64_t left, int64_t height, int64_t width,
          bool verify) {
         py::buffer_info in = jp::input_bytes(record);
@@ -183,8 +189,6 @@ void bind_packed(py::module_& m) {
         });
         return py::make_tuple(out, top - cut.top, left - cut.left);
       },
-      py::arg("record"), py::arg("checksum"), py::arg("top"), py::arg("left"), py::arg("height"), py::arg("width"),
-      py::arg("verify") = true,
       "The JPEG of the restart intervals covering a window, and the window's (top, left) in it: "
       "(bytes, top, left). Decoding it and cropping gives the window's bits.");
 
