@@ -27,7 +27,8 @@ from fastprep.io.jpeg import (
     read_jpeg_header,
 )
 from fastprep.io.pack import PackSummary, PackWarning, PackWriteError, pack
-from fastprep.io.packed import PackedDataset, PackedImage, PackedJpeg, PackedRaw, WindowCut
+from fastprep.io.packed import PackedDataset
+from fastprep.io.packed_items import PackedImage, PackedJpeg, PackedRaw, WindowCut
 from fastprep.io.shards import ShardFormatError
 from fastprep.io.windowed import WindowedImage
 

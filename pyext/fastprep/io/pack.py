@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import time
 import warnings
 from collections import deque
@@ -295,13 +294,3 @@ def _finish(summary: PackSummary, dest: str, done: list, start: float) -> PackSu
         warnings.warn(PackWarning(f"pack {dest}: " + "; ".join(lines) + (f"; and {more} more" if more > 0 else "")),
                       stacklevel=3)
     return summary
-
-
-def print_summary(s: PackSummary, stream: Any = None) -> None:
-    """The summary as `python -m fastprep pack` prints it."""
-    out = stream or sys.stdout
-    ratio = f", {s.packed_bytes / s.input_bytes:.3f}x the input files" if s.input_bytes else ""
-    print(f"packed {s.records} images into {s.shards} shards in {s.dest}: {s.packed_bytes:,} bytes{ratio}, "
-          f"{s.seconds:.1f} s" + (f" ({s.resumed} found done)" if s.resumed else ""), file=out)
-    for name, why in s.skipped:
-        print(f"  skipped {name}: {why}", file=out)

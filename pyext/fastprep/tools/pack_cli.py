@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from typing import NoReturn
+from typing import Any, NoReturn
 
 PROG = "python -m fastprep pack"
 HELP = """\
@@ -61,7 +61,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import fastprep.io as fio  # noqa: PLC0415 (the CLI starts fast: each command imports what it runs)
-    from fastprep.io.pack import PackWarning, PackWriteError, print_summary  # noqa: PLC0415
+    from fastprep.io.pack import PackWarning, PackWriteError  # noqa: PLC0415
 
     try:
         with warnings.catch_warnings():
@@ -77,3 +77,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print_summary(summary)
     return 0
+
+
+def print_summary(s: Any, stream: Any = None) -> None:
+    """The summary as `python -m fastprep pack` prints it."""
+    out = stream or sys.stdout
+    ratio = f", {s.packed_bytes / s.input_bytes:.3f}x the input files" if s.input_bytes else ""
+    print(f"packed {s.records} images into {s.shards} shards in {s.dest}: {s.packed_bytes:,} bytes{ratio}, "
+          f"{s.seconds:.1f} s" + (f" ({s.resumed} found done)" if s.resumed else ""), file=out)
+    for name, why in s.skipped:
+        print(f"  skipped {name}: {why}", file=out)
