@@ -161,7 +161,7 @@ def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int
         mode: "jpeg" or "raw".
         max_side: shrink images whose longer side is larger to this (Lanczos; a JPEG is then
             re-encoded at `quality`: lossy). None (default) keeps every pixel.
-        threads: converting threads (default: every core).
+        threads: converting threads (default: every core); a dataset's ``[i]`` is called from them.
         quality: JPEG quality for inputs that are encoded (non-JPEGs, and `max_side` shrinks).
         non_jpeg: "encode" (default) or "raw" for inputs that are not JPEGs, in mode "jpeg".
         shard_bytes: a shard is closed once it holds this many bytes (default 256 MiB).
