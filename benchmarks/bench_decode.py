@@ -20,6 +20,7 @@ import torch
 
 import fastprep
 import fastprep.io as fio
+from fastprep.tools import photos
 from fastprep.transforms import as_image  # what fastprep's transforms do with a PIL image
 
 pytestmark = [pytest.mark.usefixtures("one_thread"),
@@ -27,17 +28,11 @@ pytestmark = [pytest.mark.usefixtures("one_thread"),
 
 SIZES = (512, 1024, 2048)
 CROP = 256
-TILES = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry")
 
 
 def mosaic(size: int) -> np.ndarray:
-    data = pytest.importorskip("skimage.data", reason="the photos come from scikit-image")
-    from PIL import Image
-
-    tiles = [np.array(Image.fromarray(getattr(data, n)()).resize((512, 512), Image.BICUBIC)) for n in TILES]
-    k = size // 512
-    rows = [np.concatenate([tiles[(r * k + c) % len(tiles)] for c in range(k)], axis=1) for r in range(k)]
-    return np.ascontiguousarray(np.concatenate(rows, axis=0))
+    pytest.importorskip("skimage.data", reason="the photos come from scikit-image")
+    return photos.mosaic(size)
 
 
 @pytest.fixture(scope="module", params=[(s, False) for s in SIZES] + [(1024, True)],

@@ -118,6 +118,18 @@ def _floor_line(bench) -> str:
     return f"  {'floor' + key + ': ' + what:<94} {bench.stats.median * 1e6:9.2f} us"
 
 
+def _notes(bench, benches) -> str:
+    """What an entry adds in extra_info: "samples" per call (printed as samples/s), "also_vs" (entry
+    names to print its ratio to, beside the best baseline), "note" (free text)."""
+    info, t = bench.extra_info, bench.stats.median
+    out = f"   {info['samples'] / t:10,.0f} samples/s" if "samples" in info else ""
+    for name in info.get("also_vs", []):
+        other = next((b for b in benches if b.name.split("[")[0] == name), None)
+        if other is not None:
+            out += f"   {other.stats.median / t:5.2f}x {name.removeprefix('test_')}"
+    return out + (f"   {info['note']}" if "note" in info else "")
+
+
 def pytest_terminal_summary(terminalreporter, config):
     session = getattr(config, "_benchmarksession", None)
     if session is None or not session.benchmarks:
@@ -144,6 +156,4 @@ def pytest_terminal_summary(terminalreporter, config):
                 if floor is not None:
                     line += f"   floor {floor.stats.median * 1e6:8.2f} us, op = {t / floor.stats.median:5.1f}x floor"
                 line += _numba_ratio(group, b, benches)
-            if "note" in b.extra_info:  # what else the entry measured (rates, bytes read)
-                line += f"{'' if _kind(b) == 'fastprep' else ' ' * 25}   {b.extra_info['note']}"
-            tr.write_line(line)
+            tr.write_line(line + _notes(b, benches))

@@ -6,7 +6,6 @@ Run: python -m fastprep diagnose benchmarks.imagefolder_diagnose:factory --steps
 """
 
 import atexit
-import os
 import shutil
 import tempfile
 
@@ -20,19 +19,10 @@ FILES, SIZE, CLASSES = 64, 1024, 4
 
 
 def make_folder(root: str, files: int = FILES, size: int = SIZE) -> str:
-    """root/class_k/i.jpg: photo mosaics (bench_decode.mosaic), rolled so every file differs."""
-    import numpy as np
-    from PIL import Image
+    """root/class_k/i.jpg: photo mosaics (fastprep.tools.photos.mosaic), rolled so every file differs."""
+    from fastprep.tools.photos import write_mosaic_folder
 
-    from benchmarks.bench_decode import mosaic
-
-    base = mosaic(size)
-    for i in range(files):
-        folder = os.path.join(root, f"class_{i % CLASSES}")
-        os.makedirs(folder, exist_ok=True)
-        img = np.roll(base, (37 * i, 53 * i), axis=(0, 1))
-        Image.fromarray(img).save(os.path.join(folder, f"{i}.jpg"), quality=90)
-    return root
+    return write_mosaic_folder(root, files, size, CLASSES)
 
 
 def factory(batch_size: int = 16):

@@ -2,6 +2,8 @@
 with the package, no download) encoded by Pillow with the settings under test."""
 
 import io
+import subprocess
+import sys
 from functools import cache
 
 import numpy as np
@@ -52,3 +54,11 @@ def pil_decode(data: bytes, mode: str = "RGB") -> np.ndarray:
 
     with Image.open(io.BytesIO(data)) as img:
         return np.array(img.convert(mode))
+
+
+def child_outcomes(code: str) -> list[int]:
+    """Run `code` in a child process (a crash or exit() there fails the test, not the suite) and
+    return the ints its last line prints: the counts of the outcomes it saw."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return [int(v) for v in out.stdout.split("\n")[-2].split()]

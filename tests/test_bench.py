@@ -115,6 +115,20 @@ def test_missing_peer_is_reported_not_installed(monkeypatch):
     assert "nopeer" in bench.table(result) and "not installed (ModuleNotFoundError" in bench.table(result)
 
 
+def test_file_sources_add_rows_read_from_files_and_packs():
+    pytest.importorskip("fastprep._jpeg", reason="the file sources need fastprep's JPEG decoder")
+    result = bench.run(quick=True, batch_size=2, workers=[0], threads=[1], sources=["folder", "packed-raw"],
+                       seconds=0.0, pool=1, peers=False)
+    rows = {(r["pipeline"], r["loader"], r["source"]) for r in result["rows"]}
+    assert ("usual", "DataLoader", "folder") in rows and ("usual", "DataLoader", "packed-raw") not in rows
+    assert ("fastprep", "fastprep.Loader", "packed-raw") in rows
+    files = result["workload"]["files"]
+    assert files["count"] == 8 and files["bytes"]["packed-raw"] > 10 * files["bytes"]["folder"]
+    assert "IMAGE FILES: 8 JPEGs" in bench.table(result) and "pk-raw" in bench.table(result)
+    with pytest.raises(SystemExit, match=r"expected sources among pil, numpy, folder, roi, packed-jpeg, packed-raw"):
+        bench.run(quick=True, sources=["tar"])
+
+
 def test_plot_bench(result, tmp_path):
     pytest.importorskip("matplotlib")
     from fastprep.tools.plotting import plot_bench

@@ -52,7 +52,8 @@ def test_bench_quick_writes_table_and_json(tmp_path, capsys):
 
 
 def test_bench_rejects_unknown_sources():
-    with pytest.raises(SystemExit, match="expected sources among pil, numpy, got 'jpeg'"):
+    with pytest.raises(SystemExit, match="expected sources among pil, numpy, folder, roi, packed-jpeg, packed-raw, "
+                                         "got 'jpeg'"):
         main(["bench", "--quick", "--sources", "jpeg"])
 
 

@@ -1,46 +1,16 @@
-// libjpeg-turbo driven through setjmp/longjmp, the error handling libjpeg is designed for: its
-// error_exit must not return, and exit() (its default) would kill the process. The functions that
-// call libjpeg (run_header, run_decode) keep only trivially destructible state in their frames,
-// since a longjmp skips destructors; C++ objects (strings, vectors, exceptions) are made after
-// they return.
+// libjpeg-turbo driven through setjmp/longjmp (libjpeg_errors.h). The functions that call libjpeg
+// (run_header, run_decode) keep only trivially destructible state in their frames, since a
+// longjmp skips destructors; C++ objects (strings, vectors, exceptions) are made after they return.
 #include "jpeg/decode.h"
 
 #include <algorithm>
-#include <csetjmp>
-#include <cstdio>  // jpeglib.h needs FILE and size_t first
 #include <cstring>
 
-#include <jpeglib.h>
-
-#include "kernels/isa.h"
+#include "jpeg/libjpeg_errors.h"
+#include "jpeg/rows.h"
 
 namespace fastprep::jpeg {
 namespace {
-
-struct ErrorManager {
-  jpeg_error_mgr pub;  // first member: libjpeg hands &pub back as cinfo->err
-  std::jmp_buf jump;
-  bool stop_on_warning;
-  char message[JMSG_LENGTH_MAX];
-  char warnings[kMaxWarnings][JMSG_LENGTH_MAX];
-  long n_warnings;
-};
-
-void on_error(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  std::longjmp(err->jump, 1);
-}
-
-// msg_level < 0: a warning (corrupt data libjpeg recovered from); >= 0: trace output, dropped.
-void on_message(j_common_ptr cinfo, int msg_level) {
-  if (msg_level >= 0) return;
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  if (err->stop_on_warning) on_error(cinfo);
-  if (err->n_warnings < kMaxWarnings) (*cinfo->err->format_message)(cinfo, err->warnings[err->n_warnings]);
-  err->n_warnings++;
-  cinfo->err->num_warnings++;
-}
 
 struct Session {
   jpeg_decompress_struct cinfo;
@@ -54,10 +24,7 @@ void start(Session& s, const uint8_t* data, size_t size, bool stop_on_warning) {
   std::memset(&s, 0, sizeof(s));
   s.data = data;
   s.size = size;
-  s.cinfo.err = jpeg_std_error(&s.err.pub);
-  s.err.pub.error_exit = on_error;
-  s.err.pub.emit_message = on_message;
-  s.err.stop_on_warning = stop_on_warning;
+  s.cinfo.err = install_error_manager(s.err, stop_on_warning);
 }
 
 int64_t consumed(const Session& s) {
@@ -112,47 +79,6 @@ bool run_header(Session& s, Header& h) {
   fill_header(s.cinfo, h);
   jpeg_destroy_decompress(&s.cinfo);
   return true;
-}
-
-// RGB / YCbCr pixels into three planes: the CHW de-interleave, compiled per ISA level through the
-// kernels' dispatch (stride-3 byte loads vectorise with the byte shuffles of SSSE3 and later, not
-// with baseline SSE2), so FASTPREP_ISA steers it like every kernel.
-struct Deinterleave3 {
-  template <kernels::Isa L>
-  static FASTPREP_INLINE void run(const uint8_t* __restrict src, uint8_t* __restrict d0, uint8_t* __restrict d1,
-                                  uint8_t* __restrict d2, int64_t n) {
-    for (int64_t x = 0; x < n; ++x) {
-      d0[x] = src[3 * x];
-      d1[x] = src[3 * x + 1];
-      d2[x] = src[3 * x + 2];
-    }
-  }
-};
-
-void deinterleave3(const uint8_t* src, uint8_t* d0, uint8_t* d1, uint8_t* d2, int64_t n) {
-  kernels::dispatch<Deinterleave3>(src, d0, d1, d2, n);
-}
-
-// One decoded row (libjpeg's out_color_components per pixel, starting at the window's first
-// column) into output row y.
-void put_row(const JSAMPLE* src, int src_channels, const Output& out, int channels, int64_t y, int64_t width) {
-  uint8_t* dst = out.data + y * out.sh;
-  if (src_channels == channels && out.sc == 1 && out.sw == channels) {  // HWC, contiguous row
-    std::memcpy(dst, src, static_cast<size_t>(width * channels));
-    return;
-  }
-  if (src_channels == 3 && out.sw == 1) {  // CHW planes
-    deinterleave3(src, dst, dst + out.sc, dst + 2 * out.sc, width);
-    return;
-  }
-  for (int c = 0; c < src_channels; ++c) {
-    uint8_t* d = dst + c * out.sc;
-    for (int64_t x = 0; x < width; ++x) d[x * out.sw] = src[x * src_channels + c];
-  }
-  for (int c = src_channels; c < channels; ++c) {  // YCbCr of a grey JPEG: neutral chroma
-    uint8_t* d = dst + c * out.sc;
-    for (int64_t x = 0; x < width; ++x) d[x * out.sw] = 128;
-  }
 }
 
 struct DecodeJob {

@@ -10,28 +10,12 @@
 #include <vector>
 
 #include "jpeg/decode.h"
+#include "jpeg/module_args.h"
 
 namespace py = pybind11;
 namespace jp = fastprep::jpeg;
 
 namespace {
-
-// The input as contiguous bytes: bytes, bytearray, a 1-D uint8 numpy array or memoryview.
-py::buffer_info input_bytes(const py::buffer& data) {
-  py::buffer_info in = data.request();
-  if (in.itemsize != 1 || in.ndim != 1 || (in.size > 1 && in.strides[0] != 1)) {
-    throw py::value_error("data: expected contiguous bytes (1-D, one byte per item), got a buffer of " +
-                          std::to_string(in.ndim) + " dims and " + std::to_string(in.itemsize) + "-byte items");
-  }
-  return in;
-}
-
-jp::Mode parse_mode(const std::string& mode) {
-  if (mode == "RGB") return jp::Mode::kRGB;
-  if (mode == "YCbCr") return jp::Mode::kYCbCr;
-  if (mode == "GRAY") return jp::Mode::kGray;
-  throw py::value_error("mode: expected 'RGB', 'YCbCr' or 'GRAY', got '" + mode + "'");
-}
 
 py::dict header_dict(const jp::Header& h) {
   py::dict d;
@@ -54,6 +38,8 @@ py::dict header_dict(const jp::Header& h) {
 
 }  // namespace
 
+void bind_packed(py::module_& m);  // packed_module.cpp
+
 PYBIND11_MODULE(_jpeg, m) {
   m.doc() = "fastprep's libjpeg-turbo decoder (region-of-interest and YCbCr-direct); see fastprep.io";
   m.attr("libjpeg_turbo_version") = jp::libjpeg_turbo_version();
@@ -61,7 +47,7 @@ PYBIND11_MODULE(_jpeg, m) {
   m.def(
       "read_header",
       [](const py::buffer& data) {
-        py::buffer_info in = input_bytes(data);
+        py::buffer_info in = jp::input_bytes(data);
         jp::Header h;
         {
           py::gil_scoped_release no_gil;
@@ -79,18 +65,11 @@ PYBIND11_MODULE(_jpeg, m) {
       "decode_into",
       [](const py::buffer& data, const py::buffer& out, int64_t top, int64_t left, const std::string& mode,
          bool strict) {
-        py::buffer_info in = input_bytes(data);
-        const jp::Mode m = parse_mode(mode);
-        py::buffer_info o = out.request(true);
-        if (o.itemsize != 1 || o.ndim != 3 || o.shape[0] != jp::mode_channels(m)) {
-          throw py::value_error("out: expected a writable uint8 [channels, height, width] buffer with " +
-                                std::to_string(jp::mode_channels(m)) + " channels for mode " + mode);
-        }
-        for (py::ssize_t s : o.strides) {
-          if (s < 0) throw py::value_error("out: negative strides are not supported");
-        }
-        const jp::Window window{top, left, o.shape[1], o.shape[2]};
-        const jp::Output target{static_cast<uint8_t*>(o.ptr), o.strides[0], o.strides[1], o.strides[2]};
+        py::buffer_info in = jp::input_bytes(data);
+        const jp::Mode m = jp::parse_mode(mode);
+        const jp::OutputArg o = jp::output_arg(out, jp::mode_channels(m), mode);
+        const jp::Window window{top, left, o.height, o.width};
+        const jp::Output target = o.out;
         std::vector<std::string> warnings;
         {
           py::gil_scoped_release no_gil;
@@ -108,4 +87,6 @@ PYBIND11_MODULE(_jpeg, m) {
       py::arg("data"), py::arg("out"), py::arg("top"), py::arg("left"), py::arg("mode"), py::arg("strict"),
       "Decodes the window (top, left, out's height, out's width) into out ([C, H, W] strides, any order) without "
       "the GIL; returns libjpeg's warnings. Corrupt data and bad windows raise ValueError.");
+
+  bind_packed(m);
 }

@@ -9,6 +9,10 @@
   :class:`WebDataset` (tar shards; an IterableDataset split across ranks and readers) and
   :func:`write_webdataset`, :class:`LMDBDataset` (``pip install lmdb``), :class:`HDF5Dataset`
   (``pip install h5py``; chunked uint8 arrays read only the chunks of a window: :class:`HDF5Image`).
+- :func:`pack` / ``python -m fastprep pack``: a folder or dataset into a few shard files + an index;
+  :class:`PackedDataset` reads them by window: a JPEG window from only the restart intervals
+  covering it (:class:`PackedJpeg`), raw pixels from a memory map (:class:`PackedRaw`);
+  :func:`decode_window_batch` decodes windows' cuts on a GPU (docs/real-files.md).
 
 The CPU decoder is the native module fastprep._jpeg, built when CMake finds libjpeg-turbo >= 1.5;
 :func:`available` says whether it was, and without it every decode raises a RuntimeError saying
@@ -17,7 +21,7 @@ how to get it. The rest of fastprep does not need it. Headers claiming more pixe
 """
 
 from fastprep.io.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
-from fastprep.io.gpu import decode_jpeg_batch
+from fastprep.io.gpu import decode_jpeg_batch, decode_window_batch
 from fastprep.io.hdf5 import HDF5Dataset, HDF5Image
 from fastprep.io.jpeg import (
     CorruptJpegWarning,
@@ -29,13 +33,18 @@ from fastprep.io.jpeg import (
 )
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.lmdb import LMDBDataset
+from fastprep.io.pack import PackSummary, PackWarning, PackWriteError, pack
+from fastprep.io.packed import PackedDataset
+from fastprep.io.packed_items import PackedImage, PackedJpeg, PackedRaw, WindowCut
+from fastprep.io.shards import ShardFormatError
 from fastprep.io.webdataset import WebDataset
 from fastprep.io.webdataset_writer import write_webdataset
 from fastprep.io.windowed import WindowedImage
 
 __all__ = [
-    "IMG_EXTENSIONS", "CorruptJpegWarning", "HDF5Dataset", "HDF5Image", "ImageFolder", "JpegFile", "JpegHeader",
-    "LMDBDataset", "available",
-    "decode_jpeg", "decode_jpeg_batch", "find_classes", "libjpeg_turbo_version", "make_dataset", "read_jpeg_header",
-    "WebDataset", "WindowedImage", "write_webdataset",
+    "HDF5Dataset", "HDF5Image", "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader",
+    "LMDBDataset", "PackSummary", "PackWarning", "PackWriteError", "PackedDataset", "PackedImage", "PackedJpeg",
+    "PackedRaw", "ShardFormatError", "WebDataset", "WindowCut", "WindowedImage", "available", "decode_jpeg",
+    "decode_jpeg_batch", "decode_window_batch", "find_classes", "libjpeg_turbo_version", "make_dataset", "pack",
+    "read_jpeg_header", "write_webdataset",
 ]

@@ -60,3 +60,42 @@ def decode_jpeg_batch(datas: Sequence[Any], *, device: Any = "cuda", mode: str =
     if mode == "YCbCr":
         images = [rgb_to_ycbcr(im, "CHW") for im in images]
     return list(images)
+
+
+def decode_window_batch(cuts: Sequence[Any], *, device: Any = "cuda", mode: str = "RGB") -> list[torch.Tensor]:
+    """Decode the windows of packed JPEG records from their cuts (:meth:`PackedJpeg.cut`,
+    :meth:`PackedDataset.cut_window`: the CPU only copied the restart intervals covering each
+    window) on `device`, in one batched nvJPEG call, and crop each to its window.
+
+    On a CUDA device the pixels are nvJPEG's (close to libjpeg-turbo's, see decode_jpeg_batch).
+    ``device="cpu"`` runs fastprep's libjpeg-turbo decoder instead, one cut after another: the
+    stand-in for the device where there is none, giving the bits of ``PackedJpeg.decode(crop)``.
+
+    Args:
+        cuts: WindowCut s (data, top, left, height, width).
+        device: a CUDA device, or "cpu".
+        mode: "RGB", "GRAY" or "YCbCr".
+
+    Returns:
+        a list of uint8 [C, height, width] tensors on `device`, one per cut.
+
+    Example:
+        >>> cuts = [ds.cut_window(i, crop) for i, crop in zip(indices, crops)]   # loader threads
+        >>> windows = decode_window_batch(cuts, device="cuda")                  # one nvJPEG batch
+    """
+    who = "decode_window_batch"
+    for c in cuts:
+        if not (isinstance(c, tuple) and len(c) == 5 and isinstance(c[0], (bytes, bytearray, memoryview))):
+            raise TypeError(f"{who}: expected WindowCut s (data, top, left, height, width), got {type(c).__name__}")
+    try:
+        cpu = torch.device(device).type == "cpu"
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"{who}: expected a CUDA device or 'cpu', got {device!r}") from exc
+    if cpu:
+        from fastprep.io.jpeg import decode_jpeg  # noqa: PLC0415 (the CPU stand-in only)
+
+        if mode not in _GPU_MODES:
+            raise ValueError(f"{who}: expected mode to be one of {_GPU_MODES}, got {mode!r}")
+        return [decode_jpeg(c[0], crop=tuple(c[1:]), mode=mode) for c in cuts]
+    images = decode_jpeg_batch([c[0] for c in cuts], device=device, mode=mode)
+    return [im[:, top:top + h, left:left + w] for im, (_, top, left, h, w) in zip(images, cuts, strict=True)]

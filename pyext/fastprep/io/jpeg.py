@@ -79,7 +79,8 @@ def check_image_args(who: str, mode: str, layout: str) -> None:
         raise ValueError(f"{who}: expected layout to be one of {LAYOUTS}, got {layout!r}")
 
 
-def _module(who: str):
+def native(who: str):
+    """The native module fastprep._jpeg, or a RuntimeError saying how to build it."""
     if _jpeg is None:
         raise RuntimeError(f"{who}: {INSTALL_HINT} ({_IMPORT_ERROR})")
     return _jpeg
@@ -127,25 +128,25 @@ def read_jpeg_header(data: Any, *, name: str | None = None) -> JpegHeader:
 
 def _header(who: str, buf: Any, name: str | None) -> JpegHeader:
     try:
-        h = _module(who).read_header(buf)
+        h = native(who).read_header(buf)
     except ValueError as exc:
         raise ValueError(f"{who}: {_where(name)}{exc}") from None
     return JpegHeader(h["height"], h["width"], h["components"], h["color_space"],
                       tuple(zip(h["h_samp"], h["v_samp"])), h["progressive"], (h["imcu_height"], h["imcu_width"]))
 
 
-def check_crop(who: str, crop: Any, image_height: int, image_width: int, where: str) -> tuple[int, int, int, int]:
-    """(top, left, height, width) of `crop` inside an image of that size (all of it for None)."""
+def check_crop(who: str, crop: Any, height: int, width: int, where: str = "") -> tuple[int, int, int, int]:
+    """`crop` as (top, left, height, width) inside a height x width image (None: all of it), or ValueError."""
     if crop is None:
-        return 0, 0, image_height, image_width
+        return 0, 0, height, width
     if (not isinstance(crop, (tuple, list)) or len(crop) != 4
             or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in crop)):
         raise ValueError(f"{who}: expected crop as 4 ints (top, left, height, width), got {crop!r}")
-    top, left, height, width = (int(v) for v in crop)
-    if top < 0 or left < 0 or height < 1 or width < 1 or top + height > image_height or left + width > image_width:
-        raise ValueError(f"{who}: {where}crop (top={top}, left={left}, height={height}, width={width}) is not "
-                         f"inside the {image_height}x{image_width} image")
-    return top, left, height, width
+    top, left, h, w = (int(v) for v in crop)
+    if top < 0 or left < 0 or h < 1 or w < 1 or top + h > height or left + w > width:
+        raise ValueError(f"{who}: {where}crop (top={top}, left={left}, height={h}, width={w}) is not "
+                         f"inside the {height}x{width} image")
+    return top, left, h, w
 
 
 def check_out(who: str, out: torch.Tensor, shape: tuple[int, ...]) -> None:
@@ -204,7 +205,7 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
         >>> ycc = decode_jpeg(data, mode="YCbCr", layout="HWC")
     """
     who = "decode_jpeg"
-    mod = _module(who)
+    mod = native(who)
     check_image_args(who, mode, layout)
     buf, path = as_bytes(who, data)
     name = name or path

@@ -27,7 +27,7 @@ JPEG_MAGIC = b"\xff\xd8\xff"
 _pil_lock = threading.Lock()
 
 
-def _pil_image(who: str, name: str) -> Any:
+def pil_image(who: str, name: str) -> Any:
     """PIL.Image with every format plugin loaded, imported once under a lock: the first PNG met by
     several loader threads at once had them import Pillow together, and a thread could see the
     partly initialised module ("module 'PIL.Image' has no attribute 'Image'"); Image.open also
@@ -43,7 +43,7 @@ def _pil_image(who: str, name: str) -> Any:
 
 def decode_other(who: str, data: Any, name: str, mode: str, layout: str) -> torch.Tensor:
     """A non-JPEG image (PNG, BMP, ...) through Pillow, in the same mode and layout."""
-    Image = _pil_image(who, name)  # noqa: N806 (the module, under its usual name)
+    Image = pil_image(who, name)  # noqa: N806 (the module, under its usual name)
     try:
         with Image.open(io.BytesIO(data)) as img:
             arr = torch.from_numpy(np.array(img.convert("L" if mode == "GRAY" else "RGB")))

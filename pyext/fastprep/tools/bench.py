@@ -7,7 +7,9 @@ pipeline through a DataLoader (num_workers 0..cores; fastprep's with compact_col
 CompactCollate(reuse=True) and the consumer releasing each batch after its copy),
 fastprep.Loader (threads 1..cores), and
 the peers torchdata.nodes and SPDL where they are installed, each on PIL and on numpy sources
-(synthetic images). Rates are given as a share of the fused kernel's own 1-thread rate, measured
+(synthetic images), and on request on image files (``--sources folder,roi,packed-jpeg,packed-raw``:
+JPEGs of the photos read whole, by window, from restart-indexed shards, from raw shards;
+tools/file_sources.py). Rates are given as a share of the fused kernel's own 1-thread rate, measured
 in the same run on the same sources, and per core used.
 """
 
@@ -26,9 +28,10 @@ from torch.utils.data import default_collate
 import fastprep
 from fastprep import transforms as T
 from fastprep.tools import feeds, pipelines
+from fastprep.tools.bench_table import SOURCE_LABEL
 
 SOURCES = ("pil", "numpy")
-SOURCE_LABEL = {"pil": "PIL", "numpy": "numpy"}
+FILE_SOURCES = ("folder", "roi", "packed-jpeg", "packed-raw")  # on request only: files are written and packed
 # (pipeline, loader) -> the row's name
 NAMES = {("usual", "DataLoader"): "usual + default_collate, DataLoader",
          ("fastprep", "DataLoader"): "fused + compact_collate, DataLoader",
@@ -105,8 +108,9 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
     workers = list(range(0, cores + 1)) if workers is None else workers
     threads = list(range(1, cores + 1)) if threads is None else threads
     sources = list(SOURCES) if sources is None else sources
-    if not sources or any(s not in SOURCES for s in sources):
-        raise SystemExit(f"bench: expected sources among {', '.join(SOURCES)}, got {','.join(sources)!r}")
+    if not sources or any(s not in SOURCES + FILE_SOURCES for s in sources):
+        raise SystemExit(f"bench: expected sources among {', '.join(SOURCES + FILE_SOURCES)}, got "
+                         f"{','.join(sources)!r}")
     pool = pool or (4 if quick else 8)
     budget = feeds.Budget(*((1, 0.5, 16) if quick else (4, 4.0, 200)))  # quick: 1 batch of a slow row is enough
     if seconds is not None:
@@ -138,14 +142,16 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
             plan.append(("fastprep", peer, "t", threads))
         else:
             not_installed[peer] = why
+    files = _file_set(quick) if any(s in FILE_SOURCES for s in sources) else None
     rows = []
     for pipeline, loader, kind, settings in plan:
         transform, make_collate = transforms[pipeline]
         name = NAMES[(pipeline, loader)]
         for source in sources:
             length = batch_size * (budget.max_batches + 2 * max(settings) + 8)
-            dataset = pipelines.SyntheticImages(length, transform, pool=pool, as_pil=source == "pil",
-                                                generate_per_item=generate_per_item)
+            dataset = _dataset(source, pipeline, transform, compose, length, pool, generate_per_item, files)
+            if dataset is None:
+                continue
             if pipeline != "usual" and loader == "DataLoader":
                 dataset = T.SeedByIndex(dataset, seed=0)  # as the README's DataLoader: the Loader's samples
             for n in settings:
@@ -165,7 +171,10 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
         r = ray_result["samples_per_s"]
         ray_result.update(share_of_kernel=r / kernel_rate, delivered_per_core=r / cores,
                           one_core_feeds=r / cores / gpu_rate)
-    return {"workload": {"source": f"{pipelines.SOURCE_SIZE}x{pipelines.SOURCE_SIZE}x3 uint8",
+    described = files.describe() if files is not None else None
+    if files is not None:
+        files.close()
+    return {"workload": {"source": f"{pipelines.SOURCE_SIZE}x{pipelines.SOURCE_SIZE}x3 uint8", "files": described,
                          "sources_are": "synthetic", "pool": pool, "crop": pipelines.CROP, "p": pipelines.P,
                          "structure": "cross", "batch_size": batch_size, "generate_per_item": generate_per_item,
                          "consumer": "copies each batch's tensors once into preallocated buffers"},
@@ -174,6 +183,27 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
             "kernel": {"what": "crop_mask_ycbcr alone, 1 thread, numpy HWC sources", "us_per_sample": kernel_us,
                        "samples_per_s": kernel_rate, "memcpy_floor_us": floor_us, "floor_bytes": floor_bytes},
             "variants": per_sample, "rows": rows, "peers_run": peers, "not_installed": not_installed, "ray": ray_result}
+
+
+def _file_set(quick: bool) -> Any:
+    from fastprep.tools.file_sources import FileSet  # noqa: PLC0415 (files only when asked for)
+
+    _say("writing the photo JPEGs and packing them")
+    return FileSet(8 if quick else 32)
+
+
+def _dataset(source: str, pipeline: str, transform: Callable, compose: Any, length: int, pool: int,
+             generate_per_item: bool, files: Any) -> Any:
+    """The row's dataset: synthetic images, or image files read as `source` (the usual pipeline
+    reads files only as Pillow does: source "folder"); None for a row that does not apply."""
+    if source in SOURCES:
+        return pipelines.SyntheticImages(length, transform, pool=pool, as_pil=source == "pil",
+                                         generate_per_item=generate_per_item)
+    from fastprep.tools.file_sources import FileImages  # noqa: PLC0415
+
+    if pipeline == "usual":
+        return FileImages(files, "folder", length, transform, pil=True) if source == "folder" else None
+    return FileImages(files, source, length, compose)
 
 
 def _measure(loader: str, dataset: Any, batch_size: int, n: int, make_collate: Callable[[], Callable],

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-SOURCE_LABEL = {"pil": "PIL", "numpy": "numpy"}
+SOURCE_LABEL = {"pil": "PIL", "numpy": "numpy", "folder": "files", "roi": "roi", "packed-jpeg": "pk-jpeg",
+                "packed-raw": "pk-raw"}
 
 
 def _header(result: dict) -> list[str]:
@@ -17,8 +18,18 @@ def _header(result: dict) -> list[str]:
         f"  fused kernel alone ({k['what']}): {k['us_per_sample']:.1f} us/sample = "
         f"{k['samples_per_s']:,.0f} samples/s = 100% in 'of kernel'",
         *_floor(k),
+        *_files(w.get("files")),
         "",
     ]
+
+
+def _files(files: dict | None) -> list[str]:
+    if not files:
+        return []
+    sizes = ", ".join(f"{SOURCE_LABEL[k]} {v / files['bytes']['folder']:.3f}x" for k, v in files["bytes"].items()
+                      if k != "folder")
+    return [f"  IMAGE FILES: {files['what']}; read whole (files), by ROI window (roi), from restart-indexed JPEG "
+            f"shards (pk-jpeg), from raw shards (pk-raw); packs vs the files: {sizes}"]
 
 
 def _floor(k: dict) -> list[str]:

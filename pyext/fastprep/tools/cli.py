@@ -1,4 +1,4 @@
-"""Command-line entry points: `python -m fastprep {demo,bench,diagnose}`."""
+"""Command-line entry points: `python -m fastprep {demo,bench,diagnose,pack}`."""
 
 from __future__ import annotations
 
@@ -200,7 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench_p.add_argument("--workers", help="comma-separated DataLoader num_workers to try (default 0..cores)")
     bench_p.add_argument("--threads", help="comma-separated threads for fastprep.Loader and the thread-based peers "
                          "(default 1..cores)")
-    bench_p.add_argument("--sources", help="comma-separated source kinds: pil,numpy (default both)")
+    bench_p.add_argument("--sources", help="comma-separated source kinds: pil,numpy (default both), and image "
+                         "files: folder (decoded whole), roi (by window), packed-jpeg, packed-raw (fastprep.io.pack)")
     bench_p.add_argument("--seconds", type=float,
                          help="least seconds timed per row after warm-up (default 0.5 with --quick, else 4)")
     bench_p.add_argument("--no-peers", action="store_true", help="skip the torchdata.nodes and SPDL rows")
@@ -214,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench_p.set_defaults(func=bench)
 
     _diagnose_parser(sub)
+    from fastprep.tools.pack_cli import add_parser as add_pack_parser  # noqa: PLC0415 (pack_cli.py: the command)
+
+    add_pack_parser(sub)
     return parser
 
 

@@ -47,6 +47,22 @@ def _synthetic(k: int, size: int = 512) -> np.ndarray:
     return np.clip(image, 0, 255).astype(np.uint8)
 
 
+def _resized(pictures: dict[str, np.ndarray], root: str | os.PathLike, sides: Sequence[int],
+             which: Callable[[Any], int]) -> Any:
+    """(folder, name, side, image) for each picture resized (bicubic) so that its `which` (min or
+    max) side is each of `sides`, with its folder ``root/<name>`` made."""
+    from PIL import Image  # noqa: PLC0415
+
+    for name, array in pictures.items():
+        folder = Path(root) / name
+        folder.mkdir(parents=True, exist_ok=True)
+        image = Image.fromarray(array)
+        for side in sides:
+            scale = side / which(image.size)
+            yield folder, name, side, image.resize((round(image.size[0] * scale), round(image.size[1] * scale)),
+                                                   Image.BICUBIC)
+
+
 def write_photo_folder(root: str | os.PathLike, sizes: Sequence[int] = SIZES, names: Sequence[str] = PHOTOS,
                        quality: int = 90) -> str:
     """Write each picture as JPEGs whose short side is each of `sizes` (plus a mirrored copy) into
@@ -61,16 +77,61 @@ def write_photo_folder(root: str | os.PathLike, sizes: Sequence[int] = SIZES, na
     if not sizes or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
         raise ValueError(f"write_photo_folder: expected sizes to be positive ints, got {sizes!r}")
     pictures, where = source_pictures(names)
-    for name, array in pictures.items():
-        folder = Path(root) / name
-        folder.mkdir(parents=True, exist_ok=True)
-        image = Image.fromarray(array)
-        for size in sizes:
-            scale = size / min(image.size)
-            resized = image.resize((round(image.size[0] * scale), round(image.size[1] * scale)), Image.BICUBIC)
-            resized.save(folder / f"{name}_{size}.jpg", quality=quality)
-            resized.transpose(Image.FLIP_LEFT_RIGHT).save(folder / f"{name}_{size}_mirrored.jpg", quality=quality)
+    for folder, name, size, resized in _resized(pictures, root, sizes, min):
+        resized.save(folder / f"{name}_{size}.jpg", quality=quality)
+        resized.transpose(Image.FLIP_LEFT_RIGHT).save(folder / f"{name}_{size}_mirrored.jpg", quality=quality)
     return where
+
+
+def mosaic(size: int, tile: int = 512, names: Sequence[str] = PHOTOS) -> np.ndarray:
+    """A size x size HWC photo mosaic: each picture resized (bicubic) to tile x tile, laid in rows,
+    so every size has real photos' detail per pixel rather than an upscale's."""
+    from PIL import Image  # noqa: PLC0415
+
+    pictures, _ = source_pictures(names)
+    tiles = [np.asarray(Image.fromarray(pictures[n]).resize((tile, tile), Image.BICUBIC)) for n in names]
+    k = -(-size // tile)
+    rows = [np.concatenate([tiles[(r * k + c) % len(tiles)] for c in range(k)], axis=1) for r in range(k)]
+    return np.ascontiguousarray(np.concatenate(rows, axis=0)[:size, :size])
+
+
+def write_mosaic_folder(root: str | os.PathLike, files: int, size: int = 1024, classes: int = 4,
+                        quality: int = 90) -> str:
+    """root/class_k/i.jpg: `files` JPEGs (4:2:0) of the photo mosaic, each rolled differently so
+    no two files are the same image; returns root."""
+    from PIL import Image  # noqa: PLC0415
+
+    base = mosaic(size)
+    for i in range(files):
+        folder = os.path.join(root, f"class_{i % classes}")
+        os.makedirs(folder, exist_ok=True)
+        Image.fromarray(np.roll(base, (37 * i, 53 * i), axis=(0, 1))).save(os.path.join(folder, f"{i}.jpg"),
+                                                                           quality=quality)
+    return os.fspath(root)
+
+
+MIXED_SIDES = (500, 640, 800, 1024, 1280, 1600)
+MIXED_GREY = ("camera", "moon", "coins")
+
+
+def write_mixed_folder(root: str | os.PathLike, quality: int = 90) -> str:
+    """root/<photo>/<side>.jpg: every colour and grey photo with its longer side at each of
+    MIXED_SIDES (aspect kept), quality 90, every third one progressive, and one PNG: the mix of
+    sizes and kinds a real folder has. Returns root."""
+
+    pictures, _ = source_pictures(PHOTOS)
+    try:
+        import skimage.data  # noqa: PLC0415
+
+        pictures.update({n: np.asarray(getattr(skimage.data, n)()) for n in MIXED_GREY})
+    except ImportError:
+        pass
+    for k, (folder, _, side, resized) in enumerate(_resized(pictures, root, MIXED_SIDES, max)):
+        if k == 0:
+            resized.save(folder / f"{side}.png")
+        else:
+            resized.save(folder / f"{side}.jpg", quality=quality, progressive=k % 3 == 2)
+    return os.fspath(root)
 
 
 def decode_rgb(path: str) -> Any:

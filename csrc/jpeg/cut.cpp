@@ -1,0 +1,198 @@
+#include "jpeg/cut.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "jpeg/crc32c.h"
+#include "jpeg/rows.h"
+
+namespace fastprep::jpeg {
+namespace {
+
+std::string window_text(const Window& w) {
+  return "(top=" + std::to_string(w.top) + ", left=" + std::to_string(w.left) + ", height=" + std::to_string(w.height) +
+         ", width=" + std::to_string(w.width) + ")";
+}
+
+// Each test is a subtraction of in-range values: no overflow for any int64 window.
+void check_window(const Window& w, int64_t height, int64_t width) {
+  if (w.top < 0 || w.left < 0 || w.height < 1 || w.width < 1 || w.top > height - w.height || w.left > width - w.width) {
+    throw ArgumentError("crop " + window_text(w) + " is not inside the " + std::to_string(height) + "x" +
+                        std::to_string(width) + " image");
+  }
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+size_t interval_len(const JpegRecord& rec, int64_t i) { return le16(rec.interval_len + 2 * i); }
+
+// Bytes of row r's intervals before column c0, and of columns [c0, c1).
+void row_span(const JpegRecord& rec, int64_t r, int64_t c0, int64_t c1, size_t& before, size_t& span) {
+  const int64_t first = r * (rec.layout.mcus_per_row / rec.layout.restart);
+  before = span = 0;
+  for (int64_t c = 0; c < c0; ++c) before += interval_len(rec, first + c);
+  for (int64_t c = c0; c < c1; ++c) span += interval_len(rec, first + c);
+}
+
+void put_be16(uint8_t* p, int64_t v) {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+
+// A growing per-thread buffer for the cuts the CPU decodes (no allocation per window).
+uint8_t* scratch(size_t bytes) {
+  thread_local std::unique_ptr<uint8_t[]> buffer;
+  thread_local size_t capacity = 0;
+  if (bytes > capacity) {
+    capacity = std::max(bytes, capacity * 2);
+    buffer.reset(new uint8_t[capacity]);
+  }
+  return buffer.get();
+}
+
+}  // namespace
+
+Cut plan_cut(const JpegRecord& rec, const Window& w) {
+  const ScanLayout& L = rec.layout;
+  check_window(w, L.height, L.width);
+  const int64_t per_row = L.mcus_per_row / L.restart, interval_width = L.restart * L.mcu_width;
+  Cut cut;
+  cut.r0 = std::max<int64_t>(0, w.top - L.v_margin) / L.mcu_height;
+  cut.r1 = ceil_div(std::min(L.height, w.top + w.height + L.v_margin), L.mcu_height);
+  cut.c0 = std::max<int64_t>(0, w.left - L.h_margin) / interval_width;
+  cut.c1 = ceil_div(std::min(L.width, w.left + w.width + L.h_margin), interval_width);
+  cut.top = cut.r0 * L.mcu_height;
+  cut.left = cut.c0 * interval_width;
+  cut.height = cut.r1 == L.mcu_rows ? L.height - cut.top : (cut.r1 - cut.r0) * L.mcu_height;
+  cut.width = cut.c1 == per_row ? L.width - cut.left : (cut.c1 - cut.c0) * interval_width;
+  cut.whole = cut.r0 == 0 && cut.r1 == L.mcu_rows && cut.c0 == 0 && cut.c1 == per_row;
+  if (cut.whole) {
+    cut.bytes = rec.jpeg_size;
+    return cut;
+  }
+  size_t bytes = L.scan_offset, before, span;
+  for (int64_t r = cut.r0; r < cut.r1; ++r) {
+    row_span(rec, r, cut.c0, cut.c1, before, span);
+    bytes += span;
+  }
+  const bool ends_image = cut.r1 == L.mcu_rows && cut.c1 == per_row;  // no RST after its last interval
+  cut.bytes = bytes + (ends_image ? 2 : 0);
+  return cut;
+}
+
+void write_cut(const JpegRecord& rec, const Cut& cut, uint8_t* out) {
+  const ScanLayout& L = rec.layout;
+  if (cut.whole) {
+    std::memcpy(out, rec.jpeg, rec.jpeg_size);
+    return;
+  }
+  const int64_t per_row = L.mcus_per_row / L.restart, n = L.intervals();
+  std::memcpy(out, rec.jpeg, L.scan_offset);
+  put_be16(out + L.sof_offset + 5, cut.height);
+  put_be16(out + L.sof_offset + 7, cut.width);
+  size_t pos = L.scan_offset, before, span;
+  int64_t j = 0;  // intervals of the cut so far
+  for (int64_t r = cut.r0; r < cut.r1; ++r) {
+    row_span(rec, r, cut.c0, cut.c1, before, span);
+    std::memcpy(out + pos, rec.jpeg + rec.row_begin(r) + before, span);
+    size_t end = pos;
+    for (int64_t c = cut.c0; c < cut.c1; ++c, ++j) {
+      const int64_t i = r * per_row + c;
+      end += interval_len(rec, i);
+      if (i + 1 < n) out[end - 1] = rst_marker(j);
+    }
+    pos += span;
+  }
+  if (cut.r1 == L.mcu_rows && cut.c1 == per_row) {  // the image's last interval: no marker after it
+    out[pos] = 0xFF;
+    out[pos + 1] = 0xD9;
+  } else {
+    out[pos - 1] = 0xD9;  // the RST after the cut's last interval becomes its EOI
+  }
+}
+
+std::vector<std::string> decode_record_window(const uint8_t* record, size_t size, uint32_t checksum,
+                                              const Window& window, Mode mode, const Output& out, bool strict,
+                                              bool crcs) {
+  const JpegRecord rec = open_jpeg_record(record, size, checksum);
+  const Cut cut = plan_cut(rec, window);
+  verify_rows(rec, cut.r0, cut.r1, crcs);
+  if (cut.whole) return decode(rec.jpeg, rec.jpeg_size, window, mode, out, strict);
+  uint8_t* buffer = scratch(cut.bytes);
+  write_cut(rec, cut, buffer);
+  const Window inside{window.top - cut.top, window.left - cut.left, window.height, window.width};
+  return decode(buffer, cut.bytes, inside, mode, out, strict);
+}
+
+namespace {
+
+// Checks the CRCs of bands [b0, b1) of pixel rows [y0, y1), up to kMaxRanges at a time.
+void check_bands(const RawRecord& r, int64_t y0, int64_t y1, int64_t b0, int64_t b1) {
+  constexpr int64_t kMaxRanges = 256;
+  const uint8_t* ptrs[kMaxRanges];
+  size_t sizes[kMaxRanges];
+  uint32_t crcs[kMaxRanges];
+  int64_t ys[kMaxRanges], bs[kMaxRanges];
+  int64_t k = 0;
+  auto flush = [&] {
+    crc32c_many(ptrs, sizes, crcs, static_cast<size_t>(k));
+    for (int64_t i = 0; i < k; ++i) {
+      if (crcs[i] != le32(r.band_crc + 4 * (ys[i] * r.bands + bs[i]))) {
+        throw RecordError("checksum mismatch in pixel row " + std::to_string(ys[i]) + ", band " +
+                          std::to_string(bs[i]) + ": the shard is corrupt");
+      }
+    }
+    k = 0;
+  };
+  for (int64_t y = y0; y < y1; ++y) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t x0 = b * r.band, x1 = std::min(r.width, x0 + r.band);
+      ptrs[k] = r.pixels + (y * r.width + x0) * r.channels;
+      sizes[k] = static_cast<size_t>((x1 - x0) * r.channels);
+      ys[k] = y, bs[k] = b;
+      if (++k == kMaxRanges) flush();
+    }
+  }
+  if (k) flush();
+}
+
+}  // namespace
+
+RawRecord check_raw_window(const uint8_t* record, size_t size, uint32_t checksum, const Window& w, bool crcs) {
+  const RawRecord r = open_raw_record(record, size, checksum);
+  check_window(w, r.height, r.width);
+  if (crcs) check_bands(r, w.top, w.top + w.height, w.left / r.band, ceil_div(w.left + w.width, r.band));
+  return r;
+}
+
+void read_raw_window(const uint8_t* record, size_t size, uint32_t checksum, const Window& w, const Output& out,
+                     int channels, bool crcs) {
+  const RawRecord r = open_raw_record(record, size, checksum);
+  check_window(w, r.height, r.width);
+  if (channels != r.channels) {
+    throw ArgumentError("out: expected " + std::to_string(r.channels) + " channels for this record, got " +
+                        std::to_string(channels));
+  }
+  const int64_t row_bytes = r.width * r.channels, b0 = w.left / r.band, b1 = ceil_div(w.left + w.width, r.band);
+  constexpr int64_t kRows = 8;  // rows checked, then copied while they are in cache
+  for (int64_t y0 = 0; y0 < w.height; y0 += kRows) {
+    const int64_t y1 = std::min(w.height, y0 + kRows);
+    if (crcs) check_bands(r, w.top + y0, w.top + y1, b0, b1);
+    for (int64_t y = y0; y < y1; ++y) {
+      put_row(r.pixels + (w.top + y) * row_bytes + w.left * r.channels, r.channels, out, channels, y, w.width);
+    }
+  }
+}
+
+void verify_record(const uint8_t* record, size_t size, uint32_t checksum) {
+  if (record_kind(record, size) == 1) {
+    const JpegRecord rec = open_jpeg_record(record, size, checksum);
+    verify_rows(rec, 0, rec.layout.mcu_rows);
+    return;
+  }
+  const RawRecord r = open_raw_record(record, size, checksum);
+  check_bands(r, 0, r.height, 0, r.bands);
+}
+
+}  // namespace fastprep::jpeg

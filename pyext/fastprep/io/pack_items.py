@@ -1,0 +1,195 @@
+"""One source image into one packed record: the per-item work of :func:`fastprep.io.pack`, run in its
+threads (the transcoder, libjpeg and Pillow release the GIL).
+
+A JPEG is transcoded losslessly (``mode="jpeg"``) or decoded (``mode="raw"``); anything else
+(PNG, pixels from a dataset, ...) is encoded once as a JPEG at ``quality`` or stored as raw pixels
+(``non_jpeg``). ``max_side`` shrinks larger images first (then a JPEG is re-encoded: lossy).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import numbers
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from fastprep.io import jpeg as jpeg_io
+from fastprep.io.files import read_file
+from fastprep.io.jpeg_file import JpegFile
+from fastprep.io.shards import COLORS, KIND_JPEG, KIND_RAW
+from fastprep.io.source import JPEG_MAGIC, pil_image
+from fastprep.io.windowed import WindowedImage
+
+
+class Unreadable(Exception):  # noqa: N818 (a verdict, not a bug: the packer skips the input and says why)
+    """An input the packer cannot read: skipped, its name and this reason reported."""
+
+
+@dataclass(frozen=True)
+class Options:
+    mode: str = "jpeg"
+    max_side: int | None = None
+    quality: int = 90
+    non_jpeg: str = "encode"
+    restart: int = 4
+
+    def as_dict(self) -> dict:
+        return {"mode": self.mode, "max_side": self.max_side, "quality": self.quality, "non_jpeg": self.non_jpeg,
+                "restart": self.restart}
+
+
+@dataclass
+class Packed:
+    """A record ready for a shard, with what the index keeps of it."""
+
+    record: bytes
+    checksum: int
+    kind: int
+    color: int
+    height: int
+    width: int
+    label: int
+    extras: list | None
+    warnings: list[str]
+
+
+def label_of(value: Any, name: str) -> int:
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point():
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"pack: {name}: expected an int label (the item's second field), got {value!r}")
+    return int(value)
+
+
+def extras_of(values: tuple, name: str) -> list | None:
+    """The item's fields after the label, as JSON (what the index can hold), or None if there are none."""
+    if not values:
+        return None
+    out = [v.item() if isinstance(v, np.generic) else v for v in values]
+    try:
+        json.dumps(out)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"pack: {name}: the fields after the label must be JSON values (numbers, str, lists, "
+                        f"dicts) to be packed: {exc}") from None
+    return out
+
+
+def _read(path: str | os.PathLike) -> bytes:
+    try:
+        return read_file("pack", path)  # regular files only, bounded: never a FIFO or /dev/zero
+    except OSError as exc:
+        raise Unreadable(f"cannot read it: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise Unreadable(str(exc).split(": ", 2)[-1]) from None
+
+
+def _pil_pixels(data: bytes) -> np.ndarray:
+    Image = pil_image("pack", "an input")  # noqa: N806 (the module: imported once, packing threads race)
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            return np.asarray(img.convert("L" if img.mode in ("L", "1") else "RGB"))
+    except Image.UnidentifiedImageError:
+        raise Unreadable("neither a JPEG nor an image file Pillow can identify") from None
+    except (OSError, ValueError, Image.DecompressionBombError) as exc:
+        raise Unreadable(f"not a JPEG, and Pillow cannot decode it: {exc}") from None
+
+
+def pixels_of(image: Any) -> np.ndarray:
+    """An image that is not encoded bytes as HWC (or HW grey) uint8 pixels."""
+    if isinstance(image, WindowedImage):
+        return image.decode(layout="HWC").numpy()
+    if hasattr(image, "convert") and hasattr(image, "mode"):  # PIL
+        return np.asarray(image.convert("L" if image.mode in ("L", "1") else "RGB"))
+    if isinstance(image, torch.Tensor):
+        t = image.detach().cpu()
+        image = (t if t.dim() == 2 else t.permute(1, 2, 0)).numpy()
+    arr = np.asarray(image)
+    if arr.dtype != np.uint8 or arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (1, 3)):
+        raise TypeError(f"pack: expected an image as JPEG/PNG bytes, a path, a PIL image, an HWC uint8 array or a "
+                        f"CHW uint8 tensor, got {type(image).__name__} {getattr(arr, 'dtype', '')} "
+                        f"{getattr(arr, 'shape', '')}")
+    return arr
+
+
+def _shrunk(pixels: np.ndarray, max_side: int | None) -> np.ndarray:
+    h, w = pixels.shape[:2]
+    if max_side is None or max(h, w) <= max_side:
+        return pixels
+    from PIL import Image  # noqa: PLC0415
+
+    scale = max_side / max(h, w)
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    img = Image.fromarray(pixels[:, :, 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels)
+    return np.asarray(img.resize(size, Image.Resampling.LANCZOS))
+
+
+def _encode(pixels: np.ndarray, quality: int) -> bytes:
+    from PIL import Image  # noqa: PLC0415
+
+    buf = io.BytesIO()
+    Image.fromarray(pixels[:, :, 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels).save(
+        buf, format="JPEG", quality=quality)
+    return buf.getvalue()
+
+
+def _jpeg_record(data: bytes, opts: Options) -> Packed:
+    try:
+        rec, checksum, info, notes = jpeg_io.native("pack").transcode_record(data, opts.restart, False)
+    except ValueError as exc:
+        raise Unreadable(str(exc)) from None
+    return Packed(rec, checksum, KIND_JPEG, COLORS[info["color_space"]], info["height"], info["width"], 0, None,
+                  list(notes))
+
+
+def _raw_record(pixels: np.ndarray) -> Packed:
+    rgb = np.repeat(pixels.reshape(*pixels.shape[:2], 1), 3, axis=2) if pixels.ndim == 2 or pixels.shape[2] == 1 \
+        else pixels
+    rec, checksum = jpeg_io.native("pack").raw_record(np.ascontiguousarray(rgb))
+    return Packed(rec, checksum, KIND_RAW, COLORS["RGB"], rgb.shape[0], rgb.shape[1], 0, None, [])
+
+
+def _check_pixels(height: int, width: int) -> None:
+    limit = jpeg_io.MAX_IMAGE_PIXELS
+    if limit is not None and height * width > limit:
+        raise Unreadable(f"{height}x{width} pixels is over fastprep.io.jpeg.MAX_IMAGE_PIXELS ({limit}): "
+                         f"a decompression bomb?")
+
+
+def make_record(image: Any, opts: Options) -> Packed:
+    """The record of one image (JPEG bytes, other encoded bytes, a path, or pixels). Raises
+    Unreadable for inputs to skip."""
+    if isinstance(image, (str, os.PathLike)):
+        image = _read(image)
+    elif isinstance(image, JpegFile):
+        image = bytes(image.data)
+    if isinstance(image, (bytes, bytearray, memoryview)):
+        data = bytes(image)
+        if data[:3] != JPEG_MAGIC:
+            pixels = _pil_pixels(data)
+        else:
+            try:
+                header = jpeg_io.read_jpeg_header(data)
+            except ValueError as exc:
+                raise Unreadable(str(exc).removeprefix("read_jpeg_header: ")) from None
+            _check_pixels(header.height, header.width)
+            too_big = opts.max_side is not None and max(header.height, header.width) > opts.max_side
+            if opts.mode == "jpeg" and not too_big:
+                return _jpeg_record(data, opts)
+            try:
+                pixels = jpeg_io.decode_jpeg(data, layout="HWC").numpy()
+            except ValueError as exc:
+                raise Unreadable(str(exc).removeprefix("decode_jpeg: ")) from None
+            pixels = _shrunk(pixels, opts.max_side)
+            return _jpeg_record(_encode(pixels, opts.quality), opts) if opts.mode == "jpeg" else _raw_record(pixels)
+    else:
+        pixels = pixels_of(image)
+    _check_pixels(*pixels.shape[:2])
+    pixels = _shrunk(pixels, opts.max_side)
+    if opts.mode == "jpeg" and opts.non_jpeg == "encode":
+        return _jpeg_record(_encode(pixels, opts.quality), opts)
+    return _raw_record(pixels)

@@ -1,0 +1,190 @@
+"""fastprep.io.PackedDataset: the shards :func:`fastprep.io.pack` wrote, read by window.
+
+``load_raw(i)`` hands out the image as a :class:`fastprep.io.WindowedImage`: a :class:`PackedJpeg`
+decodes a crop window from the restart intervals covering it (its cost follows the window's area,
+not the rows above it), a :class:`PackedRaw` copies the window from the memory-mapped pixels.
+fastprep's transforms and the Loader crop them without decoding the rest. Every byte a read uses
+is under a CRC checked before use; a corrupt shard raises :class:`ShardFormatError` naming the
+shard and record, never a wrong image.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from fastprep.io import shards as fmt
+from fastprep.io.jpeg import LAYOUTS, MODES, native
+from fastprep.io.packed_items import PackedJpeg, PackedRaw, WindowCut
+from fastprep.io.source import ImageSource
+
+
+class PackedDataset(ImageSource):
+    """The images :func:`fastprep.io.pack` packed, read by window: map-style, in the source's order.
+
+    ``load_raw(i)`` returns ``(image, label, *extras)`` with the image a :class:`PackedJpeg` or
+    :class:`PackedRaw` (both :class:`fastprep.io.WindowedImage`): fastprep.Loader's threads and
+    fastprep's transforms crop it, reading only the window (for raw records, a view of the
+    memory map: see PackedRaw). ``dataset[i]`` decodes it whole, then
+    applies `transform` (unless it is fastprep's, which reads the window), as ImageFolder does.
+    The shards are memory-mapped once, on first use, and again after unpickling (DataLoader
+    workers); reads are thread-safe.
+
+    Args:
+        path: the folder pack wrote.
+        transform, target_transform: as torchvision's ImageFolder.
+        mode: "RGB", "YCbCr" or "GRAY", as :func:`fastprep.io.decode_jpeg` (raw records: RGB, YCbCr).
+        layout: "CHW" (default) or "HWC".
+        strict: corrupt JPEG data raises instead of warning (packed records are checksummed: only
+            an input that was already corrupt when packed can warn).
+        verify: check the CRCs of the bytes each read uses (default). False skips them (each
+            record's header, restart index and every offset are still checked, so nothing is read
+            out of bounds): a read of a raw window then costs what an array in memory does (the
+            CRC pass reads the window from memory once more), but a corrupt shard byte can come out
+            as a wrong pixel instead of an error.
+
+    Example:
+        >>> ds = fastprep.io.PackedDataset("train.packed")
+        >>> loader = fastprep.Loader(ds, 256, transform=train_tf, shuffle=True)
+    """
+
+    def __init__(self, path: str | os.PathLike, transform: Callable | None = None,
+                 target_transform: Callable | None = None, *, mode: str = "RGB", layout: str = "CHW",
+                 strict: bool = False, verify: bool = True):
+        if mode not in MODES:
+            raise ValueError(f"PackedDataset: expected mode to be one of {MODES}, got {mode!r}")
+        if layout not in LAYOUTS:
+            raise ValueError(f"PackedDataset: expected layout to be one of {LAYOUTS}, got {layout!r}")
+        self.path = os.fspath(path)
+        self.index_path = os.path.join(self.path, fmt.INDEX_NAME)
+        if not os.path.isfile(self.index_path):
+            raise FileNotFoundError(f"PackedDataset: no {fmt.INDEX_NAME} in {self.path!r}: not a pack, or its "
+                                    f"packing was interrupted (run fastprep.io.pack again to finish it)")
+        self.transform, self.target_transform = transform, target_transform
+        if not isinstance(verify, bool):
+            raise ValueError(f"PackedDataset: expected verify to be a bool, got {verify!r}")
+        self.mode, self.layout, self.strict, self.verify = mode, layout, strict, verify
+        entries, self.pack_id, meta, self._names_at = fmt.read_index(self.index_path)
+        self._shards = [(str(name), int(size)) for name, size, _ in meta["shards"]]
+        _check_entries(entries, self._shards, self.index_path)
+        self._entries = entries
+        self.classes = list(meta["classes"] or [])
+        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+        self.targets = entries["label"].tolist()
+        self.skipped = [(name, why) for _, name, why in meta["skipped"]]
+        self.options = meta["options"]
+        self._extras = meta["extras"]
+        self._views: list[memoryview] | None = None
+        self._tensors: list[torch.Tensor] = []
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _open(self) -> list[memoryview]:
+        with self._lock:
+            if self._views is None:
+                views = []
+                for name, size in self._shards:
+                    path = os.path.join(self.path, name)
+                    with open(path, "rb") as f:
+                        got = os.fstat(f.fileno()).st_size
+                        if got != size:
+                            raise fmt.ShardFormatError(f"PackedDataset: {path} is {got} bytes where the index says "
+                                                       f"{size}: truncated or replaced")
+                        # Copy-on-write: raw windows are handed out as views (PackedRaw), and
+                        # a write into one must never reach the file.
+                        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+                    view = memoryview(mm)
+                    number, shard_id = fmt.read_shard_header(bytes(view[:fmt.HEADER_BYTES]), path)
+                    if shard_id != self.pack_id or number != len(views):
+                        raise fmt.ShardFormatError(f"PackedDataset: {path} is not shard {len(views)} of this pack")
+                    views.append(view)
+                self._tensors = [torch.frombuffer(v, dtype=torch.uint8) for v in views]
+                self._views = views
+            return self._views
+
+    def shard_tensor(self, k: int) -> torch.Tensor:
+        """Shard k's bytes as a 1-D uint8 tensor over its memory map (raw windows are views of it)."""
+        if self._views is None:
+            self._open()
+        return self._tensors[k]
+
+    def record(self, i: int) -> memoryview:
+        """Record i's bytes (a view of the memory-mapped shard)."""
+        e = self._entries[i]
+        views = self._views or self._open()
+        offset = int(e["offset"])
+        return views[int(e["shard"])][offset:offset + int(e["length"])]
+
+    def where(self, i: int, source: bool = True) -> str:
+        """'<pack>/shard-00001.fpk record 17 (dog/1.jpg)': record i, for messages."""
+        shard = self._shards[int(self._entries["shard"][i])][0]
+        text = f"{os.path.join(self.path, shard)} record {i}"
+        return f"{text} ({fmt.read_name(self.index_path, self._names_at, i)})" if source else text
+
+    def load_raw(self, i: int) -> tuple:
+        """(image, label, *extras) of record i, the image read by window on demand."""
+        shard, kind, color, _, offset, length, checksum, height, width, _, label, _ = self._entries[i].item()
+        views = self._views or self._open()
+        record = views[shard][offset:offset + length]
+        cls = PackedJpeg if kind == fmt.KIND_JPEG else PackedRaw
+        image = cls(self, i, shard, offset, record, checksum, height, width, color)
+        if self._extras is None:
+            return image, label
+        return (image, label, *(self._extras[i] or ()))
+
+    def cut_window(self, i: int, crop: tuple[int, int, int, int] | None = None) -> WindowCut:
+        """Record i's window as a small JPEG (see :meth:`PackedJpeg.cut`); raw records have none."""
+        image = self.load_raw(i)[0]
+        if not isinstance(image, PackedJpeg):
+            raise ValueError(f"PackedDataset.cut_window: {self.where(i)} holds raw pixels, not a JPEG")
+        return image.cut(crop)
+
+    def verify_records(self) -> None:
+        """Check every CRC of every record (reads all the shards); ShardFormatError names the first bad one."""
+        mod = native("PackedDataset.verify_records")
+        for i in range(len(self)):
+            try:
+                mod.verify_record(self.record(i), int(self._entries["checksum"][i]))
+            except ValueError as exc:
+                raise fmt.ShardFormatError(f"PackedDataset.verify_records: {self.where(i)}: {exc}") from None
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_views"], state["_tensors"] = None, []  # memory maps are reopened lazily where unpickled
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        kinds = np.bincount(self._entries["kind"], minlength=3)
+        return (f"PackedDataset({self.path!r}, {len(self)} images ({kinds[fmt.KIND_JPEG]} JPEG, {kinds[fmt.KIND_RAW]} "
+                f"raw) in {len(self._shards)} shards, {len(self.classes)} classes, mode={self.mode!r}, "
+                f"layout={self.layout!r})")
+
+
+def _check_entries(entries: np.ndarray, shards: list[tuple[str, int]], where: str) -> None:
+    """Every entry names a shard of the index and lies inside it, with a known kind: a corrupt index
+    is refused when it is opened, not met as a bad read later."""
+    if not len(entries):
+        return
+    sizes = np.array([s for _, s in shards] + [0], dtype=np.uint64)
+    shard = np.minimum(entries["shard"], len(shards)).astype(np.int64)
+    size = sizes[shard]
+    bad = (entries["shard"] >= len(shards)) | ~np.isin(entries["kind"], (fmt.KIND_JPEG, fmt.KIND_RAW)) \
+        | (entries["length"] > size) | (entries["offset"] > size - np.minimum(entries["length"], size)) \
+        | (entries["offset"] < fmt.HEADER_BYTES)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise fmt.ShardFormatError(f"PackedDataset: {where}: record {i} (shard {entries['shard'][i]}, offset "
+                                   f"{entries['offset'][i]}, {entries['length'][i]} bytes, kind "
+                                   f"{entries['kind'][i]}) is not inside the pack's shards: the index is corrupt")
