@@ -57,6 +57,30 @@ def test_bench_rejects_unknown_sources():
         main(["bench", "--quick", "--sources", "jpeg"])
 
 
+BAD_BENCH_ARGUMENTS = [
+    (["--workers", "abc"], "argument --workers: expected comma-separated ints >= 0, got 'abc'"),
+    (["--workers", "1,,2"], "argument --workers: expected comma-separated ints >= 0, got '1,,2'"),
+    (["--workers", "-3"], "argument --workers: expected comma-separated ints >= 0, got '-3'"),
+    (["--threads", "0"], "argument --threads: expected comma-separated ints >= 1, got '0'"),
+    (["--threads", "2,x"], "argument --threads: expected comma-separated ints >= 1, got '2,x'"),
+    (["--batch-size", "0"], "argument --batch-size: expected a value > 0, got '0'"),
+    (["--batch-size", "2.5"], "argument --batch-size: expected an int, got '2.5'"),
+    (["--seconds", "-1"], "argument --seconds: expected a value >= 0, got '-1'"),
+    (["--gpu-rate", "fast"], "argument --gpu-rate: expected a float, got 'fast'"),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD_BENCH_ARGUMENTS, ids=[" ".join(a) for a, _ in BAD_BENCH_ARGUMENTS])
+def test_bench_refuses_bad_arguments_before_anything_runs(args, message, capsys):
+    """argparse's usage line and one error line naming the argument and the text, exit 2, before
+    anything runs (--threads 0 used to fail after minutes of other rows; the rest with a traceback)."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--quick", *args])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.splitlines()[-1] == f"python -m fastprep bench: error: {message}", err
+    assert "Traceback" not in err
+
+
 class SlowTransforms(Dataset):
     transform = None
 

@@ -73,9 +73,8 @@ def bench(args: argparse.Namespace) -> int:
         print(f"python -m fastprep bench: error: {exc}", file=sys.stderr)
         return 2
 
-    ints = lambda text: [int(x) for x in text.split(",")] if text else None  # noqa: E731
     result = b.run(quick=args.quick, generate_per_item=args.generate_per_item, gpu_rate=args.gpu_rate,
-                   batch_size=args.batch_size, workers=ints(args.workers), threads=ints(args.threads),
+                   batch_size=args.batch_size, workers=args.workers, threads=args.threads,
                    sources=args.sources.split(",") if args.sources else None, seconds=args.seconds,
                    peers=not args.no_peers, with_ray=args.ray or args.ray_address is not None,
                    ray_address=args.ray_address)
@@ -141,6 +140,19 @@ _fraction = _number(float, lambda v: 0 < v < 1, "a share between 0 and 1 (0.1: +
 _count = _number(int, lambda v: v >= 0, "an int >= 0")
 
 
+def _int_list(least: int):
+    """An argparse type: comma-separated ints, each >= `least` ("0,1,2"), refused whole with the text."""
+    def parse(text: str) -> list[int]:
+        try:
+            values = [int(x) for x in text.split(",")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated ints >= {least}, got {text!r}") from None
+        if not values or any(v < least for v in values):
+            raise argparse.ArgumentTypeError(f"expected comma-separated ints >= {least}, got {text!r}")
+        return values
+    return parse
+
+
 def _diagnose_parser(sub) -> None:
     p = sub.add_parser("diagnose", help="find the stage that starves the training step (the caching method)",
                        description=DIAGNOSE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -194,15 +206,17 @@ def build_parser() -> argparse.ArgumentParser:
     bench_p.add_argument("--quick", action="store_true", help="fewer repeats and batches (about a minute on 2 cores)")
     bench_p.add_argument("--generate-per-item", action="store_true",
                        help="generate every source image instead of drawing from a pool")
-    bench_p.add_argument("--gpu-rate", type=float, default=5000.0,
+    bench_p.add_argument("--gpu-rate", type=_positive(float), default=5000.0,
                        help="samples/s the GPU consumes, for the '1 core feeds' column")
-    bench_p.add_argument("--batch-size", type=int, default=256)
-    bench_p.add_argument("--workers", help="comma-separated DataLoader num_workers to try (default 0..cores)")
-    bench_p.add_argument("--threads", help="comma-separated threads for fastprep.Loader and the thread-based peers "
+    bench_p.add_argument("--batch-size", type=_positive(int), default=256)
+    bench_p.add_argument("--workers", type=_int_list(0),
+                         help="comma-separated DataLoader num_workers to try (default 0..cores)")
+    bench_p.add_argument("--threads", type=_int_list(1),
+                         help="comma-separated threads for fastprep.Loader and the thread-based peers "
                          "(default 1..cores)")
     bench_p.add_argument("--sources", help="comma-separated source kinds: pil,numpy (default both), and image "
                          "files: folder (decoded whole), roi (by window), packed-jpeg, packed-raw (fastprep.io.pack)")
-    bench_p.add_argument("--seconds", type=float,
+    bench_p.add_argument("--seconds", type=_number(float, lambda v: v >= 0, "a value >= 0"),
                          help="least seconds timed per row after warm-up (default 0.5 with --quick, else 4)")
     bench_p.add_argument("--no-peers", action="store_true", help="skip the torchdata.nodes and SPDL rows")
     bench_p.add_argument("--ray", action="store_true",
