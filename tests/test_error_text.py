@@ -217,6 +217,50 @@ def test_op_wrappers_refuse_what_is_not_an_int64(seed, exc, match):
             use()
 
 
+# Int arguments: torch's own parsing takes True and 0-d tensors as ints (for aten's ops too); the
+# fastprep.* functions refuse them, naming the argument.
+BAD_INTS = [(True, r"got bool \(True\)"), (np.True_, "got bool"), (1.0, r"got float \(1.0\)"),
+            (torch.tensor(2), "got Tensor"), ("2", "got str"), (None, "got NoneType")]
+
+
+def _int_takers(v):
+    img, hwc = torch.zeros(3, 8, 8, dtype=torch.uint8), torch.zeros(8, 8, 3, dtype=torch.uint8)
+    mask, packed = torch.zeros(8, 8, dtype=torch.bool), torch.zeros(8, 1, dtype=torch.uint8)
+    out = torch.empty(1, 3, 2, 2, dtype=torch.uint8)
+    return {
+        "crop top": lambda: fastprep.crop(img, v, 0, 2, 2), "crop width": lambda: fastprep.crop(img, 0, 0, 2, v),
+        "random_crop height": lambda: fastprep.random_crop(img, v, 2, 0),
+        "random_mask shape": lambda: fastprep.random_mask([4, v], 0.5, 0),
+        "random_dilated_mask iterations": lambda: fastprep.random_dilated_mask([4, 4], 0.5, 0, iterations=v),
+        "dilate iterations": lambda: fastprep.dilate(mask, "cross", v),
+        "dilate_packed width": lambda: fastprep.dilate_packed(packed, v),
+        "pack_bits dim": lambda: fastprep.pack_bits(mask[None], v),
+        "unpack_bits count": lambda: fastprep.unpack_bits(packed, v),
+        "crop_mask_ycbcr height": lambda: fastprep.crop_mask_ycbcr(hwc, v, 2, 0.5, 0),
+        "crop_mask_ycbcr_batch height": lambda: fastprep.crop_mask_ycbcr_batch([hwc], v, 2, 0.5, [0], out),
+        "resized_crop out_width": lambda: fastprep.resized_crop(img, 0, 0, 4, 4, 2, v),
+    }
+
+
+@pytest.mark.parametrize("value,match", BAD_INTS, ids=lambda v: repr(v)[:24])
+def test_op_wrappers_refuse_what_is_not_an_int(value, match):
+    for name, use in _int_takers(value).items():
+        op, arg = name.split()
+        with pytest.raises(TypeError, match=rf"^{op}: expected {arg} to be an int, {match}"):
+            use()
+
+
+def test_op_wrappers_take_numpy_ints():
+    for use in _int_takers(np.int64(2)).values():  # 2: a valid value for every argument above
+        use()
+
+
+def test_every_op_with_int_arguments_has_its_wrapper_check_them():
+    with_ints = {row.name for row in OPS if any(str(a.real_type) in ("int", "int[]") and "seed" not in a.name
+                                                 for a in _schema(row.name).arguments)}
+    assert with_ints - {"resized_crop_batch"} <= {name.split()[0] for name in _int_takers(2)}
+
+
 def test_every_random_op_has_its_wrapper_check_seeds():
     """Each op with a seed argument appears in _seed_takers (so the table above covers them)."""
     seeded = {row.name for row in OPS if any("seed" in a.name for a in _schema(row.name).arguments)}

@@ -100,6 +100,17 @@ def op_seed(op: str, name: str, value: Any) -> int:
         raise type(exc)(f"{op}: {exc}") from None
 
 
+def op_int(op: str, name: str, value: Any) -> int:
+    """Int argument `name` of op `op` as a Python int: a Python or numpy integer. torch's own
+    argument parsing takes True and 0-d tensors as ints (for every op, aten's too), so the
+    fastprep.* functions refuse them here, naming the argument: a TypeError, as for seeds."""
+    if type(value) is int:  # the usual case, without the ABC checks
+        return value
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{op}: expected {name} to be an int, got {type(value).__name__} ({value!r})")
+    return int(value)
+
+
 def check_min_dim(op: str, arg: str, t: torch.Tensor, min_dim: int) -> None:
     if t.dim() < min_dim:
         fail(op, ": expected ", arg, " to have at least ", min_dim, " dimension(s), got a ",

@@ -30,6 +30,8 @@ def crop(img: torch.Tensor, top: int, left: int, height: int, width: int,
     contiguous CHW tensor (``[N, C, height, width]`` for a batch): an HWC decoder output becomes
     a model-ready CHW crop in one pass, without a contiguous copy of the source.
     """
+    top, left = checks.op_int("crop", "top", top), checks.op_int("crop", "left", left)
+    height, width = checks.op_int("crop", "height", height), checks.op_int("crop", "width", width)
     return call_differentiable(torch.ops.fastprep.crop.default, img, top, left, height, width, layout)
 
 
@@ -52,6 +54,7 @@ def random_crop(img: torch.Tensor, height: int, width: int, seed: int, layout: s
     ``RandomHorizontalFlip`` before ``RandomCrop``, without flipping the whole image.
     """
     seed = checks.op_seed("random_crop", "seed", seed)
+    height, width = checks.op_int("random_crop", "height", height), checks.op_int("random_crop", "width", width)
     return call_differentiable(torch.ops.fastprep.random_crop.default, img, height, width, seed, layout, pad_if_needed,
                               fill, hflip)
 

@@ -59,6 +59,7 @@ def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: 
     """
     checks.check_out_dtype("crop_mask_ycbcr", out_dtype)
     seed = checks.op_seed("crop_mask_ycbcr", "seed", seed)
+    height, width = checks.op_int("crop_mask_ycbcr", "height", height), checks.op_int("crop_mask_ycbcr", "width", width)
     if mask_seed is not None:
         mask_seed = checks.op_seed("crop_mask_ycbcr", "mask_seed", mask_seed)
     image, mask = torch.ops.fastprep.crop_mask_ycbcr.default(img, height, width, p, seed, layout, structure,
@@ -92,6 +93,7 @@ def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], height: int, width: int, p: 
     """
     op = "crop_mask_ycbcr_batch"
     seeds = [checks.op_seed(op, f"seeds[{i}]", s) for i, s in enumerate(seeds)]
+    height, width = checks.op_int(op, "height", height), checks.op_int(op, "width", width)
     if mask_seeds is not None:
         mask_seeds = [checks.op_seed(op, f"mask_seeds[{i}]", s) for i, s in enumerate(mask_seeds)]
     torch.ops.fastprep.crop_mask_ycbcr_batch.default(list(imgs), height, width, p, seeds, out, layout, structure,

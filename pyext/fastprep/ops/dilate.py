@@ -28,13 +28,15 @@ def dilate(mask: torch.Tensor, structure: str = "cross", iterations: int = 1) ->
         >>> dilate(m, "cross").sum().item(), dilate(m, "cross", 0).all().item()
         (5, True)
     """
-    return torch.ops.fastprep.dilate.default(mask, structure, iterations)
+    return torch.ops.fastprep.dilate.default(mask, structure, checks.op_int("dilate", "iterations", iterations))
 
 
 def dilate_packed(packed: torch.Tensor, width: int, structure: str = "cross",
                   iterations: int = 1) -> torch.Tensor:
     """:func:`dilate` on rows packed by ``pack_bits(mask, bitorder="little")`` (uint8
     ``[..., H, ceil(width / 8)]``); the result is packed the same way, padding bits zero."""
+    width = checks.op_int("dilate_packed", "width", width)
+    iterations = checks.op_int("dilate_packed", "iterations", iterations)
     return torch.ops.fastprep.dilate_packed.default(packed, width, structure, iterations)
 
 

@@ -21,7 +21,7 @@ def pack_bits(x: torch.Tensor, dim: int = -1, bitorder: str = "little") -> torch
     ``"little"`` (element 8j + k in bit k), the order word-level kernels use; numpy's is "big".
     Packing along a leading dim turns 8 binary maps into one uint8 plane.
     """
-    return torch.ops.fastprep.pack_bits.default(x, dim, bitorder)
+    return torch.ops.fastprep.pack_bits.default(x, checks.op_int("pack_bits", "dim", dim), bitorder)
 
 
 def unpack_bits(packed: torch.Tensor, count: int, dim: int = -1,
@@ -31,6 +31,7 @@ def unpack_bits(packed: torch.Tensor, count: int, dim: int = -1,
     Equal to ``numpy.unpackbits(packed, axis=dim, count=count, bitorder=bitorder)``. Runs on any
     device (CUDA uses a torch-ops implementation), so packed masks can be decoded on the GPU.
     """
+    count, dim = checks.op_int("unpack_bits", "count", count), checks.op_int("unpack_bits", "dim", dim)
     return torch.ops.fastprep.unpack_bits.default(packed, count, dim, bitorder)
 
 

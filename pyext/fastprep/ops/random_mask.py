@@ -31,7 +31,8 @@ def random_mask(shape, p: float, seed: int, packed: bool = False) -> torch.Tenso
     ``[..., ceil(W / 8)]``), with the same bits.
     """
     seed = checks.op_seed("random_mask", "seed", seed)
-    return torch.ops.fastprep.random_mask.default(list(shape), float(p), seed, packed)
+    shape = [checks.op_int("random_mask", "shape", s) for s in shape]
+    return torch.ops.fastprep.random_mask.default(shape, float(p), seed, packed)
 
 
 def random_dilated_mask(shape, p: float, seed: int, structure: str = "cross", iterations: int = 1,
@@ -39,9 +40,10 @@ def random_dilated_mask(shape, p: float, seed: int, structure: str = "cross", it
     """``dilate(random_mask(shape, p, seed), structure, iterations)`` (packed if asked) in one
     pass that keeps the bits as 64-pixel words from generation to output. As in :func:`dilate`,
     ``iterations=0`` repeats the dilation until nothing changes."""
-    seed = checks.op_seed("random_dilated_mask", "seed", seed)
-    return torch.ops.fastprep.random_dilated_mask.default(list(shape), float(p), seed, structure, iterations,
-                                                          packed)
+    op = "random_dilated_mask"
+    seed = checks.op_seed(op, "seed", seed)
+    shape, iterations = [checks.op_int(op, "shape", s) for s in shape], checks.op_int(op, "iterations", iterations)
+    return torch.ops.fastprep.random_dilated_mask.default(shape, float(p), seed, structure, iterations, packed)
 
 
 def check_mask_args(op: str, shape, p: float, packed: bool) -> list[int]:

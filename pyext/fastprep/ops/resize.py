@@ -57,7 +57,11 @@ def resized_crop(img: torch.Tensor, top: int, left: int, height: int, width: int
         >>> x.shape, x.dtype
         (torch.Size([3, 224, 224]), torch.float32)
     """
-    checks.check_out_dtype("resized_crop", out_dtype)
+    op = "resized_crop"
+    checks.check_out_dtype(op, out_dtype)
+    top, left, height, width, out_height, out_width = (
+        checks.op_int(op, name, v) for name, v in (("top", top), ("left", left), ("height", height), ("width", width),
+                                                   ("out_height", out_height), ("out_width", out_width)))
     return torch.ops.fastprep.resized_crop.default(img, top, left, height, width, out_height, out_width, layout, hflip,
                                                    antialias, out_dtype, scale, mean, std)
 
