@@ -237,6 +237,7 @@ def _plant(cache, marker):
             pickle.dump(_Payload(str(marker)), fh)
 
 
+@pytest.mark.one_backend  # the probes run Numba whatever the backend
 def test_a_planted_pickle_in_an_unsafe_folder_never_runs(tmp_path):
     good = tmp_path / "good"
     first = _run_probe({"NUMBA_CACHE_DIR": str(good)})  # a real cache, made by this user
