@@ -55,11 +55,16 @@ def unsafe_reason(path: str, uid: int) -> str | None:
         return f"is a symlink made by user {link.st_uid}"
     if not stat.S_ISDIR(st.st_mode):
         return "is not a folder"
+    return _owner_reason(st, uid) or ancestors_reason(path, uid)
+
+
+def _owner_reason(st: os.stat_result, uid: int) -> str | None:
+    """Why a folder or file with this stat is not only this user's to write."""
     if st.st_uid != uid:
         return f"is owned by user {st.st_uid}, not by this user ({uid})"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return f"can be written by group or others (mode {stat.S_IMODE(st.st_mode):o})"
-    return ancestors_reason(path, uid)
+    return None
 
 
 def ancestors_reason(path: str, uid: int) -> str | None:
@@ -98,11 +103,7 @@ def unsafe_file_reason(path: str, uid: int) -> str | None:
         return f"cannot be inspected ({exc.strerror})"
     if not stat.S_ISREG(st.st_mode):
         return "is not a regular file"
-    if st.st_uid != uid:
-        return f"is owned by user {st.st_uid}, not by this user ({uid})"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"can be written by group or others (mode {stat.S_IMODE(st.st_mode):o})"
-    return None
+    return _owner_reason(st, uid)
 
 
 def _usable(path: str, uid: int) -> tuple[bool, str | None]:

@@ -6,6 +6,8 @@ import argparse
 import sys
 import time
 
+from fastprep.tools.cli_types import count, fraction, int_list, number, positive
+
 
 def _best_time(fn, repeat: int = 50) -> float:
     fn()
@@ -118,41 +120,6 @@ examples:
 """
 
 
-def _number(kind, ok, expected: str):
-    """An argparse type: `text` as `kind`, refused (with the text) unless ok(value)."""
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {'an' if kind is int else 'a'} {kind.__name__}, "
-                                             f"got {text!r}") from None
-        if not ok(value):
-            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
-        return value
-    return parse
-
-
-def _positive(kind):
-    return _number(kind, lambda v: v > 0, "a value > 0")
-
-
-_fraction = _number(float, lambda v: 0 < v < 1, "a share between 0 and 1 (0.1: +-10%)")
-_count = _number(int, lambda v: v >= 0, "an int >= 0")
-
-
-def _int_list(least: int):
-    """An argparse type: comma-separated ints, each >= `least` ("0,1,2"), refused whole with the text."""
-    def parse(text: str) -> list[int]:
-        try:
-            values = [int(x) for x in text.split(",")]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected comma-separated ints >= {least}, got {text!r}") from None
-        if not values or any(v < least for v in values):
-            raise argparse.ArgumentTypeError(f"expected comma-separated ints >= {least}, got {text!r}")
-        return values
-    return parse
-
-
 def _diagnose_parser(sub) -> None:
     p = sub.add_parser("diagnose", help="find the stage that starves the training step (the caching method)",
                        description=DIAGNOSE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -163,24 +130,24 @@ def _diagnose_parser(sub) -> None:
                         "side by side (under a minute on 2 cores)")
     p.add_argument("--device", help="where step_fn runs: cpu, cuda, cuda:1, ... (default: the fastprep.Loader's "
                                     "device, else cpu); on the CPU there is no copy, so level 2 is skipped")
-    p.add_argument("--batch-size", type=_positive(int),
+    p.add_argument("--batch-size", type=positive(int),
                    help="samples per batch (default: the factory's; 8 for --demo)")
     p.add_argument("--loader", choices=("dataloader", "fastprep"), default="dataloader",
                    help="for a factory returning a dataset: build a torch DataLoader (default) or a fastprep.Loader")
-    p.add_argument("--workers", type=_count,
+    p.add_argument("--workers", type=count,
                    help="DataLoader num_workers (default: the loader's own; 0 for a dataset or --demo)")
-    p.add_argument("--threads", type=_positive(int),
+    p.add_argument("--threads", type=positive(int),
                    help="fastprep.Loader threads (default: the loader's own; all cores for --loader fastprep; "
                         "1 for --demo)")
-    p.add_argument("--steps", type=_positive(int),
+    p.add_argument("--steps", type=positive(int),
                    help="timed steps per level and repeat (default: as many as the 95%% confidence interval "
                         "of the mean step time needs to be within --precision)")
-    p.add_argument("--precision", type=_fraction, default=0.10,
+    p.add_argument("--precision", type=fraction, default=0.10,
                    help="with no --steps: the +- share of the mean step time to time for, at 95%% confidence "
                         "(default 0.10)")
-    p.add_argument("--repeats", type=_positive(int), default=3,
+    p.add_argument("--repeats", type=positive(int), default=3,
                    help="measurements per level, interleaved across levels; their min-max is shown (default 3)")
-    p.add_argument("--warmup", type=_count,
+    p.add_argument("--warmup", type=count,
                    help="untimed steps before each measurement (default: until the step time is steady)")
     p.add_argument("--no-decode", action="store_true",
                    help="give step_fn CompactBatch es as they are (moved to the device), not decoded")
@@ -206,17 +173,17 @@ def build_parser() -> argparse.ArgumentParser:
     bench_p.add_argument("--quick", action="store_true", help="fewer repeats and batches (about a minute on 2 cores)")
     bench_p.add_argument("--generate-per-item", action="store_true",
                        help="generate every source image instead of drawing from a pool")
-    bench_p.add_argument("--gpu-rate", type=_positive(float), default=5000.0,
+    bench_p.add_argument("--gpu-rate", type=positive(float), default=5000.0,
                        help="samples/s the GPU consumes, for the '1 core feeds' column")
-    bench_p.add_argument("--batch-size", type=_positive(int), default=256)
-    bench_p.add_argument("--workers", type=_int_list(0),
+    bench_p.add_argument("--batch-size", type=positive(int), default=256)
+    bench_p.add_argument("--workers", type=int_list(0),
                          help="comma-separated DataLoader num_workers to try (default 0..cores)")
-    bench_p.add_argument("--threads", type=_int_list(1),
+    bench_p.add_argument("--threads", type=int_list(1),
                          help="comma-separated threads for fastprep.Loader and the thread-based peers "
                          "(default 1..cores)")
     bench_p.add_argument("--sources", help="comma-separated source kinds: pil,numpy (default both), and image "
                          "files: folder (decoded whole), roi (by window), packed-jpeg, packed-raw (fastprep.io.pack)")
-    bench_p.add_argument("--seconds", type=_number(float, lambda v: v >= 0, "a value >= 0"),
+    bench_p.add_argument("--seconds", type=number(float, lambda v: v >= 0, "a value >= 0"),
                          help="least seconds timed per row after warm-up (default 0.5 with --quick, else 4)")
     bench_p.add_argument("--no-peers", action="store_true", help="skip the torchdata.nodes and SPDL rows")
     bench_p.add_argument("--ray", action="store_true",

@@ -8,6 +8,8 @@ import sys
 import warnings
 from typing import Any, NoReturn
 
+from fastprep.tools.cli_types import at_least
+
 PROG = "python -m fastprep pack"
 HELP = """\
 Pack an image folder (class subfolders, as torchvision's ImageFolder) into a few shard files and an
@@ -25,18 +27,6 @@ def _one_line_error(message: str) -> NoReturn:
     raise SystemExit(2)
 
 
-def _int_at_least(lo: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an int, got {text!r}") from None
-        if value < lo:
-            raise argparse.ArgumentTypeError(f"expected an int >= {lo}, got {text!r}")
-        return value
-    return parse
-
-
 def add_parser(sub) -> None:
     p = sub.add_parser("pack", help="pack an image folder into shards read by window (fastprep.io.PackedDataset)",
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -45,15 +35,15 @@ def add_parser(sub) -> None:
     p.add_argument("dest", metavar="DEST", help="the folder to write (an interrupted pack there is resumed)")
     p.add_argument("--mode", choices=("jpeg", "raw"), default="jpeg",
                    help="jpeg: transcode JPEGs losslessly with restart markers (default); raw: uint8 pixels")
-    p.add_argument("--max-side", type=_int_at_least(1),
+    p.add_argument("--max-side", type=at_least(1),
                    help="shrink images with a longer side to this many pixels (lossy; default: keep every pixel)")
-    p.add_argument("--threads", type=_int_at_least(1), help="converting threads (default: every core)")
-    p.add_argument("--quality", type=_int_at_least(1), default=90,
+    p.add_argument("--threads", type=at_least(1), help="converting threads (default: every core)")
+    p.add_argument("--quality", type=at_least(1), default=90,
                    help="JPEG quality for inputs that are encoded: non-JPEGs, and --max-side shrinks (default 90)")
     p.add_argument("--non-jpeg", choices=("encode", "raw"), default="encode",
                    help="what --mode jpeg does with PNG, BMP, ...: encode once as JPEG (default) or store raw")
-    p.add_argument("--shard-mb", type=_int_at_least(1), default=256, help="MiB per shard file (default 256)")
-    p.add_argument("--restart", type=_int_at_least(1), default=4,
+    p.add_argument("--shard-mb", type=at_least(1), default=256, help="MiB per shard file (default 256)")
+    p.add_argument("--restart", type=at_least(1), default=4,
                    help="target MCUs per restart interval (default 4; it must divide the MCU row, so it varies)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
