@@ -229,3 +229,35 @@ def test_bench_ray_row(local_ray, tmp_path, capsys):
     assert ray_row["samples_per_s"] > 0 and ray_row["variant"] == result["variants"][1]["name"]
     assert ray.is_initialized()  # it used the running instance and left it running
     assert "via Ray Data" in capsys.readouterr().out
+
+
+class _Jpegs(torch.utils.data.Dataset):
+    """N small photos-like JPEGs (random content is enough: the bits are compared, not judged)."""
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        from jpeg_photos import encode
+        rng = np.random.default_rng(i)
+        return encode(rng.integers(0, 256, (SIZE + 8 * (i % 3), SIZE, 3), dtype=np.uint8)), i % 5
+
+
+@pytest.mark.parametrize("mode", ["jpeg", "raw"])
+def test_packed_shards_through_ray_give_the_in_process_samples(local_ray, tmp_path, mode):
+    """read_packed + CompactMap(load=PackedImages): each data server reads its rows' windows from the
+    shards; the samples equal SeedByIndex + DataLoader over the same PackedDataset, bit for bit."""
+    import fastprep.io as fio
+
+    path = tmp_path / "packed"
+    fio.pack(_Jpegs(), path, mode=mode, progress=False)
+    tf = T.Compose([T.RandomCrop(CROP), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+    ds = fray.read_packed(path, override_num_blocks=3).map_batches(
+        fray.CompactMap(tf, seed=SEED, num_classes=5, load=fray.PackedImages(path)), batch_format="numpy",
+        batch_size=5)
+    got = _by_id(fray.iter_compact_batches(ds, batch_size=4))
+    want = list(DataLoader(T.SeedByIndex(fio.PackedDataset(path, transform=tf), seed=SEED), batch_size=12,
+                           collate_fn=fastprep.compact_collate))[0].data
+    assert sorted(got) == list(range(12))
+    for i in range(12):
+        assert torch.equal(got[i][0], want[0][i]) and got[i][1] == int(want[1][i]), f"record {i}"

@@ -269,3 +269,8 @@ def iter_compact_batches(ds: ray.data.Dataset, batch_size: int = 256, fields: di
     fields = check_fields("iter_compact_batches", fields)
     for batch in ds.iter_batches(batch_size=batch_size, batch_format="numpy", **iter_batches_kwargs):
         yield to_compact_batch(batch, fields)
+
+
+from fastprep.ray_sources import PackedImages, read_packed  # noqa: E402 (packed shards as a Ray source)
+
+__all__ = ["CompactCollateFn", "CompactMap", "PackedImages", "iter_compact_batches", "read_packed", "to_compact_batch"]
