@@ -59,7 +59,7 @@ class Monitor:
     Example:
         >>> for images, labels in fastprep.monitor(loader, device="cuda"):
         ...     train_step(images, labels)
-        fastprep.monitor: input-bound 63% of steps; waits 41 ms per step (p50 38, p95 90); GPU idle 58%; ...
+        fastprep.monitor: input-bound 63% of steps; waits 41 ms per step (p50 38 ms, p95 90 ms); ...
         >>> with fastprep.monitor(loader, report="close") as mon:
         ...     for epoch in range(3):
         ...         for batch in mon:
@@ -143,20 +143,23 @@ class Monitor:
             while True:
                 yield batch
                 batch = None  # the loader may reuse a batch's memory once the next is asked for
-                t0 = perf()
                 if ring is not None:
                     ring.request()
+                t0 = perf()
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    if n and ring is None:
+                        add(wait, t0 - t_prev)
+                    return
+                t1 = perf()
+                # Step n ended at t0; its bookkeeping comes after the wait, so it is not timed as one.
+                if ring is not None:
+                    ring.arrived()
                     if n:
                         self.host_wait_sum += wait
                 elif n:
                     add(wait, t0 - t_prev)
-                try:
-                    batch = next(it)
-                except StopIteration:
-                    return
-                t1 = perf()
-                if ring is not None:
-                    ring.arrived()
                 wait, t_prev = t1 - t0, t0
                 n += 1
                 if t1 >= next_refresh:

@@ -10,8 +10,8 @@ import math
 from dataclasses import dataclass
 
 PER_OCTAVE = 16  # bins per factor of 2: a bin spans 4.4%, its geometric middle is within 2.2%
-LOW_EXP = -20  # the first bin starts at 2**-20 s (~1 us); shorter times land in it
-OCTAVES = 31  # up to 2**11 s (~34 min); longer times land in the last bin
+LOW_EXP = -24  # the first bin starts at 2**-24 s (60 ns); shorter times land in it
+OCTAVES = 35  # up to 2**11 s (~34 min); longer times land in the last bin
 BINS = PER_OCTAVE * OCTAVES
 
 
@@ -103,6 +103,6 @@ class Window:
 
 
 def ms(seconds: float) -> str:
-    """A duration in milliseconds with 3 significant digits: '41.3 ms', '0.052 ms', '1250 ms'."""
+    """A duration with 3 significant digits, in ms from 0.1 ms up: '41.3 ms', '1250 ms', '52 us'."""
     v = seconds * 1e3
-    return f"{v:.3g} ms" if v < 1000 else f"{v:.0f} ms"
+    return f"{v:.0f} ms" if v >= 1000 else f"{v:.3g} ms" if v >= 0.1 else f"{v * 1e3:.3g} us"

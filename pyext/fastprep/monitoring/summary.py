@@ -98,11 +98,12 @@ class MonitorSummary:
         return f"CPU {self.cpu_util:.0f}%" if self.cpu_util is not None else f"CPU n/a ({self.cpu_note})"
 
     def headline(self) -> str:
-        """'input-bound 63% of steps; waits 41 ms per step (p50 38, p95 90); GPU idle 58%; step 65 ms; CPU 97%'."""
+        """One line: 'input-bound 63% of steps; waits 41 ms per step (p50 38 ms, p95 90 ms); GPU idle 58%;
+        step 65 ms; CPU 97%'."""
         if not self.steps:
             return "no step measured yet (the first batch of each pass is start-up, not a step)"
         return (f"input-bound {self.input_bound_share:.0%} of steps; waits {ms(self.wait)} per step "
-                f"(p50 {ms(self.wait_p50)[:-3]}, p95 {ms(self.wait_p95)[:-3]}); {self.gpu()}; "
+                f"(p50 {ms(self.wait_p50)}, p95 {ms(self.wait_p95)}); {self.gpu()}; "
                 f"step {ms(self.step)}; {self.cpu()}")
 
     def advice(self) -> list[str]:
