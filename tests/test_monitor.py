@@ -258,6 +258,7 @@ def test_quantiles_are_within_the_bin_width():
     stats = StepStats(0.1)
     for k in range(1, 101):
         stats.add(k * 1e-3, 0.2)
+    stats.flush()
     assert abs(quantile(stats.wait_bins, 0.5) / 0.0505 - 1) < 0.04
     assert abs(quantile(stats.wait_bins, 0.95) / 0.095 - 1) < 0.04
     assert stats.input_bound == 80  # waits over 20 ms of a 200 ms step

@@ -138,7 +138,7 @@ class Monitor:
             got = 1
             if self.startup is None:
                 self.startup = t_iter + t1 - t0
-            add, refresh = self.stats.add, self.refresh
+            append, refresh = self.stats.pending.append, self.refresh
             wait, t_prev, next_refresh = t1 - t0, t0, t1 + refresh
             while True:
                 yield batch
@@ -150,7 +150,8 @@ class Monitor:
                     batch = next(it)
                 except StopIteration:
                     if n and ring is None:
-                        add(wait, t0 - t_prev)
+                        append(wait)
+                        append(t0 - t_prev)
                     return
                 t1 = perf()
                 # Step n ended at t0; its bookkeeping comes after the wait, so it is not timed as one.
@@ -159,7 +160,8 @@ class Monitor:
                     if n:
                         self.host_wait_sum += wait
                 elif n:
-                    add(wait, t0 - t_prev)
+                    append(wait)
+                    append(t0 - t_prev)
                 wait, t_prev = t1 - t0, t0
                 n += 1
                 if t1 >= next_refresh:
@@ -235,6 +237,7 @@ class Monitor:
         for). ``str()`` of it is the headline, the details and what to do next."""
         if self._ring is not None:
             self._ring.drain()
+        self.stats.flush()
         sums, probe = self._sampler.sums, self._sampler.gpu
         gpu_note = (probe.why or probe.name) if probe is not None else self._gpu_note
         host_wait = self.host_wait_sum if self.device.type == "cuda" else self.stats.wait_sum
