@@ -241,6 +241,32 @@ def test_the_event_ring_reads_steps_late_and_skips_the_first(gpu_behind):
     assert steps == [(i, 20.0) for i in range(1, 10)]
 
 
+def test_the_cuda_branch_with_fake_cuda(monkeypatch):
+    """No GPU here: torch.cuda's pieces are faked (events on the host clock), so the loop's CUDA
+    branch, the GPU found by UUID and the summary's clock run; on a GPU the events are real."""
+    clock = types.SimpleNamespace(now=0.0, done=float("inf"), syncs=0)
+
+    class WallEvent(FakeEvent):
+        def record(self, stream):
+            self.t = time.perf_counter() * 1e3
+
+    looked_up = []
+    nvml = fake_nvml()
+    nvml.nvmlDeviceGetHandleByUUID = lambda uuid: looked_up.append(uuid) or "gpu"
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda index: f"stream {index}")
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: types.SimpleNamespace(uuid="1234-abcd"))
+    monkeypatch.setattr(torch.cuda, "Event", lambda enable_timing: WallEvent(clock))
+    s = run(fastprep.monitor(slow_batches(6, 0.05), live=False, report=None, sample_every=0.02), step=0.001)
+    assert s.device == "cuda" and s.clock == "CUDA events on cuda's current stream"
+    assert s.steps == 5 and s.input_bound == 5 and s.wait >= 0.05 and s.host_wait >= 0.05
+    assert looked_up == ["GPU-1234-abcd"] and s.gpu_util == 40.0
+    assert "inside next() on the host" in s.details()[0]
+
+
 def test_cpu_utilisation_from_proc_stat(tmp_path):
     stat = tmp_path / "stat"
     clock = CpuClock(str(stat))  # no file: falls back (psutil or os.times)

@@ -143,26 +143,23 @@ class Monitor:
             while True:
                 yield batch
                 batch = None  # the loader may reuse a batch's memory once the next is asked for
-                if ring is not None:
-                    ring.request()
-                t0 = perf()
-                try:
-                    batch = next(it)
-                except StopIteration:
-                    if n and ring is None:
-                        append(wait)
-                        append(t0 - t_prev)
-                    return
-                t1 = perf()
-                # Step n ended at t0; its bookkeeping comes after the wait, so it is not timed as one.
-                if ring is not None:
-                    ring.arrived()
-                    if n:
-                        self.host_wait_sum += wait
+                t0 = perf()  # step n ends: count it (step 0 is start-up), then time the wait apart
+                if n and ring is not None:
+                    self.host_wait_sum += wait
                 elif n:
                     append(wait)
                     append(t0 - t_prev)
-                wait, t_prev = t1 - t0, t0
+                if ring is not None:
+                    ring.request()
+                t_ask = perf()
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    return
+                t1 = perf()
+                if ring is not None:
+                    ring.arrived()
+                wait, t_prev = t1 - t_ask, t0
                 n += 1
                 if t1 >= next_refresh:
                     next_refresh = t1 + refresh
