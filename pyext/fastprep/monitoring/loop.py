@@ -122,31 +122,16 @@ class Monitor:
         t_start = perf()
         it = iter(self.batches)
         t_iter = perf() - t_start
-        n = got = 0  # n: the index of the batch the loop holds; got: 1 once the first came
+        n = -1  # the index of the batch the loop holds (-1: none yet; batch 0 is start-up, not a step)
         try:
             ring = self._begin_pass()
-            if ring is not None:
-                ring.request()
-            t0 = perf()
-            try:
-                batch = next(it)
-            except StopIteration:
-                return
-            t1 = perf()
-            if ring is not None:
-                ring.arrived()
-            got = 1
-            if self.startup is None:
-                self.startup = t_iter + t1 - t0
             append, refresh = self.stats.pending.append, self.refresh
-            wait, t_prev, next_refresh = t1 - t0, t0, t1 + refresh
+            t0 = t_prev = perf()
+            wait, next_refresh = 0.0, t0 + refresh
             while True:
-                yield batch
-                batch = None  # the loader may reuse a batch's memory once the next is asked for
-                t0 = perf()  # step n ends: count it (step 0 is start-up), then time the wait apart
-                if n and ring is not None:
+                if n > 0 and ring is not None:  # step n ended at t0: count it, then time the wait apart
                     self.host_wait_sum += wait
-                elif n:
+                elif n > 0:
                     append(wait)
                     append(t0 - t_prev)
                 if ring is not None:
@@ -161,14 +146,19 @@ class Monitor:
                     ring.arrived()
                 wait, t_prev = t1 - t_ask, t0
                 n += 1
+                if not n and self.startup is None:
+                    self.startup = t_iter + wait
                 if t1 >= next_refresh:
                     next_refresh = t1 + refresh
                     self._show(n + 1, t1)
+                yield batch
+                batch = None  # the loader may reuse a batch's memory once the next is asked for
+                t0 = perf()
         finally:
             close = getattr(it, "close", None)
             if callable(close):
                 close()  # a generator-based loader (fastprep.Loader) stops its threads now
-            self._end_pass(n + got)
+            self._end_pass(n + 1)
 
     def _begin_pass(self) -> EventRing | None:
         self.passes += 1

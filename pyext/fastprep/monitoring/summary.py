@@ -14,7 +14,7 @@ BURSTY = 4.0  # p95 / p50 of the waits above this: batches arrive in bursts
 DIAGNOSE = ("python -m fastprep diagnose mymodule:make_pipeline --device {device}   (make_pipeline() returns "
             "(loader, step_fn): it names the stage that costs, raw loading/decoding, transforms, collate/IPC or the "
             "host->device copy)")
-MORE_THREADS = ("more threads: fastprep.Loader(..., threads=N) or DataLoader num_workers, and a deeper queue "
+MORE_THREADS = ("more threads (fastprep.Loader(..., threads=N), DataLoader num_workers) and a deeper queue "
                 "(Loader depth=, DataLoader prefetch_factor=)")
 CHEAPER = ["fastprep's fused transforms: a transforms.Compose of RandomCrop, flips, RandomDilatedMask, RGBToYCbCr "
            "runs as one op on the crop's window",
@@ -127,9 +127,10 @@ class MonitorSummary:
         if self.cpu_util is not None and self.cpu_util >= CPU_BUSY:
             out.append(f"the cores are busy (CPU {self.cpu_util:.0f}%): make samples cheaper, more threads will "
                        "not help:")
+        elif self.cpu_util is not None:
+            out.append(f"the cores have room (CPU {self.cpu_util:.0f}%): {MORE_THREADS}; and make samples cheaper:")
         else:
-            room = f" (CPU {self.cpu_util:.0f}%: the cores have room)" if self.cpu_util is not None else ""
-            out.append(MORE_THREADS + room + "; and make samples cheaper:")
+            out.append(f"{MORE_THREADS} if the cores have room; and make samples cheaper:")
         out += ["  " + c for c in CHEAPER]
         if self.wait_p50 > 0 and self.wait_p95 > BURSTY * self.wait_p50:
             out.append(f"waits come in bursts (p50 {ms(self.wait_p50)}, p95 {ms(self.wait_p95)}): workers finish "
