@@ -182,6 +182,16 @@ def test_tensorboard_scalars(tmp_path):
     assert list((tmp_path / "runs").glob("events.out.tfevents.*"))
 
 
+def test_a_failing_writer_turns_the_display_off_not_the_training():
+    class Full:
+        def add_scalar(self, tag, value, step):
+            raise OSError(28, "No space left on device")
+
+    with pytest.warns(RuntimeWarning, match="the live display failed and is off for this run: OSError"):
+        s = run(fastprep.monitor(slow_batches(5, 0.02), refresh=0.01, tensorboard=Full(), **QUIET))
+    assert s.steps == 4
+
+
 @pytest.mark.parametrize("kwargs, error", [
     (dict(input_bound=1.5), "expected input_bound in (0, 1), got 1.5"),
     (dict(live="yes"), "expected live to be True, False, 'tqdm' or 'log', got 'yes'"),
@@ -203,7 +213,6 @@ def test_a_non_iterable_is_a_type_error():
 
 class FakeEvent:
     """A CUDA event on a fake GPU timeline: `gpu.now` when recorded, complete once `gpu.done` passes it."""
-
     def __init__(self, gpu):
         self.gpu, self.t = gpu, None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
@@ -192,13 +193,18 @@ class Monitor:
             text += " | GPU n/a"
         if cpu is not None:
             text += f" | CPU {cpu:.0f}%"
-        if self._live is not None:
-            self._live.show(text, batches, now)
-        if self._tensorboard is not None and window.steps:
-            n = window.steps
-            self._tensorboard.add(seen.steps, {
-                "input_bound": 100.0 * window.input_bound / n, "wait_ms": 1e3 * window.wait_sum / n,
-                "step_ms": 1e3 * window.step_sum / n, "gpu_util": gpu, "cpu_util": cpu})
+        try:  # a closed stream or a full disk turns the display off, never the training
+            if self._live is not None:
+                self._live.show(text, batches, now)
+            if self._tensorboard is not None and window.steps:
+                n = window.steps
+                self._tensorboard.add(seen.steps, {
+                    "input_bound": 100.0 * window.input_bound / n, "wait_ms": 1e3 * window.wait_sum / n,
+                    "step_ms": 1e3 * window.step_sum / n, "gpu_util": gpu, "cpu_util": cpu})
+        except Exception as exc:  # anything a writer raises
+            warnings.warn(f"fastprep.monitor: the live display failed and is off for this run: {exc!r}",
+                          RuntimeWarning, stacklevel=2)
+            self.live, self._live, self._tensorboard = False, None, None
 
     def _end_pass(self, batches: int) -> None:
         if self._ring is not None:
@@ -221,7 +227,8 @@ class Monitor:
 
     def summary(self) -> MonitorSummary:
         """What was measured so far, over every pass (a step counts once the next batch is asked
-        for). ``str()`` of it is the headline, the details and what to do next."""
+        for). ``str()`` of it is the headline, the details and what to do next. Called while a
+        pass runs on CUDA, it waits once for the GPU to finish the steps it reads."""
         if self._ring is not None:
             self._ring.drain()
         self.stats.flush()

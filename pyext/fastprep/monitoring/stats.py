@@ -70,10 +70,11 @@ class StepStats:
 
     def flush(self) -> None:
         """Count the pending steps."""
-        if not self.pending:
+        n = len(self.pending) & ~1  # whole pairs; the loop may append while another thread reads
+        if not n:
             return
-        pairs = np.array(self.pending, np.float64).reshape(-1, 2)
-        self.pending.clear()
+        pairs = np.array(self.pending[:n], np.float64).reshape(-1, 2)
+        del self.pending[:n]
         waits, steps = pairs[:, 0], pairs[:, 1]
         self.steps += len(pairs)
         self.input_bound += int(np.count_nonzero(waits > self.threshold * steps))
