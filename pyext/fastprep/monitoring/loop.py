@@ -223,7 +223,10 @@ class Monitor:
         self._active, self._live = None, None
 
     def _write(self, text: str) -> None:
-        (self._live or Live(None, None, None, self.logger, self.stream, self.log_every, 0.0)).write(text)
+        try:  # the summary, at the end of a pass that may have ended by an exception: never a new one
+            (self._live or Live(None, None, None, self.logger, self.stream, self.log_every, 0.0)).write(text)
+        except Exception as exc:  # anything a stream or a logger handler raises
+            warnings.warn(f"fastprep.monitor: could not write the summary: {exc!r}", RuntimeWarning, stacklevel=2)
 
     def summary(self) -> MonitorSummary:
         """What was measured so far, over every pass (a step counts once the next batch is asked
