@@ -12,6 +12,7 @@ from fastprep._warnings import NumbaCacheWarning
 from fastprep.batch import CompactBatch
 from fastprep.collate import CompactCollate, compact_collate
 from fastprep.loader import Loader
+from fastprep.monitoring import Monitor, MonitorSummary, monitor
 from fastprep.ops import *  # noqa: F403  (the op wrappers, as listed in ops.__all__)
 from fastprep.prefetch import DevicePrefetcher
 from fastprep.rng import derive_seed, draw_seed, random_word
@@ -22,8 +23,9 @@ __version__ = "0.1.0"
 select_backend()
 
 __all__ = [
-    "CompactBatch", "CompactCollate", "DevicePrefetcher", "Loader", "NativeUnavailableWarning", "NumbaCacheWarning",
+    "CompactBatch", "CompactCollate", "DevicePrefetcher", "Loader", "Monitor", "MonitorSummary",
+    "NativeUnavailableWarning", "NumbaCacheWarning",
     "backend",
-    "build_info", "compact_collate", "derive_seed", "draw_seed", "random_word", "warmup",
+    "build_info", "compact_collate", "derive_seed", "draw_seed", "monitor", "random_word", "warmup",
 ]
 __all__ += ops.__all__

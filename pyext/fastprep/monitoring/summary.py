@@ -1,0 +1,159 @@
+"""What a monitored run found, in numbers and in words, with what to do next."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from fastprep.monitoring.stats import StepStats, ms, quantile
+
+CPU_BUSY = 85.0  # percent: above this, more threads or workers cannot help
+GPU_LOW = 70.0  # percent: below this, with the input keeping up, the step leaves the GPU idle
+BURSTY = 4.0  # p95 / p50 of the waits above this: batches arrive in bursts
+
+DIAGNOSE = ("python -m fastprep diagnose mymodule:make_pipeline --device {device}   (make_pipeline() returns "
+            "(loader, step_fn): it names the stage that costs, raw loading/decoding, transforms, collate/IPC or the "
+            "host->device copy)")
+MORE_THREADS = ("more threads (fastprep.Loader(..., threads=N), DataLoader num_workers) and a deeper queue "
+                "(Loader depth=, DataLoader prefetch_factor=)")
+CHEAPER = ["fastprep's fused transforms: a transforms.Compose of RandomCrop, flips, RandomDilatedMask, RGBToYCbCr "
+           "runs as one op on the crop's window",
+           "decode less: fastprep.io.ImageFolder(roi=True) decodes only the crop, and after "
+           "`python -m fastprep pack train/ train.packed` only the restart intervals it covers",
+           "the GPU decode split: ship uint8 batches and convert them on the GPU (fastprep.Loader(device='cuda', "
+           "decode=True)), decode JPEG windows there (fastprep.io.decode_window_batch(cuts, device='cuda'))"]
+
+
+@dataclass(frozen=True)
+class MonitorSummary:
+    """What fastprep.monitor measured. Durations in seconds; utilisations in percent.
+
+    A step is the time from one batch's arrival request to the next one's: the wait for the batch
+    (inside the wrapped iterator's ``next()``) plus the loop's own work on it. A step is
+    *input-bound* when its wait exceeds `threshold` of it. On a CUDA device both come from events
+    on the loop's stream, so a wait counts only while the GPU had nothing queued (see
+    fastprep.monitoring.events); `host_wait` is the time spent inside ``next()`` on the host clock.
+    The first batch of each pass (start-up: workers starting, the first batch made) is not a step:
+    `startup` is the first pass's.
+
+    Args:
+        steps, input_bound: steps measured, and how many were input-bound.
+        threshold: the input-bound share of a step.
+        wait, wait_p50, wait_p95, step, step_p50, step_p95: mean, median and 95th percentile.
+        wait_share: all waits over all step time: removing them makes the loop 1 / (1 - share) faster.
+        host_wait: mean time inside next() (host clock).
+        gpu_util, gpu_note: mean NVML utilisation, or None with the reason in `gpu_note`.
+        cpu_util, cpu_note: mean CPU busy share, and what it covers.
+        startup, passes, clock, device: the first batch's wait; passes over the loader; which clock
+            timed the steps; the device.
+
+    Example:
+        >>> print(mon.summary())          # headline, then the details and what to do next
+        >>> mon.summary().input_bound_share
+        0.63
+    """
+    steps: int
+    input_bound: int
+    threshold: float
+    wait: float
+    wait_p50: float
+    wait_p95: float
+    step: float
+    step_p50: float
+    step_p95: float
+    wait_share: float
+    host_wait: float
+    gpu_util: float | None
+    gpu_note: str
+    cpu_util: float | None
+    cpu_note: str
+    startup: float | None
+    passes: int
+    clock: str
+    device: str
+
+    @classmethod
+    def of(cls, stats: StepStats, host_wait_sum: float, **rest: Any) -> MonitorSummary:
+        n = stats.steps
+        return cls(steps=n, input_bound=stats.input_bound, threshold=stats.threshold,
+                   wait=stats.wait_sum / n if n else 0.0, wait_p50=quantile(stats.wait_bins, 0.5),
+                   wait_p95=quantile(stats.wait_bins, 0.95), step=stats.step_sum / n if n else 0.0,
+                   step_p50=quantile(stats.step_bins, 0.5), step_p95=quantile(stats.step_bins, 0.95),
+                   wait_share=stats.wait_sum / stats.step_sum if stats.step_sum > 0 else 0.0,
+                   host_wait=host_wait_sum / n if n else 0.0, **rest)
+
+    @property
+    def input_bound_share(self) -> float:
+        return self.input_bound / self.steps if self.steps else 0.0
+
+    @property
+    def starved(self) -> bool:
+        """The run is input-bound: its waits exceed `threshold` of its time."""
+        return self.wait_share > self.threshold
+
+    def gpu(self) -> str:
+        return f"GPU idle {100 - self.gpu_util:.0f}%" if self.gpu_util is not None else f"GPU n/a ({self.gpu_note})"
+
+    def cpu(self) -> str:
+        return f"CPU {self.cpu_util:.0f}%" if self.cpu_util is not None else f"CPU n/a ({self.cpu_note})"
+
+    def headline(self) -> str:
+        """One line: 'input-bound 63% of steps; waits 41 ms per step (p50 38 ms, p95 90 ms); GPU idle 58%;
+        step 65 ms; CPU 97%'."""
+        if not self.steps:
+            return "no step measured yet (the first batch of each pass is start-up, not a step)"
+        return (f"input-bound {self.input_bound_share:.0%} of steps; waits {ms(self.wait)} per step "
+                f"(p50 {ms(self.wait_p50)}, p95 {ms(self.wait_p95)}); {self.gpu()}; "
+                f"step {ms(self.step)}; {self.cpu()}")
+
+    def advice(self) -> list[str]:
+        """What to do next, from the numbers (one item a line; indented lines belong to the one before)."""
+        if not self.steps:
+            return []
+        if not self.starved:
+            out = [f"the input keeps up: the loop waited {self.wait_share:.0%} of the time (input-bound above "
+                   f"{self.threshold:.0%})."]
+            if self.gpu_util is not None and self.gpu_util < GPU_LOW:
+                out.append(f"yet the GPU is busy only {self.gpu_util:.0f}% of the time: the step itself leaves it "
+                           "idle (host work between kernels, .item() / .cpu() syncs, small kernels): profile the "
+                           "step (torch.profiler), larger batches, torch.compile or CUDA graphs.")
+            else:
+                out.append("speed up the step itself (mixed precision, torch.compile, larger batches) before "
+                           "touching data loading.")
+            return out
+        out = [f"the loop waited {self.wait_share:.0%} of the time: an input that kept up would make it up to "
+               f"{1 / max(1 - self.wait_share, 1e-9):.1f}x faster.",
+               "find the stage: " + DIAGNOSE.format(device=self.device)]
+        if self.cpu_util is not None and self.cpu_util >= CPU_BUSY:
+            out.append(f"the cores are busy (CPU {self.cpu_util:.0f}%): make samples cheaper, more threads will "
+                       "not help:")
+        elif self.cpu_util is not None:
+            out.append(f"the cores have room (CPU {self.cpu_util:.0f}%): {MORE_THREADS}; and make samples cheaper:")
+        else:
+            out.append(f"{MORE_THREADS} if the cores have room; and make samples cheaper:")
+        out += ["  " + c for c in CHEAPER]
+        if self.wait_p50 > 0 and self.wait_p95 > BURSTY * self.wait_p50:
+            out.append(f"waits come in bursts (p50 {ms(self.wait_p50)}, p95 {ms(self.wait_p95)}): workers finish "
+                       "together; a deeper queue (depth / prefetch_factor) absorbs them.")
+        return out
+
+    def details(self) -> list[str]:
+        """What was measured and how (two lines)."""
+        start = f"; first batch after {self.startup:.2f} s (start-up, not a step)" if self.startup is not None else ""
+        host = f", {ms(self.host_wait)} a step inside next() on the host" if self.clock != "host clock" else ""
+        return [f"{self.steps} steps, {self.passes} pass(es), {self.device}, timed by {self.clock}{host}; step p50 "
+                f"{ms(self.step_p50)}, p95 {ms(self.step_p95)}{start}",
+                f"input-bound step: its wait for the batch exceeds {self.threshold:.0%} of the step (the wait plus the "
+                f"loop's own work); CPU: {self.cpu_note}; GPU: {self.gpu_note}"]
+
+    def __str__(self) -> str:
+        lines = [f"fastprep.monitor: {self.headline()}"]
+        if self.steps:
+            lines += ["  " + d for d in self.details()]
+        for k, a in enumerate(self.advice()):  # the finding, then what to do
+            lines.append("    " + a[2:] if a.startswith("  ") else f"  {a}" if k == 0 else f"  next: {a}")
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields, plus input_bound_share and starved (for JSON or a logger)."""
+        return {**asdict(self), "input_bound_share": self.input_bound_share, "starved": self.starved}
