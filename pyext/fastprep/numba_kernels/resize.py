@@ -12,7 +12,7 @@ from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.byte_vectors import transpose16, weighted_sum16
 from fastprep.numba_kernels.color import BF16, F16, TYPE_CODE, U8
 from fastprep.numba_kernels.float_bits import float_to_bf16_bits, float_to_half_bits
-from fastprep.numba_kernels.storage import FLAT_DTYPE, array_at, span_count
+from fastprep.numba_kernels.storage import FLAT_DTYPE, UINDEX, array_at, span_count
 from fastprep.ops import checks
 from fastprep.ops.resize import check_resized_crop, check_resized_crop_batch, out_shape
 
@@ -157,47 +157,50 @@ def row_taps_plain(ring, row_taps, at, w, w_at, count, precision, dst, d, n):
         dst[d + x] = saturate(acc, shift)
 
 
-@njit(cache=True)
-def vertical_row(rows, y, ring, cap, c, out_w, row_taps, row, fbuf, out8, out, out_type, scale, mean, std):
-    """resize.cpp's VerticalRow: output row y of every channel (uint8 straight into out8)."""
+@njit(cache=True, inline="always")
+def vertical_row(rows, y, ring, cap, c, out_w, row_taps, sums, fbuf, out, out_type, scale, mean, std):
+    """resize.cpp's VerticalRow: output row y of every channel; the sums into `sums`, which is the
+    output's bytes for a uint8 output, else a row that the float row reads. Inlined: a call a row
+    costs ~5 us an image in its arrays' reference counts."""
     start, count, w, taps, precision = rows
     out_h, m_total = start.shape[0], c * out_w
     for k in range(count[y]):
         row_taps[k] = ((start[y] + k) % cap) * m_total
     for ch in range(c):
         o = (ch * out_h + y) * out_w
-        dst, d = (out8, o) if out_type == U8 else (row, 0)
+        d = o if out_type == U8 else 0
         if out_w < BLOCK:
-            row_taps_plain(ring, row_taps, ch * out_w, w, y * taps, count[y], precision, dst, d, out_w)
+            row_taps_plain(ring, row_taps, ch * out_w, w, y * taps, count[y], precision, sums, d, out_w)
         for x in range(0, out_w if out_w >= BLOCK else 0, BLOCK):
             x = min(x, out_w - BLOCK)  # the last vector ends at out_w (the outputs it repeats are equal)
-            weighted_sum16(ring, row_taps, ch * out_w + x, w, y * taps, count[y], precision, dst, d + x)
+            weighted_sum16(ring, row_taps, ch * out_w + x, w, y * taps, count[y], precision, sums, d + x)
         if out_type == U8:
             continue
         if out_type != F16 and out_type != BF16:
-            float_row(row, scale, mean, std, ch, out[o:o + out_w])
+            float_row(sums, scale, mean, std, ch, out, o)
             continue
-        float_row(row, scale, mean, std, ch, fbuf)  # the float32 values, then their rounding
-        o_row = out[o:o + out_w]
+        float_row(sums, scale, mean, std, ch, fbuf, 0)  # the float32 values, then their rounding
         if out_type == F16:
             for x in range(out_w):
-                o_row[x] = float_to_half_bits(fbuf[x])
+                out[UINDEX(o) + UINDEX(x)] = float_to_half_bits(fbuf[x])
         else:
             for x in range(out_w):
-                o_row[x] = float_to_bf16_bits(fbuf[x])
+                out[UINDEX(o) + UINDEX(x)] = float_to_bf16_bits(fbuf[x])
 
 
 @njit(cache=True, inline="always")
-def float_row(row, scale, mean, std, ch, dst):
-    """ToDtype(scale=True), then Normalize when mean is given, in float32 (resize.cpp); mean and std
-    read once, so that LLVM need not reload them after each store (it vectorises the loop)."""
+def float_row(row, scale, mean, std, ch, dst, d):
+    """dst[d + x] = float32(row[x]) * scale, then (that - mean[ch]) / std[ch] when mean is given
+    (resize.cpp). Indices, not a slice a row (a slice is an atomic reference-count pair, 20 us an
+    image here), unsigned so that LLVM vectorises; mean and std read once, as a store might change them."""
+    at = UINDEX(d)
     if mean.shape[0] == 0:
         for x in range(row.shape[0]):
-            dst[x] = np.float32(row[x]) * scale
+            dst[at + UINDEX(x)] = np.float32(row[x]) * scale
         return
     m, sd = mean[ch], std[ch]
     for x in range(row.shape[0]):
-        dst[x] = (np.float32(row[x]) * scale - m) / sd
+        dst[at + UINDEX(x)] = (np.float32(row[x]) * scale - m) / sd
 
 
 @njit(cache=True)
@@ -206,7 +209,6 @@ def resized_crop_at(src, src_n, dst, dst_n, dst_dtype, base, obase, c, height, w
     """One image on tensors' addresses (storage.py): its window (element (0, 0, 0) at `base` of the
     src_n bytes) into the [c, out_h, out_w] output at element `obase` of dst. As run_image."""
     s, out = array_at(src, src_n, np.uint8), array_at(dst, dst_n, dst_dtype)[obase:obase + c * out_h * out_w]
-    out8 = array_at(dst, dst_n if out_type == U8 else 0, np.uint8)[obase:]  # the same memory, when uint8
     rows = resample_axis(height, out_h, antialias, False)
     cols = resample_axis(width, out_w, antialias, hflip)
     max_count = rows[1].max()
@@ -214,15 +216,16 @@ def resized_crop_at(src, src_n, dst, dst_n, dst_dtype, base, obase, c, height, w
     scratch = (np.empty(c * width * BLOCK, np.uint8), np.empty(c * out_w * BLOCK, np.uint8), np.empty(BLOCK, np.int64),
                np.empty(BLOCK, np.int64), np.empty(cols[3], np.int64))
     ring, row_taps = np.empty(cap * c * out_w, np.uint8), np.empty(max_count, np.int64)
-    row, fbuf = np.empty(out_w, np.uint8), np.empty(out_w, np.float32)
+    # The vertical sums: a uint8 output's own bytes, else a row.
+    sums = array_at(dst, dst_n, np.uint8)[obase:] if out_type == U8 else np.empty(out_w, np.uint8)
+    fbuf = np.empty(out_w, np.float32)
     done = 0
     for y in range(out_h):
         need = rows[0][y] + rows[1][y]
         while done < need:
             horizontal_block(s, base, c, width, sc, sh, sw, done, min(BLOCK, height - done), cols, scratch, ring, cap)
             done += BLOCK
-        vertical_row(rows, y, ring, cap, c, out_w, row_taps, row, fbuf, out8, out, out_type, np.float32(scale),
-                     mean, std)
+        vertical_row(rows, y, ring, cap, c, out_w, row_taps, sums, fbuf, out, out_type, np.float32(scale), mean, std)
 
 
 def _stats(a) -> tuple[np.ndarray, np.ndarray]:
