@@ -1,6 +1,7 @@
 """Numba mirror of csrc/kernels/resize.cpp, resize_weights.cpp (kernel) and csrc/ops/resize.cpp
-(binding): the same double arithmetic for the weights, the same integer passes on 16-row blocks,
-the same float32 operations for float outputs."""
+(binding): the same double arithmetic for the weights, the same integer passes on 16-row blocks
+(the transposes and the taps' sums as LLVM vector IR, byte_vectors.py), the same float32 operations
+for float outputs."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from fastprep.ops.resize import check_resized_crop, check_resized_crop_batch, ou
 
 # Source rows per horizontal block, as resize.cpp's kBlock: one 16-byte vector a tile column.
 BLOCK = 16
-# tile_rows[i]: where row i of a 16 x 16 block of the tile (or tile_out) starts.
+# Where row i of a 16 x 16 block of the tile (or tile_out) starts: the transposes' rows there.
 TILE_ROWS = np.arange(BLOCK, dtype=np.int64) * BLOCK
 
 
@@ -139,8 +140,8 @@ def horizontal_block(src, base, c, width, sc, sh, sw, r0, n, cols, scratch, ring
     whole = m_total - m_total % BLOCK
     for m in range(0, whole, BLOCK):
         transpose16(tile_out, TILE_ROWS, m * BLOCK, ring, ring_rows, m)
-    # The transposes write all BLOCK rows: those past n are rows past the window, in slots whose rows
-    # (r - cap) no output row reads any more.
+    # The transposes write all BLOCK rows. Past n, those are the slots of rows past the window, which
+    # held rows cap earlier: no output row reads those any more.
     for m in range(whole, m_total):
         for r in range(n):
             ring[ring_rows[r] + m] = tile_out[m * BLOCK + r]
@@ -191,8 +192,8 @@ def vertical_row(rows, y, ring, cap, c, out_w, row_taps, sums, fbuf, out, out_ty
 @njit(cache=True, inline="always")
 def float_row(row, scale, mean, std, ch, dst, d):
     """dst[d + x] = float32(row[x]) * scale, then (that - mean[ch]) / std[ch] when mean is given
-    (resize.cpp). Indices, not a slice a row (a slice is an atomic reference-count pair, 20 us an
-    image here), unsigned so that LLVM vectorises; mean and std read once, as a store might change them."""
+    (resize.cpp). Indices, not a slice a row (a slice is an atomic reference-count pair: ~9 us an
+    image), unsigned so that LLVM vectorises; mean and std read once, as a store might change them."""
     at = UINDEX(d)
     if mean.shape[0] == 0:
         for x in range(row.shape[0]):
