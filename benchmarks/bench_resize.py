@@ -7,7 +7,7 @@ Baselines: torchvision v2's functional kernels on those windows (resized_crop, h
 to_dtype, normalize; when torchvision imports) and v2's Compose of the four transforms (its own
 draws), and torch's own calls of those kernels (interpolate on the uint8 window, flip,
 to(float32).mul_, sub, div_), which run wherever torch does. fastprep: ``resized_crop`` per sample
-(native and Numba) and ``resized_crop_batch`` into a preallocated batch buffer (a loader's slot).
+and ``resized_crop_batch`` into a preallocated batch buffer (a loader's slot), native and Numba.
 Each call runs the whole pool of images; the summary's ratios are per sample as well.
 
 Run: python -m pytest benchmarks/bench_resize.py --benchmark-only -p no:logging
@@ -124,20 +124,30 @@ def test_fastprep_native(benchmark, samples, pool):
     assert all(torch.equal(a, b) for a, b in zip(got, _torch_calls(samples[pool])))
 
 
+def _batch_into_a_slot(benchmark, samples, impl):
+    """impl (a resized_crop_batch) on the pool into one preallocated [N, 3, 224, 224] buffer."""
+    imgs, windows, flips = zip(*samples)
+    tops, lefts, heights, widths = (list(v) for v in zip(*windows))
+    out = torch.empty(len(imgs), 3, SIZE, SIZE)
+    bench_warm(benchmark, impl, list(imgs), tops, lefts, heights, widths, out, "HWC", list(flips), True, 1 / 255,
+               MEAN, STD)
+    assert torch.equal(out, torch.stack(_torch_calls(samples)))
+
+
 @requires_native
 def test_fastprep_native_batch_into_a_slot(benchmark, samples, pool):
     _group(benchmark, pool, len(samples[pool]))
-    imgs, windows, flips = zip(*samples[pool])
-    tops, lefts, heights, widths = (list(v) for v in zip(*windows))
-    out = torch.empty(len(imgs), 3, SIZE, SIZE)
-    args = (list(imgs), tops, lefts, heights, widths, out, "HWC", list(flips), True, 1 / 255, MEAN, STD)
-    benchmark(fastprep.resized_crop_batch, *args)
-    assert torch.equal(out, torch.stack(_torch_calls(samples[pool])))
+    _batch_into_a_slot(benchmark, samples[pool], fastprep.resized_crop_batch)
 
 
 def test_fastprep_numba(benchmark, samples, pool):
     _group(benchmark, pool, len(samples[pool]))
     bench_warm(benchmark, _fastprep, samples[pool], numba_resize.resized_crop)
+
+
+def test_fastprep_numba_batch_into_a_slot(benchmark, samples, pool):
+    _group(benchmark, pool, len(samples[pool]))
+    _batch_into_a_slot(benchmark, samples[pool], numba_resize.resized_crop_batch)
 
 
 def test_memcpy_floor(benchmark, samples, pool):

@@ -1,6 +1,7 @@
 """Numba mirror of csrc/kernels/resize.cpp, resize_weights.cpp (kernel) and csrc/ops/resize.cpp
-(binding): the same double arithmetic for the weights, the same integer passes on 16-row blocks,
-the same float32 operations for float outputs."""
+(binding): the same double arithmetic for the weights, the same integer passes on 16-row blocks
+(the transposes and the taps' sums as LLVM vector IR, byte_vectors.py), the same float32 operations
+for float outputs."""
 
 from __future__ import annotations
 
@@ -9,17 +10,17 @@ import math
 import numpy as np
 
 from fastprep.numba_kernels._cache import njit
+from fastprep.numba_kernels.byte_vectors import transpose16, weighted_sum16
 from fastprep.numba_kernels.color import BF16, F16, TYPE_CODE, U8
 from fastprep.numba_kernels.float_bits import float_to_bf16_bits, float_to_half_bits
-from fastprep.numba_kernels.storage import FLAT_DTYPE, array_at, span_count
+from fastprep.numba_kernels.storage import FLAT_DTYPE, UINDEX, array_at, span_count
 from fastprep.ops import checks
 from fastprep.ops.resize import check_resized_crop, check_resized_crop_batch, out_shape
 
-# Source rows per horizontal block. resize.cpp takes 16 (a vector of a column's rows); LLVM vectorises
-# the taps' loop over a block's rows only when it is longer, and the tile's column-by-column fill
-# (strided reads) slows down past 32 rows. Zen 4, 600x700 -> 224^2: 16 rows 1275 us, 32 1034, 48 1385.
-BLOCK = 32
-UINDEX = np.uint64  # storage.UINDEX: an index LLVM knows is non-negative
+# Source rows per horizontal block, as resize.cpp's kBlock: one 16-byte vector a tile column.
+BLOCK = 16
+# Where row i of a 16 x 16 block of the tile (or tile_out) starts: the transposes' rows there.
+TILE_ROWS = np.arange(BLOCK, dtype=np.int64) * BLOCK
 
 
 @njit(cache=True, inline="always")
@@ -94,74 +95,113 @@ def saturate(acc, shift):
 
 
 @njit(cache=True)
-def horizontal_block(src, base, c, width, sc, sh, sw, r0, n, cols, tile, tile_out, ring, cap):
-    """resize.cpp's HorizontalBlock: rows [r0, r0 + n) into the ring of H rows, on a tile of
-    BLOCK rows a column (tile[(col * pix + ch * chan) * BLOCK + r])."""
-    start, count, w, taps, precision = cols
-    out_w = start.shape[0]
+def fill_tile(src, base, c, width, sc, sh, sw, r0, n, tile, src_rows):
+    """resize.cpp's tile: tile[(col * pix + ch * chan) * BLOCK + r] holds channel ch of column col of
+    row r0 + r (rows past n repeat row n - 1); packed or planar rows by 16 x 16 transposes."""
     packed = sc == 1 and sw == c
-    pix, chan = (c, 1) if packed else (1, width)
-    for ch in range(c):  # a column's rows at a time: contiguous writes, the reads a row apart
-        for x in range(width):
-            col = (x * pix + ch * chan) * BLOCK
-            t, p = tile[col:col + n], UINDEX(base + r0 * sh + x * sw + ch * sc)
-            for r in range(n):
-                t[r] = src[p + UINDEX(r) * UINDEX(sh)]
-    half, shift = np.int32(1 << (precision - 1)), np.int32(precision)
-    acc = np.empty(n, np.int32)
+    if packed or sw == 1:
+        planes, nbytes = (1, width * c) if packed else (c, width)
+        for p in range(planes):
+            for r in range(BLOCK):
+                src_rows[r] = base + (r0 + min(r, n - 1)) * sh + p * sc
+            t0, whole = p * nbytes * BLOCK, nbytes - nbytes % BLOCK
+            for b in range(0, whole, BLOCK):
+                transpose16(src, src_rows, b, tile, TILE_ROWS, t0 + b * BLOCK)
+            for b in range(whole, nbytes):
+                for r in range(BLOCK):
+                    tile[t0 + b * BLOCK + r] = src[src_rows[r] + b]
+        return
     for ch in range(c):
-        for x in range(out_w):
-            for r in range(n):
-                acc[r] = half
-            t = UINDEX((start[x] * pix + ch * chan) * BLOCK)
-            for k in range(count[x]):
-                wk, col = np.int32(w[x * taps + k]), t + UINDEX(k * pix * BLOCK)
-                for r in range(n):
-                    acc[r] = np.int32(acc[r] + wk * np.int32(tile[col + UINDEX(r)]))
-            o = UINDEX((ch * out_w + x) * BLOCK)
-            for r in range(n):
-                tile_out[o + UINDEX(r)] = saturate(acc[r], shift)
-    m_total = c * out_w
-    rows = np.empty(n, np.uint64)
-    for r in range(n):
-        rows[r] = ((r0 + r) % cap) * m_total
-    for m in range(m_total):
-        t = tile_out[m * BLOCK:m * BLOCK + n]
-        for r in range(n):
-            ring[rows[r] + UINDEX(m)] = t[r]
+        for x in range(width):
+            col, p = (ch * width + x) * BLOCK, base + x * sw + ch * sc
+            for r in range(BLOCK):
+                tile[col + r] = src[p + (r0 + min(r, n - 1)) * sh]
 
 
 @njit(cache=True)
-def vertical_row(rows, y, ring, cap, c, out_w, acc, fbuf, out, out_type, scale, mean, std):
-    """resize.cpp's VerticalRow: output row y of every channel."""
-    start, count, w, taps, precision = rows
-    out_h, m_total = start.shape[0], c * out_w
-    half, shift = np.int32(1 << (precision - 1)), np.int32(precision)
+def horizontal_block(src, base, c, width, sc, sh, sw, r0, n, cols, scratch, ring, cap):
+    """resize.cpp's HorizontalBlock: rows [r0, r0 + n) into the ring of H rows (row r at
+    (r % cap) * c * out_w; cap a multiple of BLOCK, so a block's rows are consecutive there)."""
+    start, count, w, taps, precision = cols
+    tile, tile_out, src_rows, ring_rows, col_taps = scratch
+    out_w = start.shape[0]
+    fill_tile(src, base, c, width, sc, sh, sw, r0, n, tile, src_rows)
+    packed = sc == 1 and sw == c
+    pix, chan = (c, 1) if packed else (1, width)
+    for k in range(taps):
+        col_taps[k] = k * pix * BLOCK
     for ch in range(c):
         for x in range(out_w):
-            acc[x] = half
-        for k in range(count[y]):
-            wk, h = np.int32(w[y * taps + k]), ((start[y] + k) % cap) * m_total + ch * out_w
-            hrow = ring[h:h + out_w]
-            for x in range(out_w):
-                acc[x] = np.int32(acc[x] + wk * np.int32(hrow[x]))
-        o = out[(ch * out_h + y) * out_w:(ch * out_h + y + 1) * out_w]
+            weighted_sum16(tile, col_taps, (start[x] * pix + ch * chan) * BLOCK, w, x * taps, count[x], precision,
+                           tile_out, (ch * out_w + x) * BLOCK)
+    m_total = c * out_w
+    for r in range(BLOCK):
+        ring_rows[r] = (r0 % cap + r) * m_total
+    whole = m_total - m_total % BLOCK
+    for m in range(0, whole, BLOCK):
+        transpose16(tile_out, TILE_ROWS, m * BLOCK, ring, ring_rows, m)
+    # The transposes write all BLOCK rows. Past n, those are the slots of rows past the window, which
+    # held rows cap earlier: no output row reads those any more.
+    for m in range(whole, m_total):
+        for r in range(n):
+            ring[ring_rows[r] + m] = tile_out[m * BLOCK + r]
+
+
+@njit(cache=True)
+def row_taps_plain(ring, row_taps, at, w, w_at, count, precision, dst, d, n):
+    """resize_simd.h's row_taps_plain: dst[d + x] for x < n, outputs shorter than a vector."""
+    half, shift = np.int32(1 << (precision - 1)), np.int32(precision)
+    for x in range(n):
+        acc = half
+        for k in range(count):
+            acc = np.int32(acc + np.int32(w[w_at + k]) * np.int32(ring[row_taps[k] + at + x]))
+        dst[d + x] = saturate(acc, shift)
+
+
+@njit(cache=True, inline="always")
+def vertical_row(rows, y, ring, cap, c, out_w, row_taps, sums, fbuf, out, out_type, scale, mean, std):
+    """resize.cpp's VerticalRow: output row y of every channel; the sums into `sums`, which is the
+    output's bytes for a uint8 output, else a row that the float row reads. Inlined: a call a row
+    costs ~5 us an image in its arrays' reference counts."""
+    start, count, w, taps, precision = rows
+    out_h, m_total = start.shape[0], c * out_w
+    for k in range(count[y]):
+        row_taps[k] = ((start[y] + k) % cap) * m_total
+    for ch in range(c):
+        o = (ch * out_h + y) * out_w
+        d = o if out_type == U8 else 0
+        if out_w < BLOCK:
+            row_taps_plain(ring, row_taps, ch * out_w, w, y * taps, count[y], precision, sums, d, out_w)
+        for x in range(0, out_w if out_w >= BLOCK else 0, BLOCK):
+            x = min(x, out_w - BLOCK)  # the last vector ends at out_w (the outputs it repeats are equal)
+            weighted_sum16(ring, row_taps, ch * out_w + x, w, y * taps, count[y], precision, sums, d + x)
         if out_type == U8:
-            for x in range(out_w):
-                o[x] = saturate(acc[x], shift)
             continue
-        for x in range(out_w):  # the float32 values first, in a loop LLVM vectorises
-            f = np.float32(saturate(acc[x], shift)) * scale
-            fbuf[x] = (f - mean[ch]) / std[ch] if mean.shape[0] > 0 else f
+        if out_type != F16 and out_type != BF16:
+            float_row(sums, scale, mean, std, ch, out, o)
+            continue
+        float_row(sums, scale, mean, std, ch, fbuf, 0)  # the float32 values, then their rounding
         if out_type == F16:
             for x in range(out_w):
-                o[x] = float_to_half_bits(fbuf[x])
-        elif out_type == BF16:
-            for x in range(out_w):
-                o[x] = float_to_bf16_bits(fbuf[x])
+                out[UINDEX(o) + UINDEX(x)] = float_to_half_bits(fbuf[x])
         else:
             for x in range(out_w):
-                o[x] = fbuf[x]
+                out[UINDEX(o) + UINDEX(x)] = float_to_bf16_bits(fbuf[x])
+
+
+@njit(cache=True, inline="always")
+def float_row(row, scale, mean, std, ch, dst, d):
+    """dst[d + x] = float32(row[x]) * scale, then (that - mean[ch]) / std[ch] when mean is given
+    (resize.cpp). Indices, not a slice a row (a slice is an atomic reference-count pair: ~9 us an
+    image), unsigned so that LLVM vectorises; mean and std read once, as a store might change them."""
+    at = UINDEX(d)
+    if mean.shape[0] == 0:
+        for x in range(row.shape[0]):
+            dst[at + UINDEX(x)] = np.float32(row[x]) * scale
+        return
+    m, sd = mean[ch], std[ch]
+    for x in range(row.shape[0]):
+        dst[at + UINDEX(x)] = (np.float32(row[x]) * scale - m) / sd
 
 
 @njit(cache=True)
@@ -172,17 +212,21 @@ def resized_crop_at(src, src_n, dst, dst_n, dst_dtype, base, obase, c, height, w
     s, out = array_at(src, src_n, np.uint8), array_at(dst, dst_n, dst_dtype)[obase:obase + c * out_h * out_w]
     rows = resample_axis(height, out_h, antialias, False)
     cols = resample_axis(width, out_w, antialias, hflip)
-    cap = rows[1].max() + BLOCK
-    tile, tile_out = np.empty(c * width * BLOCK, np.uint8), np.empty(c * out_w * BLOCK, np.uint8)
-    ring, acc, fbuf = np.empty(cap * c * out_w, np.uint8), np.empty(out_w, np.int32), np.empty(out_w, np.float32)
+    max_count = rows[1].max()
+    cap = (max_count + 2 * BLOCK - 1) // BLOCK * BLOCK  # the rows an output row reads, and a block
+    scratch = (np.empty(c * width * BLOCK, np.uint8), np.empty(c * out_w * BLOCK, np.uint8), np.empty(BLOCK, np.int64),
+               np.empty(BLOCK, np.int64), np.empty(cols[3], np.int64))
+    ring, row_taps = np.empty(cap * c * out_w, np.uint8), np.empty(max_count, np.int64)
+    # The vertical sums: a uint8 output's own bytes, else a row.
+    sums = array_at(dst, dst_n, np.uint8)[obase:] if out_type == U8 else np.empty(out_w, np.uint8)
+    fbuf = np.empty(out_w, np.float32)
     done = 0
     for y in range(out_h):
         need = rows[0][y] + rows[1][y]
         while done < need:
-            horizontal_block(s, base, c, width, sc, sh, sw, done, min(BLOCK, height - done), cols, tile, tile_out,
-                             ring, cap)
+            horizontal_block(s, base, c, width, sc, sh, sw, done, min(BLOCK, height - done), cols, scratch, ring, cap)
             done += BLOCK
-        vertical_row(rows, y, ring, cap, c, out_w, acc, fbuf, out, out_type, np.float32(scale), mean, std)
+        vertical_row(rows, y, ring, cap, c, out_w, row_taps, sums, fbuf, out, out_type, np.float32(scale), mean, std)
 
 
 def _stats(a) -> tuple[np.ndarray, np.ndarray]:
