@@ -229,3 +229,29 @@ def test_loader_cuts_structured_samples_like_the_dataloader_path():
         assert torch.equal(a.data[0], b.data[0]) and torch.equal(a.data[1], b.data[1])
         assert all(torch.equal(x, y) for x, y in zip(a.data[2], b.data[2]))
         assert type(a.decode()[0]) is tv_tensors.Image
+
+
+def test_image_folder_hands_v1_transforms_pil_images_as_torchvision_does(tmp_path):
+    """fastprep.io.ImageFolder with torchvision's v1 transforms (ToTensor() takes PIL images, not
+    tensors): the same samples as torchvision.datasets.ImageFolder, for the same seeds."""
+    import numpy as np
+    from torchvision import datasets
+    from torchvision import transforms as v1
+
+    import fastprep.io as fio
+
+    from jpeg_photos import encode
+
+    for k, cls in enumerate(["a", "a", "b"]):
+        (tmp_path / cls).mkdir(exist_ok=True)
+        pixels = np.random.default_rng(k).integers(0, 256, (40 + 4 * k, 52, 3), dtype=np.uint8)
+        (tmp_path / cls / f"{k}.jpg").write_bytes(encode(pixels))
+    tf = v1.Compose([v1.RandomResizedCrop(24), v1.RandomHorizontalFlip(), v1.ToTensor()])
+    for roi in (False, True):
+        ours, theirs = fio.ImageFolder(tmp_path, transform=tf, roi=roi), datasets.ImageFolder(tmp_path, transform=tf)
+        for i in range(3):
+            torch.manual_seed(i)
+            a = ours[i]
+            torch.manual_seed(i)
+            b = theirs[i]
+            assert torch.equal(a[0], b[0]) and a[1] == b[1]

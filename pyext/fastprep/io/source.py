@@ -72,14 +72,40 @@ def _decoded(x: Any) -> Any:
     return x.decode() if isinstance(x, WindowedImage) else x
 
 
+def wants_pil(transform: Any) -> bool:
+    """Whether `transform` is (or composes) torchvision's v1 transforms, which take PIL images
+    (``ToTensor()`` takes nothing else that an image folder gives): torchvision's ImageFolder hands
+    them PIL images, so fastprep's sources do too. v2 transforms, fastprep's and other callables
+    get tensors."""
+    module = type(transform).__module__
+    if not module.startswith("torchvision.transforms") or module.startswith("torchvision.transforms.v2"):
+        return False
+    steps = getattr(transform, "transforms", None) if type(transform).__name__ == "Compose" else None
+    return True if steps is None else any(wants_pil(s) for s in steps)
+
+
+def as_pil(image: Any, layout: str) -> Any:
+    """An image as a source gives it (a WindowedImage, or decoded uint8 pixels in `layout`) as the
+    PIL image torchvision's ImageFolder would have read: mode RGB, or L for one channel."""
+    if isinstance(image, WindowedImage):
+        hwc = image.decode(layout="HWC")
+    elif isinstance(image, torch.Tensor) and image.dim() == 3 and image.dtype == torch.uint8:
+        hwc = image if layout == "HWC" else image.permute(1, 2, 0)
+    else:
+        return image
+    arr = hwc.contiguous().numpy()
+    return pil_image("a torchvision v1 transform", "an image").fromarray(arr[..., 0] if arr.shape[-1] == 1 else arr)
+
+
 class ImageSource(torch.utils.data.Dataset):
     """A map-style dataset of images read by ``load_raw(i)`` (fastprep.Loader's threads call it)
     and transformed by ``apply_transform`` (``dataset[i]`` runs both, as a DataLoader wants).
 
     An item is ``(image, target, ...)`` or one image or a dict. `transform` gets the image (the
-    item, or its first element); `target_transform` the target (the second element). A transform
-    that is not fastprep's gets every WindowedImage decoded whole first; fastprep's transforms
-    read a WindowedImage by window (a crop decodes or reads only what it keeps).
+    item, or its first element); `target_transform` the target (the second element). fastprep's
+    transforms read a WindowedImage by window (a crop decodes or reads only what it keeps);
+    torchvision's v1 transforms get a PIL image, as torchvision's ImageFolder gives them; any other
+    transform gets the image decoded whole, a uint8 tensor.
     """
 
     transform: Callable | None = None
@@ -89,17 +115,19 @@ class ImageSource(torch.utils.data.Dataset):
         raise NotImplementedError
 
     def apply_transform(self, raw: Any) -> Any:
-        return apply_transform(raw, self.transform, self.target_transform)
+        return apply_transform(raw, self.transform, self.target_transform, getattr(self, "layout", "CHW"))
 
     def __getitem__(self, i: int) -> Any:
         return self.apply_transform(self.load_raw(i))
 
 
-def apply_transform(raw: Any, transform: Callable | None, target_transform: Callable | None) -> Any:
-    """`transform` on the item's image and `target_transform` on its target (see ImageSource)."""
+def apply_transform(raw: Any, transform: Callable | None, target_transform: Callable | None,
+                    layout: str = "CHW") -> Any:
+    """`transform` on the item's image and `target_transform` on its target (see ImageSource);
+    `layout`: how the source lays out decoded pixels."""
     windowed = transform is not None and getattr(transform, "reads_jpeg_files", False)
     if isinstance(raw, (tuple, list)) and raw:
-        image = raw[0] if windowed else _decoded(raw[0])
+        image = raw[0] if windowed else as_pil(raw[0], layout) if wants_pil(transform) else _decoded(raw[0])
         rest = list(raw[1:])
         if transform is not None:
             image = transform(image)

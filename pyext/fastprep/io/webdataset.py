@@ -130,7 +130,7 @@ class WebDataset(torch.utils.data.IterableDataset):
             raise ValueError(f"{who}: {len(self.shards)} shards for {self.world_size} ranks: rank "
                              f"{len(self.shards)} and later would read nothing (and DDP would wait for them "
                              f"forever); write at least {self.world_size} shards (write_webdataset's maxcount)")
-        self.transform, self.target_transform = transform, target_transform
+        self.transform, self.target_transform, self.layout = transform, target_transform, layout
         self.fields, self.shuffle, self.buffer = fields, check_bool(who, "shuffle", shuffle), buffer
         self.seed = draw_seed() if seed is None else seed_argument(who, "seed", seed)
         self.open_shard = open_shard or open_url
@@ -185,7 +185,7 @@ class WebDataset(torch.utils.data.IterableDataset):
         return values[0] if isinstance(self.fields, str) else tuple(values)
 
     def apply_transform(self, raw: Any) -> Any:
-        return apply_transform(raw, self.transform, self.target_transform)
+        return apply_transform(raw, self.transform, self.target_transform, self.layout)
 
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()
