@@ -98,3 +98,14 @@ def test_persistent_workers_survive_prefetcher_epochs():
         break  # an early stop must not shut the workers the next epoch reuses
     del _batch
     assert [int(b.data[2][0]) for b in DevicePrefetcher(loader, "cpu", release=True)] == [0, 3, 6, 9]
+
+
+def test_a_batch_of_tuples_unpacks_as_its_fields():
+    """``for images, labels in loader`` without decode gives the compact fields (issue 27)."""
+    for images, floats, labels in fastprep.Loader(_Samples(), 3, threads=1):
+        assert images.dtype == torch.uint8 and images.shape == (3, 3, 4, 4) and labels.dtype == torch.uint8
+    images, floats, labels = fastprep.compact_collate([_Samples()[0], _Samples()[1]])
+    assert labels.tolist() == [0, 1]
+    batch = fastprep.compact_collate([{"image": torch.zeros(3, 2, 2, dtype=torch.uint8), "label": 1}])
+    with pytest.raises(TypeError, match="a CompactBatch of dict samples does not unpack; read its fields by name"):
+        image, label = batch

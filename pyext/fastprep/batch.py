@@ -77,6 +77,16 @@ class CompactBatch:
         self._check_alive("data")
         return self._data
 
+    def __iter__(self):
+        """``images, labels = batch`` (and ``for images, labels in loader`` without decode): the
+        fields of a batch of tuple (or list) samples, as collated (uint8 images, packed masks, small
+        labels). A batch of dict samples is read by name: ``batch.data["image"]``."""
+        data = self.data
+        if isinstance(data, (tuple, list)):
+            return iter(data)
+        raise TypeError(f"a CompactBatch of {type(data).__name__} samples does not unpack; read its fields "
+                        f"by name (batch.data[...]), or decode() it")
+
     @property
     def roles(self) -> Any:
         """The role of every field ("image", "mask", "label", "tensor", "other"), in the batch's
