@@ -104,8 +104,9 @@ def test_a_batch_of_tuples_unpacks_as_its_fields():
     """``for images, labels in loader`` without decode gives the compact fields (issue 27)."""
     for images, floats, labels in fastprep.Loader(_Samples(), 3, threads=1):
         assert images.dtype == torch.uint8 and images.shape == (3, 3, 4, 4) and labels.dtype == torch.uint8
+        assert floats.dtype == torch.float32
     images, floats, labels = fastprep.compact_collate([_Samples()[0], _Samples()[1]])
-    assert labels.tolist() == [0, 1]
+    assert labels.tolist() == [0, 1] and floats[1].tolist() == [1.0, 1.0]
     batch = fastprep.compact_collate([{"image": torch.zeros(3, 2, 2, dtype=torch.uint8), "label": 1}])
     with pytest.raises(TypeError, match="a CompactBatch of dict samples does not unpack; read its fields by name"):
-        image, label = batch
+        _image, _label = batch
