@@ -63,6 +63,7 @@ OPS: tuple[OpRow, ...] = (
     OpRow("crop_mask_ycbcr_batch", "crop_mask_ycbcr",
           lambda: ([_hwc(), _chw().permute(1, 2, 0)], 4, 4, 0.25, [5, 6], torch.empty(2, 3, 4, 4),
                    "HWC", "cross", 1 / 255, True, None, torch.empty(2, 4, 1, dtype=torch.uint8))),
+    OpRow("seeded_draws", "seeded_draws", lambda: (torch.tensor([3, -4], dtype=torch.int64), 3)),
 )
 
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(row.family for row in OPS))
