@@ -123,10 +123,10 @@ def test_batch_op_refuses_buffers_that_require_grad():
     out = torch.zeros(1, 3, 4, 4, requires_grad=True)
     with pytest.raises(RuntimeError, match="crop_mask_ycbcr_batch: out requires grad, but the op is not "
                                            "differentiable"):
-        fastprep.crop_mask_ycbcr_batch(imgs, 4, 4, 0.5, [1], out, scale=1 / 255)
+        fastprep.crop_mask_ycbcr_batch(imgs, [2], [1], 4, 4, 0.5, [1], out, scale=1 / 255)
     assert not out.detach().any()
     with torch.no_grad():
-        fastprep.crop_mask_ycbcr_batch(imgs, 4, 4, 0.5, [1], out, scale=1 / 255)
+        fastprep.crop_mask_ycbcr_batch(imgs, [2], [1], 4, 4, 0.5, [1], out, scale=1 / 255)
 
 
 @pytest.mark.parametrize("name,args", [

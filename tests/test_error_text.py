@@ -191,9 +191,8 @@ def _seed_takers(seed):
         "random_dilated_mask": lambda: fastprep.random_dilated_mask([4, 4], 0.5, seed),
         "crop_mask_ycbcr": lambda: fastprep.crop_mask_ycbcr(hwc, 4, 4, 0.5, seed),
         "crop_mask_ycbcr mask_seed": lambda: fastprep.crop_mask_ycbcr(hwc, 4, 4, 0.5, 0, mask_seed=seed),
-        "crop_mask_ycbcr_batch": lambda: fastprep.crop_mask_ycbcr_batch([hwc], 4, 4, 0.5, [seed], out),
-        "crop_mask_ycbcr_batch mask_seeds": lambda: fastprep.crop_mask_ycbcr_batch([hwc], 4, 4, 0.5, [0], out,
-                                                                                     mask_seeds=[seed]),
+        "crop_mask_ycbcr_batch mask_seeds": lambda: fastprep.crop_mask_ycbcr_batch([hwc], [0], [0], 4, 4, 0.5, [seed],
+                                                                                     out),
     }
 
 

@@ -294,9 +294,10 @@ class Loader:
             image = item0.wrap(torch.empty(3, *crop.size, dtype=color.out_dtype or torch.uint8))  # its tv type
             template = _rebuild(raw0, image, raw0[1:] if isinstance(raw0, (tuple, list)) else None)
             rows = job.image_rows(template, i0, j0, j0 + len(run))
-            torch.ops.fastprep.crop_mask_ycbcr_batch.default([r[3] for r in run], crop.size[0], crop.size[1], mask.p,
-                                                             [r[4] for r in run], rows, layout, mask.structure,
-                                                             color.scale, True, [r[5] for r in run], None,
+            zeros = [0] * len(run)  # each source is its window already
+            torch.ops.fastprep.crop_mask_ycbcr_batch.default([r[3] for r in run], zeros, zeros, crop.size[0],
+                                                             crop.size[1], mask.p, [r[5] for r in run], rows, layout,
+                                                             mask.structure, color.scale, True, None,
                                                              [r[8] for r in run] if flip_before or flip_after else None)
             for j, i, raw, *_ in run:
                 job.write(j, i, raw, skip_first=True)

@@ -61,8 +61,8 @@ OPS: tuple[OpRow, ...] = (
     OpRow("crop_mask_ycbcr", "crop_mask_ycbcr",
           lambda: (_hwc(), 4, 4, 0.25, 5, "HWC", "cross", None, 1.0, True, False, None)),
     OpRow("crop_mask_ycbcr_batch", "crop_mask_ycbcr",
-          lambda: ([_hwc(), _chw().permute(1, 2, 0)], 4, 4, 0.25, [5, 6], torch.empty(2, 3, 4, 4),
-                   "HWC", "cross", 1 / 255, True, None, torch.empty(2, 4, 1, dtype=torch.uint8))),
+          lambda: ([_hwc(), _chw().permute(1, 2, 0)], [1, 4], [2, 0], 4, 4, 0.25, [5, 6], torch.empty(2, 3, 4, 4),
+                   "HWC", "cross", 1 / 255, True, torch.empty(2, 4, 1, dtype=torch.uint8), [False, True])),
     OpRow("seeded_draws", "seeded_draws", lambda: (torch.tensor([3, -4], dtype=torch.int64), 3)),
 )
 
