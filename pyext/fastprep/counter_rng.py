@@ -63,13 +63,15 @@ def _mul_hi(word: Any, n: Any) -> Any:
 
 def uniform_below(word: Any, n: Any) -> Any:
     """An integer in [0, n) from a uint64 word by multiply-shift: the top 32 bits for
-    n <= 2^32, the whole word (a 128-bit product) above that."""
+    n <= 2^32, the whole word (a 128-bit product) above that. With an array `n` (any integer
+    dtype, n >= 1), an int64 array."""
     if not _is_array(n):
         if n <= 1 << 32:
             return ((word >> 32) * n) >> 32
         return _mul_hi(word, n) if _is_array(word) else (word * n) >> 64
+    n = n.astype("uint64")  # (numpy mixes uint64 with int64 as float64)
     small = n <= 1 << 32
     if small.all():
-        return ((word >> 32) * n) >> 32
+        return (((word >> 32) * n) >> 32).astype("int64")
     # Elementwise: the big rows' products wrap in the small formula, so each row takes its own.
-    return ((word >> 32) * (n * small)) >> 32 | _mul_hi(word, n * ~small)
+    return (((word >> 32) * (n * small)) >> 32 | _mul_hi(word, n * ~small)).astype("int64")

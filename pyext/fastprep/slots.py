@@ -1,12 +1,10 @@
-"""The machinery under fastprep.Loader: a ring of reused batch slots, batch jobs that worker threads
-fill sample by sample, and the thread pool that runs them."""
+"""The batches under fastprep.Loader: a ring of reused batch slots, and batch jobs that worker
+threads fill (loader/pool.py runs them, loader/apply.py fills them)."""
 
 from __future__ import annotations
 
-import contextlib
-import queue
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -20,11 +18,12 @@ _POLL_S = 0.1  # how often a waiting consumer looks for failures (and lets Keybo
 
 
 class SampleError(Exception):
-    """Raised in a worker thread: sample `index` failed in `stage`; the cause is the user's error."""
+    """Raised in a worker thread: sample `index` failed in `stage`; the cause is the user's error.
+    `key`: what the index is (a dataset index, or a position in an iterable dataset's epoch)."""
 
-    def __init__(self, index: int, stage: str):
+    def __init__(self, index: int, stage: str, key: str = "dataset index"):
         super().__init__(f"sample {index} failed in {stage}")
-        self.index, self.stage = index, stage
+        self.index, self.stage, self.key = index, stage, key
 
 
 def reraise(exc: BaseException) -> None:
@@ -32,18 +31,12 @@ def reraise(exc: BaseException) -> None:
     naming the sample, so `except KeyError` around the loop still works."""
     if isinstance(exc, SampleError) and exc.__cause__ is not None:
         cause = exc.__cause__
-        note = f"fastprep.Loader: raised by sample {exc.index} (dataset index) in {exc.stage}"
+        note = f"fastprep.Loader: raised by sample {exc.index} ({exc.key}) in {exc.stage}"
         if hasattr(cause, "add_note"):
             cause.add_note(note)
             raise cause
         raise RuntimeError(f"{note}: {cause!r}") from cause
     raise exc
-
-
-@contextlib.contextmanager
-def locked(lock: threading.Lock, inner: contextlib.AbstractContextManager) -> Iterator[None]:
-    with lock, inner:
-        yield
 
 
 class _Field:
@@ -132,11 +125,12 @@ class _SlotReturn:
 
 
 class BatchJob:
-    """One batch in flight: its indices, its slot, the chunks still running, and per-batch columns
-    for labels and other fields."""
+    """One batch in flight: its keys (dataset indices, or an iterable's positions, then `items`:
+    what was read), its slot, the chunks still running, and per-batch columns for labels and
+    other fields."""
 
-    def __init__(self, indices: list[int], ring: SlotRing):
-        self.indices, self.ring = indices, ring
+    def __init__(self, indices: list[int], ring: SlotRing, items: list[Any] | None = None):
+        self.indices, self.ring, self.items = indices, ring, items
         self.slot = ring.take()
         self._pending = 0
         self._lock = threading.Lock()
@@ -207,39 +201,3 @@ class BatchJob:
         it = iter(out)
         data = tree_map(lambda _: next(it), ring.structure)
         return CompactBatch(data, ring.layout, pool=_SlotReturn(ring, self.slot))
-
-
-class WorkerPool:
-    """`threads` daemon threads running submitted chunks; shutdown() stops and joins them."""
-
-    def __init__(self, threads: int):
-        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
-        self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._run, name=f"fastprep-loader-{k}", daemon=True)
-                         for k in range(threads)]
-        for t in self._threads:
-            t.start()
-
-    def submit(self, job: BatchJob, fn: Callable[[], None]) -> None:
-        job.add_chunk()
-        self._tasks.put((job, fn))
-
-    def _run(self) -> None:
-        while True:
-            task = self._tasks.get()
-            if task is None or self._stop.is_set():
-                return
-            job, fn = task
-            try:
-                fn()
-            except BaseException as exc:  # noqa: BLE001 (handed to the consumer, which re-raises it)
-                job.chunk_done(exc)
-            else:
-                job.chunk_done()
-
-    def shutdown(self) -> None:
-        self._stop.set()
-        for _ in self._threads:
-            self._tasks.put(None)
-        for t in self._threads:
-            t.join()
