@@ -65,7 +65,7 @@ def uniform_below(word: Any, n: Any) -> Any:
     """An integer in [0, n) from a uint64 word by multiply-shift: the top 32 bits for
     n <= 2^32, the whole word (a 128-bit product) above that. With an array `n` (any integer
     dtype, n >= 1), an int64 array."""
-    if not _is_array(n):
+    if type(n) is int or not _is_array(n):
         if n <= 1 << 32:
             return ((word >> 32) * n) >> 32
         return _mul_hi(word, n) if _is_array(word) else (word * n) >> 64

@@ -48,6 +48,22 @@ def draw_seed(generator: torch.Generator | None = None) -> int:
     return _draw(generator)
 
 
+def draw_seeds(count: int) -> list[int]:
+    """The next `count` seeds draw_seed() would return (this thread's stream, else torch's default
+    generator), in one call: a tensor's elements are drawn one after another, as single draws."""
+    stream = getattr(_thread, "stream", None)
+    if stream is not None:
+        return [stream.next() for _ in range(count)]
+    outs = getattr(_thread, "seed_outs", None)
+    if outs is None:
+        outs = _thread.seed_outs = {}
+    out = outs.get(count)
+    if out is None:
+        with torch.inference_mode(False):  # refilled in place in and out of inference mode, as draw_seed's
+            out = outs[count] = torch.empty(count, dtype=torch.int64)
+    return out.random_(checks.INT64_MIN, checks.INT64_MAX).tolist()
+
+
 class SampleStream:
     """The seeds draw_seed() hands out in this thread inside ``with stream:``: those torch's
     generator seeded with `seed` gives (what :func:`seeded`, and SeedByIndex, make draw_seed
@@ -58,7 +74,12 @@ class SampleStream:
     __slots__ = ("seed", "draws", "pos", "generator", "outer")
 
     def __init__(self, seed: int, draws: Any = ()):
+        self.reset(seed, draws)
+
+    def reset(self, seed: int, draws: Any = ()) -> SampleStream:
+        """This stream for another sample (a chunk's samples reuse one)."""
         self.seed, self.draws, self.pos, self.generator = seed, draws, 0, None
+        return self
 
     def next(self) -> int:
         pos = self.pos

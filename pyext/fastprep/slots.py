@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from fastprep._tree import leaves, leaves_like, structure_difference, tree_map
+from fastprep._tree import is_leaf, leaves, leaves_like, structure_difference, tree_map
 from fastprep.batch import CompactBatch, Leaf
 from fastprep.collate import CompactCollate
 from fastprep.roles import as_tensor, is_int_label
@@ -74,6 +74,7 @@ class SlotRing:
         self.layout: Any = None
         self.fields: list[_Field] = []
         self.first_index = -1
+        self.flat = False
         self._storage: list[list[torch.Tensor | None]] = []
 
     def has_free(self) -> bool:
@@ -90,6 +91,8 @@ class SlotRing:
                 self._free.append(slot)
 
     def ensure_layout(self, sample: Any, index: int) -> None:
+        if self.structure is not None:  # set once, under the lock below
+            return
         with self._lock:
             if self.structure is not None:
                 return
@@ -99,11 +102,17 @@ class SlotRing:
                 raise ValueError(f"Loader: sample {index}: {exc}") from None
             self.fields = [_Field(leaf, x) for leaf, x in zip(leaves(layout), leaves(sample), strict=True)]
             self._storage = [[f.storage(self.batch_size, self.pin) for f in self.fields] for _ in range(self.count)]
+            # A flat tuple or list of leaves: a sample of its type and length whose elements are
+            # leaves too has its structure (the usual (image, label)), without the tree walk.
+            self.flat = type(sample) in (tuple, list) and all(map(is_leaf, sample))
             self.structure, self.layout, self.first_index = sample, layout, index
 
     def values(self, sample: Any, index: int) -> list[Any]:
         """The leaves of `sample` in the order of the first sample's fields; a sample of another
         structure (other dict keys, another length) is an error naming both samples."""
+        if self.flat and type(sample) is type(self.structure) and len(sample) == len(self.structure) \
+                and all(map(is_leaf, sample)):
+            return sample
         found = structure_difference(self.structure, sample, f"sample {self.first_index}")
         if found is not None:
             where = f"sample {index}" if found[0] == "sample" else f"{found[0]} of sample {index}"
@@ -170,8 +179,11 @@ class BatchJob:
                 if field.leaf.role == "label" and not is_int_label(x):
                     raise ValueError(f"Loader: field {k} of sample {index} is {type(x).__name__} {x!r:.60}, but "
                                      f"it is a label in sample {ring.first_index}; labels must all be ints")
-                with self._lock:
-                    self._columns.setdefault(k, [None] * len(self.indices))[j] = x
+                column = self._columns.get(k)
+                if column is None:
+                    with self._lock:  # made once; then each chunk's writes go to positions of its own
+                        column = self._columns.setdefault(k, [None] * len(self.indices))
+                column[j] = x
                 continue
             t = as_tensor(x)
             if not isinstance(t, torch.Tensor) or tuple(t.shape) != field.shape or t.dtype != field.dtype:
@@ -181,6 +193,29 @@ class BatchJob:
             if field.leaf.packed:
                 t = torch.ops.fastprep.pack_bits.default(t, -1, "little")
             storage[k][j].copy_(t)
+
+    def write_rest(self, j0: int, keys: list[int], samples: list[Any]) -> None:
+        """Samples `keys` into positions j0, j0 + 1, ... but for their first field (the fused path
+        wrote their images): a column at a time when they are flat tuples or lists of the first
+        sample's field types, else one by one."""
+        ring = self.ring
+        first = ring.structure
+        types = tuple(map(type, first))[1:] if ring.flat else None
+        if types is None or not all(type(s) is type(first) and tuple(map(type, s))[1:] == types for s in samples):
+            for k, (key, sample) in enumerate(zip(keys, samples)):
+                self.write(j0 + k, key, sample, skip_first=True)
+            return
+        for k in range(1, len(first)):
+            field = ring.fields[k]
+            if field.shape is not None or (field.leaf.role == "label" and not is_int_label(first[k])):
+                for j, (key, sample) in enumerate(zip(keys, samples)):  # tensors, and the error's text
+                    self.write(j0 + j, key, sample, skip_first=True)
+                return
+            column = self._columns.get(k)
+            if column is None:
+                with self._lock:
+                    column = self._columns.setdefault(k, [None] * len(self.indices))
+            column[j0:j0 + len(samples)] = [s[k] for s in samples]  # the same type as the first's: ints stay ints
 
     def image_rows(self, template: Any, index: int, a: int, b: int) -> torch.Tensor:
         """Rows a:b of the slot's first field (the fused path's images), laid out from `template`."""

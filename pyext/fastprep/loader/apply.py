@@ -54,47 +54,51 @@ class ChunkRunner:
                 with GLOBAL_RNG, seeded(int(seeds[j])):  # load and transform on one seeded stream
                     self._write(job, a + j, keys[j], self._apply(self._load(job, a + j, keys[j]), keys[j]))
             return
-        streams, raws = [], []
+        seed_list, rows = seeds.tolist(), draws.tolist()
+        stream, raws, drawn = SampleStream(0), [], []  # drawn: the seeds each item's loading took
         for j in range(len(keys)):
             stopping()
-            stream = SampleStream(int(seeds[j]), draws[j])
-            with stream:
+            with stream.reset(seed_list[j], rows[j]):
                 if self.deterministic:
-                    with GLOBAL_RNG, seeded(int(seeds[j])):
+                    with GLOBAL_RNG, seeded(seed_list[j]):
                         raws.append(self._load(job, a + j, keys[j]))
                 else:
                     raws.append(self._load(job, a + j, keys[j]))
-            streams.append(stream)
-        done = self._fused(job, a, keys, raws, draws, streams) if self.group is not None else ()
+            drawn.append(stream.pos)
+        done = self._fused(job, a, keys, raws, draws, drawn) if self.group is not None else ()
         for j in range(len(keys)):
             if j in done:
                 continue
             stopping()
-            with streams[j]:  # its draws continue where loading left them
+            with stream.reset(seed_list[j], rows[j]):
+                stream.pos = drawn[j]  # its draws continue where loading left them
                 sample = self._apply(raws[j], keys[j])
             self._write(job, a + j, keys[j], sample)
 
     def _fused(self, job: BatchJob, a: int, keys: list[int], raws: list[Any], draws: np.ndarray,
-               streams: list[SampleStream]) -> set[int]:
+               drawn: list[int]) -> set[int]:
         """The items the group's op takes, straight into the slot's image rows: one call per run
         of them. An item whose loading drew seeds goes item by item (its draws start later)."""
-        eligible = [s.pos == 0 for s in streams]
         try:
-            runs = self.group.batch([r if ok else _SKIP for r, ok in zip(raws, eligible)], draws)
+            runs = self.group.batch([r if not d else _SKIP for r, d in zip(raws, drawn)], draws)
         except Exception as exc:
             raise SampleError(keys[0], "transform", self.key) from exc
         done = set()
         for run in runs:
-            j0, n = run.start, len(run.items)
+            j0, n = run.start, len(run)
             image = torch.empty(3, *run.size, dtype=self.group.out_dtype)
             try:
                 rows = job.image_rows(run.output_like(0, image), keys[j0], a + j0, a + j0 + n)
                 self.group.fusion.run(self.group, run, rows)
             except Exception as exc:
                 raise SampleError(keys[j0], "transform", self.key) from exc
-            for k in range(n):
-                self._write(job, a + j0 + k, keys[j0 + k], run.raws[k], skip_first=True)
-                done.add(j0 + k)
+            try:
+                job.write_rest(a + j0, keys[j0:j0 + n], run.raws)
+            except ValueError:
+                raise  # the layout's own message names both samples
+            except Exception as exc:
+                raise SampleError(keys[j0], "batching", self.key) from exc
+            done.update(range(j0, j0 + n))
         return done
 
     def _load(self, job: BatchJob, j: int, key: int) -> Any:
@@ -113,9 +117,9 @@ class ChunkRunner:
         except Exception as exc:
             raise SampleError(key, "transform", self.key) from exc
 
-    def _write(self, job: BatchJob, j: int, key: int, sample: Any, skip_first: bool = False) -> None:
+    def _write(self, job: BatchJob, j: int, key: int, sample: Any) -> None:
         try:
-            job.write(j, key, sample, skip_first)
+            job.write(j, key, sample)
         except ValueError:
             raise  # the layout's own message names both samples
         except Exception as exc:

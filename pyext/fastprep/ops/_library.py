@@ -20,7 +20,8 @@ def impl_any_device(name: str, fn) -> None:
     LIB.impl(name, fn, "CompositeExplicitAutograd")
 
 
-_BELOW_AUTOGRAD = torch._C._AutoDispatchBelowAutograd
+# Calls inside skip the Autograd dispatch key (and its Python kernels): for buffers that never take part in a graph.
+BELOW_AUTOGRAD = torch._C._AutoDispatchBelowAutograd
 
 
 def call_differentiable(op, img, *args):
@@ -33,6 +34,6 @@ def call_differentiable(op, img, *args):
     argument), the op is called as is."""
     if (isinstance(img, torch.Tensor) and not (img.requires_grad and torch.is_grad_enabled())
             and not torch.compiler.is_compiling()):
-        with _BELOW_AUTOGRAD():
+        with BELOW_AUTOGRAD():
             return op(img, *args)
     return op(img, *args)

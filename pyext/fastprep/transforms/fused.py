@@ -5,11 +5,12 @@ fuses, the images it takes, and the call with what the steps drew."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from fastprep.ops._library import BELOW_AUTOGRAD
 from fastprep.transforms.sample import Item
 from fastprep.transforms.window import Window, read_region
 
@@ -21,12 +22,6 @@ class Geometry:
 
     def __init__(self, H: Any, W: Any):
         self.top, self.left, self.height, self.width, self.hflip = H * 0, W * 0, H, W, H < 0
-
-    @classmethod
-    def at(cls, top: int, left: int, height: int, width: int, hflip: bool) -> Geometry:
-        g = cls(height, width)
-        g.top, g.left, g.hflip = top, left, hflip
-        return g
 
     def flip(self, f: Any) -> None:
         """A horizontal flip of what is read so far."""
@@ -45,44 +40,36 @@ class Geometry:
         return win.mirrored(W) if self.hflip else win
 
 
-@dataclass
 class FusedRun:
-    """Consecutive samples of one op call: item k is the chunk's item start + k."""
-    start: int
-    layout: str
-    items: list[Item] = field(default_factory=list)
-    raws: list[Any] = field(default_factory=list)
-    sources: list[torch.Tensor] = field(default_factory=list)
-    tops: list[int] = field(default_factory=list)
-    lefts: list[int] = field(default_factory=list)
-    hflips: list[bool] = field(default_factory=list)
-    seeds: dict[str, list[int]] = field(default_factory=dict)
-    size: tuple[int, int] = (0, 0)
+    """Samples of one op call, consecutive in their chunk (sample k is the chunk's start + k): each
+    one's image (its Item, or None for a plain array or tensor), source and read (top, left, flip;
+    one `size` for all), and the seeds of the steps whose draws the op takes, by role ("mask")."""
 
-    def add(self, item: Item, raw: Any, g: Geometry, seeds: dict[str, int]) -> None:
-        """A sample read at `g`: a tensor whole, a PIL image or WindowedImage at its window only."""
-        if item.windowed:
-            src = read_region(item, g.top, g.top + g.height, g.left, g.left + g.width)
-            top = left = 0
-        else:
-            src, top, left = item.tensor(), g.top, g.left
-        self.items.append(item)
-        self.raws.append(raw)
-        self.sources.append(src)
-        self.tops.append(top)
-        self.lefts.append(left)
-        self.hflips.append(bool(g.hflip))
-        for role, seed in seeds.items():
-            self.seeds.setdefault(role, []).append(seed)
-        self.size = (g.height, g.width)
+    __slots__ = ("start", "layout", "size", "images", "raws", "sources", "tops", "lefts", "hflips", "seeds")
+
+    def __init__(self, start: int, layout: str, size: tuple[int, int], images: list[Item | None], raws: list[Any],
+                 sources: list[torch.Tensor | None], tops: list[int], lefts: list[int], hflips: list[bool],
+                 seeds: dict[str, list[int]]):
+        self.start, self.layout, self.size, self.images, self.raws = start, layout, size, images, raws
+        self.sources, self.tops, self.lefts, self.hflips, self.seeds = sources, tops, lefts, hflips, seeds
+        h, w = size
+        for k, src in enumerate(sources):
+            if src is None:  # a PIL image or WindowedImage: only its window is read (or decoded)
+                top, left = tops[k], lefts[k]
+                sources[k] = read_region(images[k], top, top + h, left, left + w)
+                tops[k] = lefts[k] = 0
+
+    def __len__(self) -> int:
+        return len(self.sources)
 
     def output_like(self, k: int, image: torch.Tensor) -> Any:
-        """Sample k's loaded item with the op's output image in its image's place."""
-        raw = self.raws[k]
+        """Sample k's loaded item with the op's output image in its image's place (its type kept)."""
+        raw, item = self.raws[k], self.images[k]
+        image = image if item is None else item.wrap(image)
         if type(raw) in (tuple, list):
-            items = [self.items[k].wrap(image), *raw[1:]]
+            items = [image, *raw[1:]]
             return items if type(raw) is list else tuple(items)
-        return self.items[k].wrap(image)
+        return image
 
 
 @dataclass(frozen=True)
@@ -93,28 +80,31 @@ class Fusion:
         op: the op's name (torch.ops.fastprep.<op>).
         pattern: a regular expression over the steps' roles, each followed by a space.
         valid: what else the matched steps must satisfy.
-        accepts: (group, image item) -> whether the op takes that image.
+        takes_pixels: (group, tensor, layout) -> whether the op takes that image's pixels.
+        takes_windowed: (group, item) -> whether it takes a PIL image or WindowedImage (read by window).
         out_dtype: (group) -> the output's dtype.
         run: (group, run, out) -> None: the op on the run's samples into `out` ([n, 3, h, w]).
     """
     op: str
     pattern: str
     valid: Callable[[list], bool]
-    accepts: Callable[[Any, Item], bool]
+    takes_pixels: Callable[[Any, torch.Tensor, str], bool]
+    takes_windowed: Callable[[Any, Item], bool]
     out_dtype: Callable[[Any], torch.dtype]
     run: Callable[[Any, FusedRun, torch.Tensor], None]
 
 
-def _rgb_uint8(group: Any, item: Item) -> bool:
+def _rgb_uint8(group: Any, t: torch.Tensor, layout: str) -> bool:
     """crop_mask_ycbcr's images: uint8, 3-D, RGB (RGBA with alpha='drop')."""
-    alpha = group.roles["ycbcr"].alpha == "drop"
-    if item.pil:
-        return item.value.mode == "RGB" or (alpha and item.value.mode == "RGBA")
-    if item.lazy:
-        return item.value.mode == "RGB"
-    t = item.tensor()
-    c = t.shape[-1] if item.layout == "HWC" else t.shape[-3]
-    return t.dtype == torch.uint8 and t.dim() == 3 and (c == 3 or (alpha and c == 4))
+    if t.dtype != torch.uint8 or t.dim() != 3:
+        return False
+    c = t.shape[2] if layout == "HWC" else t.shape[0]
+    return c == 3 or (c == 4 and group.roles["ycbcr"].alpha == "drop")
+
+
+def _rgb_mode(group: Any, item: Item) -> bool:
+    mode = item.value.mode
+    return mode == "RGB" or (mode == "RGBA" and item.pil and group.roles["ycbcr"].alpha == "drop")
 
 
 def _flips_after_crop_read_chw(steps: list) -> bool:
@@ -124,18 +114,20 @@ def _flips_after_crop_read_chw(steps: list) -> bool:
 
 
 def _run_crop_mask_ycbcr(group: Any, run: FusedRun, out: torch.Tensor) -> None:
-    mask, color = group.step("mask"), group.step("ycbcr")
+    mask, color = group.roles["mask"], group.roles["ycbcr"]
     sources = run.sources if color.alpha != "drop" else [color.rgb(s, run.layout) for s in run.sources]
-    torch.ops.fastprep.crop_mask_ycbcr_batch.default(sources, run.tops, run.lefts, run.size[0], run.size[1], mask.p,
-                                                     run.seeds["mask"], out, run.layout, mask.structure, color.scale,
-                                                     True, None, run.hflips)
+    with BELOW_AUTOGRAD():  # the plan's own buffers, never part of a graph: skip the op's Python autograd check
+        torch.ops.fastprep.crop_mask_ycbcr_batch.default(sources, run.tops, run.lefts, run.size[0], run.size[1],
+                                                         mask.p, run.seeds["mask"], out, run.layout, mask.structure,
+                                                         color.scale, True, None, run.hflips)
 
 
 CROP_MASK_YCBCR = Fusion(
     op="crop_mask_ycbcr_batch",
     pattern=r"(hflip )*crop (hflip )*mask ycbcr ",
     valid=_flips_after_crop_read_chw,
-    accepts=_rgb_uint8,
-    out_dtype=lambda group: group.step("ycbcr").out_dtype or torch.uint8,
+    takes_pixels=_rgb_uint8,
+    takes_windowed=_rgb_mode,
+    out_dtype=lambda group: group.roles["ycbcr"].out_dtype or torch.uint8,
     run=_run_crop_mask_ycbcr,
 )
