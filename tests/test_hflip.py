@@ -6,6 +6,7 @@ devices run) gives its bits, and the gradient is the reference's."""
 import numpy as np
 import pytest
 import torch
+from test_crop_mask_ycbcr import drawn
 
 import fastprep
 from fastprep.numba_kernels import crop as numba_crop
@@ -14,7 +15,6 @@ from fastprep.ops.crop import random_crop_torch
 from fastprep.ops.crop_mask_ycbcr import crop_mask_ycbcr_torch
 
 from conftest import call
-from test_crop_mask_ycbcr import drawn
 
 DTYPES = [torch.uint8, torch.float32, torch.float16, torch.bfloat16]
 

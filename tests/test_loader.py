@@ -4,16 +4,14 @@ in reused slots, failures that name the sample and leave no thread behind, mid-e
 import gc
 import threading
 
-import numpy as np
 import pytest
 import torch
+from test_transforms_structured import fused_calls
 from torch.utils.data import DataLoader, Dataset
 
 import fastprep
 from fastprep import transforms as T
 from fastprep.tools.pipelines import SyntheticImages
-
-from test_transforms_structured import fused_calls
 
 CROP = 48
 

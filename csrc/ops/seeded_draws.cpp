@@ -13,8 +13,8 @@ Tensor seeded_draws(Tensor seeds, int64_t count) {
   check_tensor(op, "seeds", seeds);
   check_dtype(op, "seeds", seeds, ScalarType::Long);
   FASTPREP_CHECK(seeds.dim() == 1, op, ": expected seeds to be a 1-D tensor, got a ", seeds.dim(), "-D tensor");
-  FASTPREP_CHECK(count >= 0 && count <= kernels::kMaxSeededDraws, op, ": expected 0 <= count <= ",
-                 kernels::kMaxSeededDraws, ", got count=", count);
+  FASTPREP_CHECK(count >= 0 && count <= kernels::kMaxSeededDraws, op,
+                 ": expected 0 <= count <= ", kernels::kMaxSeededDraws, ", got count=", count);
   const std::vector<int64_t> sizes{seeds.size(0), count};
   Tensor out = new_output(op, seeds, sizes, ScalarType::Long, shape_source("seeds", seeds));
   const Tensor sc = contiguous_input(op, "seeds", seeds);

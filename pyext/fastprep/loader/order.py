@@ -18,7 +18,9 @@ from fastprep.roles import is_int_label
 def is_iterable(dataset: Any) -> bool:
     """A dataset read by iterating it (torch's IterableDataset, or anything with ``__iter__`` and
     no ``__getitem__``), not by index."""
-    return isinstance(dataset, IterableDataset) or (hasattr(dataset, "__iter__") and not hasattr(dataset, "__getitem__"))
+    if isinstance(dataset, IterableDataset):
+        return True
+    return hasattr(dataset, "__iter__") and not hasattr(dataset, "__getitem__")
 
 
 class Order:

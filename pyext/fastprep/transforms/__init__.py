@@ -32,6 +32,6 @@ from fastprep.transforms.pixels import RandomDilatedMask, RGBToYCbCr
 from fastprep.transforms.plan import FusionPlan
 
 __all__ = [
-    "Compose", "FusionPlan", "RGBToYCbCr", "RandomCrop", "RandomDilatedMask", "RandomHorizontalFlip", "RandomResizedCrop",
-    "SeedByIndex", "ToDtype", "as_image", "fusable", "require_rgb", "to_dtype_image",
+    "Compose", "FusionPlan", "RGBToYCbCr", "RandomCrop", "RandomDilatedMask", "RandomHorizontalFlip",
+    "RandomResizedCrop", "SeedByIndex", "ToDtype", "as_image", "fusable", "require_rgb", "to_dtype_image",
 ]

@@ -29,10 +29,10 @@ import torch
 from torch import nn
 
 from fastprep._tree import leaves
-from fastprep.transforms.base import Transform, describe_sample
-from fastprep.transforms.fused import CROP_MASK_YCBCR, Fusion, FusedRun, Geometry
-from fastprep.transforms.geometry import RandomCrop, RandomHorizontalFlip, RandomResizedCrop
 from fastprep.rng import draw_seeds
+from fastprep.transforms.base import Transform, describe_sample
+from fastprep.transforms.fused import CROP_MASK_YCBCR, FusedRun, Fusion, Geometry
+from fastprep.transforms.geometry import RandomCrop, RandomHorizontalFlip, RandomResizedCrop
 from fastprep.transforms.inputs import CONTEXT_ERRORS, hw, hwc_tensor, in_context, require_rgb
 from fastprep.transforms.pixels import RGBToYCbCr
 from fastprep.transforms.sample import GEOMETRY, Item, Sample, decode_jpeg_files
