@@ -71,24 +71,19 @@ def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], tops: list[int], lefts: list
                           p: float, mask_seeds: list[int], out: torch.Tensor, *, layout: str = "HWC",
                           structure: str = "cross", scale: float = 1.0, apply_mask: bool = True,
                           masks: torch.Tensor | None = None, hflips: list[bool] | None = None) -> torch.Tensor:
-    """The fused pass of :func:`crop_mask_ycbcr` on samples whose parameters were drawn already,
-    into a buffer you own: ``out[i]`` gets the ``height x width`` window at ``(tops[i], lefts[i])``
-    of ``imgs[i]`` (its columns right to left when ``hflips[i]``), masked by the dilated
-    Bernoulli(p) mask of ``mask_seeds[i]``, as YCbCr of ``out``'s dtype; ``masks[i]`` its packed
-    mask when given. One call runs a whole chunk of samples without the GIL and allocates nothing:
-    it is how :class:`fastprep.Loader` and the fused ``Compose`` (transforms/plan.py) run.
-
-    With the window ``crop_mask_ycbcr`` draws from `seed` (``random_crop_params``; of the flipped
-    image with ``hflip``: at ``W - left - width`` here) and ``mask_seeds[i] = derive_seed(seed, 1)``,
-    sample i is bit for bit that op's output.
+    """:func:`crop_mask_ycbcr` on samples whose parameters were drawn already, into a buffer you
+    own: ``out[i]`` gets the window at ``(tops[i], lefts[i])`` of ``imgs[i]`` (read right to left
+    when ``hflips[i]``), masked by the mask of ``mask_seeds[i]``, as YCbCr of ``out``'s dtype, and
+    ``masks[i]`` its packed mask. One call runs a chunk without the GIL and allocates nothing (the
+    Loader, the fused Compose). With ``random_crop_params``' window of a seed (at ``W - left -
+    width`` when flipped) and ``derive_seed(seed, 1)``, sample i is ``crop_mask_ycbcr``'s output.
 
     Args:
         imgs: uint8 RGB images (sizes may differ), ``[H, W, 3]`` or ``[3, H, W]`` per `layout`.
         tops, lefts: each window's first row and column in its image (inside it).
-        mask_seeds: one seed per image for its mask.
+        mask_seeds: one seed per image for its mask; hflips: optional, one bool per image.
         out: contiguous ``[len(imgs), 3, height, width]``, uint8 / float32 / float16 / bfloat16.
         masks: optional contiguous uint8 ``[len(imgs), height, ceil(width / 8)]`` for the bits.
-        hflips: optional, one bool per image: its window read right to left (a horizontal flip).
 
     Example:
         >>> imgs = [torch.zeros(40, 50, 3, dtype=torch.uint8) for _ in range(4)]
@@ -96,8 +91,7 @@ def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], tops: list[int], lefts: list
         >>> crop_mask_ycbcr_batch(imgs, [0, 8, 8, 0], [0, 18, 0, 9], 32, 32, 0.25, [0, 1, 2, 3], out).shape
         torch.Size([4, 3, 32, 32])
     """
-    op = "crop_mask_ycbcr_batch"
-    mask_seeds = [checks.op_seed(op, f"mask_seeds[{i}]", s) for i, s in enumerate(mask_seeds)]
+    mask_seeds = [checks.op_seed("crop_mask_ycbcr_batch", f"mask_seeds[{i}]", s) for i, s in enumerate(mask_seeds)]
     torch.ops.fastprep.crop_mask_ycbcr_batch.default(list(imgs), list(tops), list(lefts), height, width, p, mask_seeds,
                                                      out, layout, structure, scale, apply_mask, masks,
                                                      None if hflips is None else [bool(f) for f in hflips])
@@ -191,12 +185,10 @@ def _check_out(op: str, arg: str, t: torch.Tensor, want: list[int]) -> None:
 
 def check_window_at(op: str, i: int, v: checks.ImageView, top: int, left: int, height: int, width: int) -> None:
     """Where crop_mask_ycbcr_batch reads sample i: inside imgs[i] (the binding's check_window_at)."""
-    if not 0 <= top <= v.h - height:
-        checks.fail(op, ": expected tops[", i, "] in [0, ", v.h - height, "] (imgs[", i, "] is ", v.h, "x", v.w,
-                    ", the crop ", height, "x", width, "), got ", top)
-    if not 0 <= left <= v.w - width:
-        checks.fail(op, ": expected lefts[", i, "] in [0, ", v.w - width, "] (imgs[", i, "] is ", v.h, "x", v.w,
-                    ", the crop ", height, "x", width, "), got ", left)
+    for arg, at, room in (("tops", top, v.h - height), ("lefts", left, v.w - width)):
+        if not 0 <= at <= room:
+            checks.fail(op, ": expected ", arg, "[", i, "] in [0, ", room, "] (imgs[", i, "] is ", v.h, "x", v.w,
+                        ", the crop ", height, "x", width, "), got ", at)
 
 
 def check_crop_mask_ycbcr_batch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout, structure, scale,
@@ -270,8 +262,8 @@ def _crop_mask_ycbcr_batch_fake(imgs, tops, lefts, height, width, p, mask_seeds,
 
 def crop_mask_ycbcr_batch_torch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout="HWC", structure="cross",
                                 scale=1.0, apply_mask=True, masks=None, hflips=None):
-    """The batch as its definition, on out's device: per sample the window (``crop``), reversed
-    when flipped, the mask of its seed applied, the colour conversion."""
+    """The batch as its definition, on out's device: each window (``crop``, reversed when flipped),
+    its seed's mask applied, the colour conversion."""
     check_crop_mask_ycbcr_batch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout, structure, scale, masks,
                                 hflips)
     ops = torch.ops.fastprep
@@ -291,9 +283,8 @@ impl_any_device("crop_mask_ycbcr_batch", crop_mask_ycbcr_batch_torch)
 
 
 def _crop_mask_ycbcr_batch_autograd(keyset, imgs, tops, lefts, height, width, p, mask_seeds, out, *args):
-    """The batch op writes `out` (and `masks`) from uint8 images: nothing in it is differentiable,
-    so a buffer taking part in autograd is refused rather than silently cut from the graph (a leaf
-    that requires grad would be overwritten without a trace)."""
+    """Nothing in the batch op is differentiable: a buffer taking part in autograd is refused rather
+    than silently cut from the graph (a leaf that requires grad would be overwritten untraced)."""
     masks = args[4] if len(args) > 4 else None  # (layout, structure, scale, apply_mask, masks, hflips)
     if torch.is_grad_enabled():
         for name, t in (("out", out), ("masks", masks)):

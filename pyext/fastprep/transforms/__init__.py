@@ -19,8 +19,9 @@ fuses RandomCrop -> RandomDilatedMask -> RGBToYCbCr into the one op `crop_mask_y
 | geometry | RandomCrop, RandomResizedCrop, RandomHorizontalFlip |
 | pixels | RandomDilatedMask, RGBToYCbCr |
 | dtype | ToDtype, to_dtype_image |
-| fused | the fused ops a plan calls: where they read (Geometry), one row per op |
-| plan | FusionPlan: which steps run as one fused op, their draws, the op call (Compose's and the Loader's) |
+| fused | the fused ops a plan calls: where they read (Geometry, FOLDS), one row (Fusion) per op |
+| group | FusedGroup: steps run as one op call, on one sample or a chunk's runs |
+| plan | FusionPlan and its table: which steps run as one fused op (Compose's and the Loader's) |
 | compose | Compose (a loop over its plan), SeedByIndex |
 """
 

@@ -40,6 +40,13 @@ class Geometry:
         return win.mirrored(W) if self.hflip else win
 
 
+FOLDS: dict[str, Callable[[Any, Any, Geometry], None]] = {
+    "hflip": lambda step, seed, g: g.flip(step.make_params(seed)),
+    "crop": lambda step, seed, g: g.crop(*step.offsets(seed, g.height, g.width), *step.size),
+}
+"""How each geometric role moves the op's read: (step, its seeds, Geometry) -> None."""
+
+
 class FusedRun:
     """Samples of one op call, consecutive in their chunk (sample k is the chunk's start + k): each
     one's image (its Item, or None for a plain array or tensor), source and read (top, left, flip;
