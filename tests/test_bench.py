@@ -87,6 +87,10 @@ def test_bench_result_has_rows_per_source_kind_and_shares(result):
     k = result["kernel"]  # the memcpy floor beside the kernel: the crop window's bytes in and out
     assert k["floor_bytes"] == 3 * 256 * 256 and 0 < k["memcpy_floor_us"] < k["us_per_sample"]
     assert f"memcpy floor: copying its {k['floor_bytes']:,} B" in text
+    assert {"fastprep.Loader, Compose in dataset[i]", "fastprep.Loader, foreign transform",
+            "fastprep.Loader, foreign, deterministic=True"} <= set(names)
+    assert "fused Compose: us of Python around the op" in result["aims"] and "the Loader's figures" in text
+    assert min(result["floors"].values()) > 0 and "floors: the fused batch op alone in 1 thread" in text
     for name in names:  # the name column fits every name: a space before the source column
         line = next(line for line in text.splitlines() if line.startswith(name))
         assert line[len(name)] == " ", line
