@@ -201,7 +201,7 @@ def test_wrappers_go_below_autograd_only_when_no_gradient_is_needed(monkeypatch)
     """ops/_library.call_differentiable: straight below autograd (what the Python Autograd kernel's
     own no-grad branch does, without its Python) when img needs no gradient, through it when it does;
     the same values either way."""
-    monkeypatch.setattr("fastprep.ops._library._BELOW_AUTOGRAD", _CountingGuard)
+    monkeypatch.setattr("fastprep.ops._library.BELOW_AUTOGRAD", _CountingGuard)
     x, m = torch.rand(3, 6, 8), torch.rand(6, 8) < 0.5
     for call_op in _differentiable_calls(x, m):
         for needs_grad, grad_mode, below in [(False, True, 1), (True, False, 1), (True, True, 0)]:
