@@ -19,6 +19,49 @@ def fusable(steps: list[nn.Module]) -> bool:
     return FusionPlan(steps).fused is not None
 
 
+class Steps(nn.ModuleList):
+    """Compose's steps: a ModuleList whose changes drop the Compose's plan (made again when next
+    called), so a call does not check the steps for changes."""
+
+    def __init__(self, owner: nn.Module, modules: Any):
+        super().__init__(modules)
+        self.__dict__["_owner"] = owner  # not a submodule: the owner holds this list
+
+    def _get_name(self) -> str:
+        return "ModuleList"  # Compose's repr as it always was
+
+    def _changed(self) -> None:
+        owner = self.__dict__.get("_owner")
+        if owner is not None:
+            owner.__dict__["_plan"] = None
+
+    def __setitem__(self, idx: Any, module: nn.Module) -> None:
+        super().__setitem__(idx, module)
+        self._changed()
+
+    def __delitem__(self, idx: Any) -> None:
+        super().__delitem__(idx)
+        self._changed()
+
+    def __iadd__(self, modules: Any) -> Steps:
+        self.extend(modules)
+        return self
+
+    def insert(self, index: int, module: nn.Module) -> None:
+        super().insert(index, module)
+        self._changed()
+
+    def append(self, module: nn.Module) -> Steps:
+        super().append(module)
+        self._changed()
+        return self
+
+    def extend(self, modules: Any) -> Steps:
+        super().extend(modules)
+        self._changed()
+        return self
+
+
 class Compose(Transform):
     """Run transforms in order (fastprep's, torchvision's, any callable module), passing the whole
     sample to each. Steps that one fastprep op runs together are one op call, with the bits and
@@ -43,17 +86,21 @@ class Compose(Transform):
                 isinstance(t, nn.Module) for t in transforms):
             raise ValueError(f"Compose: expected transforms to be a list of nn.Modules (fastprep's or "
                              f"torchvision's transforms), got {transforms!r}")
-        self.transforms = nn.ModuleList(transforms)
+        self.transforms = Steps(self, transforms)
         self.fuse = check_bool("Compose", "fuse", fuse)
-        self._plan: tuple[tuple, FusionPlan] | None = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("fuse", "transforms"):
+            self.__dict__["_plan"] = None  # made again at the next call
+        super().__setattr__(name, value)
 
     @property
     def plan(self) -> FusionPlan:
         """The steps' plan, made again when `fuse` or the steps change."""
-        key = (self.fuse, *self.transforms)
-        if self._plan is None or self._plan[0] != key:
-            self._plan = (key, FusionPlan(list(self.transforms), self.fuse))
-        return self._plan[1]
+        plan = self.__dict__.get("_plan")
+        if plan is None:
+            plan = self.__dict__["_plan"] = FusionPlan(list(self.transforms), self.fuse)
+        return plan
 
     @property
     def fastprep_only(self) -> bool:  # type: ignore[override]
