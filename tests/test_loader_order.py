@@ -4,6 +4,8 @@ and threads that start on the first batch and stop with the iteration."""
 
 import gc
 import itertools
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -212,3 +214,16 @@ def test_draws_made_while_loading_shift_the_transforms_as_in_seed_by_index():
                           collate_fn=fastprep.compact_collate))
     got = [b.clone() for b in fastprep.Loader(_DrawsWhileLoading(), 4, transform=_tf(), seed=6, threads=2)]
     assert all(torch.equal(a.data[0], b.data[0]) for a, b in zip(got, ref)) and len(got) == len(ref) == 3
+
+
+def test_a_script_that_ends_with_a_live_iterator_exits_cleanly():
+    """Its threads are stopped at interpreter exit, before teardown (they used to abort it); the
+    iterator here is in a reference cycle, so only the exit handler can stop them in time."""
+    code = ("import fastprep; from fastprep import transforms as T; from fastprep.tools.pipelines import "
+            "SyntheticImages\n"
+            "tf = T.Compose([T.RandomCrop(24, layout='HWC'), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])\n"
+            "it = iter(fastprep.Loader(SyntheticImages(4000, None, pool=3, size=64), 8, transform=tf, threads=2, "
+            "seed=0))\nnext(it)\nit.cycle = [it]\n")
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-2000:]
