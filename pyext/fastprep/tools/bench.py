@@ -166,6 +166,11 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
                              "one_core_feeds": per_core / gpu_rate,
                              "bytes_per_sample": _bytes_per_sample(transform, make_collate(), pools["numpy"][0]),
                              **extra})
+    own = None  # the fused Loader's own rate (numpy sources), without the consumer's copy
+    if "numpy" in sources and {1, 2} & set(threads):
+        _say("fastprep.Loader (fused) into a consumer that only counts")
+        dataset = pipelines.SyntheticImages(batch_size * (budget.max_batches + 16), None, pool=pool)
+        own = bench_loader.own_rates(dataset, batch_size, sorted({1, 2} & set(threads)), compose, budget)
     ray_result = None
     if with_ray:
         ray_result = _ray_row(quick, batch_size, cores, pool, ray_address)
@@ -181,7 +186,7 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
             "kernel": {"what": "crop_mask_ycbcr alone, 1 thread, numpy HWC sources", "us_per_sample": kernel_us,
                        "samples_per_s": kernel_rate, "memcpy_floor_us": floor_us, "floor_bytes": floor_bytes},
             "variants": per_sample, "rows": rows, "peers_run": peers, "not_installed": not_installed, "ray": ray_result,
-            "aims": bench_loader.aims(rows, per_sample, kernel_rate, NAMES[("fastprep", "fastprep.Loader")]),
+            "aims": bench_loader.aims(rows, per_sample, kernel_rate, NAMES[("fastprep", "fastprep.Loader")], own),
             "floors": bench_loader.floors(batch_size, 0.3 if quick else 1.0)}
 
 

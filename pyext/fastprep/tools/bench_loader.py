@@ -33,8 +33,46 @@ def _rate(rows: list[dict], name: str, setting: str, source: str = "numpy") -> f
                  and r["source"] == source), None)
 
 
-def aims(rows: list[dict], variants: list[dict], kernel_rate: float, fused_name: str) -> dict[str, Any]:
-    """The issue's figures from this run's rows (numpy sources), each with its aim."""
+class Counting:
+    """A consumer that only counts a batch's samples (and hands it back): the Loader's own rate,
+    without the copy the bench's consumer makes."""
+
+    def __call__(self, batch: Any) -> int:
+        n = int(batch.data[0].shape[0])
+        batch.release()
+        return n
+
+
+def own_rates(dataset: Any, batch_size: int, threads: list[int], compose: Any, budget: Any) -> dict[int, float]:
+    """The fused Loader's samples/s into a Counting consumer, per thread count."""
+    from fastprep.tools import feeds  # noqa: PLC0415
+
+    out = {}
+    for n in threads:
+        batches, skip = feeds.fastprep_loader(dataset, batch_size, n, compose)
+        out[n] = feeds.delivered_rate(batches, Counting(), skip, budget)
+    return out
+
+
+def consumer_rate(batch_size: int, repeat: int = 5) -> float:
+    """Samples/s the bench's consumer absorbs alone: one batch of crops copied, best of `repeat`."""
+    from fastprep.tools import feeds  # noqa: PLC0415
+
+    batch = torch.ones(batch_size, 3, pipelines.CROP, pipelines.CROP, dtype=torch.uint8)
+    consume = feeds.Consumer()
+    consume(batch)
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        consume(batch)
+        best = min(best, time.perf_counter() - t0)
+    return batch_size / best
+
+
+def aims(rows: list[dict], variants: list[dict], kernel_rate: float, fused_name: str,
+         own: dict[int, float] | None = None) -> dict[str, Any]:
+    """The issue's figures from this run's rows (numpy sources), each with its aim; `own`: the
+    fused Loader's rates into a Counting consumer (no copy)."""
     t1, t2 = _rate(rows, fused_name, "t=1"), _rate(rows, fused_name, "t=2")
     per = {v["name"]: v["us_per_sample"].get("numpy") for v in variants}
     op = next((us for name, us in per.items() if name.startswith("fastprep fused (")), None)
@@ -43,6 +81,10 @@ def aims(rows: list[dict], variants: list[dict], kernel_rate: float, fused_name:
         out["Loader(fused Compose) t=1, share of the op alone"] = (t1 / kernel_rate, ">= 85%")
     if t1 and t2:
         out["Loader(fused Compose) t=2 / t=1"] = (t2 / t1, ">= 1.8x")
+    if own and own.get(1):
+        out["the same, into a consumer that only counts: t=1 share"] = (own[1] / kernel_rate, ">= 85%")
+        if own.get(2):
+            out["the same, into a consumer that only counts: t=2 / t=1"] = (own[2] / own[1], ">= 1.8x")
     if op is not None and per.get("fastprep fused Compose") is not None:
         out["fused Compose: us of Python around the op"] = (per["fastprep fused Compose"] - op, "<= 5 us")
     for key, aim in (("dataset Compose", ">= 1.7x"), ("foreign", "not below 1x"), ("foreign deterministic", "")):
@@ -96,4 +138,4 @@ def floors(batch_size: int, seconds: float = 1.0) -> dict[str, float]:
         stop.set()
         copier.join()
     side_by_side((op_rate, (mine, two)), (op_rate, (other, two)))
-    return {"alone": alone[0], "while copying": copying[0], "two threads": sum(two)}
+    return {"alone": alone[0], "while copying": copying[0], "two threads": sum(two), "consumer": consumer_rate(n)}

@@ -79,7 +79,7 @@ def _aims(result: dict) -> list[str]:
         lines.append(f"  floors: the fused batch op alone in 1 thread {alone:,.0f} samples/s; "
                      f"{floor['while copying']:,.0f} ({floor['while copying'] / alone:.0%}) while a 2nd thread "
                      f"copies batches as the consumer does; in 2 threads {floor['two threads']:,.0f} "
-                     f"({floor['two threads'] / alone:.2f}x)")
+                     f"({floor['two threads'] / alone:.2f}x); the consumer alone absorbs {floor['consumer']:,.0f}")
     return lines
 
 
