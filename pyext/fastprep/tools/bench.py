@@ -166,11 +166,10 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
                              "one_core_feeds": per_core / gpu_rate,
                              "bytes_per_sample": _bytes_per_sample(transform, make_collate(), pools["numpy"][0]),
                              **extra})
-    own = None  # the fused Loader's own rate (numpy sources), without the consumer's copy
+    own = None  # the Loader's own rates (numpy sources), without the consumer's copy
     if "numpy" in sources and {1, 2} & set(threads):
-        _say("fastprep.Loader (fused) into a consumer that only counts")
-        dataset = pipelines.SyntheticImages(batch_size * (budget.max_batches + 16), None, pool=pool)
-        own = bench_loader.own_rates(dataset, batch_size, sorted({1, 2} & set(threads)), compose, budget)
+        _say("fastprep.Loader into a consumer that only counts")
+        own = bench_loader.own_rates(batch_size, sorted({1, 2} & set(threads)), compose, budget, pool)
     ray_result = None
     if with_ray:
         ray_result = _ray_row(quick, batch_size, cores, pool, ray_address)

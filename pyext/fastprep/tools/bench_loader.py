@@ -43,14 +43,18 @@ class Counting:
         return n
 
 
-def own_rates(dataset: Any, batch_size: int, threads: list[int], compose: Any, budget: Any) -> dict[int, float]:
-    """The fused Loader's samples/s into a Counting consumer, per thread count."""
+def own_rates(batch_size: int, threads: list[int], compose: Any, budget: Any, pool: int) -> dict[str, dict[int, float]]:
+    """Samples/s into a Counting consumer, per thread count: the fused Loader ("fastprep") and a
+    Loader over a dataset applying the Compose itself ("dataset Compose"), numpy sources."""
     from fastprep.tools import feeds  # noqa: PLC0415
 
-    out = {}
-    for n in threads:
-        batches, skip = feeds.fastprep_loader(dataset, batch_size, n, compose)
-        out[n] = feeds.delivered_rate(batches, Counting(), skip, budget)
+    out: dict[str, dict[int, float]] = {}
+    for pipeline in ("fastprep", "dataset Compose"):
+        dataset = pipelines.SyntheticImages(batch_size * (budget.max_batches + 16), compose, pool=pool)
+        out[pipeline] = {}
+        for n in threads:
+            batches, skip = feeds.fastprep_loader(dataset, batch_size, n, **LOADER_KWARGS[pipeline](compose))
+            out[pipeline][n] = feeds.delivered_rate(batches, Counting(), skip, budget)
     return out
 
 
@@ -70,9 +74,9 @@ def consumer_rate(batch_size: int, repeat: int = 5) -> float:
 
 
 def aims(rows: list[dict], variants: list[dict], kernel_rate: float, fused_name: str,
-         own: dict[int, float] | None = None) -> dict[str, Any]:
-    """The issue's figures from this run's rows (numpy sources), each with its aim; `own`: the
-    fused Loader's rates into a Counting consumer (no copy)."""
+         own: dict[str, dict[int, float]] | None = None) -> dict[str, Any]:
+    """The issue's figures from this run's rows (numpy sources), each with its aim; `own`: rates
+    into a Counting consumer (no copy), from own_rates."""
     t1, t2 = _rate(rows, fused_name, "t=1"), _rate(rows, fused_name, "t=2")
     per = {v["name"]: v["us_per_sample"].get("numpy") for v in variants}
     op = next((us for name, us in per.items() if name.startswith("fastprep fused (")), None)
@@ -81,23 +85,28 @@ def aims(rows: list[dict], variants: list[dict], kernel_rate: float, fused_name:
         out["Loader(fused Compose) t=1, share of the op alone"] = (t1 / kernel_rate, ">= 85%")
     if t1 and t2:
         out["Loader(fused Compose) t=2 / t=1"] = (t2 / t1, ">= 1.8x")
-    if own and own.get(1):
-        out["the same, into a consumer that only counts: t=1 share"] = (own[1] / kernel_rate, ">= 85%")
-        if own.get(2):
-            out["the same, into a consumer that only counts: t=2 / t=1"] = (own[2] / own[1], ">= 1.8x")
+    fused, inside = (own or {}).get("fastprep", {}), (own or {}).get("dataset Compose", {})
+    if fused.get(1):
+        out["the same, into a consumer that only counts: t=1 share"] = (fused[1] / kernel_rate, ">= 85%")
+        if fused.get(2):
+            out["the same, into a consumer that only counts: t=2 / t=1"] = (fused[2] / fused[1], ">= 1.8x")
     if op is not None and per.get("fastprep fused Compose") is not None:
         out["fused Compose: us of Python around the op"] = (per["fastprep fused Compose"] - op, "<= 5 us")
     for key, aim in (("dataset Compose", ">= 1.7x"), ("foreign", "not below 1x"), ("foreign deterministic", "")):
         a, b = _rate(rows, NAMES[key], "t=1"), _rate(rows, NAMES[key], "t=2")
         if a and b:
             out[f"{NAMES[key]}: t=2 / t=1"] = (b / a, aim)
+        if key == "dataset Compose" and inside.get(1) and inside.get(2):
+            out["Compose in dataset[i], into a consumer that only counts: t=2 / t=1"] = (inside[2] / inside[1], aim)
     return out
 
 
 def floors(batch_size: int, seconds: float = 1.0) -> dict[str, float]:
     """Samples/s of the fused batch op (no Python around it): in one thread alone, while a second
     thread copies batches of the same bytes without pause (the bench's consumer), and in two
-    threads side by side. What one and two Loader threads can deliver on this machine."""
+    threads side by side; the consumer alone; the per-sample op called from Python (a sample a
+    call, as a dataset's own transform runs) in one and two threads. What Loader threads can
+    deliver on this machine."""
     srcs = [torch.from_numpy(s) for s in pipelines.SyntheticImages(1, None, pool=8).pool]
     n, crop, room = batch_size, pipelines.CROP, pipelines.SOURCE_SIZE - pipelines.CROP
 
@@ -138,4 +147,16 @@ def floors(batch_size: int, seconds: float = 1.0) -> dict[str, float]:
         stop.set()
         copier.join()
     side_by_side((op_rate, (mine, two)), (op_rate, (other, two)))
-    return {"alone": alone[0], "while copying": copying[0], "two threads": sum(two), "consumer": consumer_rate(n)}
+
+    def per_sample(rates: list[float]) -> None:  # the per-sample op, one Python call a sample
+        done, t0 = 0, time.perf_counter()
+        while done == 0 or time.perf_counter() - t0 < seconds:
+            pipelines.fastprep_transform(srcs[done % len(srcs)].numpy())
+            done += 1
+        rates.append(done / (time.perf_counter() - t0))
+
+    one, pair = [], []
+    per_sample(one)
+    side_by_side((per_sample, (pair,)), (per_sample, (pair,)))
+    return {"alone": alone[0], "while copying": copying[0], "two threads": sum(two), "consumer": consumer_rate(n),
+            "per-sample op": one[0], "per-sample op, two threads": sum(pair)}

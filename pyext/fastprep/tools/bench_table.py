@@ -80,6 +80,10 @@ def _aims(result: dict) -> list[str]:
                      f"{floor['while copying']:,.0f} ({floor['while copying'] / alone:.0%}) while a 2nd thread "
                      f"copies batches as the consumer does; in 2 threads {floor['two threads']:,.0f} "
                      f"({floor['two threads'] / alone:.2f}x); the consumer alone absorbs {floor['consumer']:,.0f}")
+        one = floor["per-sample op"]
+        lines.append(f"          the per-sample op called a sample at a time from Python: {one:,.0f} samples/s in 1 "
+                     f"thread, {floor['per-sample op, two threads']:,.0f} in 2 "
+                     f"({floor['per-sample op, two threads'] / one:.2f}x: each call hands the GIL over)")
     return lines
 
 
