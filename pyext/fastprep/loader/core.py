@@ -98,11 +98,15 @@ class Loader:
         self.seed = draw_seed() if seed is None else seed_argument("Loader", "seed", seed)
         self.deterministic = check_bool("Loader", "deterministic", deterministic)
         self.order = Order(dataset, self.batch_size, self.shuffle, sampler, self.drop_last)
-        self.plan = None if transform is None else FusionPlan.of(transform)
         self._position = 0  # samples of this epoch the consumer received (state_dict)
         self._keys: list[int] | None = None  # the order being iterated (a sampler's pass)
         self._resume: tuple[int, list[int] | None] | None = None
         self._current: Any = None
+
+    @property
+    def plan(self) -> FusionPlan | None:
+        """How the threads run `transform` (a Compose's own plan, as it is when an epoch starts)."""
+        return None if self.transform is None else FusionPlan.of(self.transform)
 
     def __len__(self) -> int:
         return self.order.batches()
