@@ -52,7 +52,8 @@ class ChunkRunner:
             for j in range(len(keys)):
                 stopping()
                 with GLOBAL_RNG, seeded(int(seeds[j])):  # load and transform on one seeded stream
-                    self._write(job, a + j, keys[j], self._apply(self._load(job, a + j, keys[j]), keys[j]))
+                    sample = self._apply(self._load(job, a + j, keys[j]), keys[j])
+                self._write(job, a + j, keys[j], sample)
             return
         seed_list, rows = seeds.tolist(), draws.tolist()
         stream, raws, drawn = SampleStream(0), [], []  # drawn: the seeds each item's loading took
