@@ -87,7 +87,7 @@ class ChunkRunner:
         done = set()
         for run in runs:
             j0, n = run.start, len(run)
-            image = torch.empty(3, *run.size, dtype=self.group.out_dtype)
+            image = torch.empty(3, *run.out_size, dtype=self.group.out_dtype)
             try:
                 rows = job.image_rows(run.output_like(0, image), keys[j0], a + j0, a + j0 + n)
                 self.group.fusion.run(self.group, run, rows)

@@ -22,6 +22,7 @@ class Geometry:
 
     def __init__(self, H: Any, W: Any):
         self.top, self.left, self.height, self.width, self.hflip = H * 0, W * 0, H, W, H < 0
+        self.out_size: tuple[int, int] | None = None  # what the op writes: the read's size unless resized
 
     def flip(self, f: Any) -> None:
         """A horizontal flip of what is read so far."""
@@ -50,16 +51,19 @@ FOLDS: dict[str, Callable[[Any, Any, Geometry], None]] = {
 class FusedRun:
     """Samples of one op call, consecutive in their chunk (sample k is the chunk's start + k): each
     one's image (its Item, or None for a plain array or tensor), source and read (top, left, flip;
-    one `size` for all), and the seeds of the steps whose draws the op takes, by role ("mask")."""
+    one read `size` and `out_size` for all), and the seeds of the steps whose draws the op takes,
+    by role ("mask")."""
 
-    __slots__ = ("start", "layout", "size", "images", "raws", "sources", "tops", "lefts", "hflips", "seeds")
+    __slots__ = ("start", "layout", "size", "out_size", "images", "raws", "sources", "tops", "lefts", "hflips",
+                 "seeds")
 
-    def __init__(self, start: int, layout: str, size: tuple[int, int], images: list[Item | None], raws: list[Any],
+    def __init__(self, start: int, layout: str, g: Geometry, images: list[Item | None], raws: list[Any],
                  sources: list[torch.Tensor | None], tops: list[int], lefts: list[int], hflips: list[bool],
                  seeds: dict[str, list[int]]):
-        self.start, self.layout, self.size, self.images, self.raws = start, layout, size, images, raws
+        self.start, self.layout, self.images, self.raws = start, layout, images, raws
+        self.size = h, w = g.height, g.width  # the read's (the same for every sample of a run)
+        self.out_size = g.out_size or self.size
         self.sources, self.tops, self.lefts, self.hflips, self.seeds = sources, tops, lefts, hflips, seeds
-        h, w = size
         for k, src in enumerate(sources):
             if src is None:  # a PIL image or WindowedImage: only its window is read (or decoded)
                 top, left = tops[k], lefts[k]
@@ -86,6 +90,7 @@ class Fusion:
     Args:
         op: the op's name (torch.ops.fastprep.<op>).
         pattern: a regular expression over the steps' roles, each followed by a space.
+        window: the role of the step that cuts the window (its layout, errors and cut of masks).
         valid: what else the matched steps must satisfy.
         takes_pixels: (group, tensor, layout) -> whether the op takes that image's pixels.
         takes_windowed: (group, item) -> whether it takes a PIL image or WindowedImage (read by window).
@@ -94,6 +99,7 @@ class Fusion:
     """
     op: str
     pattern: str
+    window: str
     valid: Callable[[list], bool]
     takes_pixels: Callable[[Any, torch.Tensor, str], bool]
     takes_windowed: Callable[[Any, Item], bool]
@@ -132,6 +138,7 @@ def _run_crop_mask_ycbcr(group: Any, run: FusedRun, out: torch.Tensor) -> None:
 CROP_MASK_YCBCR = Fusion(
     op="crop_mask_ycbcr_batch",
     pattern=r"(hflip )*crop (hflip )*mask ycbcr ",
+    window="crop",
     valid=_flips_after_crop_read_chw,
     takes_pixels=_rgb_uint8,
     takes_windowed=_rgb_mode,

@@ -137,8 +137,12 @@ class RandomCrop(GeometricTransform):
         h, w = self.size
         return counter_rng.uniform_below(word(seed, 0), H - h + 1), counter_rng.uniform_below(word(seed, 1), W - w + 1)
 
+    def fits(self, H: int, W: int) -> bool:
+        """The crop fits an H x W image as it is (no padding)."""
+        return H >= self.size[0] and W >= self.size[1]
+
     def check_fits(self, H: int, W: int, padded: bool = False) -> None:
-        if H < self.size[0] or W < self.size[1]:
+        if not self.fits(H, W):
             raise ValueError(f"crop {self.size[0]}x{self.size[1]} is larger than the {'padded ' if padded else ''}"
                              f"image {H}x{W}; pass pad_if_needed=True to pad")
 

@@ -24,8 +24,11 @@ class FusedGroup:
         self.steps, self.fusion = steps, fusion
         self.random = [s for s in steps if hasattr(s, "draw")]  # one seed each, in the steps' order
         self.roles = {s.fusion_role: s for s in steps}
-        self.crop = self.roles["crop"]
+        # The step that cuts the window (RandomCrop; a RandomResizedCrop for a resizing row): its
+        # layout reads the image, its errors name the transform, it cuts the sample's masks and boxes.
+        self.crop = self.roles[fusion.window]
         self.layout = self.crop.layout  # a flip in front reads the image as the crop does (FlipIntoCrop)
+        self.fits = getattr(self.crop, "fits", None)  # (H, W) -> whether the window fits the image
         # (fold, step, its column of seeds) for the geometric steps, in order
         self.folds = [(FOLDS[s.fusion_role], s, self.random.index(s)) for s in steps if s.fusion_role in FOLDS]
         self.seed_roles = [(s.fusion_role, k) for k, s in enumerate(self.random)]
@@ -50,8 +53,8 @@ class FusedGroup:
 
     def geometry(self, seeds: list[Any], H: Any, W: Any) -> Geometry:
         """The read the steps' draws make of an H x W image: ints, or arrays (one per sample)."""
-        if type(H) is int:  # one sample (a chunk's batch path leaves out the images too small)
-            self.crop.check_fits(H, W)
+        if type(H) is int and self.fits is not None and not self.fits(H, W):
+            self.crop.check_fits(H, W)  # one sample: the crop's own error (a chunk leaves such images out)
         g = Geometry(H, W)
         for fold, step, k in self.folds:
             fold(step, seeds[k], g)
@@ -71,9 +74,9 @@ class FusedGroup:
         try:
             H, W = s.size() if s is not None else hw(t, layout)
             g = self.geometry(seeds, H, W)
-            run = FusedRun(0, layout, (g.height, g.width), [None if s is None else item], [sample], [t], [g.top],
-                           [g.left], [g.hflip], {role: [seeds[k]] for role, k in self.seed_roles})
-            out = torch.empty(1, 3, g.height, g.width, dtype=self.out_dtype)
+            run = FusedRun(0, layout, g, [None if s is None else item], [sample], [t], [g.top], [g.left], [g.hflip],
+                           {role: [seeds[k]] for role, k in self.seed_roles})
+            out = torch.empty(1, 3, *run.out_size, dtype=self.out_dtype)
             self.fusion.run(self, run, out)
         except CONTEXT_ERRORS as exc:
             new = in_context(self.crop, describe_sample(s or Sample(sample, self.layout, GEOMETRY)), exc)
@@ -97,13 +100,12 @@ class FusedGroup:
         one by one through the plan, under the same seeds."""
         picked, found, sizes = [], [], []
         kind = None
-        h, w = self.crop.size
         for j, raw in enumerate(raws):
             image, kind = self.loader_image(raw, kind)
             if image is not None:
                 item, t, layout = image
                 H, W = item.size() if t is None else hw(t, layout)
-                if H >= h and W >= w:
+                if self.fits is None or self.fits(H, W):
                     picked.append(j)
                     found.append(image)
                     sizes.append((H, W))
@@ -119,7 +121,7 @@ class FusedGroup:
         for b in range(1, len(picked) + 1):  # cut where the items stop being consecutive or change layout
             if b < len(picked) and picked[b] == picked[b - 1] + 1 and found[b][2] == found[a][2]:
                 continue
-            runs.append(FusedRun(picked[a], found[a][2], (g.height, g.width), [f[0] for f in found[a:b]],
+            runs.append(FusedRun(picked[a], found[a][2], g, [f[0] for f in found[a:b]],
                                  [raws[j] for j in picked[a:b]], [f[1] for f in found[a:b]], tops[a:b], lefts[a:b],
                                  flips[a:b], {role: v[a:b] for role, v in by_role}))
             a = b
