@@ -50,25 +50,27 @@ FOLDS: dict[str, Callable[[Any, Any, Geometry], None]] = {
 
 class FusedRun:
     """Samples of one op call, consecutive in their chunk (sample k is the chunk's start + k): each
-    one's image (its Item, or None for a plain array or tensor), source and read (top, left, flip;
-    one read `size` and `out_size` for all), and the seeds of the steps whose draws the op takes,
-    by role ("mask")."""
+    one's image (its Item, or None for a plain array or tensor), source and read (top, left,
+    height, width, flip), and the seeds of the steps whose draws the op takes, by role ("mask");
+    `out_size`: what the op writes for every sample; `size`: the read's when all are one size."""
 
-    __slots__ = ("start", "layout", "size", "out_size", "images", "raws", "sources", "tops", "lefts", "hflips",
-                 "seeds")
+    __slots__ = ("start", "layout", "size", "out_size", "images", "raws", "sources", "tops", "lefts", "heights",
+                 "widths", "hflips", "seeds")
 
-    def __init__(self, start: int, layout: str, g: Geometry, images: list[Item | None], raws: list[Any],
-                 sources: list[torch.Tensor | None], tops: list[int], lefts: list[int], hflips: list[bool],
-                 seeds: dict[str, list[int]]):
-        self.start, self.layout, self.images, self.raws = start, layout, images, raws
-        self.size = h, w = g.height, g.width  # the read's (the same for every sample of a run)
-        self.out_size = g.out_size or self.size
-        self.sources, self.tops, self.lefts, self.hflips, self.seeds = sources, tops, lefts, hflips, seeds
+    def __init__(self, start: int, layout: str, images: list[Item | None], raws: list[Any],
+                 sources: list[torch.Tensor | None], read: tuple[list[int], list[int], list[int], list[int]],
+                 hflips: list[bool], seeds: dict[str, list[int]], out_size: tuple[int, int] | None = None):
+        self.start, self.layout, self.images, self.raws, self.sources = start, layout, images, raws, sources
+        self.tops, self.lefts, self.heights, self.widths = read
+        self.hflips, self.seeds = hflips, seeds
+        one = len(set(self.heights)) == 1 and len(set(self.widths)) == 1
+        self.size = (self.heights[0], self.widths[0]) if one else None
+        self.out_size = out_size or self.size
         for k, src in enumerate(sources):
             if src is None:  # a PIL image or WindowedImage: only its window is read (or decoded)
-                top, left = tops[k], lefts[k]
-                sources[k] = read_region(images[k], top, top + h, left, left + w)
-                tops[k] = lefts[k] = 0
+                top, left = self.tops[k], self.lefts[k]
+                sources[k] = read_region(images[k], top, top + self.heights[k], left, left + self.widths[k])
+                self.tops[k] = self.lefts[k] = 0
 
     def __len__(self) -> int:
         return len(self.sources)

@@ -74,8 +74,9 @@ class FusedGroup:
         try:
             H, W = s.size() if s is not None else hw(t, layout)
             g = self.geometry(seeds, H, W)
-            run = FusedRun(0, layout, g, [None if s is None else item], [sample], [t], [g.top], [g.left], [g.hflip],
-                           {role: [seeds[k]] for role, k in self.seed_roles})
+            run = FusedRun(0, layout, [None if s is None else item], [sample], [t],
+                           ([g.top], [g.left], [g.height], [g.width]), [g.hflip],
+                           {role: [seeds[k]] for role, k in self.seed_roles}, g.out_size)
             out = torch.empty(1, 3, *run.out_size, dtype=self.out_dtype)
             self.fusion.run(self, run, out)
         except CONTEXT_ERRORS as exc:
@@ -116,14 +117,16 @@ class FusedGroup:
         seeds = [chosen[:, k].view(np.uint64) for k in range(chosen.shape[1])]
         g = self.geometry(seeds, hw_[:, 0], hw_[:, 1])
         by_role = [(role, chosen[:, k].tolist()) for role, k in self.seed_roles]
+        m = len(picked)
         tops, lefts, flips = g.top.tolist(), g.left.tolist(), g.hflip.tolist()
+        heights, widths = ([v] * m if type(v) is int else v.tolist() for v in (g.height, g.width))
         runs, a = [], 0
         for b in range(1, len(picked) + 1):  # cut where the items stop being consecutive or change layout
             if b < len(picked) and picked[b] == picked[b - 1] + 1 and found[b][2] == found[a][2]:
                 continue
-            runs.append(FusedRun(picked[a], found[a][2], g, [f[0] for f in found[a:b]],
-                                 [raws[j] for j in picked[a:b]], [f[1] for f in found[a:b]], tops[a:b], lefts[a:b],
-                                 flips[a:b], {role: v[a:b] for role, v in by_role}))
+            runs.append(FusedRun(picked[a], found[a][2], [f[0] for f in found[a:b]], [raws[j] for j in picked[a:b]],
+                                 [f[1] for f in found[a:b]], (tops[a:b], lefts[a:b], heights[a:b], widths[a:b]),
+                                 flips[a:b], {role: v[a:b] for role, v in by_role}, g.out_size))
             a = b
         return runs
 
