@@ -108,6 +108,8 @@ def _legend(result: dict) -> list[str]:
         "fastprep's rows read only the crop window of it, as fastprep's Compose does",
         "foreign       the usual transform given to fastprep.Loader: code that is not fastprep's runs in parallel "
         "(torch's generator unseeded); deterministic=True runs it one sample at a time, seeded as SeedByIndex",
+        "counting      a consumer that only counts each batch's samples (no copy): the Loader's own rate",
+        "floors        measured in this run: when they fall short (another process on the cores), so do the figures",
     ]
 
 
