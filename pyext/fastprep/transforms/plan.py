@@ -40,6 +40,7 @@ from fastprep.transforms.sample import GEOMETRY, Sample, decode_jpeg_files
 FUSIONS: tuple[Fusion, ...] = (CROP_MASK_YCBCR,)
 """The table: steps whose roles match a row's pattern (and its `valid`) run as its op."""
 
+
 @dataclass
 class FlipIntoCrop:
     """RandomHorizontalFlip then RandomCrop / RandomResizedCrop: the crop reads the mirrored window
