@@ -168,3 +168,14 @@ def test_fastprep_transforms_give_the_same_bits_from_pil_windows_as_from_whole_a
                pipelines.fastprep_unfused_transform):
         got = [fn(pools[k][0], torch.Generator().manual_seed(5)) for k in ("pil", "numpy")]
         assert torch.equal(got[0], got[1]), fn.__name__
+
+
+def test_the_by_hand_batch_op_row_is_the_fused_composes_work():
+    """The per-sample floor row does what the fused Compose does for a numpy image: the same bits."""
+    from fastprep.tools.bench import fused_compose
+
+    image = pipelines.SyntheticImages(1, None, pool=1).pool[0]
+    torch.manual_seed(3)
+    by_hand = pipelines.fastprep_batch_op_one(image)
+    torch.manual_seed(3)
+    assert torch.equal(by_hand, fused_compose()(image))

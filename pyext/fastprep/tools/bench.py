@@ -79,6 +79,8 @@ def _per_sample(backend: str, quick: bool, pools: dict[str, list]) -> list[dict]
     variants = [("usual (PIL->tensor, scipy, float32)", pipelines.usual_transform),
                 (f"fastprep fused ({backend})", pipelines.fastprep_transform),
                 ("fastprep fused Compose", fused_compose())]
+    if backend == "native":  # numpy sources only: the plan's per-sample path written out by hand
+        variants.append(("batch op, one sample, by hand", pipelines.fastprep_batch_op_one))
     if backend == "native":
         variants.append(("fastprep fused (numba)", pipelines.fastprep_numba_transform))
     variants.append(("fastprep unfused chain", pipelines.fastprep_unfused_transform))
@@ -86,7 +88,8 @@ def _per_sample(backend: str, quick: bool, pools: dict[str, list]) -> list[dict]
     for name, transform in variants:
         _say(f"per-sample time: {name}")
         repeat = (2 if quick else 5) if name.startswith("usual") else (10 if quick else 50)
-        out.append({"name": name, "us_per_sample": {k: time_per_sample(transform, pools[k], repeat) for k in pools}})
+        kinds = ["numpy"] if transform is pipelines.fastprep_batch_op_one else list(pools)
+        out.append({"name": name, "us_per_sample": {k: time_per_sample(transform, pools[k], repeat) for k in kinds}})
     return out
 
 

@@ -92,6 +92,9 @@ def aims(rows: list[dict], variants: list[dict], kernel_rate: float, fused_name:
             out["the same, into a counting consumer: t=2 / t=1"] = (fused[2] / fused[1], ">= 1.8x")
     if op is not None and per.get("fastprep fused Compose") is not None:
         out["fused Compose: us of Python around the op"] = (per["fastprep fused Compose"] - op, "<= 5 us")
+    if op is not None and per.get("batch op, one sample, by hand") is not None:
+        out["  floor: the batch op for one sample, by hand: us over the op"] = (
+            per["batch op, one sample, by hand"] - op, "")
     for key, aim in (("dataset Compose", ">= 1.7x"), ("foreign", "not below 1x"), ("foreign deterministic", "")):
         a, b = _rate(rows, NAMES[key], "t=1"), _rate(rows, NAMES[key], "t=2")
         if a and b:

@@ -62,8 +62,9 @@ def _per_sample(result: dict) -> list[str]:
     lines = ["", f"{'per-sample transform alone, 1 thread':<42}{head}   speedup vs usual on the same source"]
     for v in per:
         us = v["us_per_sample"]
-        speed = " / ".join(f"{usual[k] / us[k]:.1f}x {SOURCE_LABEL[k]}" for k in kinds)
-        lines.append(f"{v['name']:<42}" + "".join(f"{us[k]:>11.1f}" for k in kinds) + f"   {speed}")
+        speed = " / ".join(f"{usual[k] / us[k]:.1f}x {SOURCE_LABEL[k]}" for k in kinds if k in us)
+        lines.append(f"{v['name']:<42}" + "".join(f"{us[k]:>11.1f}" if k in us else f"{'-':>11}" for k in kinds)
+                     + f"   {speed}")
     return lines
 
 
