@@ -91,6 +91,7 @@ def test_bench_result_has_rows_per_source_kind_and_shares(result):
             "fastprep.Loader, foreign, deterministic=True"} <= set(names)
     assert "fused Compose: us of Python around the op" in result["aims"] and "the Loader's figures" in text
     assert "the same, into a counting consumer: t=2 / t=1" in result["aims"]
+    assert "  floor: the same work written out by hand: us over the op" in result["aims"]
     assert min(result["floors"].values()) > 0 and "floors: the fused batch op alone in 1 thread" in text
     for name in names:  # the name column fits every name: a space before the source column
         line = next(line for line in text.splitlines() if line.startswith(name))

@@ -74,9 +74,10 @@ def consumer_rate(batch_size: int, repeat: int = 5) -> float:
 
 
 def aims(rows: list[dict], variants: list[dict], kernel_rate: float, fused_name: str,
-         own: dict[str, dict[int, float]] | None = None) -> dict[str, Any]:
+         own: dict[str, dict[int, float]] | None = None, by_hand_us: float | None = None) -> dict[str, Any]:
     """The issue's figures from this run's rows (numpy sources), each with its aim; `own`: rates
-    into a Counting consumer (no copy), from own_rates."""
+    into a Counting consumer (no copy), from own_rates; `by_hand_us`: pipelines.fastprep_batch_op_one
+    per sample (the fused Compose's work written out by hand)."""
     t1, t2 = _rate(rows, fused_name, "t=1"), _rate(rows, fused_name, "t=2")
     per = {v["name"]: v["us_per_sample"].get("numpy") for v in variants}
     op = next((us for name, us in per.items() if name.startswith("fastprep fused (")), None)
@@ -92,9 +93,8 @@ def aims(rows: list[dict], variants: list[dict], kernel_rate: float, fused_name:
             out["the same, into a counting consumer: t=2 / t=1"] = (fused[2] / fused[1], ">= 1.8x")
     if op is not None and per.get("fastprep fused Compose") is not None:
         out["fused Compose: us of Python around the op"] = (per["fastprep fused Compose"] - op, "<= 5 us")
-    if op is not None and per.get("batch op, one sample, by hand") is not None:
-        out["  floor: the batch op for one sample, by hand: us over the op"] = (
-            per["batch op, one sample, by hand"] - op, "")
+    if op is not None and by_hand_us is not None:
+        out["  floor: the same work written out by hand: us over the op"] = (by_hand_us - op, "")
     for key, aim in (("dataset Compose", ">= 1.7x"), ("foreign", "not below 1x"), ("foreign deterministic", "")):
         a, b = _rate(rows, NAMES[key], "t=1"), _rate(rows, NAMES[key], "t=2")
         if a and b:

@@ -62,9 +62,8 @@ def _per_sample(result: dict) -> list[str]:
     lines = ["", f"{'per-sample transform alone, 1 thread':<42}{head}   speedup vs usual on the same source"]
     for v in per:
         us = v["us_per_sample"]
-        speed = " / ".join(f"{usual[k] / us[k]:.1f}x {SOURCE_LABEL[k]}" for k in kinds if k in us)
-        lines.append(f"{v['name']:<42}" + "".join(f"{us[k]:>11.1f}" if k in us else f"{'-':>11}" for k in kinds)
-                     + f"   {speed}")
+        speed = " / ".join(f"{usual[k] / us[k]:.1f}x {SOURCE_LABEL[k]}" for k in kinds)
+        lines.append(f"{v['name']:<42}" + "".join(f"{us[k]:>11.1f}" for k in kinds) + f"   {speed}")
     return lines
 
 
@@ -73,7 +72,7 @@ def _aims(result: dict) -> list[str]:
     aims, floor = result.get("aims") or {}, result.get("floors")
     lines = ["", "the Loader's figures (numpy sources), this run:"] if aims else []
     for what, (value, aim) in aims.items():
-        shown = f"{value:.1%}" if "share" in what else f"{value:.1f} us" if what.endswith("op") else f"{value:.2f}x"
+        shown = f"{value:.1%}" if "share" in what else f"{value:.1f} us" if " us " in what else f"{value:.2f}x"
         lines.append(f"  {what:<58}{shown:>9}   aim {aim or '-'}")
     if floor:
         alone = floor["alone"]
