@@ -26,6 +26,11 @@ def inputs():
     return sources, seeds, mask_seeds
 
 
+def _windows(sources, seeds):
+    """The windows crop_mask_ycbcr draws from the seeds: what the batch op takes."""
+    return zip(*(fastprep.random_crop_params(s.shape[0], s.shape[1], CROP, CROP, seed) for s, seed in zip(sources, seeds)))
+
+
 def _per_sample_collate(sources, seeds, mask_seeds):
     samples = [(fastprep.crop_mask_ycbcr(src, CROP, CROP, P, seed, layout="HWC", mask_seed=ms), i % 1000)
                for i, (src, seed, ms) in enumerate(zip(sources, seeds, mask_seeds))]
@@ -33,7 +38,8 @@ def _per_sample_collate(sources, seeds, mask_seeds):
 
 
 def _into_slot(sources, seeds, mask_seeds, slot):
-    return fastprep.crop_mask_ycbcr_batch(sources, CROP, CROP, P, seeds, slot, mask_seeds=mask_seeds)
+    tops, lefts = _windows(sources, seeds)
+    return fastprep.crop_mask_ycbcr_batch(sources, list(tops), list(lefts), CROP, CROP, P, mask_seeds, slot)
 
 
 def test_same_bits(inputs):

@@ -104,8 +104,14 @@ def _fill_under_no_grad(img, m):
         fastprep.mask_fill_(img, m, 0.0)
 
 
-IN_PLACE_FILLS = {
+_SRC = [torch.zeros(8, 8, 3, dtype=torch.uint8)]
+
+IN_PLACE_FILLS = {  # each writes into the saved tensor (or a view of it), a different way
     "plain": lambda img, m: fastprep.mask_fill_(img, m, 0.0),
+    "crop_mask_ycbcr_batch(out=)": lambda img, m: fastprep.crop_mask_ycbcr_batch(
+        _SRC, [0], [0], 8, 8, 0.5, [1], img.view(1, 3, 8, 8), scale=1 / 255),
+    "resized_crop_batch(out=)": lambda img, m: fastprep.resized_crop_batch(
+        _SRC, [0], [0], [8], [8], img.view(1, 3, 8, 8), "HWC", scale=1 / 255),
     "under no_grad": _fill_under_no_grad,
     "through a view": lambda img, m: fastprep.mask_fill_(img[:, :4], m[:4], 0.0),  # the base's version
     "packed mask": lambda img, m: fastprep.mask_fill_(img, fastprep.pack_bits(m, -1, "little"), 0.0),
@@ -113,7 +119,7 @@ IN_PLACE_FILLS = {
 
 
 @pytest.mark.parametrize("fill", list(IN_PLACE_FILLS))
-def test_mask_fill_in_place_on_a_saved_tensor_is_noticed(fill):
+def test_an_in_place_write_to_a_saved_tensor_is_noticed(fill):
     """An in-place write to a tensor autograd saved (one that needs no gradient itself) bumps its
     version, so backward raises as torch's in-place ops make it, never using the new values."""
     w = torch.rand(3, 8, 8, requires_grad=True)
@@ -148,10 +154,10 @@ def test_batch_op_refuses_buffers_that_require_grad():
     out = torch.zeros(1, 3, 4, 4, requires_grad=True)
     with pytest.raises(RuntimeError, match="crop_mask_ycbcr_batch: out requires grad, but the op is not "
                                            "differentiable"):
-        fastprep.crop_mask_ycbcr_batch(imgs, 4, 4, 0.5, [1], out, scale=1 / 255)
+        fastprep.crop_mask_ycbcr_batch(imgs, [2], [1], 4, 4, 0.5, [1], out, scale=1 / 255)
     assert not out.detach().any()
     with torch.no_grad():
-        fastprep.crop_mask_ycbcr_batch(imgs, 4, 4, 0.5, [1], out, scale=1 / 255)
+        fastprep.crop_mask_ycbcr_batch(imgs, [2], [1], 4, 4, 0.5, [1], out, scale=1 / 255)
 
 
 @pytest.mark.parametrize("name,args", [
@@ -226,7 +232,7 @@ def test_wrappers_go_below_autograd_only_when_no_gradient_is_needed(monkeypatch)
     """ops/_library.call_differentiable: straight below autograd (what the Python Autograd kernel's
     own no-grad branch does, without its Python) when img needs no gradient, through it when it does;
     the same values either way."""
-    monkeypatch.setattr("fastprep.ops._library._BELOW_AUTOGRAD", _CountingGuard)
+    monkeypatch.setattr("fastprep.ops._library.BELOW_AUTOGRAD", _CountingGuard)
     x, m = torch.rand(3, 6, 8), torch.rand(6, 8) < 0.5
     for call_op in _differentiable_calls(x, m):
         for needs_grad, grad_mode, below in [(False, True, 1), (True, False, 1), (True, True, 0)]:

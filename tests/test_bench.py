@@ -89,6 +89,12 @@ def test_bench_result_has_rows_per_source_kind_and_shares(result):
     k = result["kernel"]  # the memcpy floor beside the kernel: the crop window's bytes in and out
     assert k["floor_bytes"] == 3 * 256 * 256 and 0 < k["memcpy_floor_us"] < k["us_per_sample"]
     assert f"memcpy floor: copying its {k['floor_bytes']:,} B" in text
+    assert {"fastprep.Loader, Compose in dataset[i]", "fastprep.Loader, foreign transform",
+            "fastprep.Loader, foreign, deterministic=True"} <= set(names)
+    assert "fused Compose: us of Python around the op" in result["aims"] and "the Loader's figures" in text
+    assert "the same, into a counting consumer: t=2 / t=1" in result["aims"]
+    assert "  floor: the same work written out by hand: us over the op" in result["aims"]
+    assert min(result["floors"].values()) > 0 and "floors: the fused batch op alone in 1 thread" in text
     for name in names:  # the name column fits every name: a space before the source column
         line = next(line for line in text.splitlines() if line.startswith(name))
         assert line[len(name)] == " ", line
@@ -100,7 +106,7 @@ def test_markdown_table_has_the_best_setting_per_row_and_source(result):
     lines = markdown(result).splitlines()
     body = [line for line in lines if line.startswith("| ") and "---" not in line][1:]
     assert len(body) == len({(r["name"], r["source"]) for r in result["rows"]}) + len(result["not_installed"])
-    best = max((r for r in result["rows"] if r["name"].startswith("fastprep.Loader") and r["source"] == "numpy"),
+    best = max((r for r in result["rows"] if r["name"] == "fastprep.Loader (fused, into slots)" and r["source"] == "numpy"),
                key=lambda r: r["samples_per_s"])
     assert any(line.startswith("| fastprep.Loader (fused, into slots) | numpy | ") and f"({best['setting']})" in line
                for line in body)
@@ -179,3 +185,14 @@ def test_fastprep_transforms_give_the_same_bits_from_pil_windows_as_from_whole_a
                pipelines.fastprep_unfused_transform):
         got = [fn(pools[k][0], torch.Generator().manual_seed(5)) for k in ("pil", "numpy")]
         assert torch.equal(got[0], got[1]), fn.__name__
+
+
+def test_the_by_hand_batch_op_row_is_the_fused_composes_work():
+    """The per-sample floor row does what the fused Compose does for a numpy image: the same bits."""
+    from fastprep.tools.bench import fused_compose
+
+    image = pipelines.SyntheticImages(1, None, pool=1).pool[0]
+    torch.manual_seed(3)
+    by_hand = pipelines.fastprep_batch_op_one(image)
+    torch.manual_seed(3)
+    assert torch.equal(by_hand, fused_compose()(image))

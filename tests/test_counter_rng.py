@@ -143,3 +143,20 @@ def test_item_seed_keys():
     assert key_stream(np.int64(9)) == 9
     with pytest.raises(TypeError, match="expected key to be an int, str or bytes, got float"):
         key_stream(1.5)
+
+
+def test_numpy_arrays_give_the_bits_of_ints():
+    """A chunk's parameters are drawn on uint64 arrays (the Loader, FusionPlan): elementwise the
+    same words, derived seeds, bounded integers and item seeds as one sample's ints."""
+    from fastprep.rng import item_seed, item_seeds
+    rs = np.random.default_rng(3)
+    seeds = np.concatenate([rs.integers(-2**63, 2**63 - 1, 200, dtype=np.int64), [-2**63, -1, 0, 2**63 - 1]])
+    words = counter_rng.random_word(seeds.view(np.uint64), 5)
+    assert words.tolist() == [counter_rng.random_word(int(s), 5) for s in seeds]
+    derived = counter_rng.derive_seed(seeds.view(np.uint64), np.arange(len(seeds), dtype=np.uint64))
+    assert derived.tolist() == [counter_rng.derive_seed(int(s), k) for k, s in enumerate(seeds)]
+    for n in (rs.integers(1, 2**32, len(seeds)), rs.integers(1, 2**62, len(seeds))):
+        got = counter_rng.uniform_below(words, n)
+        assert got.dtype == np.int64 and got.tolist() == [counter_rng.uniform_below(int(w), int(m)) for w, m in zip(words, n)]
+    keys = [0, 5, 2**40, 17]
+    assert item_seeds(9, keys, 3).tolist() == [item_seed(9, k, 3) for k in keys]

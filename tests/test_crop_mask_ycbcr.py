@@ -5,8 +5,9 @@ import pytest
 import torch
 
 import fastprep
+from fastprep import numba_kernels
 from fastprep.numba_kernels.crop_mask_ycbcr import crop_mask_ycbcr as numba_fused
-from fastprep.ops.crop_mask_ycbcr import crop_mask_ycbcr_torch
+from fastprep.ops.crop_mask_ycbcr import crop_mask_ycbcr_batch_torch, crop_mask_ycbcr_torch
 
 from conftest import bad_input_tests, call, requires_native
 
@@ -151,16 +152,30 @@ BAD_INPUTS = [
 test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)
 
 
+def drawn(imgs, height, width, seeds, hflips=None, layout="HWC"):
+    """(tops, lefts) of the windows crop_mask_ycbcr draws from `seeds` (of the flipped image where
+    hflips[i]: at the mirrored columns of the image itself), as the batch op takes them."""
+    tops, lefts = [], []
+    for i, img in enumerate(imgs):
+        H, W = img.shape[:2] if layout == "HWC" else img.shape[1:]
+        top, left = fastprep.random_crop_params(H, W, height, width, seeds[i])
+        tops.append(top)
+        lefts.append(W - left - width if hflips and hflips[i] else left)
+    return tops, lefts
+
+
 @pytest.mark.parametrize("out_dtype,scale", [(torch.uint8, 1.0), *OUT[1:]])
 @pytest.mark.parametrize("with_masks", [False, True])
 def test_batch_writes_the_per_sample_bits_into_the_callers_buffers(out_dtype, scale, with_masks):
     views = list(_views().values())
     imgs = [x for x, _ in views if _ == "HWC"] + [_image(60, 50, seed=3), _image(31, 45, seed=4)]
     seeds, mask_seeds = [0, -7, 2**62, 11], [None, [5, 6, 7, 8]]
+    tops, lefts = drawn(imgs, 31, 45, seeds)
     for ms in mask_seeds:
         out = torch.full((len(imgs), 3, 31, 45), 7).to(out_dtype)
         masks = torch.zeros(len(imgs), 31, 6, dtype=torch.uint8) if with_masks else None
-        got = fastprep.crop_mask_ycbcr_batch(imgs, 31, 45, 0.25, seeds, out, scale=scale, mask_seeds=ms, masks=masks)
+        mseeds = [fastprep.derive_seed(s, 1) for s in seeds] if ms is None else ms
+        got = fastprep.crop_mask_ycbcr_batch(imgs, tops, lefts, 31, 45, 0.25, mseeds, out, scale=scale, masks=masks)
         assert got is out
         for i, img in enumerate(imgs):
             image, mask = fastprep.crop_mask_ycbcr(img, 31, 45, 0.25, seeds[i], out_dtype=out_dtype, scale=scale,
@@ -170,43 +185,74 @@ def test_batch_writes_the_per_sample_bits_into_the_callers_buffers(out_dtype, sc
                 assert torch.equal(masks[i], mask)
         out_nb = torch.empty_like(out)
         masks_nb = torch.empty_like(masks) if with_masks else None
-        call("crop_mask_ycbcr_batch", imgs, 31, 45, 0.25, seeds, out_nb, scale=scale, mask_seeds=ms,
+        call("crop_mask_ycbcr_batch", imgs, tops, lefts, 31, 45, 0.25, mseeds, out_nb, scale=scale,
              masks=masks_nb).numba()
         assert torch.equal(out_nb, out) and (not with_masks or torch.equal(masks_nb, masks))
+
+
+def test_batch_windows_anywhere_in_the_image_equal_the_window_cut_first():
+    """The batch op reads the window it is given: the same as the whole window handed over as the
+    image (tops = lefts = 0), flipped or not, on both backends and the torch definition."""
+    img = _image(50, 61, seed=9)
+    chw = img.permute(2, 0, 1)
+    for top, left, flip, layout, x in ((0, 0, False, "HWC", img), (19, 30, True, "HWC", img), (7, 1, False, "CHW", chw),
+                                       (19, 30, True, "CHW", chw), (0, 30, True, "HWC", img.flip(0))):
+        window = x[top:top + 31, left:left + 31] if layout == "HWC" else x[:, top:top + 31, left:left + 31]
+        want = torch.empty(1, 3, 31, 31, dtype=torch.uint8)
+        fastprep.crop_mask_ycbcr_batch([window], [0], [0], 31, 31, 0.3, [5], want, layout=layout, hflips=[flip])
+        for run in (torch.ops.fastprep.crop_mask_ycbcr_batch.default, numba_kernels.kernel("crop_mask_ycbcr_batch"),
+                    crop_mask_ycbcr_batch_torch):
+            got = torch.empty_like(want)
+            run([x], [top], [left], 31, 31, 0.3, [5], got, layout, "cross", 1.0, True, None, [flip])
+            assert torch.equal(got, want), (top, left, flip, layout)
+    flipped = torch.empty(1, 3, 31, 31, dtype=torch.uint8)
+    fastprep.crop_mask_ycbcr_batch([img], [19], [30], 31, 31, 0.0, [5], flipped, hflips=[True])
+    assert torch.equal(flipped[0], fastprep.rgb_to_ycbcr(img[19:50, 30:61].flip(1), "HWC"))
 
 
 def test_batch_opcheck():
     imgs = [_image(40, 30), _image(35, 33, seed=1)]
     torch.library.opcheck(torch.ops.fastprep.crop_mask_ycbcr_batch.default,
-                          (imgs, 16, 16, 0.25, [1, 2], torch.empty(2, 3, 16, 16), "HWC", "cross", 1.0, True, None,
-                           torch.empty(2, 16, 2, dtype=torch.uint8)))
+                          (imgs, [3, 19], [14, 0], 16, 16, 0.25, [1, 2], torch.empty(2, 3, 16, 16), "HWC", "cross",
+                           1.0, True, torch.empty(2, 16, 2, dtype=torch.uint8), [True, False]))
 
 
 _IMGS = [torch.zeros(8, 8, 3, dtype=torch.uint8)] * 2
 _OUT = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
+
+
+def _batch(imgs=_IMGS, tops=(1, 2), lefts=(0, 4), height=4, p=0.25, mask_seeds=(1, 2), out=_OUT, **kw):
+    return call("crop_mask_ycbcr_batch", imgs, list(tops), list(lefts), height, 4, p, list(mask_seeds), out, **kw)
+
+
 BAD_BATCH = [
-    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 0.25, [1], _OUT),
-     r"crop_mask_ycbcr_batch: expected one seed per image \(2\), got 1 seeds"),
-    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 0.25, [1, 2], _OUT, mask_seeds=[3]),
-     r"crop_mask_ycbcr_batch: expected one mask seed per image \(2\), got 1 mask_seeds"),
-    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 0.25, [1, 2], _OUT[:, :, :3]),
+    (_batch(tops=[1]), r"crop_mask_ycbcr_batch: expected one top per image \(2\), got 1 tops"),
+    (_batch(lefts=[1, 2, 3]), r"crop_mask_ycbcr_batch: expected one left per image \(2\), got 3 lefts"),
+    (_batch(mask_seeds=[3]), r"crop_mask_ycbcr_batch: expected one mask seed per image \(2\), got 1 mask_seeds"),
+    (_batch(out=_OUT[:, :, :3]),
      r"crop_mask_ycbcr_batch: expected out to be a contiguous \[2, 3, 4, 4\] tensor, got \[2, 3, 3, 4\] "
      r"\(not contiguous\)"),
-    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 0.25, [1, 2], _OUT.int()),
-     r"crop_mask_ycbcr_batch: expected out to be a torch.uint8, .* tensor, got torch.int32"),
-    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 0.25, [1, 2], _OUT, scale=0.5),
-     r"crop_mask_ycbcr_batch: expected scale=1 for a torch.uint8 output, got scale=0.5"),
-    (call("crop_mask_ycbcr_batch", _IMGS, 0, 4, 0.25, [1, 2], _OUT),
-     r"crop_mask_ycbcr_batch: expected a positive crop size, got height=0 width=4"),
-    (call("crop_mask_ycbcr_batch", [_IMGS[0], torch.zeros(8, 3, 3, dtype=torch.uint8)], 4, 4, 0.25, [1, 2], _OUT),
+    (_batch(out=_OUT.int()), r"crop_mask_ycbcr_batch: expected out to be a torch.uint8, .* tensor, got torch.int32"),
+    (_batch(scale=0.5), r"crop_mask_ycbcr_batch: expected scale=1 for a torch.uint8 output, got scale=0.5"),
+    (_batch(height=0), r"crop_mask_ycbcr_batch: expected a positive crop size, got height=0 width=4"),
+    (_batch(imgs=[_IMGS[0], torch.zeros(8, 3, 3, dtype=torch.uint8)]),
      r"crop_mask_ycbcr_batch: crop 4x4 is larger than the image 8x3"),
-    (call("crop_mask_ycbcr_batch", [_IMGS[0], torch.zeros(8, 8, 3)], 4, 4, 0.25, [1, 2], _OUT),
+    (_batch(imgs=[_IMGS[0], torch.zeros(8, 8, 3)]),
      r"crop_mask_ycbcr_batch: expected imgs\[1\] to be a torch.uint8 tensor, got torch.float32"),
-    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 0.25, [1, 2], _OUT, masks=torch.zeros(2, 4, 2, dtype=torch.uint8)),
+    (_batch(masks=torch.zeros(2, 4, 2, dtype=torch.uint8)),
      r"crop_mask_ycbcr_batch: expected masks to be a contiguous \[2, 4, 1\] tensor, got \[2, 4, 2\]"),
-    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 1.5, [1, 2], _OUT),
-     r"crop_mask_ycbcr_batch: expected 0 <= p <= 1, got p=1.5"),
-    (call("crop_mask_ycbcr_batch", _IMGS, 4, 4, 0.25, [1, 2], _OUT, hflips=[True]),
-     r"crop_mask_ycbcr_batch: expected one hflip per image \(2\), got 1 hflips"),
+    (_batch(p=1.5), r"crop_mask_ycbcr_batch: expected 0 <= p <= 1, got p=1.5"),
+    (_batch(hflips=[True]), r"crop_mask_ycbcr_batch: expected one hflip per image \(2\), got 1 hflips"),
+    (_batch(tops=[1, 5]), r"crop_mask_ycbcr_batch: expected tops\[1\] in \[0, 4\] \(imgs\[1\] is 8x8, the crop "
+                          r"4x4\), got 5"),
+    (_batch(tops=[-1, 0]), r"crop_mask_ycbcr_batch: expected tops\[0\] in \[0, 4\] .* got -1"),
+    (_batch(lefts=[0, 5]), r"crop_mask_ycbcr_batch: expected lefts\[1\] in \[0, 4\] \(imgs\[1\] is 8x8, the crop "
+                           r"4x4\), got 5"),
+    (_batch(lefts=[-2**63, 0]), r"crop_mask_ycbcr_batch: expected lefts\[0\] in \[0, 4\] .* got -9223372036854775808"),
+    # Mixed devices: the meta argument's kernel (the fake) would run and write nothing into out.
+    (_batch(imgs=[_IMGS[0], _IMGS[1].to("meta")]),
+     r"crop_mask_ycbcr_batch: expected imgs\[1\] on out's device \(cpu\), got meta"),
+    (_batch(masks=torch.zeros(2, 4, 1, dtype=torch.uint8, device="meta")),
+     r"crop_mask_ycbcr_batch: expected masks on out's device \(cpu\), got meta"),
 ]
 test_bad_batch_op, test_bad_batch_numba, test_bad_batch_fake = bad_input_tests(BAD_BATCH)

@@ -191,9 +191,8 @@ def _seed_takers(seed):
         "random_dilated_mask": lambda: fastprep.random_dilated_mask([4, 4], 0.5, seed),
         "crop_mask_ycbcr": lambda: fastprep.crop_mask_ycbcr(hwc, 4, 4, 0.5, seed),
         "crop_mask_ycbcr mask_seed": lambda: fastprep.crop_mask_ycbcr(hwc, 4, 4, 0.5, 0, mask_seed=seed),
-        "crop_mask_ycbcr_batch": lambda: fastprep.crop_mask_ycbcr_batch([hwc], 4, 4, 0.5, [seed], out),
-        "crop_mask_ycbcr_batch mask_seeds": lambda: fastprep.crop_mask_ycbcr_batch([hwc], 4, 4, 0.5, [0], out,
-                                                                                     mask_seeds=[seed]),
+        "crop_mask_ycbcr_batch mask_seeds": lambda: fastprep.crop_mask_ycbcr_batch([hwc], [0], [0], 4, 4, 0.5, [seed],
+                                                                                     out),
     }
 
 
@@ -237,8 +236,9 @@ def _int_takers(v):
         "pack_bits dim": lambda: fastprep.pack_bits(mask[None], v),
         "unpack_bits count": lambda: fastprep.unpack_bits(packed, v),
         "crop_mask_ycbcr height": lambda: fastprep.crop_mask_ycbcr(hwc, v, 2, 0.5, 0),
-        "crop_mask_ycbcr_batch height": lambda: fastprep.crop_mask_ycbcr_batch([hwc], v, 2, 0.5, [0], out),
+        "crop_mask_ycbcr_batch height": lambda: fastprep.crop_mask_ycbcr_batch([hwc], [0], [0], v, 2, 0.5, [0], out),
         "resized_crop out_width": lambda: fastprep.resized_crop(img, 0, 0, 4, 4, 2, v),
+        "seeded_draws count": lambda: fastprep.seeded_draws(torch.tensor([1]), v),
     }
 
 
@@ -262,8 +262,10 @@ def test_every_op_with_int_arguments_has_its_wrapper_check_them():
 
 
 def test_every_random_op_has_its_wrapper_check_seeds():
-    """Each op with a seed argument appears in _seed_takers (so the table above covers them)."""
-    seeded = {row.name for row in OPS if any("seed" in a.name for a in _schema(row.name).arguments)}
+    """Each op with an int seed argument appears in _seed_takers (so the table above covers them);
+    a tensor of seeds (seeded_draws) is checked by dtype in its op's bad-input table."""
+    seeded = {row.name for row in OPS
+              if any("seed" in a.name and "Tensor" not in str(a.type) for a in _schema(row.name).arguments)}
     assert seeded <= {name.split()[0] for name in _seed_takers(0)}
     leaves, _ = tree_flatten([row.sample() for row in OPS])  # the registry builds its samples
     assert leaves

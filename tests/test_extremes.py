@@ -66,7 +66,7 @@ def _with(sample, slot, x):
     if k is None:
         args[i] = x
     elif k == "all":
-        n = len(args[4])  # crop_mask_ycbcr_batch: one mask seed per image
+        n = len(args[0])  # crop_mask_ycbcr_batch: one element per image
         args[i] = [x] * n
     else:
         args[i] = list(args[i])

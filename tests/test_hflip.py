@@ -6,6 +6,7 @@ devices run) gives its bits, and the gradient is the reference's."""
 import numpy as np
 import pytest
 import torch
+from test_crop_mask_ycbcr import drawn
 
 import fastprep
 from fastprep.numba_kernels import crop as numba_crop
@@ -120,14 +121,17 @@ def test_batch_hflips_give_each_samples_per_sample_bits(with_masks):
     seeds, flips = [3, -1, 7, 2**40, 0], [True, False, True, True, False]
     out = torch.empty(5, 3, 20, 30)
     masks = torch.empty(5, 20, 4, dtype=torch.uint8) if with_masks else None
-    fastprep.crop_mask_ycbcr_batch(imgs, 20, 30, 0.25, seeds, out, scale=1 / 255, masks=masks, hflips=flips)
+    tops, lefts = drawn(imgs, 20, 30, seeds, flips)
+    mask_seeds = [fastprep.derive_seed(s, 1) for s in seeds]
+    fastprep.crop_mask_ycbcr_batch(imgs, tops, lefts, 20, 30, 0.25, mask_seeds, out, scale=1 / 255, masks=masks,
+                                   hflips=flips)
     for i, img in enumerate(imgs):
         image, mask = fastprep.crop_mask_ycbcr(img, 20, 30, 0.25, seeds[i], out_dtype=torch.float32, scale=1 / 255,
                                                return_mask=True, hflip=flips[i])
         assert torch.equal(out[i], image) and (not with_masks or torch.equal(masks[i], mask))
     out_nb = torch.empty_like(out)
     masks_nb = torch.empty_like(masks) if with_masks else None
-    call("crop_mask_ycbcr_batch", imgs, 20, 30, 0.25, seeds, out_nb, scale=1 / 255, masks=masks_nb,
+    call("crop_mask_ycbcr_batch", imgs, tops, lefts, 20, 30, 0.25, mask_seeds, out_nb, scale=1 / 255, masks=masks_nb,
          hflips=flips).numba()
     assert torch.equal(out_nb, out) and (not with_masks or torch.equal(masks_nb, masks))
 
@@ -135,8 +139,8 @@ def test_batch_hflips_give_each_samples_per_sample_bits(with_masks):
 def test_batch_hflips_opcheck():
     imgs = [_image((40, 30, 3), torch.uint8), _image((35, 33, 3), torch.uint8, seed=1)]
     torch.library.opcheck(torch.ops.fastprep.crop_mask_ycbcr_batch.default,
-                          (imgs, 16, 16, 0.25, [1, 2], torch.empty(2, 3, 16, 16), "HWC", "cross", 1.0, True, None,
-                           torch.empty(2, 16, 2, dtype=torch.uint8), [True, False]))
+                          (imgs, [1, 19], [14, 17], 16, 16, 0.25, [1, 2], torch.empty(2, 3, 16, 16), "HWC", "cross",
+                           1.0, True, torch.empty(2, 16, 2, dtype=torch.uint8), [True, False]))
 
 
 def test_hflip_that_is_not_a_bool_names_the_argument():

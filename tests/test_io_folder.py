@@ -114,11 +114,12 @@ def test_the_fused_op_on_the_decoded_window_gives_the_full_images_bits(layout):
                 for src in (full, window))
         assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     seeds = [11, 12, 13]
-    fulls, windows = [f.decode() for f in files], [f.random_crop(64, 80, fastprep.derive_seed(5, i)) for i, f in enumerate(files)]
+    crop_seeds = [fastprep.derive_seed(5, i) for i in range(3)]
+    fulls, windows = [f.decode() for f in files], [f.random_crop(64, 80, s) for f, s in zip(files, crop_seeds)]
+    tops, lefts = zip(*(fastprep.random_crop_params(f.height, f.width, 64, 80, s) for f, s in zip(files, crop_seeds)))
     outs = [torch.empty(3, 3, 64, 80, dtype=torch.uint8) for _ in range(2)]
-    for srcs, out in zip((fulls, windows), outs):
-        torch.ops.fastprep.crop_mask_ycbcr_batch(srcs, 64, 80, 0.25, [fastprep.derive_seed(5, i) for i in range(3)],
-                                                 out, layout, "cross", 1.0, True, seeds, None)
+    for srcs, out, at in zip((fulls, windows), outs, ((tops, lefts), ([0] * 3, [0] * 3))):
+        torch.ops.fastprep.crop_mask_ycbcr_batch(srcs, *at, 64, 80, 0.25, seeds, out, layout, "cross", 1.0, True, None)
     assert torch.equal(outs[0], outs[1])
 
 

@@ -4,9 +4,9 @@ in reused slots, failures that name the sample and leave no thread behind, mid-e
 import gc
 import threading
 
-import numpy as np
 import pytest
 import torch
+from test_transforms_structured import fused_calls
 from torch.utils.data import DataLoader, Dataset
 
 import fastprep
@@ -78,10 +78,10 @@ def test_shuffle_and_epochs_keep_sample_bits():
     loader = fastprep.Loader(ds, 8, transform=_tf(), seed=7, threads=2, shuffle=True)
     for epoch in (0, 1):
         loader.set_epoch(epoch)
-        order = loader._epoch_indices(epoch)
+        order = loader.indices(epoch)
         assert sorted(order) == list(range(len(ds)))
         assert _same(_by_index(loader, order), _reference(ds, seed=7, epoch=epoch))
-    assert loader._epoch_indices(0) != loader._epoch_indices(1)
+    assert loader.indices(0) != loader.indices(1)
 
 
 def test_last_batch_and_drop_last():
@@ -226,12 +226,21 @@ def test_bad_arguments(kwargs, match):
         fastprep.Loader(Items(), **args)
 
 
-def test_numpy_and_pil_sources_take_the_fused_path():
-    pil = SyntheticImages(16, _tf(), pool=2, size=96, as_pil=True)
-    a = _by_index(fastprep.Loader(pil, 8, transform=_tf(), seed=5, threads=2))
-    b = _reference(pil, seed=5)
-    assert _same(a, b)
-    assert isinstance(np.asarray(pil.load_raw(0)[0]), np.ndarray)
+def _per_sample_items(monkeypatch):
+    """Records every item the Loader sends through its plan one by one (not the fused batch op)."""
+    items = []
+    apply_item = T.FusionPlan.apply_item
+    monkeypatch.setattr(T.FusionPlan, "apply_item", lambda self, raw: items.append(raw) or apply_item(self, raw))
+    return items
+
+
+@pytest.mark.parametrize("as_pil", [False, True])
+def test_numpy_and_pil_sources_take_the_fused_path(as_pil, monkeypatch):
+    ds = SyntheticImages(16, _tf(), pool=2, size=96, as_pil=as_pil)
+    want = _reference(ds, seed=5)
+    calls, one_by_one = fused_calls(monkeypatch), _per_sample_items(monkeypatch)
+    assert _same(_by_index(fastprep.Loader(ds, 8, transform=_tf(), seed=5, threads=2)), want)
+    assert sum(map(len, calls)) == 16 and not one_by_one  # every sample through the batch op
 
 
 def _flip_tf(fuse=True, after=False):
@@ -251,10 +260,8 @@ def test_a_flip_rides_along_in_the_slot_path(as_pil, threads, after, monkeypatch
     with per-sample hflips, and gives the unfused chain's samples (DataLoader, SeedByIndex)."""
     ds = SyntheticImages(24, _flip_tf(fuse=False, after=after), pool=3, size=96, as_pil=as_pil)
     want = _reference(ds, seed=11)
-    flips, unfused = [], []
-    decide = T.RandomHorizontalFlip.decide
-    monkeypatch.setattr(T.RandomHorizontalFlip, "decide", lambda self: flips.append(decide(self)) or flips[-1])
-    monkeypatch.setattr(fastprep.loader.Loader, "_apply", lambda self, raw: unfused.append(raw))
+    calls, one_by_one = fused_calls(monkeypatch), _per_sample_items(monkeypatch)
     got = _by_index(fastprep.Loader(ds, 8, transform=_flip_tf(after=after), seed=11, threads=threads))
     assert _same(got, want)
-    assert not unfused and len(flips) == 24 and 0 < sum(flips) < 24  # all on the slot path, some flipped
+    flips = [f for c in calls for f in c]
+    assert not one_by_one and len(flips) == 24 and 0 < sum(flips) < 24  # all on the slot path, some flipped

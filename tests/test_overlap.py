@@ -95,7 +95,7 @@ def test_internal_overlap_rule(shape, strides, overlap):
 
 
 def _batch_args(imgs, out, masks):
-    return (imgs, 4, 4, 0.5, [1] * len(imgs), out, "HWC", "cross", 1.0, True, None, masks)
+    return (imgs, [0] * len(imgs), [0] * len(imgs), 4, 4, 0.5, [1] * len(imgs), out, "HWC", "cross", 1.0, True, masks)
 
 
 def _batch_calls():

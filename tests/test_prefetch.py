@@ -1,5 +1,6 @@
 """DevicePrefetcher on CPU (exact passthrough); the CUDA stream path needs a GPU."""
 
+import multiprocessing
 from collections import namedtuple
 
 import numpy as np
@@ -105,12 +106,26 @@ def test_early_stop_cleans_up_and_reads_only_depth_ahead():
     assert src.shut
 
 
-def test_stops_real_dataloader_workers_early():
-    loader = DataLoader(list(range(100)), batch_size=2, num_workers=2)
-    pf = iter(DevicePrefetcher(loader, "cpu"))
-    next(pf)
-    pf.close()
+class _Keeping:
+    """A DataLoader whose iterators stay referenced here, so only an explicit shutdown stops their
+    workers (a dropped iterator would stop them when collected, hiding a missing one)."""
 
+    def __init__(self, loader):
+        self.loader, self.iterators = loader, []
+
+    def __iter__(self):
+        self.iterators.append(iter(self.loader))
+        return self.iterators[-1]
+
+
+def test_stops_real_dataloader_workers_early():
+    source = _Keeping(DataLoader(list(range(100)), batch_size=2, num_workers=2))
+    pf = iter(DevicePrefetcher(source, "cpu"))
+    next(pf)
+    workers = multiprocessing.active_children()
+    assert len(workers) == 2 and all(w.is_alive() for w in workers)
+    pf.close()
+    assert not any(w.is_alive() for w in workers)  # stopped by close(), the iterator still referenced
 
 @pytest.mark.parametrize("kwargs,match", [({"depth": 0}, "depth to be an int >= 1, got 0"),
                                           ({"depth": 1.5}, "got 1.5"),

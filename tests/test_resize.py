@@ -278,6 +278,8 @@ BAD_INPUTS = [
      r"resized_crop_batch: expected tops\[0\] >= 0, got tops\[0\]=-2"),
     (call("resized_crop_batch", [_OUT[0].view(torch.uint8)[:3, :4, :4]], [0], [0], [4], [4], _OUT),
      r"resized_crop_batch: imgs\[0\] overlaps out in memory, so writing out would change imgs\[0\] while it is read"),
+    (call("resized_crop_batch", [_u8(4, 4, 3).to("meta")], [0], [0], [4], [4], torch.empty(1, 3, 4, 4), "HWC"),
+     r"resized_crop_batch: expected imgs\[0\] on out's device \(cpu\), got meta"),
 ]
 
 

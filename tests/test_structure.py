@@ -97,6 +97,17 @@ def test_no_private_names_imported_across_modules():
             assert not private, f"{_module_name(path)} imports {private} from {module}"
 
 
+def test_the_loader_uses_only_the_public_api_of_transforms():
+    """The Loader runs transforms through what fastprep.transforms exports (FusionPlan, ...): a new
+    transform or fused op never needs a change in the Loader, nor can the Loader lean on internals."""
+    public = set(fastprep.transforms.__all__)
+    for path in (PACKAGE / "loader").rglob("*.py"):
+        for module, names in _imports(path):
+            if module.startswith("fastprep.transforms"):
+                assert module == "fastprep.transforms" and set(names) <= public, \
+                    f"{_module_name(path)} imports {names} from {module}; use fastprep.transforms' public names"
+
+
 def test_import_on_the_native_backend_loads_no_numba():
     code = "import sys, fastprep; print(fastprep.backend(), 'numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

@@ -2,14 +2,25 @@
 rule for plain tensors (the first is the image, the rest pass through), PIL images read by window,
 the fused Compose on structured samples, error messages that name the transform and the image."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 
 from fastprep import transforms as T
-from fastprep.transforms import compose as compose_mod
+from fastprep.transforms import plan as plan_mod
 
 PIL = pytest.importorskip("PIL.Image")
+
+
+def fused_calls(monkeypatch) -> list[list[bool]]:
+    """Records every fused op call a FusionPlan makes from now on: each call's per-sample hflips."""
+    calls = []
+    row = plan_mod.FUSIONS[0]
+    spy = dataclasses.replace(row, run=lambda group, run, out: calls.append(list(run.hflips)) or row.run(group, run, out))
+    monkeypatch.setattr(plan_mod, "FUSIONS", (spy, *plan_mod.FUSIONS[1:]))
+    return calls
 
 
 def _hwc(h=40, w=50, seed=0, c=3):
@@ -97,10 +108,7 @@ def test_fused_compose_on_structured_samples_equals_the_unfused_chain(seed, flip
         steps.insert(0, T.RandomHorizontalFlip(layout="HWC"))
     elif flip == "after":  # torchvision's usual order; the crop's output is CHW
         steps.insert(1, T.RandomHorizontalFlip())
-    calls = []
-    real = compose_mod.Compose._fused
-    monkeypatch.setattr(compose_mod.Compose, "_fused",
-                        staticmethod(lambda *a, **kw: calls.append(kw.get("flip", False)) or real(*a, **kw)))
+    calls = fused_calls(monkeypatch)
     torch.manual_seed(seed)
     fused = T.Compose(steps)(sample)
     after = torch.randint(0, 2**30, ())
@@ -109,7 +117,7 @@ def test_fused_compose_on_structured_samples_equals_the_unfused_chain(seed, flip
     assert torch.equal(torch.randint(0, 2**30, ()), after)  # the same draws
     assert torch.equal(fused["image"], unfused["image"]) and fused["label"] == seed
     assert fused["meta"] is sample["meta"]
-    assert len(calls) == 1  # the fused op runs, a flip drawn in front or not (it rides along)
+    assert len(calls) == 1 and len(calls[0]) == 1  # the fused op runs, a flip drawn in front or not (it rides along)
 
 
 def test_flip_then_crop_reads_the_mirrored_window():
@@ -221,15 +229,12 @@ def test_a_fused_flip_before_or_after_the_crop_gives_the_chains_bits(flip, sourc
              "pil": pytest.importorskip("PIL.Image").fromarray(arr)}[source]
     steps = [T.RandomCrop((16, 21)), T.RandomDilatedMask(0.3), T.RGBToYCbCr()]
     steps.insert(0 if flip == "before" else 1, T.RandomHorizontalFlip())
-    flips, fused_calls = [], []
-    decide, real = T.RandomHorizontalFlip.decide, compose_mod.Compose._fused
-    monkeypatch.setattr(T.RandomHorizontalFlip, "decide", lambda self: flips.append(decide(self)) or flips[-1])
-    monkeypatch.setattr(compose_mod.Compose, "_fused",
-                        staticmethod(lambda *a, **kw: fused_calls.append(1) or real(*a, **kw)))
+    calls = fused_calls(monkeypatch)
     for seed in range(12):
         out = []
         for fuse in (True, False):
             torch.manual_seed(seed)
             out.append(T.Compose(steps, fuse=fuse)(image))
         assert torch.equal(out[0], out[1]), seed
-    assert len(fused_calls) == 12 and 0 < sum(flips[::2]) < 12  # fused every time; some flipped
+    flips = [c[0] for c in calls]
+    assert len(calls) == 12 and 0 < sum(flips) < 12  # fused every time (the op took the flip); some flipped

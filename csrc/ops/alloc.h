@@ -30,6 +30,8 @@ inline int64_t dtype_size(ScalarType t) {
       return 2;
     case ScalarType::Float:
       return 4;
+    case ScalarType::Long:
+      return 8;
     default:
       return 1;  // bool, uint8: the only other output dtypes
   }

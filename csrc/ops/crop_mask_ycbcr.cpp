@@ -1,6 +1,7 @@
 // Bindings of crop_mask_ycbcr and its batched form crop_mask_ycbcr_batch (schemas and definitions:
 // pyext/fastprep/ops/crop_mask_ycbcr.py). Both run one sample at a time through run_sample, so a
-// batch has the per-sample op's bits by construction.
+// batch has the per-sample op's bits by construction: the per-sample op draws its window from its
+// seed, the batch op takes each sample's drawn window (top, left, flip) and mask seed.
 #include <memory>
 #include <optional>
 #include <string>
@@ -79,16 +80,13 @@ struct Sample {
 };
 
 // One sample into out ([3, height, width] contiguous) and, when mask_out is given, its packed mask
-// ([height, ceil(width / 8)]): the crop uses `seed` as random_crop does, the mask `mask_seed`.
-// The mask is made once, as words (scratch), which the kernel applies and whose rows are the packed
-// mask's bytes (little-endian words: bit i of a row's bytes is pixel i).
-// hflip: the crop is cut from the image flipped left-right (read from its last column with the
+// ([height, ceil(width / 8)]): the window at (top, left) of the image (checked inside it), the mask
+// drawn from `mask_seed`. The mask is made once, as words (scratch), which the kernel applies and
+// whose rows are the packed mask's bytes (little-endian words: bit i of a row's bytes is pixel i).
+// hflip: the window's columns are read right to left (from the image's last column with the
 // column stride negated, as random_crop does); the mask stays in output coordinates.
-void run_sample(const Sample& s, const Tensor& img, const ImageView& v, int64_t seed, int64_t mask_seed,
+void run_sample(const Sample& s, const Tensor& img, const ImageView& v, int64_t top, int64_t left, int64_t mask_seed,
                 bool apply_mask, bool hflip, uint8_t* mask_out, void* out, Scratch& scratch) {
-  const uint64_t useed = static_cast<uint64_t>(seed);
-  const int64_t top = kernels::random_crop_offset(kernels::random_word(useed, 0), v.h, s.height, false);
-  const int64_t left = kernels::random_crop_offset(kernels::random_word(useed, 1), v.w, s.width, false);
   uint64_t* words = nullptr;
   if (apply_mask || mask_out != nullptr) {
     const int64_t wpr = kernels::words_per_row(s.width);  // the mask's byte size fits: checked by the caller
@@ -100,7 +98,18 @@ void run_sample(const Sample& s, const Tensor& img, const ImageView& v, int64_t 
   }
   const auto* base = static_cast<const uint8_t*>(img.const_data_ptr());  // v.w >= s.width > 0
   const kernels::RgbSource src{hflip ? base + (v.w - 1) * v.sw : base, v.sc, v.sh, hflip ? -v.sw : v.sw};
-  kernels::crop_mask_ycbcr(src, top, left, s.height, s.width, apply_mask ? words : nullptr, out, s.out_type, s.scale);
+  // In the flipped read the window's columns are counted from the image's right edge.
+  kernels::crop_mask_ycbcr(src, top, hflip ? v.w - left - s.width : left, s.height, s.width,
+                           apply_mask ? words : nullptr, out, s.out_type, s.scale);
+}
+
+// Where crop_mask_ycbcr_batch reads sample `i`: tops[i] / lefts[i] place the window in imgs[i].
+void check_window_at(const char* op, int64_t i, const ImageView& v, int64_t top, int64_t left, int64_t height,
+                     int64_t width) {
+  FASTPREP_CHECK(top >= 0 && top <= v.h - height, op, ": expected tops[", i, "] in [0, ", v.h - height, "] (imgs[", i,
+                 "] is ", v.h, "x", v.w, ", the crop ", height, "x", width, "), got ", top);
+  FASTPREP_CHECK(left >= 0 && left <= v.w - width, op, ": expected lefts[", i, "] in [0, ", v.w - width, "] (imgs[", i,
+                 "] is ", v.h, "x", v.w, ", the crop ", height, "x", width, "), got ", left);
 }
 
 // An output argument the caller provides: dtype, contiguity and exact shape.
@@ -134,14 +143,20 @@ std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t w
   Tensor mask = new_output(op, img, return_mask ? mask_sizes : std::vector<int64_t>{0}, ScalarType::Byte, source);
   Scratch scratch;
   const Sample s{height, width, p, square, color_type_code(out_code), static_cast<float>(scale)};
-  run_sample(s, img, v, seed, mask_seed.value_or(kernels::derive_seed(seed, 1)), apply_mask, hflip,
+  // The seed's window, drawn over the image as the crop sees it (flipped or not: the same sizes),
+  // is at the mirrored columns of the image itself when flipped.
+  const uint64_t useed = static_cast<uint64_t>(seed);
+  const int64_t top = kernels::random_crop_offset(kernels::random_word(useed, 0), v.h, height, false);
+  const int64_t drawn_left = kernels::random_crop_offset(kernels::random_word(useed, 1), v.w, width, false);
+  run_sample(s, img, v, top, hflip ? v.w - drawn_left - width : drawn_left,
+             mask_seed.value_or(kernels::derive_seed(seed, 1)), apply_mask, hflip,
              return_mask ? static_cast<uint8_t*>(mask.mutable_data_ptr()) : nullptr, out.mutable_data_ptr(), scratch);
   return {out, mask};
 }
 
-void crop_mask_ycbcr_batch(std::vector<Tensor> imgs, int64_t height, int64_t width, double p,
-                           std::vector<int64_t> seeds, Tensor out, StrArg layout, StrArg structure, double scale,
-                           bool apply_mask, std::optional<std::vector<int64_t>> mask_seeds, std::optional<Tensor> masks,
+void crop_mask_ycbcr_batch(std::vector<Tensor> imgs, std::vector<int64_t> tops, std::vector<int64_t> lefts,
+                           int64_t height, int64_t width, double p, std::vector<int64_t> mask_seeds, Tensor out,
+                           StrArg layout, StrArg structure, double scale, bool apply_mask, std::optional<Tensor> masks,
                            std::optional<std::vector<bool>> hflips) {
   constexpr const char* op = "crop_mask_ycbcr_batch";
   check_tensor(op, "out", out);
@@ -150,27 +165,30 @@ void crop_mask_ycbcr_batch(std::vector<Tensor> imgs, int64_t height, int64_t wid
   check_crop_size(op, height, width);
   const bool square = check_shared(op, p, structure, dtype_code(odt), scale);
   const int64_t n = static_cast<int64_t>(imgs.size());
-  FASTPREP_CHECK(static_cast<int64_t>(seeds.size()) == n, op, ": expected one seed per image (", n, "), got ",
-                 seeds.size(), " seeds");
-  FASTPREP_CHECK(!mask_seeds || static_cast<int64_t>(mask_seeds->size()) == n, op,
-                 ": expected one mask seed per image (", n, "), got ", mask_seeds ? mask_seeds->size() : 0,
-                 " mask_seeds");
-  FASTPREP_CHECK(!hflips || static_cast<int64_t>(hflips->size()) == n, op, ": expected one hflip per image (", n,
-                 "), got ", hflips ? hflips->size() : 0, " hflips");
+  const auto check_count = [&](size_t got, const char* one, const char* arg) {
+    FASTPREP_CHECK(static_cast<int64_t>(got) == n, op, ": expected one ", one, " per image (", n, "), got ", got, " ",
+                   arg);
+  };
+  check_count(tops.size(), "top", "tops");
+  check_count(lefts.size(), "left", "lefts");
+  check_count(mask_seeds.size(), "mask seed", "mask_seeds");
+  if (hflips) check_count(hflips->size(), "hflip", "hflips");
   check_out(op, "out", out, {n, 3, height, width});
   if (masks) {
     check_dtype(op, "masks", *masks, ScalarType::Byte);
     check_out(op, "masks", *masks, {n, height, bytes_for_bits(width)});
   }
-  // Every image is checked before the first is written: a bad one leaves out untouched. Nothing
-  // the op reads may share memory with what it writes.
+  // Every image and window is checked before the first is written: a bad one leaves out
+  // untouched. Nothing the op reads may share memory with what it writes.
   std::vector<ImageView> views;
   views.reserve(imgs.size());
   for (int64_t i = 0; i < n; ++i) {
+    const size_t k = static_cast<size_t>(i);
     const std::string arg = "imgs[" + std::to_string(i) + "]";
-    const Tensor& img = imgs[static_cast<size_t>(i)];
+    const Tensor& img = imgs[k];
     views.push_back(check_image(op, arg.c_str(), img, hwc));
     check_fits(op, views.back(), height, width);
+    check_window_at(op, i, views.back(), tops[k], lefts[k], height, width);
     check_no_overlap(op, "out", out, arg.c_str(), img);
     if (masks) check_no_overlap(op, "masks", *masks, arg.c_str(), img);
   }
@@ -182,9 +200,8 @@ void crop_mask_ycbcr_batch(std::vector<Tensor> imgs, int64_t height, int64_t wid
   Scratch scratch;
   for (int64_t i = 0; i < n; ++i) {
     const size_t k = static_cast<size_t>(i);
-    const int64_t mseed = mask_seeds ? (*mask_seeds)[k] : kernels::derive_seed(seeds[k], 1);
     uint8_t* mask_out = masks ? static_cast<uint8_t*>(masks->mutable_data_ptr()) + i * mask_bytes : nullptr;
-    run_sample(s, imgs[k], views[k], seeds[k], mseed, apply_mask, hflips && (*hflips)[k], mask_out,
+    run_sample(s, imgs[k], views[k], tops[k], lefts[k], mask_seeds[k], apply_mask, hflips && (*hflips)[k], mask_out,
                static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, scratch);
   }
 }

@@ -29,6 +29,11 @@ def _container(x: Any) -> type | None:
     return list if isinstance(x, (tuple, list)) else None
 
 
+def is_leaf(x: Any) -> bool:
+    """x is no container (tuple, list, dict, ...): a leaf of the trees below."""
+    return _container(x) is None
+
+
 def is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(x, "_fields")
 

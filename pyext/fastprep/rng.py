@@ -20,40 +20,98 @@ import torch
 from fastprep import counter_rng
 from fastprep.ops import checks
 
-# The generator draw_seed() uses in this thread when given none (set by thread_seeded).
+# The SampleStream draw_seed() takes from in this thread when given no generator.
 _thread = threading.local()
 
 
-def draw_seed(generator: torch.Generator | None = None) -> int:
-    """A fresh int64 seed from `generator`; when None, from this thread's generator inside
-    :func:`thread_seeded` (fastprep.Loader's threads), else torch's default generator."""
-    if generator is None:
-        generator = getattr(_thread, "generator", None)
+def _draw(generator: torch.Generator | None, count: int = 1) -> int:
+    """The next int64 seed from `generator` (torch's default one when None), `count - 1` skipped."""
     out = getattr(_thread, "seed_out", None)
     if out is None:
         with torch.inference_mode(False):  # a normal tensor: refilled in place in and out of inference mode
             out = _thread.seed_out = torch.empty((), dtype=torch.int64)
+    if count > 1:
+        torch.empty(count - 1, dtype=torch.int64).random_(checks.INT64_MIN, checks.INT64_MAX, generator=generator)
     # torch.randint(lo, hi, ()) is empty(()).random_(lo, hi): the same draw, less the allocation
     # and size parsing (0.6 us of 1.6, twice per sample in a fused pipeline).
     return int(out.random_(checks.INT64_MIN, checks.INT64_MAX, generator=generator))
 
 
-@contextlib.contextmanager
-def thread_seeded(seed: int) -> Iterator[None]:
-    """Inside the block, draw_seed() in this thread (every fastprep transform's draws) comes from a
-    CPU generator seeded with `seed`: the same numbers as torch's default generator seeded with it
-    (what :func:`seeded` does), without touching state other threads share."""
-    seed = checks.check_seed("seed", seed)
-    own = getattr(_thread, "own", None)
-    if own is None:
-        own = _thread.own = torch.Generator()
-    own.manual_seed(seed)
-    outer = getattr(_thread, "generator", None)
-    _thread.generator = own
-    try:
-        yield
-    finally:
-        _thread.generator = outer
+def draw_seed(generator: torch.Generator | None = None) -> int:
+    """A fresh int64 seed from `generator`; when None, from this thread's sample stream (inside
+    :func:`thread_seeded` or a :class:`SampleStream`: fastprep.Loader's threads), else from torch's
+    default generator."""
+    if generator is None:
+        stream = getattr(_thread, "stream", None)
+        if stream is not None:
+            return stream.next()
+    return _draw(generator)
+
+
+def draw_seeds(count: int) -> list[int]:
+    """The next `count` seeds draw_seed() would return (this thread's stream, else torch's default
+    generator), in one call: a tensor's elements are drawn one after another, as single draws."""
+    stream = getattr(_thread, "stream", None)
+    if stream is not None:
+        return [stream.next() for _ in range(count)]
+    outs = getattr(_thread, "seed_outs", None)
+    if outs is None:
+        outs = _thread.seed_outs = {}
+    out = outs.get(count)
+    if out is None:
+        with torch.inference_mode(False):  # refilled in place in and out of inference mode, as draw_seed's
+            out = outs[count] = torch.empty(count, dtype=torch.int64)
+    return out.random_(checks.INT64_MIN, checks.INT64_MAX).tolist()
+
+
+class SampleStream:
+    """The seeds draw_seed() hands out in this thread inside ``with stream:``: those torch's
+    generator seeded with `seed` gives (what :func:`seeded`, and SeedByIndex, make draw_seed
+    return), without touching state other threads share. The first ``len(draws)`` come from
+    `draws` (``seeded_draws`` of a whole chunk's seeds), the rest from a generator seeded when one
+    is first needed; `pos` counts the seeds handed out."""
+
+    __slots__ = ("seed", "draws", "pos", "generator", "outer")
+
+    def __init__(self, seed: int, draws: Any = ()):
+        self.reset(seed, draws)
+
+    def reset(self, seed: int, draws: Any = ()) -> SampleStream:
+        """This stream for another sample (a chunk's samples reuse one)."""
+        self.seed, self.draws, self.pos, self.generator = seed, draws, 0, None
+        return self
+
+    def next(self) -> int:
+        pos = self.pos
+        self.pos = pos + 1
+        if pos < len(self.draws):
+            return int(self.draws[pos])
+        if self.generator is not None:
+            return _draw(self.generator)
+        own = getattr(_thread, "own", None)
+        if own is None:
+            own = _thread.own = torch.Generator()
+        self.generator = own.manual_seed(self.seed)  # this thread's: one stream at a time uses it
+        return _draw(own, pos + 1)
+
+    def __enter__(self) -> SampleStream:
+        self.outer = getattr(_thread, "stream", None)
+        if self.outer is not None:
+            self.outer.generator = None  # an outer stream's generator is reseeded when it resumes
+        _thread.stream = self
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _thread.stream = self.outer
+        if self.generator is not None and self.outer is not None:
+            self.outer.generator = None
+
+
+def thread_seeded(seed: int) -> SampleStream:
+    """Inside the block, draw_seed() in this thread (every fastprep transform's draws) returns what
+    torch's generator seeded with `seed` would (as :func:`seeded`), without touching state other
+    threads share."""
+    return SampleStream(checks.check_seed("seed", seed))
 
 
 # One seed check for the ops and the seed helpers (ops.checks, the contract layer); the owner's
@@ -100,6 +158,12 @@ def item_seed(seed: int, key: int | str | bytes, epoch: int = 0) -> int:
     """The seed that sample `key` of epoch `epoch` runs under: one function for SeedByIndex in a
     DataLoader and for fastprep.ray on a Ray cluster, so both give the same samples."""
     return derive_seed(derive_seed(seed, checks.check_seed("epoch", epoch)), key_stream(key))
+
+
+def item_seeds(seed: int, keys: Any, epoch: int = 0) -> np.ndarray:
+    """:func:`item_seed` of many int keys (indices, positions) at once: an int64 array."""
+    base = derive_seed(seed, checks.check_seed("epoch", epoch)) & counter_rng.MASK64
+    return counter_rng.derive_seed(base, np.asarray(keys, dtype=np.int64).view(np.uint64))
 
 
 @contextlib.contextmanager

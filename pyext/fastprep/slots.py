@@ -1,17 +1,15 @@
-"""The machinery under fastprep.Loader: a ring of reused batch slots, batch jobs that worker threads
-fill sample by sample, and the thread pool that runs them."""
+"""The batches under fastprep.Loader: a ring of reused batch slots, and batch jobs that worker
+threads fill (loader/pool.py runs them, loader/apply.py fills them)."""
 
 from __future__ import annotations
 
-import contextlib
-import queue
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from fastprep._tree import leaves, leaves_like, structure_difference, tree_map
+from fastprep._tree import is_leaf, leaves, leaves_like, structure_difference, tree_map
 from fastprep.batch import CompactBatch, Leaf
 from fastprep.collate import CompactCollate
 from fastprep.roles import as_tensor, is_int_label
@@ -20,11 +18,12 @@ _POLL_S = 0.1  # how often a waiting consumer looks for failures (and lets Keybo
 
 
 class SampleError(Exception):
-    """Raised in a worker thread: sample `index` failed in `stage`; the cause is the user's error."""
+    """Raised in a worker thread: sample `index` failed in `stage`; the cause is the user's error.
+    `key`: what the index is (a dataset index, or a position in an iterable dataset's epoch)."""
 
-    def __init__(self, index: int, stage: str):
+    def __init__(self, index: int, stage: str, key: str = "dataset index"):
         super().__init__(f"sample {index} failed in {stage}")
-        self.index, self.stage = index, stage
+        self.index, self.stage, self.key = index, stage, key
 
 
 def reraise(exc: BaseException) -> None:
@@ -32,18 +31,12 @@ def reraise(exc: BaseException) -> None:
     naming the sample, so `except KeyError` around the loop still works."""
     if isinstance(exc, SampleError) and exc.__cause__ is not None:
         cause = exc.__cause__
-        note = f"fastprep.Loader: raised by sample {exc.index} (dataset index) in {exc.stage}"
+        note = f"fastprep.Loader: raised by sample {exc.index} ({exc.key}) in {exc.stage}"
         if hasattr(cause, "add_note"):
             cause.add_note(note)
             raise cause
         raise RuntimeError(f"{note}: {cause!r}") from cause
     raise exc
-
-
-@contextlib.contextmanager
-def locked(lock: threading.Lock, inner: contextlib.AbstractContextManager) -> Iterator[None]:
-    with lock, inner:
-        yield
 
 
 class _Field:
@@ -81,6 +74,7 @@ class SlotRing:
         self.layout: Any = None
         self.fields: list[_Field] = []
         self.first_index = -1
+        self.flat = False
         self._storage: list[list[torch.Tensor | None]] = []
 
     def has_free(self) -> bool:
@@ -97,6 +91,8 @@ class SlotRing:
                 self._free.append(slot)
 
     def ensure_layout(self, sample: Any, index: int) -> None:
+        if self.structure is not None:  # set once, under the lock below
+            return
         with self._lock:
             if self.structure is not None:
                 return
@@ -106,11 +102,17 @@ class SlotRing:
                 raise ValueError(f"Loader: sample {index}: {exc}") from None
             self.fields = [_Field(leaf, x) for leaf, x in zip(leaves(layout), leaves(sample), strict=True)]
             self._storage = [[f.storage(self.batch_size, self.pin) for f in self.fields] for _ in range(self.count)]
+            # A flat tuple or list of leaves: a sample of its type and length whose elements are
+            # leaves too has its structure (the usual (image, label)), without the tree walk.
+            self.flat = type(sample) in (tuple, list) and all(map(is_leaf, sample))
             self.structure, self.layout, self.first_index = sample, layout, index
 
     def values(self, sample: Any, index: int) -> list[Any]:
         """The leaves of `sample` in the order of the first sample's fields; a sample of another
         structure (other dict keys, another length) is an error naming both samples."""
+        if self.flat and type(sample) is type(self.structure) and len(sample) == len(self.structure) \
+                and all(map(is_leaf, sample)):
+            return sample
         found = structure_difference(self.structure, sample, f"sample {self.first_index}")
         if found is not None:
             where = f"sample {index}" if found[0] == "sample" else f"{found[0]} of sample {index}"
@@ -132,11 +134,12 @@ class _SlotReturn:
 
 
 class BatchJob:
-    """One batch in flight: its indices, its slot, the chunks still running, and per-batch columns
-    for labels and other fields."""
+    """One batch in flight: its keys (dataset indices, or an iterable's positions, then `items`:
+    what was read), its slot, the chunks still running, and per-batch columns for labels and
+    other fields."""
 
-    def __init__(self, indices: list[int], ring: SlotRing):
-        self.indices, self.ring = indices, ring
+    def __init__(self, indices: list[int], ring: SlotRing, items: list[Any] | None = None):
+        self.indices, self.ring, self.items = indices, ring, items
         self.slot = ring.take()
         self._pending = 0
         self._lock = threading.Lock()
@@ -176,8 +179,11 @@ class BatchJob:
                 if field.leaf.role == "label" and not is_int_label(x):
                     raise ValueError(f"Loader: field {k} of sample {index} is {type(x).__name__} {x!r:.60}, but "
                                      f"it is a label in sample {ring.first_index}; labels must all be ints")
-                with self._lock:
-                    self._columns.setdefault(k, [None] * len(self.indices))[j] = x
+                column = self._columns.get(k)
+                if column is None:
+                    with self._lock:  # made once; then each chunk's writes go to positions of its own
+                        column = self._columns.setdefault(k, [None] * len(self.indices))
+                column[j] = x
                 continue
             t = as_tensor(x)
             if not isinstance(t, torch.Tensor) or tuple(t.shape) != field.shape or t.dtype != field.dtype:
@@ -187,6 +193,29 @@ class BatchJob:
             if field.leaf.packed:
                 t = torch.ops.fastprep.pack_bits.default(t, -1, "little")
             storage[k][j].copy_(t)
+
+    def write_rest(self, j0: int, keys: list[int], samples: list[Any]) -> None:
+        """Samples `keys` into positions j0, j0 + 1, ... but for their first field (the fused path
+        wrote their images): a column at a time when they are flat tuples or lists of the first
+        sample's field types, else one by one."""
+        ring = self.ring
+        first = ring.structure
+        types = tuple(map(type, first))[1:] if ring.flat else None
+        if types is None or not all(type(s) is type(first) and tuple(map(type, s))[1:] == types for s in samples):
+            for k, (key, sample) in enumerate(zip(keys, samples)):
+                self.write(j0 + k, key, sample, skip_first=True)
+            return
+        for k in range(1, len(first)):
+            field = ring.fields[k]
+            if field.shape is not None or (field.leaf.role == "label" and not is_int_label(first[k])):
+                for j, (key, sample) in enumerate(zip(keys, samples)):  # tensors, and the error's text
+                    self.write(j0 + j, key, sample, skip_first=True)
+                return
+            column = self._columns.get(k)
+            if column is None:
+                with self._lock:
+                    column = self._columns.setdefault(k, [None] * len(self.indices))
+            column[j0:j0 + len(samples)] = [s[k] for s in samples]  # the same type as the first's: ints stay ints
 
     def image_rows(self, template: Any, index: int, a: int, b: int) -> torch.Tensor:
         """Rows a:b of the slot's first field (the fused path's images), laid out from `template`."""
@@ -207,39 +236,3 @@ class BatchJob:
         it = iter(out)
         data = tree_map(lambda _: next(it), ring.structure)
         return CompactBatch(data, ring.layout, pool=_SlotReturn(ring, self.slot))
-
-
-class WorkerPool:
-    """`threads` daemon threads running submitted chunks; shutdown() stops and joins them."""
-
-    def __init__(self, threads: int):
-        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
-        self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._run, name=f"fastprep-loader-{k}", daemon=True)
-                         for k in range(threads)]
-        for t in self._threads:
-            t.start()
-
-    def submit(self, job: BatchJob, fn: Callable[[], None]) -> None:
-        job.add_chunk()
-        self._tasks.put((job, fn))
-
-    def _run(self) -> None:
-        while True:
-            task = self._tasks.get()
-            if task is None or self._stop.is_set():
-                return
-            job, fn = task
-            try:
-                fn()
-            except BaseException as exc:  # noqa: BLE001 (handed to the consumer, which re-raises it)
-                job.chunk_done(exc)
-            else:
-                job.chunk_done()
-
-    def shutdown(self) -> None:
-        self._stop.set()
-        for _ in self._threads:
-            self._tasks.put(None)
-        for t in self._threads:
-            t.join()

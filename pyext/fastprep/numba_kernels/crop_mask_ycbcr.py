@@ -120,13 +120,14 @@ def sample_at(src, src_n, dst, dst_dtype, mask_dst, mseed, p, first, sc, sh, sw,
                                np.float32(scale), f0, f1, f2)
 
 
-def _run_sample(img, v, height, width, p, seed, mseed, square, apply_mask, out, odt, scale, mask_dst, hflip=False):
-    """One sample into the 3 * height * width elements at address `out` and, when mask_dst is not
-    0, its packed mask there."""
-    top, left = crop_window(v.h, v.w, height, width, seed)
-    first, sw = flipped(v, hflip)  # the window cut from the image flipped left-right
+def _run_sample(img, v, height, width, p, top, left, mseed, square, apply_mask, out, odt, scale, mask_dst, hflip):
+    """One sample, the window at (top, left) of the image (its columns right to left when hflip),
+    into the 3 * height * width elements at address `out` and, when mask_dst is not 0, its packed
+    mask there. As run_sample in csrc/ops/crop_mask_ycbcr.cpp."""
+    first, sw = flipped(v, hflip)  # in the flipped read the columns count from the right edge
     sample_at(img.data_ptr(), span_count(img), out, FLAT_DTYPE[odt], mask_dst, int(mseed), float(p), first,
-              v.sc, v.sh, sw, top, left, height, width, square, apply_mask, TYPE_CODE[odt], float(scale))
+              v.sc, v.sh, sw, top, v.w - left - width if hflip else left, height, width, square, apply_mask,
+              TYPE_CODE[odt], float(scale))
 
 
 def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross", out_dtype=None,
@@ -137,20 +138,22 @@ def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross"
     out = checks.new_output("crop_mask_ycbcr", img, [3, height, width], odt, source)
     mask = checks.new_output("crop_mask_ycbcr", img, [height, (width + 7) // 8] if return_mask else [0],
                              torch.uint8, source)
-    _run_sample(img, v, height, width, p, seed, mask_seed_of(seed, mask_seed), structure == "square", apply_mask,
-                out.data_ptr(), odt, scale, mask.data_ptr() if return_mask else 0, hflip)
+    # The seed's window over the image as the crop sees it: at the mirrored columns when flipped.
+    top, left = crop_window(v.h, v.w, height, width, seed)
+    _run_sample(img, v, height, width, p, top, v.w - left - width if hflip else left, mask_seed_of(seed, mask_seed),
+                structure == "square", apply_mask, out.data_ptr(), odt, scale,
+                mask.data_ptr() if return_mask else 0, hflip)
     return out, mask
 
 
-def crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout="HWC", structure="cross", scale=1.0,
-                          apply_mask=True, mask_seeds=None, masks=None, hflips=None):
-    views = check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds,
-                                        masks, hflips)
+def crop_mask_ycbcr_batch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout="HWC", structure="cross",
+                          scale=1.0, apply_mask=True, masks=None, hflips=None):
+    views = check_crop_mask_ycbcr_batch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout, structure,
+                                        scale, masks, hflips)
     # out (and masks) are contiguous [n, 3, height, width] (and [n, height, ceil(width / 8)]).
     size, mask_size = 3 * height * width * out.element_size(), height * ((width + 7) // 8)
     dst, mask_dst = out.data_ptr(), 0 if masks is None else masks.data_ptr()
     for i, (img, v) in enumerate(zip(imgs, views)):
-        mseed = mask_seed_of(seeds[i], None if mask_seeds is None else mask_seeds[i])
-        _run_sample(img, v, height, width, p, seeds[i], mseed, structure == "square", apply_mask, dst + i * size,
-                    out.dtype, scale, 0 if masks is None else mask_dst + i * mask_size,
+        _run_sample(img, v, height, width, p, tops[i], lefts[i], mask_seeds[i], structure == "square", apply_mask,
+                    dst + i * size, out.dtype, scale, 0 if masks is None else mask_dst + i * mask_size,
                     bool(hflips and hflips[i]))

@@ -5,6 +5,7 @@ every op has one schema, and calling the overload skips the packet's resolution,
 a small op's ~2.5 us call."""
 
 import torch
+from torch.autograd.graph import increment_version
 
 # Held for the life of the process: dropping a Library object deregisters what it defined.
 LIB = torch.library.Library("fastprep", "DEF")
@@ -20,7 +21,8 @@ def impl_any_device(name: str, fn) -> None:
     LIB.impl(name, fn, "CompositeExplicitAutograd")
 
 
-_BELOW_AUTOGRAD = torch._C._AutoDispatchBelowAutograd
+# Calls inside skip the Autograd dispatch key (and its Python kernels): for buffers that never take part in a graph.
+BELOW_AUTOGRAD = torch._C._AutoDispatchBelowAutograd
 
 
 def call_differentiable(op, img, *args):
@@ -33,6 +35,31 @@ def call_differentiable(op, img, *args):
     argument), the op is called as is."""
     if (isinstance(img, torch.Tensor) and not (img.requires_grad and torch.is_grad_enabled())
             and not torch.compiler.is_compiling()):
-        with _BELOW_AUTOGRAD():
+        with BELOW_AUTOGRAD():
             return op(img, *args)
     return op(img, *args)
+
+
+def writes_buffers(name: str, buffers: tuple[str, ...], writes: str) -> None:
+    """The Autograd kernel of an op that writes into caller-owned `buffers` (arguments by name) and
+    has no gradient: a buffer that requires grad is refused (it would be overwritten untraced), and
+    after the write each buffer's version is bumped, as torch's in-place ops bump it, so a graph
+    that saved one refuses to backward through the new values. `writes` says what the op writes."""
+    op = getattr(torch.ops.fastprep, name).default
+    positions = {a.name: i for i, a in enumerate(op._schema.arguments)}
+
+    def kernel(keyset, *args, **kwargs):
+        found = [(b, args[positions[b]] if positions[b] < len(args) else kwargs.get(b)) for b in buffers]
+        if torch.is_grad_enabled():
+            for b, t in found:
+                if isinstance(t, torch.Tensor) and t.requires_grad:
+                    raise RuntimeError(f"{name}: {b} requires grad, but the op is not differentiable (it writes "
+                                       f"{writes}); pass a buffer that does not require grad, or run it under "
+                                       f"torch.no_grad()")
+        result = op.redispatch(keyset & torch._C._after_autograd_keyset, *args, **kwargs)
+        for _, t in found:
+            if isinstance(t, torch.Tensor):
+                increment_version(t)
+        return result
+
+    LIB.impl(name, kernel, "Autograd", with_keyset=True)

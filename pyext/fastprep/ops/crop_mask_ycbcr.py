@@ -8,7 +8,7 @@ import torch
 
 from fastprep import counter_rng
 from fastprep.ops import checks
-from fastprep.ops._library import LIB, define, impl_any_device
+from fastprep.ops._library import define, impl_any_device, writes_buffers
 
 __all__ = ["crop_mask_ycbcr", "crop_mask_ycbcr_batch", "mask_ycbcr"]
 
@@ -17,9 +17,9 @@ define("crop_mask_ycbcr(Tensor img, int height, int width, float p, int seed, st
        "bool return_mask=False, int? mask_seed=None, bool hflip=False) -> (Tensor, Tensor)")
 # The batched form writes into buffers the caller owns (a loader's batch slots): no per-sample
 # output tensor and no stack copy.
-define("crop_mask_ycbcr_batch(Tensor[] imgs, int height, int width, float p, int[] seeds, Tensor(a!) out, "
-       "str layout='HWC', str structure='cross', float scale=1.0, bool apply_mask=True, int[]? mask_seeds=None, "
-       "Tensor(b!)? masks=None, bool[]? hflips=None) -> ()")
+define("crop_mask_ycbcr_batch(Tensor[] imgs, int[] tops, int[] lefts, int height, int width, float p, "
+       "int[] mask_seeds, Tensor(a!) out, str layout='HWC', str structure='cross', float scale=1.0, "
+       "bool apply_mask=True, Tensor(b!)? masks=None, bool[]? hflips=None) -> ()")
 
 OUT_DTYPES = (torch.uint8, torch.float32, torch.float16, torch.bfloat16)
 
@@ -68,36 +68,35 @@ def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: 
     return (image, mask) if return_mask else image
 
 
-def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], height: int, width: int, p: float, seeds: list[int],
-                          out: torch.Tensor, *, layout: str = "HWC", structure: str = "cross", scale: float = 1.0,
-                          apply_mask: bool = True, mask_seeds: list[int] | None = None,
+def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], tops: list[int], lefts: list[int], height: int, width: int,
+                          p: float, mask_seeds: list[int], out: torch.Tensor, *, layout: str = "HWC",
+                          structure: str = "cross", scale: float = 1.0, apply_mask: bool = True,
                           masks: torch.Tensor | None = None, hflips: list[bool] | None = None) -> torch.Tensor:
-    """:func:`crop_mask_ycbcr` of each image into a buffer you own: ``out[i]`` gets sample i's
-    image (of ``out``'s dtype) and, when given, ``masks[i]`` its packed mask, bit for bit what the
-    per-sample op returns for ``imgs[i]``, ``seeds[i]`` (and ``mask_seeds[i]``). One call runs a
-    whole chunk of samples without the GIL and allocates nothing: it is how :class:`fastprep.Loader`
-    writes straight into its batch slots.
+    """:func:`crop_mask_ycbcr` on samples whose parameters were drawn already, into a buffer you
+    own: ``out[i]`` gets the window at ``(tops[i], lefts[i])`` of ``imgs[i]`` (read right to left
+    when ``hflips[i]``), masked by the mask of ``mask_seeds[i]``, as YCbCr of ``out``'s dtype, and
+    ``masks[i]`` its packed mask. One call runs a chunk without the GIL and allocates nothing (the
+    Loader, the fused Compose). With ``random_crop_params``' window of a seed (at ``W - left -
+    width`` when flipped) and ``derive_seed(seed, 1)``, sample i is ``crop_mask_ycbcr``'s output.
 
     Args:
         imgs: uint8 RGB images (sizes may differ), ``[H, W, 3]`` or ``[3, H, W]`` per `layout`.
-        seeds: one crop seed per image; the mask uses ``mask_seeds[i]`` or ``derive_seed(seeds[i], 1)``.
+        tops, lefts: each window's first row and column in its image (inside it).
+        mask_seeds: one seed per image for its mask; hflips: optional, one bool per image.
         out: contiguous ``[len(imgs), 3, height, width]``, uint8 / float32 / float16 / bfloat16.
         masks: optional contiguous uint8 ``[len(imgs), height, ceil(width / 8)]`` for the bits.
-        hflips: optional, one bool per image: crop image i flipped left-right (``hflip`` above).
 
     Example:
         >>> imgs = [torch.zeros(40, 50, 3, dtype=torch.uint8) for _ in range(4)]
         >>> out = torch.empty(4, 3, 32, 32, dtype=torch.uint8)
-        >>> crop_mask_ycbcr_batch(imgs, 32, 32, 0.25, [0, 1, 2, 3], out).shape
+        >>> crop_mask_ycbcr_batch(imgs, [0, 8, 8, 0], [0, 18, 0, 9], 32, 32, 0.25, [0, 1, 2, 3], out).shape
         torch.Size([4, 3, 32, 32])
     """
     op = "crop_mask_ycbcr_batch"
-    seeds = [checks.op_seed(op, f"seeds[{i}]", s) for i, s in enumerate(seeds)]
     height, width = checks.op_int(op, "height", height), checks.op_int(op, "width", width)
-    if mask_seeds is not None:
-        mask_seeds = [checks.op_seed(op, f"mask_seeds[{i}]", s) for i, s in enumerate(mask_seeds)]
-    torch.ops.fastprep.crop_mask_ycbcr_batch.default(list(imgs), height, width, p, seeds, out, layout, structure,
-                                                     scale, apply_mask, mask_seeds, masks,
+    mask_seeds = [checks.op_seed(op, f"mask_seeds[{i}]", s) for i, s in enumerate(mask_seeds)]
+    torch.ops.fastprep.crop_mask_ycbcr_batch.default(list(imgs), list(tops), list(lefts), height, width, p, mask_seeds,
+                                                     out, layout, structure, scale, apply_mask, masks,
                                                      None if hflips is None else [bool(f) for f in hflips])
     return out
 
@@ -187,7 +186,15 @@ def _check_out(op: str, arg: str, t: torch.Tensor, want: list[int]) -> None:
                     "" if t.is_contiguous() else " (not contiguous)")
 
 
-def check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds,
+def check_window_at(op: str, i: int, v: checks.ImageView, top: int, left: int, height: int, width: int) -> None:
+    """Where crop_mask_ycbcr_batch reads sample i: inside imgs[i] (the binding's check_window_at)."""
+    for arg, at, room in (("tops", top, v.h - height), ("lefts", left, v.w - width)):
+        if not 0 <= at <= room:
+            checks.fail(op, ": expected ", arg, "[", i, "] in [0, ", room, "] (imgs[", i, "] is ", v.h, "x", v.w,
+                        ", the crop ", height, "x", width, "), got ", at)
+
+
+def check_crop_mask_ycbcr_batch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout, structure, scale,
                                 masks, hflips=None) -> list[checks.ImageView]:
     """Mirror of crop_mask_ycbcr_batch's checks in the C++ binding; returns each image's view."""
     op = "crop_mask_ycbcr_batch"
@@ -197,20 +204,22 @@ def check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, stru
     check_crop_size(op, height, width)
     check_shared(op, p, structure, out.dtype, scale)
     n = len(imgs)
-    if len(seeds) != n:
-        checks.fail(op, ": expected one seed per image (", n, "), got ", len(seeds), " seeds")
-    if mask_seeds is not None and len(mask_seeds) != n:
-        checks.fail(op, ": expected one mask seed per image (", n, "), got ", len(mask_seeds), " mask_seeds")
-    if hflips is not None and len(hflips) != n:
-        checks.fail(op, ": expected one hflip per image (", n, "), got ", len(hflips), " hflips")
+    for values, one, arg in ((tops, "top", "tops"), (lefts, "left", "lefts"), (mask_seeds, "mask seed", "mask_seeds"),
+                             (hflips, "hflip", "hflips")):
+        if values is not None and len(values) != n:
+            checks.fail(op, ": expected one ", one, " per image (", n, "), got ", len(values), " ", arg)
     _check_out(op, "out", out, [n, 3, height, width])
     if masks is not None:
+        checks.check_same_device(op, "masks", masks, "out", out)
         checks.check_dtype(op, "masks", masks, torch.uint8)
         _check_out(op, "masks", masks, [n, height, (width + 7) // 8])
     views = []
     for i, img in enumerate(imgs):  # nothing read may share memory with what is written
+        if img is not None:
+            checks.check_same_device(op, f"imgs[{i}]", img, "out", out)
         views.append(check_image(op, f"imgs[{i}]", img, hwc))
         check_fits(op, views[-1], height, width)
+        check_window_at(op, i, views[-1], tops[i], lefts[i], height, width)
         checks.check_no_overlap(op, "out", out, f"imgs[{i}]", img)
         if masks is not None:
             checks.check_no_overlap(op, "masks", masks, f"imgs[{i}]", img)
@@ -251,22 +260,27 @@ impl_any_device("crop_mask_ycbcr", crop_mask_ycbcr_torch)
 
 
 @torch.library.register_fake("fastprep::crop_mask_ycbcr_batch")
-def _crop_mask_ycbcr_batch_fake(imgs, height, width, p, seeds, out, layout="HWC", structure="cross", scale=1.0,
-                                apply_mask=True, mask_seeds=None, masks=None, hflips=None):
-    check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds, masks,
+def _crop_mask_ycbcr_batch_fake(imgs, tops, lefts, height, width, p, mask_seeds, out, layout="HWC", structure="cross",
+                                scale=1.0, apply_mask=True, masks=None, hflips=None):
+    check_crop_mask_ycbcr_batch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout, structure, scale, masks,
                                 hflips)
 
 
-def crop_mask_ycbcr_batch_torch(imgs, height, width, p, seeds, out, layout="HWC", structure="cross", scale=1.0,
-                                apply_mask=True, mask_seeds=None, masks=None, hflips=None):
-    """The batch as its definition: the per-sample op into each slot, on out's device."""
-    check_crop_mask_ycbcr_batch(imgs, height, width, p, seeds, out, layout, structure, scale, mask_seeds, masks,
+def crop_mask_ycbcr_batch_torch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout="HWC", structure="cross",
+                                scale=1.0, apply_mask=True, masks=None, hflips=None):
+    """The batch as its definition, on out's device: each window (``crop``, reversed when flipped),
+    its seed's mask applied, the colour conversion."""
+    check_crop_mask_ycbcr_batch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout, structure, scale, masks,
                                 hflips)
+    ops = torch.ops.fastprep
     for i, img in enumerate(imgs):
-        image, mask = torch.ops.fastprep.crop_mask_ycbcr.default(
-            img.to(out.device), height, width, p, seeds[i], layout, structure, out.dtype, scale, apply_mask,
-            masks is not None, None if mask_seeds is None else mask_seeds[i], bool(hflips and hflips[i]))
-        out[i].copy_(image)
+        crop = ops.crop(img.to(out.device), tops[i], lefts[i], height, width, layout)
+        if hflips and hflips[i]:
+            crop = crop.flip(-1)
+        mask = ops.random_dilated_mask([height, width], p, mask_seeds[i], structure, 1, True).to(out.device)
+        if apply_mask:
+            crop = ops.mask_fill(crop, mask, 0.0, "CHW")
+        out[i].copy_(ops.rgb_to_ycbcr(crop, "CHW", out.dtype, scale))
         if masks is not None:
             masks[i].copy_(mask)
 
@@ -274,20 +288,6 @@ def crop_mask_ycbcr_batch_torch(imgs, height, width, p, seeds, out, layout="HWC"
 impl_any_device("crop_mask_ycbcr_batch", crop_mask_ycbcr_batch_torch)
 
 
-
-def _crop_mask_ycbcr_batch_autograd(keyset, imgs, height, width, p, seeds, out, *args):
-    """The batch op writes `out` (and `masks`) from uint8 images: nothing in it is differentiable,
-    so a buffer taking part in autograd is refused rather than silently cut from the graph (a leaf
-    that requires grad would be overwritten without a trace)."""
-    masks = args[5] if len(args) > 5 else None  # (layout, structure, scale, apply_mask, mask_seeds, masks, hflips)
-    if torch.is_grad_enabled():
-        for name, t in (("out", out), ("masks", masks)):
-            if isinstance(t, torch.Tensor) and t.requires_grad:
-                checks.fail("crop_mask_ycbcr_batch: ", name, " requires grad, but the op is not differentiable "
-                            "(it writes uint8 images' crops); pass a buffer that does not require grad, or run it "
-                            "under torch.no_grad()")
-    return torch.ops.fastprep.crop_mask_ycbcr_batch.default.redispatch(
-        keyset & torch._C._after_autograd_keyset, imgs, height, width, p, seeds, out, *args)
-
-
-LIB.impl("crop_mask_ycbcr_batch", _crop_mask_ycbcr_batch_autograd, "Autograd", with_keyset=True)
+# Nothing in the batch op is differentiable: buffers taking part in autograd are refused, and both
+# get their versions bumped by the write.
+writes_buffers("crop_mask_ycbcr_batch", ("out", "masks"), "uint8 images' crops")

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from fastprep.ops import checks
-from fastprep.ops._library import LIB, define, impl_any_device
+from fastprep.ops._library import define, impl_any_device, writes_buffers
 
 __all__ = ["resized_crop", "resized_crop_batch"]
 
@@ -190,6 +190,7 @@ def check_resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout, hf
     for i, img in enumerate(imgs):  # nothing read may share memory with what is written
         arg = f"imgs[{i}]"
         checks.check_tensor(op, arg, img)
+        checks.check_same_device(op, arg, img, "out", out)
         checks.check_dtype(op, arg, img, torch.uint8)
         if img.dim() != 3:
             checks.fail(op, ": expected ", arg, " to be a 3-D ", "[H, W, C]" if hwc else "[C, H, W]",
@@ -317,14 +318,6 @@ impl_any_device("resized_crop", resized_crop_torch)
 impl_any_device("resized_crop_batch", resized_crop_batch_torch)
 
 
-def _resized_crop_batch_autograd(keyset, imgs, tops, lefts, heights, widths, out, *args):
-    """The batch op writes `out` from uint8 images: nothing in it is differentiable, so a buffer
-    taking part in autograd is refused rather than silently cut from the graph."""
-    if torch.is_grad_enabled() and isinstance(out, torch.Tensor) and out.requires_grad:
-        checks.fail("resized_crop_batch: out requires grad, but the op is not differentiable (it writes resized uint8 "
-                    "windows); pass a buffer that does not require grad, or run it under torch.no_grad()")
-    return torch.ops.fastprep.resized_crop_batch.default.redispatch(
-        keyset & torch._C._after_autograd_keyset, imgs, tops, lefts, heights, widths, out, *args)
-
-
-LIB.impl("resized_crop_batch", _resized_crop_batch_autograd, "Autograd", with_keyset=True)
+# Nothing in the batch op is differentiable: a buffer taking part in autograd is refused, and out gets
+# its version bumped by the write.
+writes_buffers("resized_crop_batch", ("out",), "resized uint8 windows")

@@ -27,7 +27,7 @@ from torch.utils.data import default_collate
 
 import fastprep
 from fastprep import transforms as T
-from fastprep.tools import feeds, pipelines
+from fastprep.tools import bench_loader, feeds, pipelines
 from fastprep.tools.bench_table import SOURCE_LABEL
 
 SOURCES = ("pil", "numpy")
@@ -37,6 +37,7 @@ NAMES = {("usual", "DataLoader"): "usual + default_collate, DataLoader",
          ("fastprep", "DataLoader"): "fused + compact_collate, DataLoader",
          ("fastprep reuse", "DataLoader"): "fused + CompactCollate(reuse=True), DataLoader",
          ("fastprep", "fastprep.Loader"): "fastprep.Loader (fused, into slots)",
+         **{(pipeline, "fastprep.Loader"): name for pipeline, name in bench_loader.NAMES.items()},
          ("fastprep", "torchdata.nodes"): "fused + compact_collate, torchdata.nodes",
          ("fastprep", "SPDL, pipe per sample"): "fused + compact_collate, SPDL per sample",
          ("fastprep", "SPDL, pipe per batch"): "fused + compact_collate, SPDL per batch"}
@@ -79,7 +80,8 @@ def fused_compose() -> Any:
 def _per_sample(backend: str, quick: bool, pools: dict[str, list]) -> list[dict]:
     """Each transform alone on one thread, on both source kinds (the old headline's numbers)."""
     variants = [("usual (PIL->tensor, scipy, float32)", pipelines.usual_transform),
-                (f"fastprep fused ({backend})", pipelines.fastprep_transform)]
+                (f"fastprep fused ({backend})", pipelines.fastprep_transform),
+                ("fastprep fused Compose", fused_compose())]
     if backend == "native":
         variants.append(("fastprep fused (numba)", pipelines.fastprep_numba_transform))
     variants.append(("fastprep unfused chain", pipelines.fastprep_unfused_transform))
@@ -130,11 +132,15 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
     # Collates by pipeline, made afresh for each loader (a reusing one keeps that loader's buffers).
     transforms = {"usual": (pipelines.usual_transform, lambda: default_collate),
                   "fastprep": (pipelines.fastprep_transform, lambda: fastprep.compact_collate),
-                  "fastprep reuse": (pipelines.fastprep_transform, lambda: fastprep.CompactCollate(reuse=True))}
+                  "fastprep reuse": (pipelines.fastprep_transform, lambda: fastprep.CompactCollate(reuse=True)),
+                  "dataset Compose": (compose, lambda: fastprep.compact_collate),
+                  "foreign": (pipelines.usual_transform, lambda: fastprep.compact_collate),
+                  "foreign deterministic": (pipelines.usual_transform, lambda: fastprep.compact_collate)}
     plan: list[tuple[str, str, str, list[int]]] = [("usual", "DataLoader", "w", workers),
                                                    ("fastprep", "DataLoader", "w", workers),
                                                    ("fastprep reuse", "DataLoader", "w", workers),
-                                                   ("fastprep", "fastprep.Loader", "t", threads)]
+                                                   ("fastprep", "fastprep.Loader", "t", threads),
+                                                   *((p, "fastprep.Loader", "t", threads) for p in bench_loader.NAMES)]
     not_installed = {}
     for peer in feeds.PEERS if peers else []:
         why = feeds.peer_missing(peer)
@@ -156,7 +162,8 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
                 dataset = T.SeedByIndex(dataset, seed=0)  # as the README's DataLoader: the Loader's samples
             for n in settings:
                 _say(f"{name}, {SOURCE_LABEL[source]} sources, {kind}={n}")
-                rate, extra = _measure(loader, dataset, batch_size, n, make_collate, compose, budget, quick,
+                kwargs = bench_loader.LOADER_KWARGS[pipeline](compose) if loader == "fastprep.Loader" else {}
+                rate, extra = _measure(loader, dataset, batch_size, n, make_collate, kwargs, budget, quick,
                                        release=pipeline == "fastprep reuse")
                 per_core = rate / max(n, 1)
                 rows.append({"name": name, "pipeline": pipeline, "loader": loader, "source": source,
@@ -165,6 +172,12 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
                              "one_core_feeds": per_core / gpu_rate,
                              "bytes_per_sample": _bytes_per_sample(transform, make_collate(), pools["numpy"][0]),
                              **extra})
+    # The fused Compose's per-sample work written out by hand: the floor under its Python.
+    by_hand_us = time_per_sample(pipelines.fastprep_batch_op_one, pools["numpy"], 10 if quick else 50)
+    own = None  # the Loader's own rates (numpy sources), without the consumer's copy
+    if "numpy" in sources and {1, 2} & set(threads):
+        _say("fastprep.Loader into a consumer that only counts")
+        own = bench_loader.own_rates(batch_size, sorted({1, 2} & set(threads)), compose, budget, pool)
     ray_result = None
     if with_ray:
         ray_result = _ray_row(quick, batch_size, cores, pool, ray_address)
@@ -182,7 +195,10 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
             "gpu_rate": gpu_rate, "quick": quick,
             "kernel": {"what": "crop_mask_ycbcr alone, 1 thread, numpy HWC sources", "us_per_sample": kernel_us,
                        "samples_per_s": kernel_rate, "memcpy_floor_us": floor_us, "floor_bytes": floor_bytes},
-            "variants": per_sample, "rows": rows, "peers_run": peers, "not_installed": not_installed, "ray": ray_result}
+            "variants": per_sample, "rows": rows, "peers_run": peers, "not_installed": not_installed, "ray": ray_result,
+            "aims": bench_loader.aims(rows, per_sample, kernel_rate, NAMES[("fastprep", "fastprep.Loader")], own,
+                                      by_hand_us),
+            "floors": bench_loader.floors(batch_size, 0.3 if quick else 1.0)}
 
 
 def _file_set(quick: bool) -> Any:
@@ -203,11 +219,13 @@ def _dataset(source: str, pipeline: str, transform: Callable, compose: Any, leng
 
     if pipeline == "usual":
         return FileImages(files, "folder", length, transform, pil=True) if source == "folder" else None
+    if pipeline not in ("fastprep", "fastprep reuse"):
+        return None  # the Loader-policy rows (issue 26's figures) run on the synthetic sources only
     return FileImages(files, source, length, compose)
 
 
 def _measure(loader: str, dataset: Any, batch_size: int, n: int, make_collate: Callable[[], Callable],
-             compose: Any, budget: feeds.Budget, quick: bool, release: bool = False) -> tuple[float, dict]:
+             loader_kwargs: dict, budget: feeds.Budget, quick: bool, release: bool = False) -> tuple[float, dict]:
     # release: the consumer hands each batch back once copied, as DevicePrefetcher(release=True)
     # does once its host-to-device copy completed, so a reusing collate refills the buffers.
     consume = feeds.Consumer(release=release)
@@ -220,7 +238,7 @@ def _measure(loader: str, dataset: Any, batch_size: int, n: int, make_collate: C
                 best, best_pf = rate, pf
         return best, {"prefetch_factor": best_pf}
     if loader == "fastprep.Loader":
-        batches, skip = feeds.fastprep_loader(dataset, batch_size, n, compose)
+        batches, skip = feeds.fastprep_loader(dataset, batch_size, n, **loader_kwargs)
     else:
         batches, skip = feeds.PEERS[loader][1](dataset, batch_size, n, make_collate())
     return feeds.delivered_rate(batches, consume, skip, budget), {}

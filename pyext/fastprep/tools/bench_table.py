@@ -78,6 +78,26 @@ def _per_sample(result: dict) -> list[str]:
     return lines
 
 
+def _aims(result: dict) -> list[str]:
+    """Issue 26's figures (numpy sources) beside their aims, and the memory floor under them."""
+    aims, floor = result.get("aims") or {}, result.get("floors")
+    lines = ["", "the Loader's figures (numpy sources), this run:"] if aims else []
+    for what, (value, aim) in aims.items():
+        shown = f"{value:.1%}" if "share" in what else f"{value:.1f} us" if " us " in what else f"{value:.2f}x"
+        lines.append(f"  {what:<58}{shown:>9}   aim {aim or '-'}")
+    if floor:
+        alone = floor["alone"]
+        lines.append(f"  floors: the fused batch op alone in 1 thread {alone:,.0f} samples/s; "
+                     f"{floor['while copying']:,.0f} ({floor['while copying'] / alone:.0%}) while a 2nd thread "
+                     f"copies batches as the consumer does; in 2 threads {floor['two threads']:,.0f} "
+                     f"({floor['two threads'] / alone:.2f}x); the consumer alone absorbs {floor['consumer']:,.0f}")
+        one = floor["per-sample op"]
+        lines.append(f"          the per-sample op called a sample at a time from Python: {one:,.0f} samples/s in 1 "
+                     f"thread, {floor['per-sample op, two threads']:,.0f} in 2 "
+                     f"({floor['per-sample op, two threads'] / one:.2f}x: each call hands the GIL over)")
+    return lines
+
+
 def _legend(result: dict) -> list[str]:
     return [
         "",
@@ -97,11 +117,15 @@ def _legend(result: dict) -> list[str]:
         "one core of this row keeps fed",
         "PIL rows      the usual pipeline turns the whole PIL image into an array (a copy of 1024^2 x 3 bytes); "
         "fastprep's rows read only the crop window of it, as fastprep's Compose does",
+        "foreign       the usual transform given to fastprep.Loader: code that is not fastprep's runs in parallel "
+        "(torch's generator unseeded); deterministic=True runs it one sample at a time, seeded as SeedByIndex",
+        "counting      a consumer that only counts each batch's samples (no copy): the Loader's own rate",
+        "floors        measured in this run: when they fall short (another process on the cores), so do the figures",
     ]
 
 
 def format_table(result: dict) -> str:
-    return "\n".join(_header(result) + _rows(result) + _per_sample(result) + _legend(result))
+    return "\n".join(_header(result) + _rows(result) + _per_sample(result) + _aims(result) + _legend(result))
 
 
 def markdown(result: dict) -> str:

@@ -96,10 +96,12 @@ def dataloader(dataset: Dataset, batch_size: int, workers: int, collate: Callabl
     return loader, max(workers, 1)
 
 
-def fastprep_loader(dataset: Dataset, batch_size: int, threads: int, transform: Any) -> tuple[Iterable[Any], int]:
+def fastprep_loader(dataset: Dataset, batch_size: int, threads: int, transform: Any,
+                    deterministic: bool = False) -> tuple[Iterable[Any], int]:
     import fastprep  # noqa: PLC0415 (the tools import the library lazily)
 
-    loader = fastprep.Loader(dataset, batch_size, transform=transform, threads=threads, seed=0, drop_last=True)
+    loader = fastprep.Loader(dataset, batch_size, transform=transform, threads=threads, seed=0, drop_last=True,
+                             deterministic=deterministic)
     return loader, loader.depth + 1  # every slot written once: first-touch of its pages
 
 

@@ -80,6 +80,23 @@ def fastprep_transform(image: Any, generator: torch.Generator | None = None) -> 
     return fastprep.crop_mask_ycbcr(_fused_source(image, seed), CROP, CROP, P, seed, layout="HWC")
 
 
+def fastprep_batch_op_one(image: np.ndarray) -> torch.Tensor:
+    """What a fused Compose does for one numpy image, written out by hand: the crop and mask seeds
+    drawn, the window computed, crop_mask_ycbcr_batch called for one sample into a fresh output
+    (below autograd, as the plan calls it). The floor of the plan's per-sample path."""
+    import fastprep  # noqa: PLC0415
+    from fastprep import counter_rng  # noqa: PLC0415
+
+    src, crop_seed, mask_seed = torch.from_numpy(image), fastprep.draw_seed(), fastprep.draw_seed()
+    top = counter_rng.uniform_below(counter_rng.random_word(crop_seed, 0), image.shape[0] - CROP + 1)
+    left = counter_rng.uniform_below(counter_rng.random_word(crop_seed, 1), image.shape[1] - CROP + 1)
+    out = torch.empty(1, 3, CROP, CROP, dtype=torch.uint8)
+    with torch._C._AutoDispatchBelowAutograd():
+        torch.ops.fastprep.crop_mask_ycbcr_batch.default([src], [top], [left], CROP, CROP, P, [mask_seed], out, "HWC",
+                                                         "cross", 1.0, True, None, None)
+    return out[0]
+
+
 def fastprep_numba_transform(image: Any, generator: torch.Generator | None = None) -> torch.Tensor:
     """fastprep_transform on the Numba backend's kernel (whatever backend is loaded)."""
     from fastprep import draw_seed  # noqa: PLC0415

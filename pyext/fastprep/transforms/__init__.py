@@ -19,7 +19,10 @@ fuses RandomCrop -> RandomDilatedMask -> RGBToYCbCr into the one op `crop_mask_y
 | geometry | RandomCrop, RandomResizedCrop, RandomHorizontalFlip |
 | pixels | RandomDilatedMask, RGBToYCbCr |
 | dtype | ToDtype, to_dtype_image |
-| compose | Compose (fused paths), SeedByIndex |
+| fused | the fused ops a plan calls: where they read (Geometry, FOLDS), one row (Fusion) per op |
+| group | FusedGroup: steps run as one op call, on one sample or a chunk's runs |
+| plan | FusionPlan and its table: which steps run as one fused op (Compose's and the Loader's) |
+| compose | Compose (a loop over its plan), SeedByIndex |
 """
 
 from fastprep.transforms.compose import Compose, SeedByIndex, fusable
@@ -27,8 +30,9 @@ from fastprep.transforms.dtype import ToDtype, to_dtype_image
 from fastprep.transforms.geometry import RandomCrop, RandomHorizontalFlip, RandomResizedCrop
 from fastprep.transforms.inputs import as_image, require_rgb
 from fastprep.transforms.pixels import RandomDilatedMask, RGBToYCbCr
+from fastprep.transforms.plan import FusionPlan
 
 __all__ = [
-    "Compose", "RGBToYCbCr", "RandomCrop", "RandomDilatedMask", "RandomHorizontalFlip", "RandomResizedCrop",
-    "SeedByIndex", "ToDtype", "as_image", "fusable", "require_rgb", "to_dtype_image",
+    "Compose", "FusionPlan", "RGBToYCbCr", "RandomCrop", "RandomDilatedMask", "RandomHorizontalFlip",
+    "RandomResizedCrop", "SeedByIndex", "ToDtype", "as_image", "fusable", "require_rgb", "to_dtype_image",
 ]

@@ -15,12 +15,14 @@ from fastprep.transforms.inputs import describe
 from fastprep.transforms.sample import Sample
 
 
-def unit_float(word: int) -> float:
-    """A float in [0, 1) from a uint64 word: its top 53 bits, exactly representable."""
+def unit_float(word: Any) -> Any:
+    """A float in [0, 1) from a uint64 word: its top 53 bits, exactly representable (an int, or a
+    numpy uint64 array: float64s, the same values)."""
     return (word >> 11) * 2.0 ** -53
 
 
-def word(seed: int, k: int) -> int:
+def word(seed: Any, k: int) -> Any:
+    """Word k of `seed`'s stream: an int seed, or a uint64 array of seeds (one per sample)."""
     return counter_rng.random_word(seed, k)
 
 
@@ -41,6 +43,12 @@ class Transform(nn.Module):
     # Takes fastprep.io.WindowedImage images (JpegFile, ...) and decodes only what it keeps
     # (ImageFolder(roi=True) hands them over undecoded to transforms that say so).
     reads_jpeg_files = True
+    # A fastprep transform: every random draw it makes goes through fastprep.draw_seed (so the
+    # Loader's per-sample streams make it reproducible in any thread) and it takes whole structured
+    # samples. Compose is one when all its steps are.
+    fastprep_only = True
+    # The part this step plays in a fused op (transforms/plan.py's table), or None: it runs alone.
+    fusion_role: str | None = None
 
     def forward(self, *inputs: Any) -> Any:
         if not inputs:

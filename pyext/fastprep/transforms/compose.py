@@ -1,4 +1,4 @@
-"""Compose (with its fused paths) and SeedByIndex."""
+"""Compose (a plain loop over its FusionPlan's segments) and SeedByIndex."""
 
 from __future__ import annotations
 
@@ -7,72 +7,77 @@ from typing import Any
 import torch
 from torch import nn
 
-from fastprep._tree import leaves
 from fastprep.args import check_bool
 from fastprep.rng import check_epoch, draw_seed, item_seed, seed_argument, seeded
-from fastprep.transforms.base import Transform, describe_sample
-from fastprep.transforms.geometry import RandomCrop, RandomHorizontalFlip, RandomResizedCrop
-from fastprep.transforms.inputs import error_context, require_rgb
-from fastprep.transforms.pixels import RandomDilatedMask, RGBToYCbCr
-from fastprep.transforms.sample import GEOMETRY, Item, Sample, decode_jpeg_files
-from fastprep.transforms.window import Window, read_region
+from fastprep.transforms.base import Transform
+from fastprep.transforms.plan import FusionPlan
 
 
 def fusable(steps: list[nn.Module]) -> bool:
-    """Whether steps are RandomCrop, RandomDilatedMask, RGBToYCbCr as crop_mask_ycbcr runs them."""
-    if len(steps) != 3:
-        return False
-    crop, mask, color = steps
-    return (type(crop) is RandomCrop and type(mask) is RandomDilatedMask and type(color) is RGBToYCbCr
-            and not crop.pad_if_needed and not any(crop.padding) and mask.iterations == 1 and mask.value == 0
-            and mask.structure in ("cross", "square"))
+    """Whether `steps` run as one fused op call (a row of transforms/plan.py's table), e.g.
+    RandomCrop, RandomDilatedMask, RGBToYCbCr as crop_mask_ycbcr runs them."""
+    return FusionPlan(steps).fused is not None
 
 
-def fused_image(s: Sample, color: RGBToYCbCr) -> Item | None:
-    """The sample's one image when the fused op can take it: uint8, 3-D, RGB (RGBA with
-    alpha='drop'), no video; None sends the sample through the steps one by one."""
-    images = [it for it in s.items if it.kind in ("image", "video")]
-    if len(images) != 1 or images[0].kind != "image":
-        return None
-    item = images[0]
-    if item.pil:
-        ok = item.value.mode == "RGB" or (item.value.mode == "RGBA" and color.alpha == "drop")
-        return item if ok else None
-    if item.lazy:
-        return item if item.value.mode == "RGB" else None
-    t = item.tensor()
-    c = t.shape[-1] if item.layout == "HWC" else t.shape[-3]
-    return item if t.dtype == torch.uint8 and t.dim() == 3 and (c == 3 or (c == 4 and color.alpha == "drop")) \
-        else None
+class Steps(nn.ModuleList):
+    """Compose's steps: a ModuleList whose changes drop the Compose's plan (made again when next
+    called), so a call does not check the steps for changes."""
 
+    def __init__(self, owner: nn.Module, modules: Any):
+        super().__init__(modules)
+        self.__dict__["_owner"] = owner  # not a submodule: the owner holds this list
 
-def fused_source(item: Item, win: Window, W: int) -> tuple[torch.Tensor, str]:
-    """What the fused op reads for the (possibly flipped) window `win` of an image `W` wide: the
-    window's pixels only (a view of a tensor; read or decoded from a PIL image or WindowedImage). The op's
-    own window in it is then all of it, which it reads right to left when told to flip."""
-    u = win.unflipped(W)  # the same columns in the image as it is
-    region = read_region(item, u.top, u.top + u.height, u.left, u.left + u.width)
-    return region, "HWC" if item.windowed else item.layout
+    def _get_name(self) -> str:
+        return "ModuleList"  # Compose's repr as it always was
 
+    def _changed(self) -> None:
+        owner = self.__dict__.get("_owner")
+        if owner is not None:
+            owner.__dict__["_plan"] = None
 
-def flip_after_crop(steps: list[nn.Module]) -> bool:
-    """[RandomCrop, RandomHorizontalFlip, RandomDilatedMask, RGBToYCbCr] as the fused op runs them
-    (torchvision's usual order: the flip after the crop, on its CHW output)."""
-    return (len(steps) == 4 and type(steps[1]) is RandomHorizontalFlip and steps[1].layout == "CHW"
-            and fusable([steps[0], *steps[2:]]))
+    def __setitem__(self, idx: Any, module: nn.Module) -> None:
+        super().__setitem__(idx, module)
+        self._changed()
+
+    def __delitem__(self, idx: Any) -> None:
+        super().__delitem__(idx)
+        self._changed()
+
+    def __iadd__(self, modules: Any) -> Steps:
+        self.extend(modules)
+        return self
+
+    def insert(self, index: int, module: nn.Module) -> None:
+        super().insert(index, module)
+        self._changed()
+
+    def append(self, module: nn.Module) -> Steps:
+        super().append(module)
+        self._changed()
+        return self
+
+    def extend(self, modules: Any) -> Steps:
+        super().extend(modules)
+        self._changed()
+        return self
 
 
 class Compose(Transform):
     """Run transforms in order (fastprep's, torchvision's, any callable module), passing the whole
-    sample to each. Two shortcuts, each with the bits and the random draws of the steps:
+    sample to each. Steps that one fastprep op runs together are one op call, with the bits and
+    the random draws of the steps (:class:`~fastprep.transforms.plan.FusionPlan` decides):
 
     - RandomCrop -> RandomDilatedMask -> RGBToYCbCr on a uint8 RGB image runs as the one op
       ``crop_mask_ycbcr``, reading only the crop window (of a PIL image too); the sample's masks,
-      boxes and key points are cropped at the same window.
+      boxes and key points are cropped at the same window. Horizontal flips in front of the crop,
+      or right after it (torchvision's usual order), ride along: the op reads the window's
+      columns right to left.
     - RandomHorizontalFlip -> RandomCrop / RandomResizedCrop never flips the whole image: the crop
-      reads the mirrored window and reverses it. A flip in front of the fused three, or right
-      after their crop (torchvision's usual order), rides along in the fused op (its ``hflip``: it
-      reads the window's columns right to left), same bits and draws as the steps.
+      reads the mirrored window and reverses it.
+
+    Args:
+        transforms: the steps.
+        fuse: False runs every step alone (the same bits, slower).
     """
 
     def __init__(self, transforms: list[nn.Module], fuse: bool = True):
@@ -81,74 +86,28 @@ class Compose(Transform):
                 isinstance(t, nn.Module) for t in transforms):
             raise ValueError(f"Compose: expected transforms to be a list of nn.Modules (fastprep's or "
                              f"torchvision's transforms), got {transforms!r}")
-        self.transforms = nn.ModuleList(transforms)
+        self.transforms = Steps(self, transforms)
         self.fuse = check_bool("Compose", "fuse", fuse)
 
-    def transform(self, sample: Any) -> Any:
-        steps = list(self.transforms)
-        if any(isinstance(step, RGBToYCbCr) for step in steps):
-            for x in leaves(sample):  # the PIL mode is gone after a crop
-                require_rgb(x, "Compose (it has an RGBToYCbCr step)")
-        i = 0
-        while i < len(steps):
-            step = steps[i]
-            if self.fuse and fusable(steps[i:i + 3]):
-                s = Sample(sample, step.layout, GEOMETRY)
-                item = fused_image(s, steps[i + 2])
-                if item is not None:
-                    sample = self._fused(s, item, *steps[i:i + 3])
-                    i += 3
-                    continue
-            if self.fuse and flip_after_crop(steps[i:i + 4]):
-                s = Sample(sample, step.layout, GEOMETRY)
-                item = fused_image(s, steps[i + 3])
-                if item is not None:
-                    sample = self._fused(s, item, step, *steps[i + 2:i + 4], flip_step=steps[i + 1])
-                    i += 4
-                    continue
-            nxt = steps[i + 1] if i + 1 < len(steps) else None
-            if type(step) is RandomHorizontalFlip and type(nxt) in (RandomCrop, RandomResizedCrop):
-                flip = step.decide()
-                s = Sample(sample, nxt.layout, GEOMETRY)
-                item = fused_image(s, steps[i + 3]) if self.fuse and fusable(steps[i + 1:i + 4]) else None
-                if item is not None:
-                    sample = self._fused(s, item, *steps[i + 1:i + 4], flip=flip)  # the op flips as it reads
-                    i += 4
-                    continue
-                sample = nxt.apply(s, nxt.draw(), flip)
-                i += 2
-                continue
-            sample = step(sample if isinstance(step, Transform) else decode_jpeg_files(sample))
-            i += 1
-        return sample
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("fuse", "transforms"):
+            self.__dict__["_plan"] = None  # made again at the next call
+        super().__setattr__(name, value)
 
-    @staticmethod
-    def _fused(s: Sample, item: Item, crop: RandomCrop, mask: RandomDilatedMask, color: RGBToYCbCr,
-               flip: bool = False, flip_step: RandomHorizontalFlip | None = None) -> Any:
-        """The three steps in one op on `item` (fused_image's pick), the sample's other items cut
-        at the same window; `flip`: a flip drawn before the crop; `flip_step`: a flip between the
-        crop and the mask (drawn there, so the draws are the steps' own, in order)."""
-        crop_seed = crop.draw()
-        if flip_step is not None:
-            flip = flip_step.decide()
-        mask_seed = mask.draw()
-        out_dtype = color.out_dtype or torch.uint8
-        outs = {}
-        with error_context(crop, describe_sample(s)):
-            H, W = s.size()
-            win = crop.window(H, W, crop_seed, flip and flip_step is None)
-            if flip_step is not None and flip:
-                win = win.mirrored(W)  # crop then flip = a crop of the flipped image
-            src, layout = fused_source(item, win, W)
-            src = color.rgb(src, layout)
-            image, _ = torch.ops.fastprep.crop_mask_ycbcr.default(src, win.height, win.width, mask.p, crop_seed, layout,
-                                                                  mask.structure, out_dtype, color.scale, True, False,
-                                                                  mask_seed, flip)
-            outs[item.index] = item.wrap(image)
-            for other in s.items:
-                if other is not item:
-                    outs[other.index] = crop.cut(other, win, crop_seed, H, W)
-        return s.rebuild(outs)
+    @property
+    def plan(self) -> FusionPlan:
+        """The steps' plan, made again when `fuse` or the steps change."""
+        plan = self.__dict__.get("_plan")
+        if plan is None:
+            plan = self.__dict__["_plan"] = FusionPlan(list(self.transforms), self.fuse)
+        return plan
+
+    @property
+    def fastprep_only(self) -> bool:  # type: ignore[override]
+        return self.plan.fastprep_only
+
+    def transform(self, sample: Any) -> Any:
+        return self.plan(sample)
 
 
 class SeedByIndex(torch.utils.data.Dataset):

@@ -126,7 +126,28 @@ class RandomCrop(GeometricTransform):
             args["layout"] = self.layout
         return args
 
+    @property
+    def fusion_role(self) -> str | None:
+        """A crop of the image as it is (no padding) fuses into an op's read window."""
+        return None if self.pad_if_needed or any(self.padding) else "crop"
+
+    def offsets(self, seed: Any, H: Any, W: Any) -> tuple[Any, Any]:
+        """(top, left) of the crop drawn from `seed` in an H x W image (padded or not): ints, or
+        int64 arrays from uint64 arrays of seeds and sizes, one per sample (FusionPlan's chunks)."""
+        h, w = self.size
+        return counter_rng.uniform_below(word(seed, 0), H - h + 1), counter_rng.uniform_below(word(seed, 1), W - w + 1)
+
+    def fits(self, H: int, W: int) -> bool:
+        """The crop fits an H x W image as it is (no padding)."""
+        return H >= self.size[0] and W >= self.size[1]
+
+    def check_fits(self, H: int, W: int, padded: bool = False) -> None:
+        if not self.fits(H, W):
+            raise ValueError(f"crop {self.size[0]}x{self.size[1]} is larger than the {'padded ' if padded else ''}"
+                             f"image {H}x{W}; pass pad_if_needed=True to pad")
+
     def window(self, H: int, W: int, seed: int, flip: bool = False) -> Window:
+        """The drawn window (make_params of torchvision's RandomCrop) in the padded image, flipped first when `flip`."""
         h, w = self.size
         left, top, right, bottom = self.padding
         Ph, Pw = H + top + bottom, W + left + right
@@ -134,12 +155,8 @@ class RandomCrop(GeometricTransform):
             top, bottom, Ph = top + h - Ph, bottom + h - Ph, 2 * h - Ph
         if self.pad_if_needed and Pw < w:
             left, right, Pw = left + w - Pw, right + w - Pw, 2 * w - Pw
-        if Ph < h or Pw < w:
-            padded = "padded " if any(self.padding) else ""
-            raise ValueError(f"crop {h}x{w} is larger than the {padded}image {Ph}x{Pw}; pass pad_if_needed=True "
-                             f"to pad")
-        return Window(counter_rng.uniform_below(word(seed, 0), Ph - h + 1),
-                      counter_rng.uniform_below(word(seed, 1), Pw - w + 1), h, w, (left, top, right, bottom), flip)
+        self.check_fits(Ph, Pw, any(self.padding))
+        return Window(*self.offsets(seed, Ph, Pw), h, w, (left, top, right, bottom), flip)
 
     def cut(self, item: Item, win: Window, seed: int, H: int, W: int) -> Any:
         if not item.dense:
@@ -249,16 +266,18 @@ class RandomHorizontalFlip(RandomTransform):
             raise ValueError(f"RandomHorizontalFlip: expected p to be in [0, 1], got {p!r}")
         self.layout = check_layout("RandomHorizontalFlip", layout)
 
+    fusion_role = "hflip"
+
     def repr_args(self) -> dict[str, Any]:
         return {"p": self.p} | ({"layout": self.layout} if self.layout != "CHW" else {})
 
-    def decide(self) -> bool:
-        """Draw this sample's seed and whether it flips."""
-        return unit_float(word(self.draw(), 0)) < self.p
+    def make_params(self, seed: Any) -> Any:
+        """Whether the sample of `seed` flips (a bool array for an array of seeds)."""
+        return unit_float(word(seed, 0)) < self.p
 
     def transform(self, sample: Any) -> Any:
         s = Sample(sample, self.layout, GEOMETRY, self)
-        flip = self.decide()
+        flip = bool(self.make_params(self.draw()))
         outs = {}
         with error_context(self, describe_sample(s)):
             H, W = s.size()

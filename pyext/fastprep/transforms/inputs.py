@@ -182,20 +182,31 @@ def channel_hint(x: Any, layout: str, want: tuple[int, ...]) -> str:
     return ""
 
 
+CONTEXT_ERRORS = (RuntimeError, ValueError, TypeError)  # what error_context rewrites
+
+
 @contextlib.contextmanager
 def error_context(owner: Any, what: Callable[[], str]) -> Iterator[None]:
     """Errors raised inside (an op's, a check's) start with `owner`'s repr, the transform the user
     called, and end with `what()`: the sample's image, its shape and the layout it was read in."""
     try:
         yield
-    except (RuntimeError, ValueError, TypeError) as exc:
-        prefix = repr(owner)
-        msg = str(exc)
-        if msg.startswith(prefix):
+    except CONTEXT_ERRORS as exc:
+        new = in_context(owner, what, exc)
+        if new is exc:
             raise
-        text = f"{prefix}: {msg} (the image: {what()})"
-        try:
-            new = type(exc)(text)
-        except Exception:  # noqa: BLE001 (an exception type with its own constructor)
-            new = RuntimeError(text)
         raise new from exc
+
+
+def in_context(owner: Any, what: Callable[[], str], exc: Exception) -> Exception:
+    """error_context's error for `exc` (`exc` itself when it names `owner` already); for hot code
+    that catches CONTEXT_ERRORS itself rather than entering a context manager per call."""
+    prefix = repr(owner)
+    msg = str(exc)
+    if msg.startswith(prefix):
+        return exc
+    text = f"{prefix}: {msg} (the image: {what()})"
+    try:
+        return type(exc)(text)
+    except Exception:  # noqa: BLE001 (an exception type with its own constructor)
+        return RuntimeError(text)

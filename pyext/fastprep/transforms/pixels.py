@@ -55,6 +55,11 @@ class RandomDilatedMask(RandomTransform):
         self.value = check_real("RandomDilatedMask", "value", value)
         self.layout = check_layout("RandomDilatedMask", layout)
 
+    @property
+    def fusion_role(self) -> str | None:
+        """One dilation zeroing the masked pixels is what the fused ops draw and apply."""
+        return "mask" if self.iterations == 1 and self.value == 0 else None
+
     def repr_args(self) -> dict[str, Any]:
         args: dict[str, Any] = {"p": self.p}
         if self.structure != "cross":
@@ -106,6 +111,8 @@ class RGBToYCbCr(Transform):
         if alpha not in ALPHA:
             raise ValueError(f"RGBToYCbCr: expected alpha to be 'error' or 'drop', got {alpha!r}")
         self.alpha = alpha
+
+    fusion_role = "ycbcr"
 
     def repr_args(self) -> dict[str, Any]:
         args: dict[str, Any] = {}

@@ -1,0 +1,21 @@
+"""fastprep.Loader: batches made by threads in the training process, written straight into a ring
+of reused batch slots.
+
+A DataLoader worker spends most of each core on moving bytes: a fresh output tensor per sample,
+a stack copy into fresh shared memory, IPC, then a copy into pinned memory. The Loader's threads
+(fastprep's native ops release the GIL) write each sample once, into a slot that is allocated
+once (pinned when the device is CUDA) and reused; a fused transform writes there directly, one
+op call per chunk of samples, with no per-sample tensor at all.
+
+| module | what |
+| --- | --- |
+| core | Loader: its arguments, len, epochs, resume state |
+| order | an epoch's keys (indices or an iterable's positions) in batches, and where a resume starts |
+| iteration | one pass: threads started on the first batch, batches handed out, state, close |
+| pool | the worker threads, stopped on close, garbage collection and interpreter exit |
+| apply | a chunk of a batch in a worker: seeds, loading, the transform's plan, writes into the slot |
+"""
+
+from fastprep.loader.core import Loader
+
+__all__ = ["Loader"]

@@ -1,0 +1,168 @@
+"""fastprep.Loader: its arguments, length, epochs and resume state (the parts: loader/__init__.py)."""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from torch.utils.data import Sampler
+
+from fastprep.args import check_bool, check_int
+from fastprep.loader.iteration import Iteration
+from fastprep.loader.order import Order, saved_keys
+from fastprep.prefetch import check_device
+from fastprep.rng import check_epoch, draw_seed, seed_argument
+from fastprep.roles import check_fields
+from fastprep.transforms import FusionPlan, SeedByIndex
+
+
+class Loader:
+    """Iterate batches of a dataset, made by `threads` threads in this process.
+
+    Each item is ``dataset[i]`` (an iterable dataset's next item); with `transform`, it is
+    ``dataset.load_raw(i)`` (or ``dataset[i]`` when there is no ``load_raw``) with `transform`
+    applied: to the whole item (a structured sample as torchvision v2 takes it: masks and boxes cut
+    with the image) when the transform is made of fastprep transforms only, else to its image (the
+    item, or its first element). Batches are :class:`CompactBatch` es as
+    :func:`fastprep.compact_collate` makes them, every field with the same role (fastprep/roles.py,
+    or `fields`); or, with `decode`, decoded (on `device` when given). A fused transform (a
+    ``Compose`` that one op runs) writes each chunk of samples into the batch with one op call.
+
+    Randomness: sample i of epoch e (i: its index; an iterable dataset's: its position in the
+    epoch) runs under ``item_seed(seed, i, e)``: fastprep's transforms draw what
+    ``SeedByIndex(dataset, seed)`` in a DataLoader gives them, whatever `threads`, in parallel.
+    Other code (the dataset's own, a transform not made of fastprep's) draws from torch's shared
+    generator, in parallel and unseeded; with ``deterministic=True`` it runs one sample at a time
+    under one lock, torch's generator seeded per sample: SeedByIndex's bits, serialised.
+
+    Memory: batches are written into ``depth + 1`` slots reused in turn (``2 depth + 2`` with a
+    CUDA device, pinned). Without a device, a yielded batch stays valid until the next batch is
+    asked for; ``batch.clone()`` keeps one. With a device, the copy runs on a side stream and a
+    slot is reused only after its copy has completed.
+
+    Args:
+        dataset: a map-style dataset (``len`` and ``[i]``; a SeedByIndex is unwrapped, its seed and
+            epoch used unless given) or an iterable one (torch's IterableDataset: read in order in
+            the consumer's thread, its items transformed by the threads; no shuffle, sampler or resume).
+        batch_size: samples per batch.
+        transform: applied to each item in the loader threads (see above).
+        shuffle: a fresh order each epoch, drawn from (seed, epoch).
+        sampler: an iterable of indices instead (not with shuffle); its ``set_epoch`` is called by ours.
+        drop_last: drop the last incomplete batch.
+        threads: worker threads (default: the CPUs this process may use).
+        device: where batches go ("cuda", ...); None keeps them on the CPU.
+        depth: batches prepared ahead of the consumer.
+        decode: decode each batch on the device (CompactBatch.decode()), or a callable to apply.
+        seed: the base seed (default: drawn from torch's generator when the Loader is made).
+        fields: ``{name: role}`` for the samples' top-level fields, as CompactCollate's `fields`.
+        deterministic: run code that is not fastprep's one sample at a time with torch's generator
+            seeded per sample (reproducible), instead of in parallel.
+
+    Example:
+        >>> loader = Loader(dataset, 256, transform=train_tf, shuffle=True, device="cuda", decode=True)
+        >>> for epoch in range(epochs):
+        ...     loader.set_epoch(epoch)
+        ...     for images, labels in loader:
+        ...         ...
+    """
+
+    def __init__(self, dataset: Any, batch_size: int, *, transform: Any = None, shuffle: bool = False,
+                 sampler: Sampler | Sequence[int] | None = None, drop_last: bool = False,
+                 threads: int | None = None, device: Any = None, depth: int = 2, decode: Any = False,
+                 seed: int | None = None, fields: dict[Any, str] | None = None, deterministic: bool = False):
+        self.epoch = 0
+        if isinstance(dataset, SeedByIndex):
+            seed = dataset.seed if seed is None else seed
+            self.epoch = dataset.epoch
+            dataset = dataset.dataset
+        self.dataset = dataset
+        self.batch_size = check_int("Loader", "batch_size", batch_size, 1)
+        if transform is not None and not callable(transform):
+            raise ValueError(f"Loader: expected transform to be callable or None, got {transform!r}")
+        self.shuffle = check_bool("Loader", "shuffle", shuffle)
+        if self.shuffle and sampler is not None:
+            raise ValueError("Loader: shuffle=True and a sampler are exclusive (the sampler sets the order)")
+        self.transform, self.sampler = transform, sampler
+        self.drop_last = check_bool("Loader", "drop_last", drop_last)
+        self.fields = check_fields("Loader", fields)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        self.threads = check_int("Loader", "threads", cores if threads is None else threads, 1)
+        self.depth = check_int("Loader", "depth", depth, 1)
+        self.device = None if device is None else check_device("Loader", device)
+        if not (isinstance(decode, (bool, np.bool_)) or callable(decode)):
+            raise ValueError(f"Loader: expected decode to be a bool or a callable, got {decode!r}")
+        self.decode = bool(decode) if isinstance(decode, np.bool_) else decode
+        self.seed = draw_seed() if seed is None else seed_argument("Loader", "seed", seed)
+        self.deterministic = check_bool("Loader", "deterministic", deterministic)
+        self.order = Order(dataset, self.batch_size, self.shuffle, sampler, self.drop_last)
+        self._position = 0  # samples of this epoch the consumer received (state_dict)
+        self._keys: list[int] | None = None  # the order being iterated (a sampler's pass)
+        self._resume: tuple[int, list[int] | None] | None = None
+        self._current: Any = None
+
+    @property
+    def plan(self) -> FusionPlan | None:
+        """How the threads run `transform` (a Compose's own plan, as it is when an epoch starts)."""
+        return None if self.transform is None else FusionPlan.of(self.transform)
+
+    def __len__(self) -> int:
+        return self.order.batches()
+
+    def indices(self, epoch: int | None = None) -> list[int]:
+        """The dataset indices of epoch `epoch` (default: the current one), in the order batched
+        (a sampler's: a fresh pass of it)."""
+        keys = self.order.keys(self.seed, self.epoch if epoch is None else check_epoch("Loader", epoch))
+        if keys is None:
+            raise TypeError("Loader.indices: an iterable dataset has no indices; it is read in its own order")
+        return keys
+
+    def set_epoch(self, epoch: int) -> None:
+        """Fresh, reproducible randomness (and order, with shuffle) for epoch `epoch`; a sampler
+        (or an iterable dataset) with ``set_epoch`` gets it too."""
+        self.epoch = check_epoch("Loader", epoch)
+        self.order.set_epoch(self.epoch)
+        self._position, self._resume = 0, None
+
+    def __iter__(self) -> Iteration:
+        keys, start = None, 0
+        if self._resume is not None:
+            (start, keys), self._resume = self._resume, None
+        if keys is None:
+            keys = self.order.keys(self.seed, self.epoch)
+        self.order.check_start(start, keys)
+        self._keys, self._position = keys, start
+        iteration = Iteration(self, keys, start)
+        self._current = weakref.ref(iteration)
+        return iteration
+
+    def delivered(self, iteration: Iteration, samples: int) -> None:
+        """The consumer received `samples` more samples of `iteration` (the resume position)."""
+        if self._current is not None and self._current() is iteration:
+            self._position += samples
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the loader is: load it into a Loader over the same dataset to resume mid-epoch
+        with exactly the samples the consumer has not received, and the same bits."""
+        if self.order.iterable:
+            raise TypeError("Loader.state_dict: an iterable dataset cannot be resumed mid-epoch by fastprep "
+                            "(its stream is its own); resume by index needs a map-style dataset")
+        state = {"seed": self.seed, "epoch": self.epoch, "position": self._position}
+        if self.sampler is not None and self._keys is not None:  # the pass being iterated
+            state["indices"] = list(self._keys)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        missing = [k for k in ("seed", "epoch", "position") if not isinstance(state, dict) or k not in state]
+        if missing:
+            raise ValueError(f"Loader.load_state_dict: expected a dict from Loader.state_dict(), "
+                             f"missing {missing}")
+        if self.order.iterable:
+            raise TypeError("Loader.load_state_dict: an iterable dataset cannot be resumed mid-epoch by fastprep")
+        self.seed = seed_argument("Loader.load_state_dict", "seed", state["seed"])
+        self.epoch = check_epoch("Loader.load_state_dict", state["epoch"])
+        position = check_int("Loader.load_state_dict", "position", state["position"], 0)
+        self._resume = (position, saved_keys(state.get("indices"), self.dataset))
+        self._position = position

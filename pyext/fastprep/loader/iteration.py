@@ -1,0 +1,108 @@
+"""One pass of a fastprep.Loader over an epoch: what ``iter(loader)`` returns.
+
+It owns everything the pass uses: the worker threads start with the first batch asked for and
+stop when the pass ends, fails, is closed, or is garbage collected (an iterator never advanced
+starts none); batches are handed out in order, and the loader's resume position counts the
+samples the consumer received (with a device, not those the prefetcher took ahead)."""
+
+from __future__ import annotations
+
+import functools
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from fastprep import slots
+from fastprep.batch import CompactBatch
+from fastprep.loader.apply import ChunkRunner
+from fastprep.loader.pool import WorkerPool
+from fastprep.prefetch import DevicePrefetcher
+
+
+class Iteration:
+    """An iterator over the batches of one epoch from sample `start` on (see the module)."""
+
+    def __init__(self, loader: Any, keys: list[int] | None, start: int):
+        self.loader, self.keys, self.start = loader, keys, start
+        self._out: Iterator[Any] | None = None
+        self._pool: WorkerPool | None = None
+        self._sizes: deque[int] = deque()  # samples of the batches made, not yet received
+        self._closed = False
+
+    def __iter__(self) -> Iteration:
+        return self
+
+    def __next__(self) -> Any:
+        if self._closed:
+            raise StopIteration
+        try:
+            if self._out is None:
+                self._out = self._start()
+            batch = next(self._out)
+        except BaseException:
+            self.close()
+            raise
+        self.loader.delivered(self, self._sizes.popleft())
+        return batch
+
+    def _start(self) -> Iterator[Any]:
+        loader = self.loader
+        cuda = loader.device is not None and loader.device.type == "cuda"
+        ring = slots.SlotRing(2 * loader.depth + 2 if cuda else loader.depth + 1, loader.batch_size, pin=cuda,
+                              fields=loader.fields)
+        runner = ChunkRunner(loader.dataset, loader.plan, loader.seed, loader.epoch, loader.deterministic,
+                             loader.order.iterable)
+        self._pool = WorkerPool(loader.threads)
+        # Generators that do not hold this object: dropping it closes them (no reference cycle).
+        host = _host(ring, runner, self._pool, loader.order.batches_from(self.keys, self.start), self._sizes)
+        if loader.device is None:
+            return _cpu(host, loader.decode)
+        return iter(DevicePrefetcher(host, loader.device, loader.depth, decode=loader.decode, release=True))
+
+    def close(self) -> None:
+        """Stop the threads and drop the batches in flight (break, an error, garbage collection)."""
+        if self._closed:
+            return
+        self._closed = True
+        out, self._out = self._out, None
+        if out is not None and hasattr(out, "close"):
+            out.close()
+        if self._pool is not None:
+            self._pool.shutdown()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: Iterator[tuple[list[int], Any]],
+          sizes: deque[int]) -> Iterator[CompactBatch]:
+    """Batches in order, as many in flight as the ring has free slots."""
+    inflight: deque[slots.BatchJob] = deque()
+    pending = True
+    while True:
+        while pending and ring.has_free():
+            nxt = next(batches, None)  # an iterable dataset is read here, in order
+            if nxt is None:
+                pending = False
+                break
+            keys, items = nxt
+            job = slots.BatchJob(keys, ring, items)
+            chunk = max(1, -(-len(keys) // pool.threads))
+            for a in range(0, len(keys), chunk):
+                pool.submit(job, functools.partial(runner, job, a, min(a + chunk, len(keys)), pool.stopping))
+            inflight.append(job)
+        if not inflight:
+            return
+        job = inflight.popleft()
+        job.wait()
+        sizes.append(len(job.indices))
+        yield job.batch()
+
+
+def _cpu(host: Iterator[CompactBatch], decode: Any) -> Iterator[Any]:
+    previous = None
+    for batch in host:
+        if previous is not None:
+            previous.release()  # the consumer asked for the next one: its slot may be reused
+        previous = batch
+        yield batch.decode() if decode is True else decode(batch) if decode is not False else batch

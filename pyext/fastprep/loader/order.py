@@ -1,0 +1,113 @@
+"""An epoch's order for fastprep.Loader: its keys (indices of a map-style dataset, in order,
+shuffled by (seed, epoch) or from a sampler; positions in an iterable dataset's stream), cut into
+batches, and the keys a resumed epoch starts from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import IterableDataset
+
+from fastprep.rng import item_seed
+from fastprep.roles import is_int_label
+
+
+def is_iterable(dataset: Any) -> bool:
+    """A dataset read by iterating it (torch's IterableDataset, or anything with ``__iter__`` and
+    no ``__getitem__``), not by index."""
+    if isinstance(dataset, IterableDataset):
+        return True
+    return hasattr(dataset, "__iter__") and not hasattr(dataset, "__getitem__")
+
+
+class Order:
+    """The samples of an epoch, for a map-style dataset (keys: dataset indices) or an iterable one
+    (keys: positions 0, 1, ... in the stream; its items are read by :meth:`read` in order)."""
+
+    def __init__(self, dataset: Any, batch_size: int, shuffle: bool, sampler: Any, drop_last: bool):
+        self.dataset, self.batch_size, self.shuffle, self.sampler = dataset, batch_size, shuffle, sampler
+        self.drop_last = drop_last
+        self.iterable = is_iterable(dataset)
+        if self.iterable and (shuffle or sampler is not None):
+            raise ValueError(f"Loader: an iterable dataset ({type(dataset).__name__}) sets its own order: expected "
+                             f"shuffle=False and no sampler, got shuffle={shuffle}, sampler={sampler!r}; shuffle "
+                             f"inside the dataset (its shards, a shuffle buffer)")
+
+    def samples(self) -> int:
+        """Samples in an epoch; a TypeError when neither the sampler nor the dataset has a length
+        (a one-shot sampler is not consumed to count it)."""
+        source = self.sampler if self.sampler is not None else self.dataset
+        if not hasattr(source, "__len__"):
+            what = "sampler" if self.sampler is not None else "dataset"
+            raise TypeError(f"Loader: len() needs a {what} with a length; {type(source).__name__} has none")
+        return len(source)
+
+    def batches(self) -> int:
+        n = self.samples()
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def keys(self, seed: int, epoch: int) -> list[int] | None:
+        """The dataset indices of the epoch, in order (None for an iterable dataset)."""
+        if self.iterable:
+            return None
+        if self.sampler is not None:
+            return [sampler_index(i, self.dataset) for i in self.sampler]
+        n = len(self.dataset)
+        if not self.shuffle:
+            return list(range(n))
+        g = torch.Generator()
+        g.manual_seed(item_seed(seed, "shuffle", epoch))
+        return torch.randperm(n, generator=g).tolist()
+
+    def set_epoch(self, epoch: int) -> None:
+        """A sampler with set_epoch (DistributedSampler) gets the epoch; so does an iterable
+        dataset with one (its shard order is its sampler)."""
+        for owner in (self.sampler, self.dataset if self.iterable else None):
+            if owner is not None and callable(getattr(owner, "set_epoch", None)):
+                owner.set_epoch(epoch)
+
+    def check_start(self, start: int, keys: list[int] | None) -> None:
+        if start % self.batch_size and (keys is None or start < len(keys)):
+            raise ValueError(f"Loader: resume position {start} is not a batch boundary (batch_size "
+                             f"{self.batch_size}) nor the end of the epoch")
+
+    def batches_from(self, keys: list[int] | None, start: int) -> Iterator[tuple[list[int], list[Any] | None]]:
+        """(keys, items) of each batch from sample `start` on: items None for a map-style dataset
+        (the threads load them), the items read in order for an iterable one."""
+        size = self.batch_size
+        if keys is not None:
+            for k in range(start, len(keys), size):
+                batch = keys[k:k + size]
+                if len(batch) == size or not self.drop_last:
+                    yield batch, None
+            return
+        it = iter(self.dataset)
+        position = 0
+        while True:
+            items = []
+            for item in it:
+                items.append(item)
+                if len(items) == size:
+                    break
+            if not items or (len(items) < size and self.drop_last):
+                return
+            yield list(range(position, position + len(items))), items
+            position += len(items)
+
+
+def sampler_index(i: Any, dataset: Any) -> int:
+    """A sampler's index as an int: an int (Python, numpy, 0-d tensor) in [0, len(dataset)) when
+    the dataset has a length; a float would be truncated and a negative index wrap around, silently."""
+    if isinstance(i, (bool, np.bool_)) or not is_int_label(i):
+        raise ValueError(f"Loader: the sampler gave {i!r}; expected int indices")
+    n = len(dataset) if hasattr(dataset, "__len__") else None
+    if i < 0 or (n is not None and i >= n):
+        raise ValueError(f"Loader: the sampler gave index {int(i)}, outside the dataset's [0, {n})")
+    return int(i)
+
+
+def saved_keys(indices: Sequence[Any] | None, dataset: Any) -> list[int] | None:
+    return None if indices is None else [sampler_index(i, dataset) for i in indices]

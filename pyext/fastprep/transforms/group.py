@@ -1,0 +1,175 @@
+"""FusedGroup: steps a FusionPlan runs as one fused op call (transforms/plan.py has the design):
+their draws, the read they make (fused.py's Geometry), the op on one sample (Compose) or on the
+runs of a chunk (fastprep.Loader)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from fastprep.rng import draw_seeds
+from fastprep.transforms.base import describe_sample
+from fastprep.transforms.fused import FOLDS, FusedRun, Fusion, Geometry
+from fastprep.transforms.inputs import CONTEXT_ERRORS, hw, hwc_tensor, in_context
+from fastprep.transforms.sample import GEOMETRY, Item, Sample
+
+
+class FusedGroup:
+    """Steps that run as one op call: their draws, their fold into a Geometry, the op's sources."""
+
+    def __init__(self, steps: list[nn.Module], fusion: Fusion, unfused: Any):
+        self.steps, self.fusion = steps, fusion
+        self.random = [s for s in steps if hasattr(s, "draw")]  # one seed each, in the steps' order
+        self.roles = {s.fusion_role: s for s in steps}
+        # The step that cuts the window (RandomCrop; a RandomResizedCrop for a resizing row): its
+        # layout reads the image, its errors name the transform, it cuts the sample's masks and boxes.
+        self.crop = self.roles[fusion.window]
+        self.layout = self.crop.layout  # a flip in front reads the image as the crop does (FlipIntoCrop)
+        self.fits = getattr(self.crop, "fits", None)  # (H, W) -> whether the window fits the image
+        # (fold, step, its column of seeds) for the geometric steps, in order
+        self.folds = [(FOLDS[s.fusion_role], s, self.random.index(s)) for s in steps if s.fusion_role in FOLDS]
+        self.seed_roles = [(s.fusion_role, k) for k, s in enumerate(self.random)]
+        self.out_dtype = fusion.out_dtype(self)
+        self.unfused = unfused  # the steps one by one: what a sample the op does not take runs
+        # Every draw comes from the sample's stream (no step has a generator of its own): a chunk's
+        # draws can be made for all its samples at once.
+        self.vectorised = all(s.generator is None for s in self.random)
+
+    def takes(self, item: Item, t: torch.Tensor | None = None) -> bool:
+        """Whether the op takes this image (its pixels `t`, when read already)."""
+        if item.windowed:
+            return self.fusion.takes_windowed(self, item)
+        return self.fusion.takes_pixels(self, item.tensor() if t is None else t, item.layout)
+
+    def image(self, s: Sample) -> Item | None:
+        """The sample's one image when the op takes it (else the steps run one by one)."""
+        images = [it for it in s.items if it.kind in ("image", "video")]
+        if len(images) != 1 or images[0].kind != "image":
+            return None
+        return images[0] if self.takes(images[0]) else None
+
+    def geometry(self, seeds: list[Any], H: Any, W: Any) -> Geometry:
+        """The read the steps' draws make of an H x W image: ints, or arrays (one per sample)."""
+        if type(H) is int and self.fits is not None and not self.fits(H, W):
+            self.crop.check_fits(H, W)  # one sample: the crop's own error (a chunk leaves such images out)
+        g = Geometry(H, W)
+        for fold, step, k in self.folds:
+            fold(step, seeds[k], g)
+        return g
+
+    def __call__(self, sample: Any) -> Any:
+        """One sample (Compose): the op into a fresh output, the sample's other items cut at its read."""
+        found, s = plain_pixels(sample, self.layout), None
+        if found is None or not self.fusion.takes_pixels(self, *found):
+            s = Sample(sample, self.layout, GEOMETRY)
+            item = self.image(s)
+            if item is None:
+                return self.unfused(sample)
+            found = (None, "HWC") if item.windowed else (item.tensor(), item.layout)
+        t, layout = found
+        seeds = draw_seeds(len(self.random)) if self.vectorised else [step.draw() for step in self.random]
+        try:
+            H, W = s.size() if s is not None else hw(t, layout)
+            g = self.geometry(seeds, H, W)
+            run = FusedRun(0, layout, [None if s is None else item], [sample], [t],
+                           ([g.top], [g.left], [g.height], [g.width]), [g.hflip],
+                           {role: [seeds[k]] for role, k in self.seed_roles}, g.out_size)
+            out = torch.empty(1, 3, *run.out_size, dtype=self.out_dtype)
+            self.fusion.run(self, run, out)
+        except CONTEXT_ERRORS as exc:
+            new = in_context(self.crop, describe_sample(s or Sample(sample, self.layout, GEOMETRY)), exc)
+            if new is exc:
+                raise
+            raise new from exc
+        if s is None:
+            return out[0]  # a plain array or tensor: no type to keep, nothing else to cut
+        outs = {item.index: item.wrap(out[0])}
+        if len(s.items) > 1:
+            win, crop_seed = g.window(W), seeds[self.random.index(self.crop)]
+            for other in s.items:
+                if other is not item:
+                    outs[other.index] = self.crop.cut(other, win, crop_seed, H, W)
+        return s.rebuild(outs)
+
+    def batch(self, raws: list[Any], draws: np.ndarray) -> list[FusedRun]:
+        """The runs of consecutive items of a chunk the op takes, their parameters drawn at once:
+        `draws` holds each item's seeds (seeded_draws of its item seed, one column per random
+        step). Items it does not take (another structure, dtype or size) are left out: run them
+        one by one through the plan, under the same seeds."""
+        picked, found, sizes = [], [], []
+        kind = None
+        for j, raw in enumerate(raws):
+            image, kind = self.loader_image(raw, kind)
+            if image is not None:
+                item, t, layout = image
+                H, W = item.size() if t is None else hw(t, layout)
+                if self.fits is None or self.fits(H, W):
+                    picked.append(j)
+                    found.append(image)
+                    sizes.append((H, W))
+        if not picked:
+            return []
+        hw_ = np.array(sizes, dtype=np.int64)
+        chosen = draws[picked]
+        seeds = [chosen[:, k].view(np.uint64) for k in range(chosen.shape[1])]
+        g = self.geometry(seeds, hw_[:, 0], hw_[:, 1])
+        by_role = [(role, chosen[:, k].tolist()) for role, k in self.seed_roles]
+        m = len(picked)
+        tops, lefts, flips = g.top.tolist(), g.left.tolist(), g.hflip.tolist()
+        heights, widths = ([v] * m if type(v) is int else v.tolist() for v in (g.height, g.width))
+        runs, a = [], 0
+        for b in range(1, len(picked) + 1):  # cut where the items stop being consecutive or change layout
+            if b < len(picked) and picked[b] == picked[b - 1] + 1 and found[b][2] == found[a][2]:
+                continue
+            runs.append(FusedRun(picked[a], found[a][2], [f[0] for f in found[a:b]], [raws[j] for j in picked[a:b]],
+                                 [f[1] for f in found[a:b]], (tops[a:b], lefts[a:b], heights[a:b], widths[a:b]),
+                                 flips[a:b], {role: v[a:b] for role, v in by_role}, g.out_size))
+            a = b
+        return runs
+
+    def loader_image(self, raw: Any, kind: Any) -> tuple[tuple | None, Any]:
+        """(item or None, pixels or None, layout) of a loaded item's image when the batch path takes
+        it: the item itself, or the first element of a flat tuple or list whose other elements are
+        not cut by the crop (labels, names...). A plain array or tensor gets no Item (nothing to
+        wrap), a PIL image or WindowedImage no pixels (read by window later). `kind`: the previous
+        item's types, which skip the structure analysis."""
+        if not _loaded(raw):
+            return None, kind
+        flat = type(raw) in (tuple, list)
+        key = (type(raw), len(raw), type(raw[0]), tuple(map(type, raw[1:]))) if flat and raw else (type(raw),)
+        if key == kind:
+            x = raw[0] if flat else raw
+            found = plain_pixels(x, self.layout)
+            if found is not None:
+                return ((None, *found) if self.fusion.takes_pixels(self, *found) else None), kind
+            item = Item(0, "image", x, "CHW" if isinstance(x, torch.Tensor) else "HWC")
+        else:
+            if type(raw) is dict or (flat and any(type(x) in (tuple, list, dict) for x in raw)):
+                return None, None
+            s = Sample(raw, self.layout, GEOMETRY)
+            item = self.image(s)
+            if item is None or len(s.items) != 1 or item.index != 0:
+                return None, None
+            kind = key
+        if item.windowed:
+            return ((item, None, "HWC") if self.fusion.takes_windowed(self, item) else None), kind
+        t = item.tensor()
+        plain = type(item.value) in (np.ndarray, torch.Tensor)
+        return ((None if plain else item, t, item.layout) if self.fusion.takes_pixels(self, t, item.layout)
+                else None), kind
+
+
+def plain_pixels(x: Any, layout: str) -> tuple[torch.Tensor, str] | None:
+    """(pixels, layout) of a numpy array or plain tensor image (read in `layout`): what a Sample
+    makes of a sample that is that image alone, without the analysis."""
+    if type(x) is np.ndarray:
+        return (hwc_tensor(x), "HWC") if x.ndim == 3 and x.dtype.kind in "biuf" else None
+    return (x, layout) if type(x) is torch.Tensor and x.dim() == 3 else None
+
+
+def _loaded(raw: Any) -> bool:
+    """An item the batch path may look at (a sentinel object marks items to leave alone)."""
+    return type(raw) is not object

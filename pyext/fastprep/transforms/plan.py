@@ -1,0 +1,134 @@
+"""FusionPlan: how a list of transforms runs, for Compose and for fastprep.Loader alike.
+
+Each fastprep transform says what part it can play in a fused op (its ``fusion_role``) and draws
+its parameters as a value (``make_params`` / ``offsets``, on ints for one sample or on numpy
+arrays for a chunk, with the same bits). The plan cuts the steps into segments: a run of steps
+whose roles match a row of :data:`FUSIONS` is one :class:`FusedGroup`, one op call; a flip in front
+of a crop is read into the crop's window (:class:`FlipIntoCrop`); every other step runs as it is.
+
+A group (transforms/group.py) draws one seed per random step in the steps' order (what the steps
+would draw), folds the geometric steps into one read of the source (fused.py's Geometry: window
+and flip) and calls the op with what was drawn. Compose does that per sample; the Loader per
+chunk, with every sample's seeds from one ``seeded_draws`` call and one op call into its batch
+slot (loader/apply.py).
+
+Adding a fused step (say RandomVerticalFlip): the transform gets a ``fusion_role`` and a
+``make_params`` that takes ints and numpy arrays; its role goes into a row's pattern (fused.py,
+listed in :data:`FUSIONS` below) and, if it moves the read, into fused.py's Geometry and FOLDS;
+the op (ops/<family>.py, its kernels) takes the new parameter in the row's ``run``. Nothing in the
+Loader changes (docs/transforms.md walks through it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from fastprep._tree import leaves
+from fastprep.transforms.base import Transform
+from fastprep.transforms.fused import CROP_MASK_YCBCR, Fusion
+from fastprep.transforms.geometry import RandomCrop, RandomHorizontalFlip, RandomResizedCrop
+from fastprep.transforms.group import FusedGroup
+from fastprep.transforms.inputs import require_rgb
+from fastprep.transforms.pixels import RGBToYCbCr
+from fastprep.transforms.sample import GEOMETRY, Sample, decode_jpeg_files
+
+FUSIONS: tuple[Fusion, ...] = (CROP_MASK_YCBCR,)
+"""The table: steps whose roles match a row's pattern (and its `valid`) run as its op."""
+
+
+@dataclass
+class FlipIntoCrop:
+    """RandomHorizontalFlip then RandomCrop / RandomResizedCrop: the crop reads the mirrored window
+    and reverses it; the whole image is never flipped (same draws and bits as the two steps)."""
+    flip: RandomHorizontalFlip
+    crop: Any
+
+    def __call__(self, sample: Any) -> Any:
+        flip = bool(self.flip.make_params(self.flip.draw()))
+        return self.crop.apply(Sample(sample, self.crop.layout, GEOMETRY), self.crop.draw(), flip)
+
+
+@dataclass
+class Step:
+    """A step that runs as it is; a step not fastprep's gets WindowedImages decoded first."""
+    step: Any
+    fastprep: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.fastprep = isinstance(self.step, Transform)
+
+    def __call__(self, sample: Any) -> Any:
+        return self.step(sample if self.fastprep else decode_jpeg_files(sample))
+
+
+class FusionPlan:
+    """The segments a list of steps runs as, in order (see the module's docstring).
+
+    Args:
+        steps: transforms (fastprep's, torchvision's, any callable).
+        fuse: match rows of the table (False: every step alone, as the unfused chain).
+    """
+
+    def __init__(self, steps: list[Any], fuse: bool = True):
+        self.steps = list(steps)
+        self.fastprep_only = all(getattr(s, "fastprep_only", False) for s in self.steps)
+        # The seeds a sample draws, known ahead: one per random fastprep step (nested plans too).
+        self.draws = sum(getattr(s, "plan", None).draws if isinstance(getattr(s, "plan", None), FusionPlan)
+                         else int(hasattr(s, "draw")) for s in self.steps)
+        self.rgb_check = any(isinstance(s, RGBToYCbCr) for s in self.steps)
+        self.segments: list[Any] = []
+        roles = [f"{getattr(s, 'fusion_role', None)} " for s in self.steps]
+        i = 0
+        while i < len(self.steps):
+            n, seg = self._segment(i, "".join(roles[i:]), fuse)
+            self.segments.append(seg)
+            i += n
+
+    @classmethod
+    def of(cls, transform: Any) -> FusionPlan:
+        """The plan of a transform the Loader was given: a Compose's own, else the one step."""
+        plan = getattr(transform, "plan", None)
+        return plan if isinstance(plan, FusionPlan) else cls([transform])
+
+    def _segment(self, i: int, tail: str, fuse: bool) -> tuple[int, Any]:
+        """The segment starting at step i; `tail`: the roles from step i on."""
+        steps = self.steps
+        for fusion in FUSIONS if fuse else ():
+            m = re.match(fusion.pattern, tail)
+            if m is not None:
+                n = m.group(0).count(" ")
+                if fusion.valid(steps[i:i + n]):
+                    return n, FusedGroup(steps[i:i + n], fusion, FusionPlan(steps[i:i + n], fuse=False))
+        nxt = steps[i + 1] if i + 1 < len(steps) else None
+        if type(steps[i]) is RandomHorizontalFlip and type(nxt) in (RandomCrop, RandomResizedCrop):
+            return 2, FlipIntoCrop(steps[i], nxt)
+        return 1, Step(steps[i])
+
+    @property
+    def fused(self) -> FusedGroup | None:
+        """The group when the whole plan is one fused op call (the Loader's batch path)."""
+        only = self.segments[0] if len(self.segments) == 1 else None
+        return only if isinstance(only, FusedGroup) else None
+
+    def __call__(self, sample: Any) -> Any:
+        if self.rgb_check and type(sample) not in (np.ndarray, torch.Tensor):  # those have no colour mode
+            for x in leaves(sample):  # the PIL mode is gone after a crop
+                require_rgb(x, "Compose (it has an RGBToYCbCr step)")
+        for segment in self.segments:
+            sample = segment(sample)
+        return sample
+
+    def apply_item(self, raw: Any) -> Any:
+        """The plan on a Loader item: the whole item (a structured sample) when every step is
+        fastprep's; otherwise its image (the item, or its first element), decoded whole."""
+        if self.fastprep_only:
+            return self(raw)
+        if isinstance(raw, (tuple, list)) and raw:
+            items = [self(decode_jpeg_files(raw[0])), *raw[1:]]
+            return items if isinstance(raw, list) else tuple(items)
+        return self(decode_jpeg_files(raw))
