@@ -255,3 +255,27 @@ def test_image_folder_hands_v1_transforms_pil_images_as_torchvision_does(tmp_pat
             torch.manual_seed(i)
             b = theirs[i]
             assert torch.equal(a[0], b[0]) and a[1] == b[1]
+
+
+def test_loader_hands_v1_transforms_pil_images(tmp_path):
+    """fastprep.Loader with a torchvision v1 transform over ImageFolder(roi=True): the JpegFile is
+    decoded into the PIL image v1's ToTensor takes; with deterministic=True the samples are
+    SeedByIndex + DataLoader's over torchvision's own ImageFolder."""
+    import numpy as np
+    from torch.utils.data import DataLoader
+    from torchvision import datasets
+    from torchvision import transforms as v1
+
+    import fastprep.io as fio
+
+    from jpeg_photos import encode
+
+    for k in range(4):
+        (tmp_path / "c").mkdir(exist_ok=True)
+        pixels = np.random.default_rng(k).integers(0, 256, (40, 44 + 4 * k, 3), dtype=np.uint8)
+        (tmp_path / "c" / f"{k}.jpg").write_bytes(encode(pixels))
+    tf = v1.Compose([v1.RandomResizedCrop(16), v1.ToTensor()])
+    got = list(fastprep.Loader(fio.ImageFolder(tmp_path, roi=True), 4, transform=tf, seed=5, threads=2,
+                               deterministic=True))[0]
+    want = list(DataLoader(T.SeedByIndex(datasets.ImageFolder(tmp_path, transform=tf), seed=5), batch_size=4))[0]
+    assert torch.equal(got.data[0], want[0]) and got.data[1].tolist() == want[1].tolist()

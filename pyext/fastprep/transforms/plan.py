@@ -63,7 +63,7 @@ class Step:
         self.fastprep = isinstance(self.step, Transform)
 
     def __call__(self, sample: Any) -> Any:
-        return self.step(sample if self.fastprep else decode_jpeg_files(sample))
+        return self.step(sample if self.fastprep else decode_jpeg_files(sample, self.step))
 
 
 class FusionPlan:
@@ -125,10 +125,11 @@ class FusionPlan:
 
     def apply_item(self, raw: Any) -> Any:
         """The plan on a Loader item: the whole item (a structured sample) when every step is
-        fastprep's; otherwise its image (the item, or its first element), decoded whole."""
+        fastprep's; otherwise its image (the item, or its first element), which a step that is not
+        fastprep's gets decoded whole (torchvision's v1 transforms: as a PIL image)."""
         if self.fastprep_only:
             return self(raw)
-        if isinstance(raw, (tuple, list)) and raw:
-            items = [self(decode_jpeg_files(raw[0])), *raw[1:]]
+        if isinstance(raw, (tuple, list)) and raw:  # each step decodes what it cannot read by window
+            items = [self(raw[0]), *raw[1:]]
             return items if isinstance(raw, list) else tuple(items)
-        return self(decode_jpeg_files(raw))
+        return self(raw)

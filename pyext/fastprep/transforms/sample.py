@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from fastprep._tree import leaves, tree_map
+from fastprep.io.source import as_pil, wants_pil
 from fastprep.io.windowed import WindowedImage
 from fastprep.roles import tv_class
 from fastprep.transforms.inputs import as_image, check_pil_mode, hw, hwc_tensor, is_pil
@@ -58,12 +59,15 @@ def is_plain_array(x: Any) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.kind in "biuf"
 
 
-def decode_jpeg_files(sample: Any) -> Any:
+def decode_jpeg_files(sample: Any, for_step: Any = None) -> Any:
     """The sample with every WindowedImage decoded whole (in its own layout), for code that does
-    not read them by window: torchvision's transforms would pass one through uncropped."""
+    not read them by window: torchvision's transforms would pass one through uncropped. For a
+    `for_step` of torchvision's v1 transforms, as the PIL images they take (io.source.wants_pil)."""
     if not any(isinstance(x, WindowedImage) for x in leaves(sample)):
         return sample
-    return tree_map(lambda x: x.decode() if isinstance(x, WindowedImage) else x, sample)
+    pil = for_step is not None and wants_pil(for_step)
+    return tree_map(lambda x: (as_pil(x, "HWC") if pil else x.decode()) if isinstance(x, WindowedImage) else x,
+                    sample)
 
 
 @dataclass
