@@ -172,9 +172,10 @@ def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int
         a :class:`PackSummary`.
 
     Raises:
-        ValueError: a bad option; TypeError: a dataset item that is not (image, int label, ...);
-        PackWriteError (an OSError): the destination cannot be written (full or read-only disk),
-        naming the file; the shards completed before are kept and a later run resumes from them.
+        ValueError: a bad option.
+        TypeError: a dataset item that is not (image, int label, ...).
+        PackWriteError: (an OSError) the destination cannot be written (full or read-only disk),
+            naming the file; the shards completed before are kept and a later run resumes from them.
 
     Example:
         >>> fastprep.io.pack("train/", "train.packed")          # or: python -m fastprep pack train/ train.packed
