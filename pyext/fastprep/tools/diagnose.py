@@ -27,6 +27,7 @@ from typing import Any
 from torch.utils.data import DataLoader, IterableDataset
 
 from fastprep.prefetch import check_device, move_to
+from fastprep.tools import remedies as rm
 from fastprep.tools import stand_ins as si
 from fastprep.tools.measure import Settings, Source, Stats, close_iterator, measure, synchronize
 from fastprep.tools.progress import Plan
@@ -56,6 +57,9 @@ class _Pipe:
     decode: Any = None  # a fastprep.Loader's own decode, for the batches it yields undecoded here
     device: Any = None
     batch_size: int | None = None
+    raw: tuple | None = None  # (raw sample as loaded, the dataset that loaded it, the transform), for the advice
+    loader: str = "dataloader"  # or "fastprep"
+    workers: int = 0  # a Loader's threads, a DataLoader's num_workers
 
 
 def _first(loader: Any) -> Any:
@@ -70,20 +74,29 @@ def _first(loader: Any) -> Any:
 
 def _map_pipe(pipe: _Pipe, dataset: Any, build: Callable[[Any], Any], length: int,
               loader_transform: Any = None, transform_kw: bool = False) -> None:
-    """Levels 3-5 over a map-style `dataset`; `build(ds, **kw)` makes the loader over a stand-in."""
+    """Levels 3-5 over a map-style `dataset`; `build(ds, **kw)` makes the loader over a stand-in.
+    Level 4's cached raw sample is decoded (stand_ins.decoded): decoding is raw loading."""
     kw = (lambda t: {"transform": t}) if transform_kw else (lambda t: {})
     if loader_transform is not None:  # a fastprep.Loader with its own transform
-        raw0 = dataset.load_raw(0) if callable(getattr(dataset, "load_raw", None)) else dataset[0]
+        raw = dataset.load_raw(0) if callable(getattr(dataset, "load_raw", None)) else dataset[0]
+        raw0 = si.decoded(raw)
         sample0 = si.apply_to_image(loader_transform, raw0)
         pipe.make[3] = lambda: build(si.Repeat(si.Constant(sample0), length, dataset), **kw(None))
         pipe.make[4] = lambda: build(si.Repeat(si.Constant(raw0), length, dataset), **kw(loader_transform))
+        try:
+            inner = si.split_dataset(dataset).inner
+        except TypeError:
+            inner = dataset
+        pipe.raw = (raw, inner, loader_transform)
     else:
         sample0 = dataset[0]
         pipe.make[3] = lambda: build(si.Repeat(si.Constant(sample0), length, dataset), **kw(None))
         try:
             split = si.split_dataset(dataset)
-            raw0 = split.load(0)
+            raw = split.load(0)
+            raw0 = si.decoded(raw)
             pipe.make[4] = lambda: build(si.Repeat(si.TransformOf(split, raw0), length, dataset), **kw(None))
+            pipe.raw = (raw, split.inner, getattr(split.inner, "transform", None))
         except TypeError as exc:
             pipe.make[4] = f"cannot split raw loading from the transforms: {exc}"
     pipe.make[5] = lambda: build(si.Cycle(dataset, length), **kw(si.SAME))
@@ -93,7 +106,7 @@ def _pipe(loader: Any, settings: Settings) -> _Pipe:
     if is_fastprep_loader(loader):
         host_loader = si.rebuild_fastprep_loader(loader, loader.dataset, device=None, decode=False)
         pipe = _Pipe(_first(host_loader), drain=loader.depth, decode=loader.decode or None,
-                     device=loader.device, batch_size=loader.batch_size)
+                     device=loader.device, batch_size=loader.batch_size, loader="fastprep", workers=loader.threads)
         length = (settings.most_steps(pipe.drain, pipe.block) + loader.depth) * loader.batch_size
         _map_pipe(pipe, loader.dataset, lambda ds, **kw: si.rebuild_fastprep_loader(loader, ds, **kw), length,
                   loader.transform, transform_kw=True)
@@ -105,7 +118,7 @@ def _pipe(loader: Any, settings: Settings) -> _Pipe:
             return _pipe(loader, settings)
     workers = getattr(loader, "num_workers", 0)
     pipe = _Pipe(_first(loader), drain=max(1, workers), block=max(2, 2 * workers),
-                 batch_size=getattr(loader, "batch_size", None))
+                 batch_size=getattr(loader, "batch_size", None), workers=workers)
     dataset = getattr(loader, "dataset", None)
     if factory is not None and not _takes_dataset(factory):
         why = "loader_factory takes no `dataset=` keyword"
@@ -196,8 +209,10 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
         levels[k - 1].stats = Stats.of(ts)
         if any(t.restarts for t in ts):
             levels[k - 1].note = "epoch restarts inside the timed steps (a longer dataset avoids them)"
-    verdict, margin, advice = judge(levels, threshold, dominance)
+    source = rm.source_of(*pipe.raw, pipe.loader, pipe.workers, dev.type) if pipe.raw else \
+        rm.RawSource("pixels", loader=pipe.loader, workers=pipe.workers, device=dev.type)
+    verdict, margin, advice = judge(levels, threshold, dominance, rm.advice_table(source))
     return BottleneckReport(levels, verdict, margin, advice, str(dev), {
         "steps": settings.steps, "repeats": settings.repeats, "warmup": settings.warmup,
         "precision": settings.precision, "max_steps": max_steps, "threshold": threshold, "dominance": dominance,
-        "batch_size": pipe.batch_size})
+        "batch_size": pipe.batch_size}, source.describe())

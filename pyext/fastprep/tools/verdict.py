@@ -91,22 +91,25 @@ def stages_of(levels: list[Level]) -> list[Stage]:
     return out
 
 
-def judge(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) -> tuple[str, str, str]:
-    """(verdict, margin, advice) for measured levels; see the module doc."""
+def judge(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5,
+          advice: dict[str, str] | None = None) -> tuple[str, str, str]:
+    """(verdict, margin, advice) for measured levels; see the module doc. `advice` is ADVICE made
+    for the pipeline (fastprep.tools.remedies.advice_table), default ADVICE itself."""
+    table = ADVICE if advice is None else advice
     ceiling, last = levels[0].stats, levels[-1].stats
     for k, lv in enumerate(levels[1:], 2):
         if lv.stats and lv.stats.rate > ceiling.rate * (1 + ABOVE) and lv.stats.lo > ceiling.hi:
             return ("inconclusive",
                     f"level {k} ({lv.name}) measured {lv.stats.rate / ceiling.rate:.0%} of the ceiling: "
-                    f"noise (or a cache the ceiling misses), no verdict is built on it", ADVICE["noise"])
+                    f"noise (or a cache the ceiling misses), no verdict is built on it", table["noise"])
     ratio = last.rate / ceiling.rate
     if ratio >= threshold:
         return ("model-bound", f"nothing cached runs at {ratio:.0%} of the ceiling "
-                f"(the input keeps up from {threshold:.0%})", ADVICE["model-bound"])
+                f"(the input keeps up from {threshold:.0%})", table["model-bound"])
     if last.hi >= ceiling.lo:
         return ("inconclusive", f"nothing cached runs at {ratio:.0%} of the ceiling, but the two overlap "
                 f"within noise ({last.lo:.3g}-{last.hi:.3g} vs {ceiling.lo:.3g}-{ceiling.hi:.3g} steps/s)",
-                ADVICE["noise"])
+                table["noise"])
     total = 1 / last.rate - 1 / ceiling.rate
     ranked = sorted(stages_of(levels), key=lambda s: -s.added)
     best = ranked[0]
@@ -116,18 +119,18 @@ def judge(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) -
             f"{best.added / added:.0%} of what the stages add (nothing cached runs at {ratio:.0%} of the " \
             f"ceiling, {_ms(total)} more per step)"
     if second is None:
-        return best.name, share, _advice(best.name)
+        return best.name, share, _advice(best.name, table)
     if best.lo > second.hi and best.added >= dominance * max(second.added, 0.0):
-        return best.name, f"{share}; next: {second.name} {_ms(second.added)}", _advice(best.name)
+        return best.name, f"{share}; next: {second.name} {_ms(second.added)}", _advice(best.name, table)
     apart = "within noise of each other" if best.lo <= second.hi else f"less than {dominance:g}x apart"
     return ("inconclusive",
             f"{best.name} ({_ms(best.added)} per step) and {second.name} ({_ms(second.added)}) are {apart}; "
             f"nothing cached runs at {ratio:.0%} of the ceiling",
-            "Both may need work. " + _advice(best.name) + " " + _advice(second.name))
+            "Both may need work. " + _advice(best.name, table) + " " + _advice(second.name, table))
 
 
-def _advice(stage: str) -> str:
-    return " ".join(ADVICE[s] for s in stage.split(" + "))
+def _advice(stage: str, table: dict[str, str]) -> str:
+    return " ".join(table[s] for s in stage.split(" + "))
 
 
 @dataclass
@@ -138,6 +141,7 @@ class BottleneckReport:
     advice: str
     device: str = "cpu"
     settings: dict[str, Any] = field(default_factory=dict)
+    raw_loading: str = ""  # what raw loading is in this pipeline (fastprep.tools.remedies.RawSource.describe)
 
     @property
     def drops(self) -> dict[str, float]:
@@ -169,12 +173,15 @@ class BottleneckReport:
         head = f"verdict: {self.verdict}"
         if self.verdict in WHAT:
             head += f" ({WHAT[self.verdict]})"
-        rows += [f"{head}: {self.margin}", f"next: {self.advice}"]
+        rows.append(f"{head}: {self.margin}")
+        if self.raw_loading:
+            rows.append(f"raw loading here: {self.raw_loading}")
+        rows.append(f"next: {self.advice}")
         return "\n".join(rows)
 
     def as_dict(self) -> dict[str, Any]:
         return {"device": self.device, "settings": self.settings, "verdict": self.verdict,
-                "margin": self.margin, "advice": self.advice, "drops": self.drops,
+                "margin": self.margin, "advice": self.advice, "raw_loading": self.raw_loading, "drops": self.drops,
                 "levels": [{"name": lv.name, "note": lv.note, "measured": lv.stats is not None,
                             **(lv.stats.as_dict() if lv.stats else {"steps_per_s": None})}
                            for lv in self.levels]}
