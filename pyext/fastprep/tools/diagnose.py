@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,11 +31,11 @@ from torch.utils.data import DataLoader, IterableDataset
 from fastprep.prefetch import check_device, move_to
 from fastprep.tools import remedies as rm
 from fastprep.tools import stand_ins as si
-from fastprep.tools.measure import Settings, Source, Stats, close_iterator, measure, synchronize
+from fastprep.tools.measure import Settings, Source, Stats, close_iterator, measure, round_adjusted, synchronize
 from fastprep.tools.progress import Plan
 from fastprep.tools.step_input import Epochs, decoder, own
 from fastprep.tools.sweep import SweepReport, sweep, sweep_loader, sweep_threads
-from fastprep.tools.verdict import ADVICE, LEVELS, STAGES, BottleneckReport, Level, judge
+from fastprep.tools.verdict import ADVICE, LEVELS, STAGES, BottleneckReport, Level, judge, more_data
 
 __all__ = ["find_bottleneck", "sweep", "sweep_loader", "sweep_threads", "BottleneckReport", "SweepReport",
            "Level", "LEVELS", "STAGES", "ADVICE", "split_dataset", "is_fastprep_loader"]
@@ -149,6 +151,7 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
                     move: Callable[[Any], Any] | None = None, threshold: float = 0.8, dominance: float = 1.5,
                     steps: int | None = None, repeats: int = 3, warmup: int | None = None,
                     precision: float = 0.10, max_steps: int = 200, max_seconds: float = 5.0,
+                    time_limit: float = 60.0,
                     progress: Callable[[str, float], None] | None = None) -> BottleneckReport:
     """Run the caching method and name the stage that starves the step, with its margin.
 
@@ -168,7 +171,12 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
         threshold: nothing cached at this share of the ceiling or more is "model-bound".
         dominance: the verdict's stage must add this many times the time of the next one.
         steps, repeats, warmup, precision, max_steps, max_seconds: see
-            fastprep.tools.measure.Settings.
+            fastprep.tools.measure.Settings. `repeats` is the number of rounds (every level
+            measured once, back to back) always run.
+        time_limit: seconds the whole measurement may take: after `repeats` rounds, more rounds
+            run while the verdict is within noise and the 95% intervals' narrowing says it can
+            settle in the time left; if it cannot, the margin says about how long it would need.
+            0, or a fixed `steps` (a length the caller chose), runs `repeats` rounds only.
         progress: called as ``progress(what, fraction_done)`` (fastprep.tools.progress.Progress).
 
     Example:
@@ -177,6 +185,8 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
     """
     settings = Settings(steps=steps, repeats=repeats, warmup=warmup, precision=precision, max_steps=max_steps,
                         max_seconds=max_seconds)
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit >= 0:
+        raise ValueError(f"find_bottleneck: expected time_limit to be a number of seconds >= 0, got {time_limit!r}")
     pipe = _pipe(loader, settings)
     dev = check_device("find_bottleneck", device if device is not None else pipe.device or "cpu")
     on_device = decoder("find_bottleneck", pipe.decode if pipe.decode is not None else decode)
@@ -195,24 +205,63 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
             levels[k - 1].note = make
         else:
             sources[k] = Source(lambda make=make: Epochs(make), full_step, pipe.drain, pipe.block)
-    timings: dict[int, list] = {k: [] for k in sources}
-    keys = [k for _ in range(settings.repeats) for k in sources]
-    plan = Plan(keys, 16, progress)
     sync = synchronize(dev)
-    for n, k in enumerate(keys):
-        plan.begin(n)
-        what = f"level {k}/5 {LEVELS[k - 1]}, repeat {n // len(sources) + 1}/{settings.repeats}"
-        timing = measure(sources[k], settings, sync, lambda done, planned, what=what: plan.tick(what, done, planned))
-        plan.end(len(timing.step_times) + timing.warmup_steps + sources[k].drain)
-        timings[k].append(timing)
-    for k, ts in timings.items():
-        levels[k - 1].stats = Stats.of(ts)
-        if any(t.restarts for t in ts):
-            levels[k - 1].note = "epoch restarts inside the timed steps (a longer dataset avoids them)"
+    plan = Plan([], 16, progress)
+    timings: dict[int, list] = {k: [] for k in sources}
+    began, rounds, more = time.perf_counter(), 0, 1.0
+    while True:  # rounds: every level once, back to back; the first `repeats`, then while noise decides
+        first, order = len(plan.keys), list(sources)
+        order = order[rounds % len(order):] + order[:rounds % len(order)]  # no level always follows the same one
+        plan.keys.extend(order)
+        for n, k in enumerate(order):
+            plan.begin(first + n)
+            what = f"level {k}/5 {LEVELS[k - 1]}, round {rounds + 1}/{max(settings.repeats, rounds + 1)}"
+            timing = measure(sources[k], settings, sync, lambda done, planned, what=what: plan.tick(what, done, planned))
+            plan.end(len(timing.step_times) + timing.warmup_steps + sources[k].drain)
+            timings[k].append(timing)
+        rounds += 1
+        if rounds < settings.repeats:
+            continue
+        _fill(levels, timings)
+        more = more_data(levels, threshold, dominance)
+        spent = time.perf_counter() - began
+        left, per_round = time_limit - spent, spent / rounds
+        if more <= 1 or settings.steps is not None or per_round > left or \
+                _rounds_to_settle(more, rounds) * per_round > 2 * left:
+            break
     source = rm.source_of(*pipe.raw, pipe.loader, pipe.workers, dev.type) if pipe.raw else \
         rm.RawSource("pixels", loader=pipe.loader, workers=pipe.workers, device=dev.type)
     verdict, margin, advice = judge(levels, threshold, dominance, rm.advice_table(source))
-    return BottleneckReport(levels, verdict, margin, advice, str(dev), {
+    return BottleneckReport(levels, verdict, margin + _how_long(more, rounds, spent, settings), advice,
+                            str(dev), {
         "steps": settings.steps, "repeats": settings.repeats, "warmup": settings.warmup,
         "precision": settings.precision, "max_steps": max_steps, "threshold": threshold, "dominance": dominance,
-        "batch_size": pipe.batch_size}, source.describe())
+        "batch_size": pipe.batch_size, "time_limit": time_limit, "rounds": rounds, "seconds": spent},
+        source.describe())
+
+
+def _fill(levels: list[Level], timings: dict[int, list]) -> None:
+    """Each measured level's Stats over its rounds, each round's common slow-down taken out."""
+    adjusted, _ = round_adjusted(timings)
+    for k, ts in adjusted.items():
+        levels[k - 1].stats = Stats.of(ts)
+        if any(t.restarts for t in ts):
+            levels[k - 1].note = "epoch restarts inside the timed steps (a longer dataset avoids them)"
+
+
+def _rounds_to_settle(more: float, rounds: int) -> int:
+    """More rounds for `more` times the data (inf: no number of rounds)."""
+    return math.ceil(rounds * (more - 1)) if math.isfinite(more) else 1 << 30
+
+
+def _how_long(more: float, rounds: int, spent: float, settings: Settings) -> str:
+    """What the margin says about the length of the measurement."""
+    if more <= 1:
+        return f" (settled after {rounds} rounds, {spent:.0f} s)" if rounds > settings.repeats else ""
+    if not math.isfinite(more):
+        return f"; after {rounds} rounds ({spent:.0f} s) the two estimates are equal: measuring longer would not " \
+               f"tell them apart"
+    need = _rounds_to_settle(more, rounds)
+    return f"; within noise after {rounds} rounds ({spent:.0f} s): about {need} more rounds " \
+           f"(~{need * spent / rounds:.0f} s more) would settle it " \
+           f"({'repeats / --repeats' if settings.steps else 'time_limit / --time-limit'})"

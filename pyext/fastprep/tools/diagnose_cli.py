@@ -60,7 +60,7 @@ def _measure(args: argparse.Namespace, loader: Any, step_fn: Any, device: Any, t
     try:
         return find_bottleneck(loader, step_fn, device, decode=not args.no_decode, steps=args.steps,
                                repeats=args.repeats, warmup=args.warmup, precision=args.precision,
-                               progress=progress)
+                               time_limit=args.time_limit, progress=progress)
     finally:
         if progress is not None:
             progress.close()
@@ -130,7 +130,9 @@ def _how(args: argparse.Namespace) -> str:
 
     steps = f"{args.steps} timed steps" if args.steps else f"timed until +-{args.precision:.0%} at 95% confidence"
     warm = f"{args.warmup} warm-up steps" if args.warmup is not None else "warm-up until the step time is steady"
-    return f"{args.repeats} repeats per level, {warm}, {steps}; torch threads {torch.get_num_threads()}"
+    more = f"; more rounds while within noise, up to {args.time_limit:g} s in all" \
+        if args.time_limit and not args.steps else ""
+    return f"{args.repeats} repeats per level, {warm}, {steps}; torch threads {torch.get_num_threads()}{more}"
 
 
 def _demo(args: argparse.Namespace, device: Any) -> int:
