@@ -97,8 +97,8 @@ def stages_of(levels: list[Level]) -> list[Stage]:
 @dataclass
 class Finding:
     """What the levels say: the verdict, its margin, whose advice applies, and `more`: how many
-    times the data measured so far it needs to settle (1.0: settled, more would not change it;
-    inf: two estimates exactly equal, no length would)."""
+    times the data measured so far it needs to settle (1.0: settled, narrower intervals would not
+    change it; inf: two estimates exactly equal, no length would)."""
     verdict: str
     margin: str
     advice: tuple[str, ...]
@@ -135,11 +135,16 @@ def assess(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) 
     if apart and best.added >= dominance * max(second.added, 0.0):
         return Finding(best.name, f"{share}; next: {second.name} {_ms(second.added)}{tail}", (best.name,))
     why = f"less than {dominance:g}x apart" if apart else "within noise of each other"
+    if best.hi + bias < dominance * max(second.lo - bias, 0.0):
+        more = 1.0  # even the intervals' most favourable ends are less than `dominance` apart: settled
+        why = f"less than {dominance:g}x apart{'' if apart else ' (and within noise of each other)'}"
+    elif not apart:
+        more = _shrink(best.hi - best.lo + second.hi - second.lo, best.added - second.added, 2 * bias)
+    else:  # apart, the ratio below `dominance` but its interval reaching it
+        more = _shrink(best.hi - best.lo + dominance * (second.hi - second.lo), abs(dominance * second.added - best.added))
     return Finding("inconclusive",
                    f"{best.name} ({_ms(best.added)} per step) and {second.name} ({_ms(second.added)}) are {why}; "
-                   f"nothing cached runs at {ratio:.0%} of the ceiling{tail}", (best.name, second.name),
-                   1.0 if apart else _shrink(best.hi - best.lo + second.hi - second.lo, best.added - second.added,
-                                             2 * bias))
+                   f"nothing cached runs at {ratio:.0%} of the ceiling{tail}", (best.name, second.name), more)
 
 
 def judge(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5,
