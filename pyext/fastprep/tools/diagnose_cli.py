@@ -154,8 +154,9 @@ def _demo(args: argparse.Namespace, device: Any) -> int:
                   f"({where}) in an ImageFolder\n"
                   f"  usual:    DataLoader(num_workers={args.workers or 0}), PIL decode, PIL -> tensor + float crop / "
                   f"mask / YCbCr, default_collate (float32)\n"
-                  f"  fastprep: fastprep.Loader(threads={args.threads or 1}), decode to HWC arrays, fused "
-                  f"crop_mask_ycbcr into batch slots, CompactBatch decoded before the step\n"
+                  f"  fastprep: fastprep.Loader(threads={args.threads or 1}) over fastprep.io.ImageFolder(roi=True), "
+                  f"fused crop_mask_ycbcr decoding each crop's window into batch slots, CompactBatch decoded "
+                  f"before the step\n"
                   f"caching method: {_how(args)}")
             reports = {name: _measure(args, loader, step, device, f"diagnose {name}")
                        for name, (loader, step) in pipes.items()}
