@@ -111,8 +111,8 @@ class RawSource:
         return repr(self.root) if self.root else "root"
 
     def _pack(self) -> str:
-        src = self.root or "ROOT"
-        dest = os.path.normpath(src) + ".packed" if self.root else "DEST"
+        src = os.path.normpath(self.root) if self.root else "ROOT"
+        dest = src + ".packed" if self.root else "DEST"
         return (f"pack the files, `python -m fastprep pack {src} {dest}`, and read them with "
                 f"fastprep.io.PackedDataset({dest!r}): {PACKING}")
 

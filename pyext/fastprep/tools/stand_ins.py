@@ -84,7 +84,7 @@ def decoded(raw: Any) -> Any:
     def one(x: Any) -> Any:
         if isinstance(x, WindowedImage):
             pixels = x.decode()
-            return pixels if pixels.is_contiguous() else pixels.clone()  # a packed raw record's view of its map
+            return pixels if pixels.is_contiguous() else pixels.contiguous()  # a packed raw record's map view
         if callable(getattr(x, "load", None)) and type(x).__module__.startswith("PIL."):
             x.load()
         return x
