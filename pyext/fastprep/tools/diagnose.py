@@ -216,7 +216,8 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
         for n, k in enumerate(order):
             plan.begin(first + n)
             what = f"level {k}/5 {LEVELS[k - 1]}, round {rounds + 1}/{max(settings.repeats, rounds + 1)}"
-            timing = measure(sources[k], settings, sync, lambda done, planned, what=what: plan.tick(what, done, planned))
+            timing = measure(sources[k], settings, sync,
+                             lambda done, planned, what=what: plan.tick(what, done, planned))
             plan.end(len(timing.step_times) + timing.warmup_steps + sources[k].drain)
             timings[k].append(timing)
         rounds += 1

@@ -141,7 +141,8 @@ def assess(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) 
     elif not apart:
         more = _shrink(best.hi - best.lo + second.hi - second.lo, best.added - second.added, 2 * bias)
     else:  # apart, the ratio below `dominance` but its interval reaching it
-        more = _shrink(best.hi - best.lo + dominance * (second.hi - second.lo), abs(dominance * second.added - best.added))
+        more = _shrink(best.hi - best.lo + dominance * (second.hi - second.lo),
+                       abs(dominance * second.added - best.added))
     return Finding("inconclusive",
                    f"{best.name} ({_ms(best.added)} per step) and {second.name} ({_ms(second.added)}) are {why}; "
                    f"nothing cached runs at {ratio:.0%} of the ceiling{tail}", (best.name, second.name), more)
@@ -174,7 +175,8 @@ def disorder(levels: list[Level]) -> tuple[float, str]:
             gap = 1 / early.stats.rate - 1 / later.stats.rate
             if later.stats.lo > early.stats.hi and gap > worst:
                 of = "the ceiling" if i == 1 else f"level {i} ({early.name})"
-                worst, text = gap, f"level {j} ({later.name}) measured {later.stats.rate / early.stats.rate:.0%} of {of}"
+                share = later.stats.rate / early.stats.rate
+                worst, text = gap, f"level {j} ({later.name}) measured {share:.0%} of {of}"
     return worst, text
 
 
