@@ -12,9 +12,11 @@ would (~2 ms a batch here), so decoding is what starves it, as it starves users'
   DataLoader(num_workers=W, default this box's cores);
 - fastprep port: fastprep.io.ImageFolder(roi=True) + fastprep.Loader(threads=T, default the
   cores) with the fused Compose RandomCrop(256) -> RandomDilatedMask(0.25) -> RGBToYCbCr(),
-  decoding each crop's window only.
+  decoding each crop's window only;
+- packed: the fastprep port over the photos packed by fastprep.io.pack (the remedy diagnose
+  names for the fastprep port), read by fastprep.io.PackedDataset.
 
-Run: python benchmarks/imagefolder_diagnose.py --runs 10            (both ports)
+Run: python benchmarks/imagefolder_diagnose.py --runs 10            (all three)
      python -m fastprep diagnose benchmarks.imagefolder_diagnose:fastprep_port
      python -m fastprep diagnose benchmarks.imagefolder_diagnose:torchvision_port
 """
@@ -59,7 +61,28 @@ def fastprep_port(threads: int = CORES):
     return demo_model.fastprep_pipeline(photo_folder(), BATCH, threads, pool=POOL)
 
 
-PORTS = {"torchvision": torchvision_port, "fastprep": fastprep_port}
+@functools.cache
+def packed_photos() -> str:
+    """The photo folder packed (python -m fastprep pack): the remedy diagnose names for the fastprep port."""
+    import fastprep.io as fio  # noqa: PLC0415
+
+    dest = photo_folder() + ".packed"
+    atexit.register(shutil.rmtree, dest, True)
+    fio.pack(photo_folder(), dest, progress=False)
+    return dest
+
+
+def packed_port(threads: int = CORES):
+    """(fastprep.Loader, step_fn): the fastprep port over the packed photos (fastprep.io.PackedDataset)."""
+    import fastprep.io as fio  # noqa: PLC0415
+
+    dataset = fio.PackedDataset(packed_photos())
+    loader = fastprep.Loader(dataset, BATCH, transform=demo_model.fused_transform(), shuffle=True, threads=threads,
+                             decode=True, seed=0)
+    return loader, demo_model.train_step(len(dataset.classes), pool=POOL)
+
+
+PORTS = {"torchvision": torchvision_port, "fastprep": fastprep_port, "packed": packed_port}
 
 
 def cpu_name() -> str:
@@ -73,7 +96,7 @@ def cpu_name() -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=10)
-    p.add_argument("--port", choices=(*PORTS, "both"), default="both")
+    p.add_argument("--port", choices=(*PORTS, "all"), default="all")
     p.add_argument("--time-limit", type=float, default=60.0, help="find_bottleneck's time_limit (seconds)")
     p.add_argument("--tables", action="store_true", help="print every run's table, not only the first")
     args = p.parse_args(argv)
@@ -82,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{cpu_name()}, {CORES} cores, load {os.getloadavg()[0]:.1f}; "
           f"torch {torch.__version__}, fastprep backend {fastprep.backend()}; {len(photos.ImageFolder(root))} photos at "
           f"short side {SIDE}, batch {BATCH}; {time.strftime('%Y-%m-%d')}")
-    for name in PORTS if args.port == "both" else (args.port,):
+    for name in PORTS if args.port == "all" else (args.port,):
         verdicts, seconds = collections.Counter(), []
         for run in range(args.runs):
             loader, step = PORTS[name]()

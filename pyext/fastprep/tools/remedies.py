@@ -43,7 +43,7 @@ class RawSource:
     Args:
         kind: one of KINDS: the raw image's type (see the module doc).
         dataset: the dataset's class name (where the split was found).
-        root: the folder its files come from, when it says (``root``, a pack's ``path``).
+        root: the folder its files come from, when the dataset says (its ``root``).
         crops_by_window: the transform is fastprep's, with a RandomCrop / RandomResizedCrop first
             (after flips): it decodes only the window of a WindowedImage.
         fastprep_transform: the transform is fastprep's (its per-sample work is fastprep ops).
@@ -88,9 +88,9 @@ class RawSource:
                          f"its window"] if self.crops_by_window else
                         [f"pass roi=True to {self.dataset or 'the dataset'} and {fastprep_crop}"]) + [self._pack()],
             "jpeg-file": ([] if self.crops_by_window else [fastprep_crop]) + [
-                "you already decode by window (roi=True), but a JPEG has no random access: the rows above each "
-                "window are still entropy-decoded. " + self._pack()],
-            "packed-jpeg": ([] if self.crops_by_window else [fastprep_crop]) + self._past_packing(),
+                "you already decode by window (roi=True), but a JPEG has no random access (the rows above each "
+                "window are still entropy-decoded): " + self._pack()],
+            "packed-jpeg": ([] if self.crops_by_window else [fastprep_crop]) + ["; or ".join(self._past_packing())],
             "packed-raw": ["nothing is decoded any more: raw loading is reading the memory-mapped shards; faster "
                            "storage or enough RAM for the page cache to hold them, PackedDataset(verify=False) to "
                            "skip the CRC pass"],
@@ -120,8 +120,8 @@ class RawSource:
         out = []
         if self.device != "cpu":
             out.append(gpu_split())
-        out.append("pack with --mode raw (uint8 pixels through a memory map: no decode at all, larger shards)")
-        out.append("shrink the stored images (pack --max-side, lossy)")
+        out.append("pack with `--mode raw` (uint8 pixels through a memory map: no decode at all, larger shards)")
+        out.append("shrink the stored images (`pack --max-side`, lossy)")
         return out
 
     def _more(self, bare: bool = False) -> str:

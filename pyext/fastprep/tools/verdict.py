@@ -267,5 +267,7 @@ def side_by_side(reports: dict[str, BottleneckReport]) -> str:
         what = f" ({WHAT[r.verdict]})" if r.verdict in WHAT else ""
         rows.append(f"{name}: verdict {r.verdict}{what}: {r.margin}")
     for name in names:
+        if reports[name].raw_loading:
+            rows.append(f"{name}: raw loading here: {reports[name].raw_loading}")
         rows.append(f"{name}: next: {reports[name].advice}")
     return "\n".join(rows)
