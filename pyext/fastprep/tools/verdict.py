@@ -112,7 +112,9 @@ def assess(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) 
     bias, odd = disorder(levels)
     widened = f"{odd}: noise the intervals miss, so each was widened by {_ms(bias)}" if bias else ""
     ratio = last.rate / ceiling.rate
-    if ratio >= threshold:
+    # Model-bound only if it holds with the ceiling's time less the disorder: a ceiling measured too
+    # slow (a burst of load on its rounds) must not make the input look as if it kept up.
+    if ratio >= threshold and threshold / last.rate <= 1 / ceiling.rate - bias:
         return Finding("model-bound", f"nothing cached runs at {ratio:.0%} of the ceiling "
                        f"(the input keeps up from {threshold:.0%})", ("model-bound",))
     gap = 1 / last.rate - 1 / ceiling.rate
@@ -155,7 +157,11 @@ def judge(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5,
     table = ADVICE if advice is None else advice
     found = assess(levels, threshold, dominance)
     text = " ".join(_advice(stage, table) for stage in found.advice)
-    return found.verdict, found.margin, ("Both may need work. " + text if len(found.advice) > 1 else text)
+    if len(found.advice) > 1:
+        text = "Both may need work. " + text
+    if found.more > 1 and "noise" not in found.advice:  # more data would settle it: say how to get it
+        text += " " + table["noise"]
+    return found.verdict, found.margin, text
 
 
 def more_data(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) -> float:
@@ -184,10 +190,10 @@ def _shrink(widths: float, gap: float, bias: float = 0.0) -> float:
     """The data two intervals (`widths`: their full widths summed) need to be `gap` apart beyond
     `bias`, as they narrow with 1/sqrt(data): 2.0 when the gap is within the bias (measure
     again: more rounds average out what caused it), inf when there is no gap."""
+    if bias > 0 and gap <= bias:
+        return 2.0
     if gap <= 0:
         return math.inf
-    if gap <= bias:
-        return 2.0
     return max(1.0, (widths / 2 / (gap - bias)) ** 2)
 
 
