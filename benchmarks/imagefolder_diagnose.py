@@ -97,14 +97,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--port", choices=(*PORTS, "all"), default="all")
-    p.add_argument("--time-limit", type=float, default=60.0, help="find_bottleneck's time_limit (seconds)")
+    p.add_argument("--time-limit", type=float, default=120.0, help="find_bottleneck's time_limit (seconds)")
     p.add_argument("--tables", action="store_true", help="print every run's table, not only the first")
+    p.add_argument("--torch-threads", type=int, default=1,
+                   help="torch's intra-op threads for the step (default 1, as diagnose --demo runs it)")
     args = p.parse_args(argv)
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.torch_threads)
     root = photo_folder()
     print(f"{cpu_name()}, {CORES} cores, load {os.getloadavg()[0]:.1f}; "
           f"torch {torch.__version__}, fastprep backend {fastprep.backend()}; {len(photos.ImageFolder(root))} photos at "
-          f"short side {SIDE}, batch {BATCH}; {time.strftime('%Y-%m-%d')}")
+          f"short side {SIDE}, batch {BATCH}, torch threads {torch.get_num_threads()}; {time.strftime('%Y-%m-%d')}")
     for name in PORTS if args.port == "all" else (args.port,):
         verdicts, seconds = collections.Counter(), []
         for run in range(args.runs):

@@ -99,7 +99,7 @@ def test_a_torchvision_style_dataset_is_split_at_its_transform(root):
     dataset = photos.ImageFolder(root, transform=lambda im: torch.from_numpy(np.array(im)[:8, :8]), loader=lazy_open)
     report = find_bottleneck(DataLoader(dataset, batch_size=2), _step, **FAST, steps=3, warmup=1)
     assert report.raw_loading == "ImageFolder: Pillow decodes each image whole in the dataset"
-    source = rm.source_of(si.split_dataset(dataset).load(0), dataset, dataset.transform, "dataloader", 0, "cpu")
+    source = rm.source_of(si.split_dataset(dataset).load(0), dataset, dataset.transform)
     assert source.kind == "pil" and source.root == root
     advice = source.advice()
     assert f"fastprep.io.ImageFolder({root!r}, roi=True)" in advice and f"python -m fastprep pack {root} " in advice
@@ -112,7 +112,7 @@ def test_packed_shards_are_not_told_to_pack(root, tmp_path):
     packed = fio.PackedDataset(tmp_path / "jpeg")
     report = find_bottleneck(fastprep.Loader(packed, 2, transform=CROP, threads=1, seed=0), _step, **FAST)
     assert "PackedDataset: each packed JPEG window is decoded from its restart intervals" in report.raw_loading
-    source = rm.source_of(packed.load_raw(0), packed, CROP, "fastprep", 1, "cpu")
+    source = rm.source_of(packed.load_raw(0), packed, CROP, loader="fastprep", workers=1)
     assert source.kind == "packed-jpeg"
     assert "python -m fastprep pack" not in source.advice() and "--mode raw" in source.advice()
     assert "on the GPU" not in source.advice()  # steps on the CPU: no GPU to decode on
@@ -122,7 +122,7 @@ def test_packed_shards_are_not_told_to_pack(root, tmp_path):
     raw = fio.PackedDataset(tmp_path / "raw")
     cached = si.decoded(raw.load_raw(0))
     assert cached[0].is_contiguous() and torch.equal(cached[0], raw.load_raw(0)[0].decode())
-    source = rm.source_of(raw.load_raw(0), raw, CROP, "fastprep", 1, "cpu")
+    source = rm.source_of(raw.load_raw(0), raw, CROP, loader="fastprep", workers=1)
     assert source.kind == "packed-raw" and "verify=False" in source.advice() and "pack" not in source.advice()
 
 
@@ -142,6 +142,10 @@ def test_the_advice_names_what_is_not_taken_yet(kind, says, never):
     assert not any(s in advice for s in never), advice
     assert "more threads (fastprep.Loader(threads=...): 2 now)" in advice
     assert "fastprep's already" in source.transforms_advice() and "fastprep ops" not in source.transforms_advice()
+    assert "already writes compact uint8 batches" in source.collate_advice()
+    assert "CompactCollate" not in source.collate_advice()
+    assert "CompactCollate" not in rm.RawSource(kind, compact=True).collate_advice()
+    assert rm.RawSource(kind).collate_advice() is None  # a DataLoader with default_collate: the general advice
     foreign = rm.RawSource(kind, crops_by_window=False)
     if kind != "pixels":  # a crop that is not fastprep's decodes whole: that comes first
         assert "RandomResizedCrop / RandomCrop as the first transform" in foreign.advice()
@@ -195,10 +199,15 @@ def test_more_data_follows_the_intervals():
     assert more_data(_levels(100, 0, 99, 20, 10)) == 1.0  # 1.25x apart, and their intervals cannot reach 1.5x
     noisy = _levels(100, 0, 99, 30, 10, noise=0.3)  # raw loading 2x transforms, intervals overlapping
     assert judge(noisy)[0] == "inconclusive" and 1 < more_data(noisy) < math.inf
+    assert "Both may need work" in judge(noisy)[2] and "Measure longer" in judge(noisy)[2]
     assert more_data(_levels(100, 0, 90, 80, 78, noise=0.2)) > 1  # nothing cached within noise of the ceiling
     assert disorder(_levels(100, 0, 90, 95, 50))[1] == "level 4 (cached raw sample) measured 106% of level 3 " \
                                                        "(cached processed sample)"
     assert disorder(_levels(100, 0, 90, 80, 50)) == (0.0, "")
+    slow_ceiling = _levels(7, 0, 81, 54, 29)  # a burst of load on every round of the ceiling
+    verdict, margin, _ = judge(slow_ceiling)
+    assert verdict == "inconclusive" and "level 3 (cached processed sample) measured 1157% of the ceiling" in margin
+    assert more_data(slow_ceiling) == 2.0  # measure again
 
 
 def test_rounds_run_until_the_verdict_settles(root, monkeypatch):

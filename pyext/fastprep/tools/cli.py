@@ -173,10 +173,10 @@ def _diagnose_parser(sub) -> None:
                         "(default 0.10)")
     p.add_argument("--repeats", type=_positive(int), default=3,
                    help="measurements per level, interleaved across levels; their min-max is shown (default 3)")
-    p.add_argument("--time-limit", type=_seconds, default=60.0,
+    p.add_argument("--time-limit", type=_seconds, default=120.0,
                    help="seconds the caching method may measure in all: after --repeats rounds, more run while "
                         "the verdict is within noise and can settle in the time left; if it cannot, the verdict "
-                        "says about how long it would need (default 60; 0: --repeats rounds only; not with --steps)")
+                        "says about how long it would need (default 120; 0: --repeats rounds only; not with --steps)")
     p.add_argument("--warmup", type=_count,
                    help="untimed steps before each measurement (default: until the step time is steady)")
     p.add_argument("--no-decode", action="store_true",

@@ -28,6 +28,7 @@ from typing import Any
 
 from torch.utils.data import DataLoader, IterableDataset
 
+from fastprep.batch import CompactBatch
 from fastprep.prefetch import check_device, move_to
 from fastprep.tools import remedies as rm
 from fastprep.tools import stand_ins as si
@@ -151,7 +152,7 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
                     move: Callable[[Any], Any] | None = None, threshold: float = 0.8, dominance: float = 1.5,
                     steps: int | None = None, repeats: int = 3, warmup: int | None = None,
                     precision: float = 0.10, max_steps: int = 200, max_seconds: float = 5.0,
-                    time_limit: float = 60.0,
+                    time_limit: float = 120.0,
                     progress: Callable[[str, float], None] | None = None) -> BottleneckReport:
     """Run the caching method and name the stage that starves the step, with its margin.
 
@@ -230,8 +231,8 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
         if more <= 1 or settings.steps is not None or per_round > left or \
                 _rounds_to_settle(more, rounds) * per_round > 2 * left:
             break
-    source = rm.source_of(*pipe.raw, pipe.loader, pipe.workers, dev.type) if pipe.raw else \
-        rm.RawSource("pixels", loader=pipe.loader, workers=pipe.workers, device=dev.type)
+    facts = dict(loader=pipe.loader, workers=pipe.workers, device=dev.type, compact=isinstance(pipe.host, CompactBatch))
+    source = rm.source_of(*pipe.raw, **facts) if pipe.raw else rm.RawSource("pixels", **facts)
     verdict, margin, advice = judge(levels, threshold, dominance, rm.advice_table(source))
     return BottleneckReport(levels, verdict, margin + _how_long(more, rounds, spent, settings), advice,
                             str(dev), {

@@ -50,6 +50,7 @@ class RawSource:
         loader: "fastprep" (a fastprep.Loader) or "dataloader".
         workers: the Loader's threads or the DataLoader's num_workers.
         device: the device type steps run on ("cpu", "cuda", ...).
+        compact: the loader yields CompactBatch es (compact_collate, a fastprep.Loader).
     """
     kind: str
     dataset: str = ""
@@ -59,6 +60,7 @@ class RawSource:
     loader: str = "dataloader"
     workers: int = 0
     device: str = "cpu"
+    compact: bool = False
 
     def describe(self) -> str:
         """What raw loading covers here, for the report."""
@@ -107,6 +109,18 @@ class RawSource:
         return (f"The per-sample transforms are the bottleneck, and they are fastprep's already: {self._more(True)} "
                 f"or move the work to the GPU (ship uint8 + packed masks and decode there).")
 
+    def collate_advice(self) -> str | None:
+        """For compact batches or a fastprep.Loader already: what is left (None: the general advice)."""
+        if self.loader == "fastprep":
+            return ("Assembling batches, or the Loader's threads taking the cores the step needs, costs the step: "
+                    f"the Loader already writes compact uint8 batches in threads, without IPC; give it fewer "
+                    f"threads ({self.workers} now) or torch fewer intra-op threads (torch.set_num_threads) so that "
+                    f"the two do not compete, or a larger depth.")
+        if self.compact:
+            return ("Batches cost too much to move between processes, compact as they are: fastprep.Loader "
+                    "(threads, no IPC), more num_workers, persistent_workers=True, a larger prefetch_factor.")
+        return None
+
     def _root(self) -> str:
         return repr(self.root) if self.root else "root"
 
@@ -131,11 +145,12 @@ class RawSource:
 
 
 def advice_table(source: RawSource) -> dict[str, str]:
-    """fastprep.tools.verdict.ADVICE with the raw-loading (and, for fastprep's transforms, the
-    transforms) advice made for `source`."""
+    """fastprep.tools.verdict.ADVICE with the raw-loading advice made for `source` (and the
+    transforms' and collate's, where fastprep's already do that work)."""
     table = dict(ADVICE, **{"raw loading": source.advice()})
-    if source.transforms_advice():
-        table["transforms"] = source.transforms_advice()
+    for stage, text in (("transforms", source.transforms_advice()), ("collate/IPC", source.collate_advice())):
+        if text:
+            table[stage] = text
     return table
 
 
@@ -191,11 +206,11 @@ def crops_by_window(transform: Any) -> bool:
     return False
 
 
-def source_of(raw: Any, dataset: Any, transform: Any, loader: str, workers: int, device: str) -> RawSource:
+def source_of(raw: Any, dataset: Any, transform: Any, **pipeline: Any) -> RawSource:
     """The RawSource of a pipeline whose raw sample is `raw`, read by `dataset` (the one whose
-    ``load_raw`` or ``transform`` split it) and transformed by `transform`."""
+    ``load_raw`` or ``transform`` split it) and transformed by `transform`; `pipeline`: RawSource's
+    loader, workers, device and compact."""
     root = getattr(dataset, "root", None)
     return RawSource(kind_of(image_of(raw), dataset), type(dataset).__name__,
                      os.fspath(root) if isinstance(root, (str, os.PathLike)) else None,
-                     crops_by_window(transform), bool(getattr(transform, "reads_jpeg_files", False)), loader,
-                     workers, device)
+                     crops_by_window(transform), bool(getattr(transform, "reads_jpeg_files", False)), **pipeline)
