@@ -240,7 +240,12 @@ def _levels(*rates, cpu=True):
     ((100, 50, 49, 48, 47), "host->device copy", "host->device copy adds 10 ms"),
     ((100, 0, 99, 20, 10), "inconclusive", "raw loading (50 ms per step) and transforms (39.9 ms) are less than 1.5x apart"),
     ((100, 0, 99, 0, 10), "transforms + raw loading", "transforms + raw loading adds"),
-    ((100, 0, 150, 20, 19), "inconclusive", "level 3 (cached processed sample) measured 150% of the ceiling"),
+    # A level faster than one before it shows noise the intervals miss: comparisons widen by it.
+    ((100, 0, 150, 20, 19), "transforms", "level 3 (cached processed sample) measured 150% of the ceiling: noise "
+                                          "the intervals miss, so each was widened by 3.33 ms"),
+    ((100, 0, 200, 60, 45), "inconclusive", "are within noise of each other; nothing cached runs at 45% of the "
+                                            "ceiling; level 3 (cached processed sample) measured 200% of the ceiling"),
+    ((100, 0, 90, 95, 50), "raw loading", "level 4 (cached raw sample) measured 106% of level 3 (cached processed"),
 ])
 def test_verdict_rules(rates, verdict, says):
     report = BottleneckReport(_levels(*rates, cpu=rates[1] == 0), *judge(_levels(*rates, cpu=rates[1] == 0)))

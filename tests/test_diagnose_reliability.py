@@ -1,5 +1,6 @@
 """The caching method names an injected bottleneck in at least 9 of 10 runs, and says
-"inconclusive" when two stages cost the same, on a real DataLoader pipeline on this noisy machine.
+"inconclusive" when two stages cost the same, on a real DataLoader pipeline on this noisy machine;
+on real JPEG ImageFolder pipelines, ported both ways, it names raw loading (decoding) in 10 of 10.
 
 Each scenario injects a sleep into one stage of a DataLoader pipeline: raw loading (the dataset's
 load_raw) or transforms (its apply_transform), 4 ms per sample, 8 ms per batch of 2; the step,
@@ -11,6 +12,15 @@ fake transfer through find_bottleneck's `move` hook; test_real_copy_on_cuda time
 is skipped without CUDA. The DataLoaders run num_workers=0: on 2 shared cores a worker process
 competes with the step for CPU, which diagnose rightly reports as a cost (test_diagnose.py runs
 workers).
+
+The JPEG scenarios run diagnose --demo's two ports (fastprep.tools.demo_model) on scikit-image's
+photos written at a short side of 1024 (6 files), batch 2, with the step on the batch pooled 4x
+(as fast, next to the CPU's decoding, as an accelerator's step): the torchvision port (Pillow
+decodes each file whole in the dataset, the usual float transforms, DataLoader) and the fastprep
+port (ImageFolder(roi=True), whose crop windows are decoded inside fastprep's fused crop: raw
+loading all the same). Decoding costs 2-4x the usual transforms there and 10x fastprep's.
+A run takes 0.4-2 s (time_limit bounds the extra rounds); benchmarks/imagefolder_diagnose.py
+runs the same at batch 8 with the loaders' default workers and threads.
 
 Diagnose is backend-agnostic (it times whatever the pipeline runs), so the 10-repeat loop runs on
 the native backend only: under FASTPREP_BACKEND=numba it is skipped, keeping the suite's time.
@@ -24,6 +34,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset, default_collate
 
+import fastprep.io as fio
+from fastprep.tools import demo_model, photos
 from fastprep.tools.diagnose import find_bottleneck
 
 COST = 0.004  # seconds
@@ -89,7 +101,8 @@ def run(scenario):
         return batch[0].sum()
 
     loader = DataLoader(dataset, batch_size=2, shuffle=True, collate_fn=collate)
-    return find_bottleneck(loader, step, move=move, max_steps=MAX_STEPS)
+    # time_limit=0: three rounds exactly, as these scenarios were designed (the JPEG ones below measure until sure).
+    return find_bottleneck(loader, step, move=move, max_steps=MAX_STEPS, time_limit=0)
 
 
 SCENARIOS = ["raw loading", "transforms", "collate/IPC", "model-bound", "host->device copy", "inconclusive"]
@@ -104,6 +117,35 @@ def test_verdict_is_right_in_9_of_10_runs(scenario):
     for r in reports:  # every level measured, with its spread, and no level above the ceiling
         assert all(lv.stats and len(lv.stats.rates) == 3 for lv in r.levels if not lv.absent), r.table()
         assert "above the ceiling" not in r.margin
+
+
+@pytest.fixture(scope="module")
+def photo_root(tmp_path_factory):
+    pytest.importorskip("skimage.data", reason="the photos come from scikit-image")
+    root = tmp_path_factory.mktemp("photos")
+    photos.write_photo_folder(root, sizes=(1024,), names=("astronaut", "coffee", "chelsea"))
+    return str(root)
+
+
+JPEG_PORTS = {"torchvision port": lambda root: demo_model.usual_pipeline(root, 2, workers=0, pool=4),
+              "fastprep port": lambda root: demo_model.fastprep_pipeline(root, 2, threads=1, pool=4)}
+
+
+@pytest.mark.skipif(not fio.available(), reason="fastprep._jpeg not built: " + fio.jpeg.INSTALL_HINT)
+@pytest.mark.parametrize("port", list(JPEG_PORTS))
+def test_jpeg_folder_verdict_is_raw_loading_in_10_of_10_runs(port, photo_root):
+    torch_threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the step on one core, as diagnose --demo runs it
+    try:
+        reports = [find_bottleneck(*JPEG_PORTS[port](photo_root), max_steps=6, warmup=2, time_limit=10)
+                   for _ in range(RUNS)]
+    finally:
+        torch.set_num_threads(torch_threads)
+    verdicts = collections.Counter(r.verdict for r in reports)
+    detail = "\n\n".join(r.table() for r in reports if r.verdict != "raw loading")
+    assert verdicts["raw loading"] == RUNS, f"{dict(verdicts)}\n{detail}"
+    taken = "each JpegFile (roi=True) is decoded by window" if port == "fastprep port" else "Pillow decodes"
+    assert all(taken in r.raw_loading and "python -m fastprep pack" in r.advice for r in reports), reports[0].table()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="a real host->device copy needs CUDA")

@@ -103,6 +103,10 @@ on the CPU), (3) the dataset returning one processed sample, (4) one raw sample 
 transforms run every time, (5) nothing cached. The stage that adds the most time per step,
 beyond the noise between repeats, is the verdict, with its margin; levels within noise of each
 other give "inconclusive". Worker start-up and epoch restarts stay out of the timed steps.
+Decoding is raw loading, wherever it happens (Pillow in the dataset, fastprep's load_raw, or the
+window decode inside fastprep's crop of an ImageFolder(roi=True) file), and the advice names the
+remedy the pipeline has not taken yet (roi=True, python -m fastprep pack, the GPU decode split).
+While the verdict is within noise, more rounds run, up to --time-limit seconds in all.
 
 MODULE:FACTORY names a function taking no arguments that returns one of
   (loader, step_fn)                               a torch DataLoader or a fastprep.Loader
@@ -147,6 +151,10 @@ def _diagnose_parser(sub) -> None:
                         "(default 0.10)")
     p.add_argument("--repeats", type=positive(int), default=3,
                    help="measurements per level, interleaved across levels; their min-max is shown (default 3)")
+    p.add_argument("--time-limit", type=number(float, lambda v: v >= 0, "a number of seconds >= 0"), default=120.0,
+                   help="seconds the caching method may measure in all: after --repeats rounds, more run while "
+                        "the verdict is within noise and can settle in the time left; if it cannot, the verdict "
+                        "says about how long it would need (default 120; 0: --repeats rounds only; not with --steps)")
     p.add_argument("--warmup", type=count,
                    help="untimed steps before each measurement (default: until the step time is steady)")
     p.add_argument("--no-decode", action="store_true",

@@ -1,11 +1,19 @@
 """`python -m fastprep diagnose --demo`: a small CNN trained on an ImageFolder of JPEG photos, fed
-the usual way and the fastprep way, on CPU.
+the usual way and the fastprep way, on CPU. The two ports are also what the diagnose reliability
+test and benchmarks/imagefolder_diagnose.py run.
 
-- usual: DataLoader over ImageFolder (PIL decode) with the target workload's usual transform
-  (PIL -> tensor, float crop / mask / YCbCr) and default_collate, float32 batches;
-- fastprep: fastprep.Loader over the same files decoded to HWC arrays, the fused
-  crop -> dilated mask -> YCbCr Compose written straight into its batch slots, CompactBatch
-  decoded (/255) before the step.
+- usual (the torchvision port): DataLoader over a torchvision-style ImageFolder (Pillow decodes
+  each file whole in ``__getitem__``, then its ``transform`` attribute runs) with the target
+  workload's usual transform (PIL -> tensor, float crop / mask / YCbCr) and default_collate,
+  float32 batches;
+- fastprep: fastprep.Loader over fastprep.io.ImageFolder(roi=True), the fused
+  crop -> dilated mask -> YCbCr Compose decoding only each crop's window (libjpeg-turbo, in the
+  Loader's threads) straight into its batch slots, CompactBatch decoded (/255) before the step.
+  Without fastprep's JPEG decoder (fastprep.io.available() False) the files are decoded whole
+  by Pillow into HWC arrays instead.
+
+`pool` > 1 trains on the batch average-pooled by that factor: a step as fast, next to the CPU's
+decoding, as an accelerator's (the reliability test and the benchmark use 4).
 """
 
 from __future__ import annotations
@@ -33,15 +41,17 @@ class TinyNet(nn.Module):
         return self.head(self.features(x))
 
 
-def train_step(num_classes: int, device: str = "cpu"):
+def train_step(num_classes: int, device: str = "cpu", pool: int = 1):
     """A step function training a fresh TinyNet on `device`: takes (images float32 NCHW, int64
-    labels) already there."""
+    labels) already there; with `pool` > 1, on the images average-pooled by that factor."""
     torch.manual_seed(0)
     model = TinyNet(num_classes).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
     def step(batch: Any) -> torch.Tensor:
         images, labels = batch
+        if pool > 1:
+            images = nn.functional.avg_pool2d(images, pool)
         loss = nn.functional.cross_entropy(model(images), labels)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -51,28 +61,39 @@ def train_step(num_classes: int, device: str = "cpu"):
     return step
 
 
-def usual_pipeline(root: str, batch_size: int = 8, workers: int = 0, device: str = "cpu") -> tuple[DataLoader, Any]:
-    """(DataLoader, step_fn): PIL decode, the usual float transform, default_collate."""
+def usual_pipeline(root: str, batch_size: int = 8, workers: int = 0, device: str = "cpu",
+                   pool: int = 1) -> tuple[DataLoader, Any]:
+    """(DataLoader, step_fn): Pillow decode in the dataset, the usual float transform, default_collate."""
     from fastprep.tools.photos import ImageFolder  # noqa: PLC0415
 
     dataset = ImageFolder(root, transform=pipelines.usual_transform)
     loader = DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=workers,
                         pin_memory=torch.device(device).type == "cuda")
-    return loader, train_step(len(dataset.classes), device)
+    return loader, train_step(len(dataset.classes), device, pool)
 
 
-def fastprep_pipeline(root: str, batch_size: int = 8, threads: int = 1, device: str = "cpu") -> tuple[Any, Any]:
-    """(fastprep.Loader, step_fn): decode to arrays, the fused transform into slots, decode /255."""
+def fastprep_pipeline(root: str, batch_size: int = 8, threads: int = 1, device: str = "cpu",
+                      pool: int = 1) -> tuple[Any, Any]:
+    """(fastprep.Loader, step_fn): ImageFolder(roi=True), the fused transform decoding each crop's
+    window into the slots, CompactBatch decoded /255 (see the module doc without the decoder)."""
     import fastprep  # noqa: PLC0415
-    from fastprep import transforms as T  # noqa: PLC0415
-    from fastprep.tools.photos import ImageFolder, decode_array  # noqa: PLC0415
+    import fastprep.io as fio  # noqa: PLC0415
+    from fastprep.tools import photos  # noqa: PLC0415
 
-    dataset = ImageFolder(root, loader=decode_array)
-    transform = T.Compose([T.RandomCrop(pipelines.CROP, layout="HWC"), T.RandomDilatedMask(pipelines.P),
-                           T.RGBToYCbCr()])
-    loader = fastprep.Loader(dataset, batch_size, transform=transform, shuffle=True, threads=threads,
+    if fio.available():
+        dataset, layout = fio.ImageFolder(root, roi=True), "CHW"
+    else:
+        dataset, layout = photos.ImageFolder(root, loader=photos.decode_array), "HWC"
+    loader = fastprep.Loader(dataset, batch_size, transform=fused_transform(layout), shuffle=True, threads=threads,
                              device=None if device == "cpu" else device, decode=True, seed=0)
-    return loader, train_step(len(dataset.classes), device)
+    return loader, train_step(len(dataset.classes), device, pool)
+
+
+def fused_transform(layout: str = "CHW") -> Any:
+    """The target workload's crop -> dilated mask -> YCbCr as fastprep's fused Compose."""
+    from fastprep import transforms as T  # noqa: PLC0415
+
+    return T.Compose([T.RandomCrop(pipelines.CROP, layout=layout), T.RandomDilatedMask(pipelines.P), T.RGBToYCbCr()])
 
 
 def demo_factory(length: int = 512, batch_size: int = 16):

@@ -20,19 +20,23 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from torch.utils.data import DataLoader, IterableDataset
 
+from fastprep.batch import CompactBatch
 from fastprep.prefetch import check_device, move_to
+from fastprep.tools import remedies as rm
 from fastprep.tools import stand_ins as si
-from fastprep.tools.measure import Settings, Source, Stats, close_iterator, measure, synchronize
+from fastprep.tools.measure import Settings, Source, Stats, close_iterator, measure, round_adjusted, synchronize
 from fastprep.tools.progress import Plan
 from fastprep.tools.step_input import Epochs, decoder, own
 from fastprep.tools.sweep import SweepReport, sweep, sweep_loader, sweep_threads
-from fastprep.tools.verdict import ADVICE, LEVELS, STAGES, BottleneckReport, Level, judge
+from fastprep.tools.verdict import ADVICE, LEVELS, STAGES, BottleneckReport, Level, judge, more_data
 
 __all__ = ["find_bottleneck", "sweep", "sweep_loader", "sweep_threads", "BottleneckReport", "SweepReport",
            "Level", "LEVELS", "STAGES", "ADVICE", "split_dataset", "is_fastprep_loader"]
@@ -56,6 +60,9 @@ class _Pipe:
     decode: Any = None  # a fastprep.Loader's own decode, for the batches it yields undecoded here
     device: Any = None
     batch_size: int | None = None
+    raw: tuple | None = None  # (raw sample as loaded, the dataset that loaded it, the transform), for the advice
+    loader: str = "dataloader"  # or "fastprep"
+    workers: int = 0  # a Loader's threads, a DataLoader's num_workers
 
 
 def _first(loader: Any) -> Any:
@@ -70,20 +77,29 @@ def _first(loader: Any) -> Any:
 
 def _map_pipe(pipe: _Pipe, dataset: Any, build: Callable[[Any], Any], length: int,
               loader_transform: Any = None, transform_kw: bool = False) -> None:
-    """Levels 3-5 over a map-style `dataset`; `build(ds, **kw)` makes the loader over a stand-in."""
+    """Levels 3-5 over a map-style `dataset`; `build(ds, **kw)` makes the loader over a stand-in.
+    Level 4's cached raw sample is decoded (stand_ins.decoded): decoding is raw loading."""
     kw = (lambda t: {"transform": t}) if transform_kw else (lambda t: {})
     if loader_transform is not None:  # a fastprep.Loader with its own transform
-        raw0 = dataset.load_raw(0) if callable(getattr(dataset, "load_raw", None)) else dataset[0]
+        raw = dataset.load_raw(0) if callable(getattr(dataset, "load_raw", None)) else dataset[0]
+        raw0 = si.decoded(raw)
         sample0 = si.apply_to_image(loader_transform, raw0)
         pipe.make[3] = lambda: build(si.Repeat(si.Constant(sample0), length, dataset), **kw(None))
         pipe.make[4] = lambda: build(si.Repeat(si.Constant(raw0), length, dataset), **kw(loader_transform))
+        try:
+            inner = si.split_dataset(dataset).inner
+        except TypeError:
+            inner = dataset
+        pipe.raw = (raw, inner, loader_transform)
     else:
         sample0 = dataset[0]
         pipe.make[3] = lambda: build(si.Repeat(si.Constant(sample0), length, dataset), **kw(None))
         try:
             split = si.split_dataset(dataset)
-            raw0 = split.load(0)
+            raw = split.load(0)
+            raw0 = si.decoded(raw)
             pipe.make[4] = lambda: build(si.Repeat(si.TransformOf(split, raw0), length, dataset), **kw(None))
+            pipe.raw = (raw, split.inner, getattr(split.inner, "transform", None))
         except TypeError as exc:
             pipe.make[4] = f"cannot split raw loading from the transforms: {exc}"
     pipe.make[5] = lambda: build(si.Cycle(dataset, length), **kw(si.SAME))
@@ -93,7 +109,7 @@ def _pipe(loader: Any, settings: Settings) -> _Pipe:
     if is_fastprep_loader(loader):
         host_loader = si.rebuild_fastprep_loader(loader, loader.dataset, device=None, decode=False)
         pipe = _Pipe(_first(host_loader), drain=loader.depth, decode=loader.decode or None,
-                     device=loader.device, batch_size=loader.batch_size)
+                     device=loader.device, batch_size=loader.batch_size, loader="fastprep", workers=loader.threads)
         length = (settings.most_steps(pipe.drain, pipe.block) + loader.depth) * loader.batch_size
         _map_pipe(pipe, loader.dataset, lambda ds, **kw: si.rebuild_fastprep_loader(loader, ds, **kw), length,
                   loader.transform, transform_kw=True)
@@ -105,7 +121,7 @@ def _pipe(loader: Any, settings: Settings) -> _Pipe:
             return _pipe(loader, settings)
     workers = getattr(loader, "num_workers", 0)
     pipe = _Pipe(_first(loader), drain=max(1, workers), block=max(2, 2 * workers),
-                 batch_size=getattr(loader, "batch_size", None))
+                 batch_size=getattr(loader, "batch_size", None), workers=workers)
     dataset = getattr(loader, "dataset", None)
     if factory is not None and not _takes_dataset(factory):
         why = "loader_factory takes no `dataset=` keyword"
@@ -136,6 +152,7 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
                     move: Callable[[Any], Any] | None = None, threshold: float = 0.8, dominance: float = 1.5,
                     steps: int | None = None, repeats: int = 3, warmup: int | None = None,
                     precision: float = 0.10, max_steps: int = 200, max_seconds: float = 5.0,
+                    time_limit: float = 120.0,
                     progress: Callable[[str, float], None] | None = None) -> BottleneckReport:
     """Run the caching method and name the stage that starves the step, with its margin.
 
@@ -155,7 +172,12 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
         threshold: nothing cached at this share of the ceiling or more is "model-bound".
         dominance: the verdict's stage must add this many times the time of the next one.
         steps, repeats, warmup, precision, max_steps, max_seconds: see
-            fastprep.tools.measure.Settings.
+            fastprep.tools.measure.Settings. `repeats` is the number of rounds (every level
+            measured once, back to back) always run.
+        time_limit: seconds the whole measurement may take: after `repeats` rounds, more rounds
+            run while the verdict is within noise and the 95% intervals' narrowing says it can
+            settle in the time left; if it cannot, the margin says about how long it would need.
+            0, or a fixed `steps` (a length the caller chose), runs `repeats` rounds only.
         progress: called as ``progress(what, fraction_done)`` (fastprep.tools.progress.Progress).
 
     Example:
@@ -164,6 +186,8 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
     """
     settings = Settings(steps=steps, repeats=repeats, warmup=warmup, precision=precision, max_steps=max_steps,
                         max_seconds=max_seconds)
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit >= 0:
+        raise ValueError(f"find_bottleneck: expected time_limit to be a number of seconds >= 0, got {time_limit!r}")
     pipe = _pipe(loader, settings)
     dev = check_device("find_bottleneck", device if device is not None else pipe.device or "cpu")
     on_device = decoder("find_bottleneck", pipe.decode if pipe.decode is not None else decode)
@@ -182,22 +206,64 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
             levels[k - 1].note = make
         else:
             sources[k] = Source(lambda make=make: Epochs(make), full_step, pipe.drain, pipe.block)
-    timings: dict[int, list] = {k: [] for k in sources}
-    keys = [k for _ in range(settings.repeats) for k in sources]
-    plan = Plan(keys, 16, progress)
     sync = synchronize(dev)
-    for n, k in enumerate(keys):
-        plan.begin(n)
-        what = f"level {k}/5 {LEVELS[k - 1]}, repeat {n // len(sources) + 1}/{settings.repeats}"
-        timing = measure(sources[k], settings, sync, lambda done, planned, what=what: plan.tick(what, done, planned))
-        plan.end(len(timing.step_times) + timing.warmup_steps + sources[k].drain)
-        timings[k].append(timing)
-    for k, ts in timings.items():
+    plan = Plan([], 16, progress)
+    timings: dict[int, list] = {k: [] for k in sources}
+    began, rounds, more = time.perf_counter(), 0, 1.0
+    while True:  # rounds: every level once, back to back; the first `repeats`, then while noise decides
+        first, order = len(plan.keys), list(sources)
+        order = order[rounds % len(order):] + order[:rounds % len(order)]  # no level always follows the same one
+        plan.keys.extend(order)
+        for n, k in enumerate(order):
+            plan.begin(first + n)
+            what = f"level {k}/5 {LEVELS[k - 1]}, round {rounds + 1}/{max(settings.repeats, rounds + 1)}"
+            timing = measure(sources[k], settings, sync,
+                             lambda done, planned, what=what: plan.tick(what, done, planned))
+            plan.end(len(timing.step_times) + timing.warmup_steps + sources[k].drain)
+            timings[k].append(timing)
+        rounds += 1
+        if rounds < settings.repeats:
+            continue
+        _fill(levels, timings)
+        more = more_data(levels, threshold, dominance)
+        spent = time.perf_counter() - began
+        left, per_round = time_limit - spent, spent / rounds
+        if more <= 1 or settings.steps is not None or per_round > left or \
+                _rounds_to_settle(more, rounds) * per_round > 2 * left:
+            break
+    facts = dict(loader=pipe.loader, workers=pipe.workers, device=dev.type, compact=isinstance(pipe.host, CompactBatch))
+    source = rm.source_of(*pipe.raw, **facts) if pipe.raw else rm.RawSource("pixels", **facts)
+    verdict, margin, advice = judge(levels, threshold, dominance, rm.advice_table(source))
+    return BottleneckReport(levels, verdict, margin + _how_long(more, rounds, spent, settings), advice,
+                            str(dev), {
+        "steps": settings.steps, "repeats": settings.repeats, "warmup": settings.warmup,
+        "precision": settings.precision, "max_steps": max_steps, "threshold": threshold, "dominance": dominance,
+        "batch_size": pipe.batch_size, "time_limit": time_limit, "rounds": rounds, "seconds": spent},
+        source.describe())
+
+
+def _fill(levels: list[Level], timings: dict[int, list]) -> None:
+    """Each measured level's Stats over its rounds, each round's common slow-down taken out."""
+    adjusted, _ = round_adjusted(timings)
+    for k, ts in adjusted.items():
         levels[k - 1].stats = Stats.of(ts)
         if any(t.restarts for t in ts):
             levels[k - 1].note = "epoch restarts inside the timed steps (a longer dataset avoids them)"
-    verdict, margin, advice = judge(levels, threshold, dominance)
-    return BottleneckReport(levels, verdict, margin, advice, str(dev), {
-        "steps": settings.steps, "repeats": settings.repeats, "warmup": settings.warmup,
-        "precision": settings.precision, "max_steps": max_steps, "threshold": threshold, "dominance": dominance,
-        "batch_size": pipe.batch_size})
+
+
+def _rounds_to_settle(more: float, rounds: int) -> int:
+    """More rounds for `more` times the data (inf: no number of rounds)."""
+    return math.ceil(rounds * (more - 1)) if math.isfinite(more) else 1 << 30
+
+
+def _how_long(more: float, rounds: int, spent: float, settings: Settings) -> str:
+    """What the margin says about the length of the measurement."""
+    if more <= 1:
+        return f" (settled after {rounds} rounds, {spent:.0f} s)" if rounds > settings.repeats else ""
+    if not math.isfinite(more):
+        return f"; after {rounds} rounds ({spent:.0f} s) the two estimates are equal: measuring longer would not " \
+               f"tell them apart"
+    need = _rounds_to_settle(more, rounds)
+    return f"; within noise after {rounds} rounds ({spent:.0f} s): about {need} more rounds " \
+           f"(~{need * spent / rounds:.0f} s more) would settle it " \
+           f"({'repeats / --repeats' if settings.steps else 'time_limit / --time-limit'})"

@@ -60,7 +60,7 @@ def _measure(args: argparse.Namespace, loader: Any, step_fn: Any, device: Any, t
     try:
         return find_bottleneck(loader, step_fn, device, decode=not args.no_decode, steps=args.steps,
                                repeats=args.repeats, warmup=args.warmup, precision=args.precision,
-                               progress=progress)
+                               time_limit=args.time_limit, progress=progress)
     finally:
         if progress is not None:
             progress.close()
@@ -130,7 +130,9 @@ def _how(args: argparse.Namespace) -> str:
 
     steps = f"{args.steps} timed steps" if args.steps else f"timed until +-{args.precision:.0%} at 95% confidence"
     warm = f"{args.warmup} warm-up steps" if args.warmup is not None else "warm-up until the step time is steady"
-    return f"{args.repeats} repeats per level, {warm}, {steps}; torch threads {torch.get_num_threads()}"
+    more = f"; more rounds while within noise, up to {args.time_limit:g} s in all" \
+        if args.time_limit and not args.steps else ""
+    return f"{args.repeats} repeats per level, {warm}, {steps}; torch threads {torch.get_num_threads()}{more}"
 
 
 def _demo(args: argparse.Namespace, device: Any) -> int:
@@ -152,8 +154,9 @@ def _demo(args: argparse.Namespace, device: Any) -> int:
                   f"({where}) in an ImageFolder\n"
                   f"  usual:    DataLoader(num_workers={args.workers or 0}), PIL decode, PIL -> tensor + float crop / "
                   f"mask / YCbCr, default_collate (float32)\n"
-                  f"  fastprep: fastprep.Loader(threads={args.threads or 1}), decode to HWC arrays, fused "
-                  f"crop_mask_ycbcr into batch slots, CompactBatch decoded before the step\n"
+                  f"  fastprep: fastprep.Loader(threads={args.threads or 1}) over fastprep.io.ImageFolder(roi=True), "
+                  f"fused crop_mask_ycbcr decoding each crop's window into batch slots, CompactBatch decoded "
+                  f"before the step\n"
                   f"caching method: {_how(args)}")
             reports = {name: _measure(args, loader, step, device, f"diagnose {name}")
                        for name, (loader, step) in pipes.items()}

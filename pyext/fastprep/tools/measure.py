@@ -203,6 +203,28 @@ def _enough(times: list[float], block: int, settings: Settings) -> bool:
         or sum(times) > settings.max_seconds
 
 
+def round_adjusted(timings: dict[Any, list[Timing]]) -> tuple[dict[Any, list[Timing]], list[float]]:
+    """The timings with each round's common slow-down taken out, and those slow-downs.
+
+    Round r measures every level once, back to back (timings[k][r]), so a burst of load on a
+    shared machine slows the levels of one round together. Taking log rate = level + round +
+    noise, a round's slow-down is the mean over levels of their log rate's distance from their
+    own mean over rounds (the factors multiply to 1: the levels' overall rates stay); each
+    timing's step times are divided by its round's factor. Rounds measured by fewer than two
+    levels, or a single round, are left as they are.
+    """
+    keys = [k for k, ts in timings.items() if ts]
+    rounds = min((len(timings[k]) for k in keys), default=0)
+    if len(keys) < 2 or rounds < 2:
+        return timings, [1.0] * rounds
+    logs = {k: [math.log(t.rate) for t in timings[k][:rounds]] for k in keys}
+    means = {k: statistics.fmean(v) for k, v in logs.items()}
+    factors = [math.exp(-statistics.fmean(logs[k][r] - means[k] for k in keys)) for r in range(rounds)]
+    adjusted = {k: [Timing([x / factors[r] for x in t.step_times], t.warmup_steps, t.steady, t.restarts, t.block)
+                    if r < rounds else t for r, t in enumerate(ts)] for k, ts in timings.items()}
+    return adjusted, factors
+
+
 @dataclass
 class Stats:
     """A level over its repeats: the median rate (robust to one repeat hit by a burst of load),

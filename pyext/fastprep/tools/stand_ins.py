@@ -12,6 +12,11 @@ down through wrappers:
 3. a wrapped dataset in ``.dataset`` (fastprep's SeedByIndex, torch's Subset, any wrapper storing
    its inner dataset there): the split of that inner dataset, with a Subset's ``indices`` mapping
    the index. Work a wrapper does itself is then counted as raw loading.
+
+The cached raw sample of level 4 is decoded (`decoded`): a fastprep.io.WindowedImage (a JpegFile
+of ImageFolder(roi=True), a packed record) becomes its pixels and a lazily opened PIL image is
+loaded, so that decoding, wherever it happens in the pipeline (a crop reading a JPEG window
+included), is billed to raw loading and never to the transforms.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from collections.abc import Callable
 from typing import Any
 
 from torch.utils.data import DataLoader, Dataset, RandomSampler, Subset
+
+from fastprep._tree import tree_map
+from fastprep.io.windowed import WindowedImage
 
 
 class RawSplit:
@@ -66,6 +74,22 @@ def apply_to_image(transform: Any, raw: Any, joint: Any = None) -> Any:
         items = [transform(raw[0]), *raw[1:]]
         return items if isinstance(raw, list) else tuple(items)
     return transform(raw)
+
+
+def decoded(raw: Any) -> Any:
+    """`raw` with its images decoded, as level 4 caches it: every WindowedImage (JpegFile,
+    PackedJpeg, ...) replaced by ``decode()`` (its whole image, in its own layout: what a
+    transform that is not fastprep's gets, and what fastprep's crop cuts the same window from,
+    same bits), every PIL image loaded (``Image.open`` decodes only on first access)."""
+    def one(x: Any) -> Any:
+        if isinstance(x, WindowedImage):
+            pixels = x.decode()
+            return pixels if pixels.is_contiguous() else pixels.contiguous()  # a packed raw record's map view
+        if callable(getattr(x, "load", None)) and type(x).__module__.startswith("PIL."):
+            x.load()
+        return x
+
+    return tree_map(one, raw)
 
 
 def split_dataset(dataset: Any) -> RawSplit:

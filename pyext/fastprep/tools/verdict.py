@@ -9,11 +9,15 @@ into the next). The verdict is the stage that adds the most, when
   least `dominance` times as much.
 
 Otherwise it is "model-bound" (the input keeps up) or "inconclusive" (levels within noise of each
-other, or a level measured above the ceiling), each saying why.
+other), each saying why. Each level only adds work to the one before, so a level measured faster
+than an earlier one beyond noise shows noise the intervals miss (a burst of load on one level's
+repeats): every comparison is then widened by that much time per step (`disorder`), and a verdict
+stands only if it holds beyond it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +50,6 @@ ADVICE = {
              "are within noise of each other. On cores busy with other work, torch's intra-op threads stall "
              "each other at every parallel op: fewer (torch.set_num_threads) often steadies the step.",
 }
-ABOVE = 0.10  # a level this far above the ceiling, beyond noise, is not a measurement to act on
 
 
 @dataclass
@@ -91,43 +94,111 @@ def stages_of(levels: list[Level]) -> list[Stage]:
     return out
 
 
-def judge(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) -> tuple[str, str, str]:
-    """(verdict, margin, advice) for measured levels; see the module doc."""
+@dataclass
+class Finding:
+    """What the levels say: the verdict, its margin, whose advice applies, and `more`: how many
+    times the data measured so far it needs to settle (1.0: settled, narrower intervals would not
+    change it; inf: two estimates exactly equal, no length would)."""
+    verdict: str
+    margin: str
+    advice: tuple[str, ...]
+    more: float = 1.0
+
+
+def assess(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) -> Finding:
+    """The rules of the module doc on measured levels, the widening by out-of-order levels
+    included (see disorder)."""
     ceiling, last = levels[0].stats, levels[-1].stats
-    for k, lv in enumerate(levels[1:], 2):
-        if lv.stats and lv.stats.rate > ceiling.rate * (1 + ABOVE) and lv.stats.lo > ceiling.hi:
-            return ("inconclusive",
-                    f"level {k} ({lv.name}) measured {lv.stats.rate / ceiling.rate:.0%} of the ceiling: "
-                    f"noise (or a cache the ceiling misses), no verdict is built on it", ADVICE["noise"])
+    bias, odd = disorder(levels)
+    widened = f"{odd}: noise the intervals miss, so each was widened by {_ms(bias)}" if bias else ""
     ratio = last.rate / ceiling.rate
-    if ratio >= threshold:
-        return ("model-bound", f"nothing cached runs at {ratio:.0%} of the ceiling "
-                f"(the input keeps up from {threshold:.0%})", ADVICE["model-bound"])
-    if last.hi >= ceiling.lo:
-        return ("inconclusive", f"nothing cached runs at {ratio:.0%} of the ceiling, but the two overlap "
-                f"within noise ({last.lo:.3g}-{last.hi:.3g} vs {ceiling.lo:.3g}-{ceiling.hi:.3g} steps/s)",
-                ADVICE["noise"])
-    total = 1 / last.rate - 1 / ceiling.rate
+    # Model-bound only if it holds with the ceiling's time less the disorder: a ceiling measured too
+    # slow (a burst of load on its rounds) must not make the input look as if it kept up.
+    if ratio >= threshold and threshold / last.rate <= 1 / ceiling.rate - bias:
+        return Finding("model-bound", f"nothing cached runs at {ratio:.0%} of the ceiling "
+                       f"(the input keeps up from {threshold:.0%})", ("model-bound",))
+    gap = 1 / last.rate - 1 / ceiling.rate
+    spread = 1 / last.lo - 1 / last.hi + 1 / ceiling.lo - 1 / ceiling.hi
+    if gap - bias <= spread / 2:
+        return Finding("inconclusive", f"nothing cached runs at {ratio:.0%} of the ceiling, but the two overlap "
+                       f"within noise ({last.lo:.3g}-{last.hi:.3g} vs {ceiling.lo:.3g}-{ceiling.hi:.3g} steps/s"
+                       f"{'; ' + widened if widened else ''})", ("noise",), _shrink(spread, gap, bias))
     ranked = sorted(stages_of(levels), key=lambda s: -s.added)
     best = ranked[0]
     second = ranked[1] if len(ranked) > 1 else None
     added = sum(max(s.added, 0.0) for s in ranked)  # stages measured faster than the level before add 0
     share = f"{best.name} adds {_ms(best.added)} per step ({_ms(max(best.lo, 0))}-{_ms(best.hi)}), " \
             f"{best.added / added:.0%} of what the stages add (nothing cached runs at {ratio:.0%} of the " \
-            f"ceiling, {_ms(total)} more per step)"
+            f"ceiling, {_ms(gap)} more per step)"
+    tail = f"; {widened}" if widened else ""
     if second is None:
-        return best.name, share, _advice(best.name)
-    if best.lo > second.hi and best.added >= dominance * max(second.added, 0.0):
-        return best.name, f"{share}; next: {second.name} {_ms(second.added)}", _advice(best.name)
-    apart = "within noise of each other" if best.lo <= second.hi else f"less than {dominance:g}x apart"
-    return ("inconclusive",
-            f"{best.name} ({_ms(best.added)} per step) and {second.name} ({_ms(second.added)}) are {apart}; "
-            f"nothing cached runs at {ratio:.0%} of the ceiling",
-            "Both may need work. " + _advice(best.name) + " " + _advice(second.name))
+        return Finding(best.name, share + tail, (best.name,))
+    apart = best.lo - bias > second.hi + bias
+    if apart and best.added >= dominance * max(second.added, 0.0):
+        return Finding(best.name, f"{share}; next: {second.name} {_ms(second.added)}{tail}", (best.name,))
+    why = f"less than {dominance:g}x apart" if apart else "within noise of each other"
+    if best.hi + bias < dominance * max(second.lo - bias, 0.0):
+        more = 1.0  # even the intervals' most favourable ends are less than `dominance` apart: settled
+        why = f"less than {dominance:g}x apart{'' if apart else ' (and within noise of each other)'}"
+    elif not apart:
+        more = _shrink(best.hi - best.lo + second.hi - second.lo, best.added - second.added, 2 * bias)
+    else:  # apart, the ratio below `dominance` but its interval reaching it
+        more = _shrink(best.hi - best.lo + dominance * (second.hi - second.lo),
+                       abs(dominance * second.added - best.added))
+    return Finding("inconclusive",
+                   f"{best.name} ({_ms(best.added)} per step) and {second.name} ({_ms(second.added)}) are {why}; "
+                   f"nothing cached runs at {ratio:.0%} of the ceiling{tail}", (best.name, second.name), more)
 
 
-def _advice(stage: str) -> str:
-    return " ".join(ADVICE[s] for s in stage.split(" + "))
+def judge(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5,
+          advice: dict[str, str] | None = None) -> tuple[str, str, str]:
+    """(verdict, margin, advice) for measured levels; see the module doc. `advice` is ADVICE made
+    for the pipeline (fastprep.tools.remedies.advice_table), default ADVICE itself."""
+    table = ADVICE if advice is None else advice
+    found = assess(levels, threshold, dominance)
+    text = " ".join(_advice(stage, table) for stage in found.advice)
+    if len(found.advice) > 1:
+        text = "Both may need work. " + text
+    if found.more > 1 and "noise" not in found.advice:  # more data would settle it: say how to get it
+        text += " " + table["noise"]
+    return found.verdict, found.margin, text
+
+
+def more_data(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) -> float:
+    """How many times the data measured so far the verdict needs to settle (Finding.more)."""
+    return assess(levels, threshold, dominance).more
+
+
+def disorder(levels: list[Level]) -> tuple[float, str]:
+    """The most time per step by which a level measured faster than a level before it, beyond
+    noise, and which levels: each level only adds work, so this is noise the intervals miss (a
+    burst of load on one level's repeats, a cache one level enjoys) and every interval the
+    verdict compares is widened by it. (0.0, "") when the levels are in order."""
+    measured = [(k, lv) for k, lv in enumerate(levels, 1) if lv.stats]
+    worst, text = 0.0, ""
+    for n, (i, early) in enumerate(measured):
+        for j, later in measured[n + 1:]:
+            gap = 1 / early.stats.rate - 1 / later.stats.rate
+            if later.stats.lo > early.stats.hi and gap > worst:
+                of = "the ceiling" if i == 1 else f"level {i} ({early.name})"
+                share = later.stats.rate / early.stats.rate
+                worst, text = gap, f"level {j} ({later.name}) measured {share:.0%} of {of}"
+    return worst, text
+
+
+def _shrink(widths: float, gap: float, bias: float = 0.0) -> float:
+    """The data two intervals (`widths`: their full widths summed) need to be `gap` apart beyond
+    `bias`, as they narrow with 1/sqrt(data): 2.0 when the gap is within the bias (measure
+    again: more rounds average out what caused it), inf when there is no gap."""
+    if bias > 0 and gap <= bias:
+        return 2.0
+    if gap <= 0:
+        return math.inf
+    return max(1.0, (widths / 2 / (gap - bias)) ** 2)
+
+
+def _advice(stage: str, table: dict[str, str]) -> str:
+    return " ".join(table[s] for s in stage.split(" + "))
 
 
 @dataclass
@@ -138,6 +209,7 @@ class BottleneckReport:
     advice: str
     device: str = "cpu"
     settings: dict[str, Any] = field(default_factory=dict)
+    raw_loading: str = ""  # what raw loading is in this pipeline (fastprep.tools.remedies.RawSource.describe)
 
     @property
     def drops(self) -> dict[str, float]:
@@ -169,12 +241,15 @@ class BottleneckReport:
         head = f"verdict: {self.verdict}"
         if self.verdict in WHAT:
             head += f" ({WHAT[self.verdict]})"
-        rows += [f"{head}: {self.margin}", f"next: {self.advice}"]
+        rows.append(f"{head}: {self.margin}")
+        if self.raw_loading:
+            rows.append(f"raw loading here: {self.raw_loading}")
+        rows.append(f"next: {self.advice}")
         return "\n".join(rows)
 
     def as_dict(self) -> dict[str, Any]:
         return {"device": self.device, "settings": self.settings, "verdict": self.verdict,
-                "margin": self.margin, "advice": self.advice, "drops": self.drops,
+                "margin": self.margin, "advice": self.advice, "raw_loading": self.raw_loading, "drops": self.drops,
                 "levels": [{"name": lv.name, "note": lv.note, "measured": lv.stats is not None,
                             **(lv.stats.as_dict() if lv.stats else {"steps_per_s": None})}
                            for lv in self.levels]}
@@ -198,5 +273,7 @@ def side_by_side(reports: dict[str, BottleneckReport]) -> str:
         what = f" ({WHAT[r.verdict]})" if r.verdict in WHAT else ""
         rows.append(f"{name}: verdict {r.verdict}{what}: {r.margin}")
     for name in names:
+        if reports[name].raw_loading:
+            rows.append(f"{name}: raw loading here: {reports[name].raw_loading}")
         rows.append(f"{name}: next: {reports[name].advice}")
     return "\n".join(rows)
