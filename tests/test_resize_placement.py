@@ -110,6 +110,9 @@ _OUT = torch.empty(1, 3, 4, 4)
 BAD_INPUTS = [
     (call("resized_crop", _u8(3, 8, 8), 0, 0, 8, 8, 4, 4, resized_height=-1),
      r"resized_crop: expected resized_height >= 0 \(0: the output's\), got resized_height=-1"),
+    (call("resized_crop", _u8(3, 8, 8), 0, 0, 8, 8, 4, 4, resized_width=2**24 + 1),
+     r"resized_crop: expected resized_width <= 16777216 \(the resize's weights are computed for every column\), "
+     r"got resized_width=16777217"),
     (call("resized_crop", _u8(3, 8, 8), 0, 0, 8, 8, 4, 4, out_left=-2),
      r"resized_crop: expected out_left >= 0, got out_left=-2"),
     (call("resized_crop", _u8(3, 8, 8), 0, 0, 8, 8, 4, 4, resized_height=6, out_top=3),

@@ -33,6 +33,8 @@ struct Placement {
   bool vflip;
 };
 
+constexpr int64_t kMaxResized = int64_t{1} << 24;
+
 // The placement of an out_h x out_w output from the op's arguments (resized_height, ... as `names`
 // say: "resized_height" or "resized_heights[1]"); a resized size of 0 is the output's.
 Placement check_placement(const char* op, int64_t resized_h, int64_t resized_w, int64_t top, int64_t left,
@@ -45,6 +47,11 @@ Placement check_placement(const char* op, int64_t resized_h, int64_t resized_w, 
   const char* ow = batch ? "out's width" : "out_width";
   FASTPREP_CHECK(resized_h >= 0, op, ": expected ", rh, " >= 0 (0: the output's), got ", rh, "=", resized_h);
   FASTPREP_CHECK(resized_w >= 0, op, ": expected ", rw, " >= 0 (0: the output's), got ", rw, "=", resized_w);
+  // The resize's weight tables are computed whole (their precision is the whole table's).
+  FASTPREP_CHECK(resized_h <= kMaxResized, op, ": expected ", rh, " <= ", kMaxResized,
+                 " (the resize's weights are computed for every row), got ", rh, "=", resized_h);
+  FASTPREP_CHECK(resized_w <= kMaxResized, op, ": expected ", rw, " <= ", kMaxResized,
+                 " (the resize's weights are computed for every column), got ", rw, "=", resized_w);
   FASTPREP_CHECK(top >= 0, op, ": expected ", ot, " >= 0, got ", ot, "=", top);
   FASTPREP_CHECK(left >= 0, op, ": expected ", ol, " >= 0, got ", ol, "=", left);
   const Placement p{resized_h == 0 ? out_h : resized_h, resized_w == 0 ? out_w : resized_w, top, left, vflip};

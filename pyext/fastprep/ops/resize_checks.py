@@ -66,6 +66,9 @@ def check_output_args(op: str, odt, scale, mean, std, c: int) -> OutputArgs:
     return OutputArgs(odt, _per_channel(op, "mean", mean, c, False), _per_channel(op, "std", std, c, True))
 
 
+MAX_RESIZED = 1 << 24  # the largest resized size a placement takes (csrc/ops/resize.cpp's kMaxResized)
+
+
 class Placement(NamedTuple):
     """Where an output lies in its resized window: rows [top, top + out_h), columns [left, left +
     out_w) of the window resized to height x width; written upside down when `vflip`."""
@@ -85,6 +88,10 @@ def check_placement(op: str, resized_h, resized_w, top, left, out_h: int, out_w:
     for name, value in ((rh, resized_h), (rw, resized_w)):
         if value < 0:
             checks.fail(op, ": expected ", name, " >= 0 (0: the output's), got ", name, "=", value)
+    for name, value, what in ((rh, resized_h, "row"), (rw, resized_w, "column")):  # weight tables computed whole
+        if value > MAX_RESIZED:
+            checks.fail(op, ": expected ", name, " <= ", MAX_RESIZED, " (the resize's weights are computed for every ",
+                        what, "), got ", name, "=", value)
     for name, value in ((ot, top), (ol, left)):
         if value < 0:
             checks.fail(op, ": expected ", name, " >= 0, got ", name, "=", value)

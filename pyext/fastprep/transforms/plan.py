@@ -30,14 +30,16 @@ import torch
 
 from fastprep._tree import leaves
 from fastprep.transforms.base import Transform
-from fastprep.transforms.fused import CROP_MASK_YCBCR, Fusion
-from fastprep.transforms.geometry import RandomCrop, RandomHorizontalFlip, RandomResizedCrop
+from fastprep.transforms.flips import RandomHorizontalFlip
+from fastprep.transforms.fused import CROP_MASK_YCBCR, RESIZED_CROP, Fusion
+from fastprep.transforms.geometry import RandomCrop
 from fastprep.transforms.group import FusedGroup
 from fastprep.transforms.inputs import require_rgb
 from fastprep.transforms.pixels import RGBToYCbCr
+from fastprep.transforms.resized_crop import RandomResizedCrop
 from fastprep.transforms.sample import GEOMETRY, Sample, decode_jpeg_files
 
-FUSIONS: tuple[Fusion, ...] = (CROP_MASK_YCBCR,)
+FUSIONS: tuple[Fusion, ...] = (CROP_MASK_YCBCR, RESIZED_CROP)
 """The table: steps whose roles match a row's pattern (and its `valid`) run as its op."""
 
 
