@@ -12,7 +12,7 @@ and flip) and calls the op with what was drawn. Compose does that per sample; th
 chunk, with every sample's seeds from one ``seeded_draws`` call and one op call into its batch
 slot (loader/apply.py).
 
-Adding a fused step (say RandomVerticalFlip): the transform gets a ``fusion_role`` and a
+Adding a fused step (as RandomVerticalFlip was): the transform gets a ``fusion_role`` and a
 ``make_params`` that takes ints and numpy arrays; its role goes into a row's pattern (fused.py,
 listed in :data:`FUSIONS` below) and, if it moves the read, into fused.py's Geometry and FOLDS;
 the op (ops/<family>.py, its kernels) takes the new parameter in the row's ``run``. Nothing in the
