@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from test_transforms_structured import fused_and_unfused
 
 from fastprep import counter_rng
 from fastprep import transforms as T
@@ -65,12 +66,7 @@ def test_fused_is_the_unfused_chain_with_one_op_call_a_sample(name, monkeypatch)
     n = 0
     for seed in range(6):
         for source, img in _sources(_hwc(45 + 3 * seed, 61 - 2 * seed, seed)).items():
-            torch.manual_seed(seed)
-            fused = T.Compose(steps)(img)
-            after = torch.randint(0, 2**30, ())
-            torch.manual_seed(seed)
-            unfused = T.Compose(steps, fuse=False)(img)
-            assert torch.equal(torch.randint(0, 2**30, ()), after)  # the same draws
+            fused, unfused = fused_and_unfused(steps, img, seed)
             assert fused.dtype == unfused.dtype and torch.equal(fused, unfused), (source, seed)
             n += 1
     assert calls == [1] * n
@@ -90,10 +86,7 @@ def test_hwc_tensors_jpeg_files_and_structured_samples(monkeypatch, tmp_path):
     calls = resized_crop_calls(monkeypatch)
     for steps, img in cases:
         for seed in range(3):
-            torch.manual_seed(seed)
-            fused = T.Compose(steps)(img)
-            torch.manual_seed(seed)
-            unfused = T.Compose(steps, fuse=False)(img)
+            fused, unfused = fused_and_unfused(steps, img, seed)
             if isinstance(img, dict):
                 assert fused["label"] == 4 and fused["meta"] is img["meta"]
                 fused, unfused = fused["image"], unfused["image"]
@@ -110,10 +103,7 @@ def test_what_does_not_fuse_runs_step_by_step_with_the_same_bits(monkeypatch):
     for steps, img in [(norm16, arr), (nearest, arr), (PIPELINES["imagenet"](), arr.astype(np.float32)),
                        (PIPELINES["validation"](), arr[:, :, :1]),
                        ([T.Resize((30, 34)), T.CenterCrop(32), T.ToDtype(torch.float32)], arr)]:
-        torch.manual_seed(0)
-        a = T.Compose(steps)(img)
-        torch.manual_seed(0)
-        assert torch.equal(a, T.Compose(steps, fuse=False)(img))
+        assert torch.equal(*fused_and_unfused(steps, img, 0))
     assert calls == []  # float, grey images and a center crop larger than the resize: the steps one by one
 
 
