@@ -127,7 +127,7 @@ def test_weights_definitions_agree():
         for antialias in (True, False):
             for reverse in (False, True):
                 a = resample_axis(size, out, antialias, reverse)
-                start, count, w, taps, precision = numba_resize.resample_axis(size, out, antialias, reverse)
+                start, count, w, taps, precision = numba_resize.resample_axis(size, out, antialias, reverse, 0, out)
                 assert (taps, precision) == (a.w.shape[1], a.precision)
                 assert np.array_equal(start, a.start) and np.array_equal(count, a.count)
                 assert np.array_equal(w.reshape(out, taps), a.w)

@@ -23,6 +23,17 @@ def fused_calls(monkeypatch) -> list[list[bool]]:
     return calls
 
 
+def fused_and_unfused(steps, sample, seed):
+    """(fused, unfused) Compose of `steps` on `sample` under torch seed `seed`, which drew alike."""
+    torch.manual_seed(seed)
+    fused = T.Compose(steps)(sample)
+    after = torch.randint(0, 2**30, ())
+    torch.manual_seed(seed)
+    unfused = T.Compose(steps, fuse=False)(sample)
+    assert torch.equal(torch.randint(0, 2**30, ()), after)  # the same draws
+    return fused, unfused
+
+
 def _hwc(h=40, w=50, seed=0, c=3):
     return np.random.default_rng(seed).integers(0, 256, (h, w, c), dtype=np.uint8)
 
@@ -109,12 +120,7 @@ def test_fused_compose_on_structured_samples_equals_the_unfused_chain(seed, flip
     elif flip == "after":  # torchvision's usual order; the crop's output is CHW
         steps.insert(1, T.RandomHorizontalFlip())
     calls = fused_calls(monkeypatch)
-    torch.manual_seed(seed)
-    fused = T.Compose(steps)(sample)
-    after = torch.randint(0, 2**30, ())
-    torch.manual_seed(seed)
-    unfused = T.Compose(steps, fuse=False)(sample)
-    assert torch.equal(torch.randint(0, 2**30, ()), after)  # the same draws
+    fused, unfused = fused_and_unfused(steps, sample, seed)
     assert torch.equal(fused["image"], unfused["image"]) and fused["label"] == seed
     assert fused["meta"] is sample["meta"]
     assert len(calls) == 1 and len(calls[0]) == 1  # the fused op runs, a flip drawn in front or not (it rides along)

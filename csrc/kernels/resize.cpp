@@ -77,8 +77,9 @@ struct HorizontalBlock {
   }
 };
 
-// Output row y of every channel from H rows: the vertical taps (into `row`, or straight into a
-// uint8 output; taps: room for the row pointers), then the output element.
+// Output row y of every channel from H rows (written at out_h - 1 - y with out.vflip): the vertical
+// taps (into `row`, or straight into a uint8 output; taps: room for the row pointers), then the
+// output element.
 template <typename T>
 struct VerticalRow {
   template <Isa L>
@@ -86,8 +87,9 @@ struct VerticalRow {
                                   int64_t out_w, const uint8_t** taps, uint8_t* row, ResizeOutput out) {
     const int64_t out_h = static_cast<int64_t>(rows->start.size()), m_total = c * out_w;
     const int32_t count = rows->count[static_cast<size_t>(y)];
+    const int64_t out_y = out.vflip ? out_h - 1 - y : y;
     for (int64_t ch = 0; ch < c; ++ch) {
-      T* o = static_cast<T*>(out.data) + (ch * out_h + y) * out_w;
+      T* o = static_cast<T*>(out.data) + (ch * out_h + out_y) * out_w;
       resize_simd::RowTapsArgs a{taps, rows->w.data() + y * rows->taps, count, rows->precision, out_w, row};
       if constexpr (std::is_same_v<T, uint8_t>) a.out = o;
       for (int32_t k = 0; k < count; ++k) {

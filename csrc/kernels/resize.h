@@ -7,7 +7,9 @@
 // rounded to int16 at one precision per axis; the horizontal pass first, rounded to uint8, then
 // the vertical one (UpSampleKernelAVXAntialias.h). Only the window is read; written as contiguous
 // [C, out_h, out_w] uint8, or float x * scale (then (x - mean[c]) / std[c]) in float32, rounded
-// once to float16 / bfloat16. hflip writes the output flipped left-right.
+// once to float16 / bfloat16. hflip writes the output flipped left-right, vflip upside down; an
+// output may be a sub-rectangle of the resize (Resize then CenterCrop): each axis table is then a
+// slice of the whole resize's table, at the whole table's precision.
 // Mirror: pyext/fastprep/numba_kernels/resize.py.
 #pragma once
 #include <cstdint>
@@ -26,9 +28,15 @@ struct ResampleAxis {
   int precision = 0;
 };
 
-// Weights for `in` inputs -> `out` outputs (both > 0). in == out is the identity (one tap of weight
-// 2^14): torch skips such an axis, and the identity gives its bits.
-ResampleAxis resample_axis(int64_t in, int64_t out, bool antialias, bool reverse);
+// Weights of outputs [first, first + count) of `in` inputs -> `full` outputs (all > 0, the slice
+// inside [0, full)); the precision is the whole table's, as torch computes it for the whole resize.
+// in == full is the identity (one tap of weight 2^14): torch skips such an axis, and the identity
+// gives its bits. With `reverse`, the slice's outputs in reverse order.
+ResampleAxis resample_axis(int64_t in, int64_t full, bool antialias, bool reverse, int64_t first, int64_t count);
+
+// Narrows a source axis to the inputs the table reads: returns the first one read and shifts the
+// table's starts by it; `extent` becomes the span read.
+int64_t narrow_axis(ResampleAxis& a, int64_t& extent);
 
 struct ResizeSource {
   const uint8_t* data;  // element (0, 0, 0) of the window
@@ -44,6 +52,7 @@ struct ResizeOutput {
   float scale;
   const float* mean;  // null: no normalisation
   const float* std;
+  bool vflip;  // output row y written at out_h - 1 - y
 };
 
 // Buffers a batch reuses from sample to sample.

@@ -69,45 +69,61 @@ double linear_weights(int64_t i, int64_t in, double scale, double* w, int64_t& x
 
 }  // namespace
 
-ResampleAxis resample_axis(int64_t in, int64_t out, bool antialias, bool reverse) {
+ResampleAxis resample_axis(int64_t in, int64_t full, bool antialias, bool reverse, int64_t first, int64_t count) {
   ResampleAxis a;
-  a.start.resize(static_cast<size_t>(out));
-  a.count.resize(static_cast<size_t>(out));
-  const auto at = [&](int64_t i) { return static_cast<size_t>(reverse ? out - 1 - i : i); };
-  if (in == out) {
+  a.start.resize(static_cast<size_t>(count));
+  a.count.resize(static_cast<size_t>(count));
+  // Where output first + i of the whole table goes in the slice.
+  const auto at = [&](int64_t i) { return static_cast<size_t>(reverse ? count - 1 - i : i); };
+  if (in == full) {
     a.taps = 1;
     a.precision = 14;
-    a.w.assign(static_cast<size_t>(out), 1 << 14);
-    for (int64_t i = 0; i < out; ++i) a.start[at(i)] = i, a.count[at(i)] = 1;
+    a.w.assign(static_cast<size_t>(count), 1 << 14);
+    for (int64_t i = 0; i < count; ++i) a.start[at(i)] = first + i, a.count[at(i)] = 1;
     return a;
   }
-  const double scale = static_cast<double>(in) / static_cast<double>(out);
+  const double scale = static_cast<double>(in) / static_cast<double>(full);
   const double support = antialias && scale >= 1.0 ? scale : 1.0;
   a.taps = antialias ? static_cast<int64_t>(std::ceil(support)) * 2 + 1 : 2;
-  std::vector<double> w(static_cast<size_t>(out * a.taps), 0.0);
+  // Every output's weights: the precision is the whole table's (its largest weight).
+  std::vector<double> w(static_cast<size_t>(full * a.taps), 0.0);
+  std::vector<int64_t> xmins(static_cast<size_t>(full)), xsizes(static_cast<size_t>(full));
   double wt_max = 0.0;
-  for (int64_t i = 0; i < out; ++i) {
-    int64_t xmin = 0, xsize = 0;
+  for (int64_t i = 0; i < full; ++i) {
     double* wi = w.data() + i * a.taps;
-    const double m = antialias ? antialias_weights(i, in, scale, support, a.taps, wi, xmin, xsize)
-                               : linear_weights(i, in, scale, wi, xmin, xsize);
+    const size_t k = static_cast<size_t>(i);
+    const double m = antialias ? antialias_weights(i, in, scale, support, a.taps, wi, xmins[k], xsizes[k])
+                               : linear_weights(i, in, scale, wi, xmins[k], xsizes[k]);
     wt_max = std::max(wt_max, m);
-    a.start[at(i)] = xmin;
-    a.count[at(i)] = static_cast<int32_t>(xsize);
   }
   // The largest precision whose largest weight, rounded, stays below 2^15.
   for (a.precision = 0; a.precision < 22; ++a.precision) {
     if (static_cast<int>(0.5 + wt_max * (1 << (a.precision + 1))) >= (1 << 15)) break;
   }
-  a.w.assign(w.size(), 0);
-  for (int64_t i = 0; i < out; ++i) {
-    for (int64_t k = 0; k < a.count[at(i)]; ++k) {
-      const double v = w[static_cast<size_t>(i * a.taps + k)] * (1 << a.precision);
+  a.w.assign(static_cast<size_t>(count * a.taps), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    const size_t src = static_cast<size_t>(first + i);
+    a.start[at(i)] = xmins[src];
+    a.count[at(i)] = static_cast<int32_t>(xsizes[src]);
+    for (int64_t k = 0; k < xsizes[src]; ++k) {
+      const double v = w[src * static_cast<size_t>(a.taps) + static_cast<size_t>(k)] * (1 << a.precision);
       a.w[at(i) * static_cast<size_t>(a.taps) + static_cast<size_t>(k)] =
           static_cast<int16_t>(v < 0 ? static_cast<int>(-0.5 + v) : static_cast<int>(0.5 + v));
     }
   }
   return a;
+}
+
+int64_t narrow_axis(ResampleAxis& a, int64_t& extent) {
+  int64_t lo = extent, hi = 0;
+  for (size_t i = 0; i < a.start.size(); ++i) {
+    lo = std::min(lo, a.start[i]);
+    hi = std::max(hi, a.start[i] + a.count[i]);
+  }
+  if (lo >= hi) return 0;  // nothing read (no outputs)
+  for (int64_t& s : a.start) s -= lo;
+  extent = hi - lo;
+  return lo;
 }
 
 }  // namespace fastprep::kernels

@@ -1,6 +1,8 @@
 // Bindings of resized_crop and its batched form resized_crop_batch (schemas and definitions:
 // pyext/fastprep/ops/resize.py). Both run one image at a time through run_image, so a batch has
-// the per-sample op's bits by construction.
+// the per-sample op's bits by construction. An image's output is the sub-rectangle at (out_top,
+// out_left) of its window resized to (resized_height, resized_width) (0: the output's size), so
+// Resize then CenterCrop is one pass.
 #include <cmath>
 #include <new>
 #include <optional>
@@ -23,6 +25,48 @@ struct Window {
   int64_t top, left, height, width;
   std::string suffix, image;  // "" or "s[1]"; the image's name
 };
+
+// Where an image's output lies in its resized window: rows [top, top + out_h) and columns
+// [left, left + out_w) of the window resized to height x width.
+struct Placement {
+  int64_t height, width, top, left;
+  bool vflip;
+};
+
+constexpr int64_t kMaxResized = int64_t{1} << 24;
+
+// The placement of an out_h x out_w output from the op's arguments (resized_height, ... as `names`
+// say: "resized_height" or "resized_heights[1]"); a resized size of 0 is the output's.
+Placement check_placement(const char* op, int64_t resized_h, int64_t resized_w, int64_t top, int64_t left,
+                          int64_t out_h, int64_t out_w, bool vflip, const std::string& suffix, bool batch) {
+  const std::string rh = batch ? "resized_heights" + suffix : "resized_height";
+  const std::string rw = batch ? "resized_widths" + suffix : "resized_width";
+  const std::string ot = batch ? "out_tops" + suffix : "out_top";
+  const std::string ol = batch ? "out_lefts" + suffix : "out_left";
+  const char* oh = batch ? "out's height" : "out_height";
+  const char* ow = batch ? "out's width" : "out_width";
+  FASTPREP_CHECK(resized_h >= 0, op, ": expected ", rh, " >= 0 (0: the output's), got ", rh, "=", resized_h);
+  FASTPREP_CHECK(resized_w >= 0, op, ": expected ", rw, " >= 0 (0: the output's), got ", rw, "=", resized_w);
+  // The resize's weight tables are computed whole (their precision is the whole table's).
+  FASTPREP_CHECK(resized_h <= kMaxResized, op, ": expected ", rh, " <= ", kMaxResized,
+                 " (the resize's weights are computed for every row), got ", rh, "=", resized_h);
+  FASTPREP_CHECK(resized_w <= kMaxResized, op, ": expected ", rw, " <= ", kMaxResized,
+                 " (the resize's weights are computed for every column), got ", rw, "=", resized_w);
+  FASTPREP_CHECK(top >= 0, op, ": expected ", ot, " >= 0, got ", ot, "=", top);
+  FASTPREP_CHECK(left >= 0, op, ": expected ", ol, " >= 0, got ", ol, "=", left);
+  const Placement p{resized_h == 0 ? out_h : resized_h, resized_w == 0 ? out_w : resized_w, top, left, vflip};
+  FASTPREP_CHECK(sum_at_most(top, out_h, p.height), op, ": expected ", ot, " + ", oh, " <= ", rh, " (", p.height,
+                 "), got ", ot, "=", top, ", ", oh, "=", out_h);
+  FASTPREP_CHECK(sum_at_most(left, out_w, p.width), op, ": expected ", ol, " + ", ow, " <= ", rw, " (", p.width,
+                 "), got ", ol, "=", left, ", ", ow, "=", out_w);
+  return p;
+}
+
+// Element i of an optional per-image list (0 / false when not given).
+template <typename T>
+T element(const std::optional<std::vector<T>>& v, size_t i) {
+  return v ? (*v)[i] : T{};
+}
 
 void check_window(const char* op, const Window& w, const ImageView& v) {
   const std::string top = "top" + w.suffix, left = "left" + w.suffix;
@@ -83,21 +127,23 @@ OutputArgs check_output_args(const char* op, int32_t out_code, double scale,
   return a;
 }
 
-// Image i of `img` (its view v), window w, into `out` (its [c, out_h, out_w] bytes).
-void run_image(const char* op, const Tensor& img, const ImageView& v, int64_t i, const Window& w, int64_t out_h,
-               int64_t out_w, bool hflip, bool antialias, const OutputArgs& a, void* out,
+// Image i of `img` (its view v), window w, placed at p, into `out` (its [c, out_h, out_w] bytes).
+void run_image(const char* op, const Tensor& img, const ImageView& v, int64_t i, const Window& w, const Placement& p,
+               int64_t out_h, int64_t out_w, bool hflip, bool antialias, const OutputArgs& a, void* out,
                kernels::ResizeScratch& scratch) {
   const auto* base = static_cast<const uint8_t*>(img.const_data_ptr()) + i * v.sn;
-  const kernels::ResizeSource src{base + w.top * v.sh + w.left * v.sw, v.c, w.height, w.width, v.sc, v.sh, v.sw};
-  const kernels::ResizeOutput o{out, a.type, a.scale, a.mean.empty() ? nullptr : a.mean.data(),
-                                a.std.empty() ? nullptr : a.std.data()};
+  const kernels::ResizeOutput o{
+      out, a.type, a.scale, a.mean.empty() ? nullptr : a.mean.data(), a.std.empty() ? nullptr : a.std.data(), p.vflip};
   try {
-    const kernels::ResampleAxis rows = kernels::resample_axis(w.height, out_h, antialias, false);
-    const kernels::ResampleAxis cols = kernels::resample_axis(w.width, out_w, antialias, hflip);
+    kernels::ResampleAxis rows = kernels::resample_axis(w.height, p.height, antialias, false, p.top, out_h);
+    kernels::ResampleAxis cols = kernels::resample_axis(w.width, p.width, antialias, hflip, p.left, out_w);
+    int64_t height = w.height, width = w.width;  // only the rows and columns the outputs read
+    const int64_t top = w.top + kernels::narrow_axis(rows, height), left = w.left + kernels::narrow_axis(cols, width);
+    const kernels::ResizeSource src{base + top * v.sh + left * v.sw, v.c, height, width, v.sc, v.sh, v.sw};
     kernels::resized_crop(src, rows, cols, o, scratch);
   } catch (const std::bad_alloc&) {  // a window or output size past this machine's memory
     fail(op, ": could not allocate the resampling buffers for ", w.image, " (window ", w.height, "x", w.width, " -> ",
-         out_h, "x", out_w, ")");
+         p.height, "x", p.width, ")");
   }
 }
 
@@ -105,7 +151,8 @@ void run_image(const char* op, const Tensor& img, const ImageView& v, int64_t i,
 
 Tensor resized_crop(Tensor img, int64_t top, int64_t left, int64_t height, int64_t width, int64_t out_height,
                     int64_t out_width, StrArg layout, bool hflip, bool antialias, std::optional<DtypeArg> out_dtype,
-                    double scale, std::optional<std::vector<double>> mean, std::optional<std::vector<double>> std) {
+                    double scale, std::optional<std::vector<double>> mean, std::optional<std::vector<double>> std,
+                    bool vflip, int64_t resized_height, int64_t resized_width, int64_t out_top, int64_t out_left) {
   constexpr const char* op = "resized_crop";
   check_tensor(op, "img", img);
   check_dtype(op, "img", img, ScalarType::Byte);
@@ -116,6 +163,8 @@ Tensor resized_crop(Tensor img, int64_t top, int64_t left, int64_t height, int64
   FASTPREP_CHECK(out_width > 0, op, ": expected out_width > 0, got out_width=", out_width);
   const int32_t out_code = out_dtype ? out_dtype->code : dtype_code(ScalarType::Byte);
   const OutputArgs a = check_output_args(op, out_code, scale, mean, std, v.c);
+  const Placement p =
+      check_placement(op, resized_height, resized_width, out_top, out_left, out_height, out_width, vflip, "", false);
   std::vector<int64_t> sizes{v.c, out_height, out_width};
   if (v.batched) sizes.insert(sizes.begin(), v.n);
   const auto source = [&] {
@@ -126,7 +175,7 @@ Tensor resized_crop(Tensor img, int64_t top, int64_t left, int64_t height, int64
   const int64_t image_bytes = v.c * out_height * out_width * out.element_size();  // fits: out exists
   kernels::ResizeScratch scratch;
   for (int64_t i = 0; i < v.n; ++i) {
-    run_image(op, img, v, i, w, out_height, out_width, hflip, antialias, a,
+    run_image(op, img, v, i, w, p, out_height, out_width, hflip, antialias, a,
               static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, scratch);
   }
   return out;
@@ -135,7 +184,10 @@ Tensor resized_crop(Tensor img, int64_t top, int64_t left, int64_t height, int64
 void resized_crop_batch(std::vector<Tensor> imgs, std::vector<int64_t> tops, std::vector<int64_t> lefts,
                         std::vector<int64_t> heights, std::vector<int64_t> widths, Tensor out, StrArg layout,
                         std::optional<std::vector<bool>> hflips, bool antialias, double scale,
-                        std::optional<std::vector<double>> mean, std::optional<std::vector<double>> std) {
+                        std::optional<std::vector<double>> mean, std::optional<std::vector<double>> std,
+                        std::optional<std::vector<bool>> vflips, std::optional<std::vector<int64_t>> resized_heights,
+                        std::optional<std::vector<int64_t>> resized_widths,
+                        std::optional<std::vector<int64_t>> out_tops, std::optional<std::vector<int64_t>> out_lefts) {
   constexpr const char* op = "resized_crop_batch";
   check_tensor(op, "out", out);
   const bool hwc = parse_layout(op, layout);
@@ -153,12 +205,22 @@ void resized_crop_batch(std::vector<Tensor> imgs, std::vector<int64_t> tops, std
     FASTPREP_CHECK(static_cast<int64_t>(size) == n, op, ": expected ", name, " to have one value per image (", n,
                    "), got ", size);
   }
-  FASTPREP_CHECK(!hflips || static_cast<int64_t>(hflips->size()) == n, op,
-                 ": expected hflips to have one value per image (", n, "), got ", hflips ? hflips->size() : 0);
+  const std::pair<const char*, std::optional<size_t>> optional_lists[] = {
+      {"hflips", hflips ? std::optional<size_t>(hflips->size()) : std::nullopt},
+      {"vflips", vflips ? std::optional<size_t>(vflips->size()) : std::nullopt},
+      {"resized_heights", resized_heights ? std::optional<size_t>(resized_heights->size()) : std::nullopt},
+      {"resized_widths", resized_widths ? std::optional<size_t>(resized_widths->size()) : std::nullopt},
+      {"out_tops", out_tops ? std::optional<size_t>(out_tops->size()) : std::nullopt},
+      {"out_lefts", out_lefts ? std::optional<size_t>(out_lefts->size()) : std::nullopt}};
+  for (const auto& [name, size] : optional_lists) {
+    FASTPREP_CHECK(!size || static_cast<int64_t>(*size) == n, op, ": expected ", name, " to have one value per image (",
+                   n, "), got ", size.value_or(0));
+  }
   const OutputArgs a = check_output_args(op, dtype_code(odt), scale, mean, std, c);
   // Every image is checked before the first is written: a bad one leaves out untouched.
   std::vector<ImageView> views;
   std::vector<Window> windows;
+  std::vector<Placement> placements;
   for (int64_t i = 0; i < n; ++i) {
     const size_t k = static_cast<size_t>(i);
     const std::string arg = "imgs[" + std::to_string(i) + "]";
@@ -171,13 +233,16 @@ void resized_crop_batch(std::vector<Tensor> imgs, std::vector<int64_t> tops, std
                    views.back().c);
     windows.push_back(Window{tops[k], lefts[k], heights[k], widths[k], "s[" + std::to_string(i) + "]", arg});
     check_window(op, windows.back(), views.back());
+    placements.push_back(check_placement(op, element(resized_heights, k), element(resized_widths, k),
+                                         element(out_tops, k), element(out_lefts, k), out_h, out_w, element(vflips, k),
+                                         "[" + std::to_string(i) + "]", true));
     check_no_overlap(op, "out", out, arg.c_str(), imgs[k]);
   }
   const int64_t image_bytes = c * out_h * out_w * out.element_size();  // fits: out exists
   kernels::ResizeScratch scratch;
   for (int64_t i = 0; i < n && image_bytes > 0; ++i) {
-    run_image(op, imgs[static_cast<size_t>(i)], views[static_cast<size_t>(i)], 0, windows[static_cast<size_t>(i)],
-              out_h, out_w, hflips && (*hflips)[static_cast<size_t>(i)], antialias, a,
+    const size_t k = static_cast<size_t>(i);
+    run_image(op, imgs[k], views[k], 0, windows[k], placements[k], out_h, out_w, element(hflips, k), antialias, a,
               static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, scratch);
   }
 }

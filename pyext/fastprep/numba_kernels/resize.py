@@ -15,7 +15,7 @@ from fastprep.numba_kernels.color import BF16, F16, TYPE_CODE, U8
 from fastprep.numba_kernels.float_bits import float_to_bf16_bits, float_to_half_bits
 from fastprep.numba_kernels.storage import FLAT_DTYPE, UINDEX, array_at, span_count
 from fastprep.ops import checks
-from fastprep.ops.resize import check_resized_crop, check_resized_crop_batch, out_shape
+from fastprep.ops.resize_checks import check_resized_crop, check_resized_crop_batch, out_shape
 
 # Source rows per horizontal block, as resize.cpp's kBlock: one 16-byte vector a tile column.
 BLOCK = 16
@@ -30,19 +30,22 @@ def triangle(x):
 
 
 @njit(cache=True)
-def resample_axis(size, out, antialias, reverse):
-    """resize_weights.cpp's resample_axis: (start, count, w [out * taps], taps, precision)."""
-    start, count = np.empty(out, np.int64), np.empty(out, np.int64)
-    if size == out:
-        for i in range(out):
-            start[out - 1 - i if reverse else i], count[i] = i, 1
-        return start, count, np.full(out, np.int32(1 << 14)), 1, 14
-    scale = size / out
+def resample_axis(size, full, antialias, reverse, first, n):
+    """resize_weights.cpp's resample_axis: outputs [first, first + n) of size -> full, as
+    (start, count, w [n * taps], taps, precision); the precision is the whole table's."""
+    start, count = np.empty(n, np.int64), np.empty(n, np.int64)
+    if size == full:
+        for i in range(n):
+            at = n - 1 - i if reverse else i
+            start[at], count[at] = first + i, 1
+        return start, count, np.full(n, np.int32(1 << 14)), 1, 14
+    scale = size / full
     support = scale if antialias and scale >= 1.0 else 1.0
     taps = int(math.ceil(support)) * 2 + 1 if antialias else 2
-    w = np.zeros(out * taps)
+    w = np.zeros(full * taps)
+    xmins, xsizes = np.empty(full, np.int64), np.empty(full, np.int64)
     wt_max = 0.0
-    for i in range(out):
+    for i in range(full):
         o = i * taps
         if antialias:
             center = scale * (i + 0.5)
@@ -73,18 +76,31 @@ def resample_axis(size, out, antialias, reverse):
                 w[o + k] += v
                 wt_max = max(wt_max, w[o + k])
                 k += 1
-        at = out - 1 - i if reverse else i
-        start[at], count[at] = xmin, xsize
+        xmins[i], xsizes[i] = xmin, xsize
     precision = 0
     while precision < 22 and int(0.5 + wt_max * (1 << (precision + 1))) < (1 << 15):
         precision += 1
-    wi = np.zeros(out * taps, np.int32)
-    for i in range(out):
-        at = out - 1 - i if reverse else i
-        for k in range(count[at]):
-            v = w[i * taps + k] * (1 << precision)
+    wi = np.zeros(n * taps, np.int32)
+    for i in range(n):
+        src, at = first + i, n - 1 - i if reverse else i
+        start[at], count[at] = xmins[src], xsizes[src]
+        for k in range(xsizes[src]):
+            v = w[src * taps + k] * (1 << precision)
             wi[at * taps + k] = np.int16(int(-0.5 + v) if v < 0 else int(0.5 + v))
     return start, count, wi, taps, precision
+
+
+@njit(cache=True)
+def narrow_axis(start, count, extent):
+    """resize_weights.cpp's narrow_axis: (first input read, inputs read); the starts shifted by the first."""
+    lo, hi = extent, 0
+    for i in range(start.shape[0]):
+        lo, hi = min(lo, start[i]), max(hi, start[i] + count[i])
+    if lo >= hi:
+        return 0, extent
+    for i in range(start.shape[0]):
+        start[i] -= lo
+    return lo, hi - lo
 
 
 @njit(cache=True, inline="always")
@@ -159,16 +175,17 @@ def row_taps_plain(ring, row_taps, at, w, w_at, count, precision, dst, d, n):
 
 
 @njit(cache=True, inline="always")
-def vertical_row(rows, y, ring, cap, c, out_w, row_taps, sums, fbuf, out, out_type, scale, mean, std):
-    """resize.cpp's VerticalRow: output row y of every channel; the sums into `sums`, which is the
-    output's bytes for a uint8 output, else a row that the float row reads. Inlined: a call a row
-    costs ~5 us an image in its arrays' reference counts."""
+def vertical_row(rows, y, ring, cap, c, out_w, row_taps, sums, fbuf, out, out_type, scale, mean, std, vflip):
+    """resize.cpp's VerticalRow: output row y of every channel (at out_h - 1 - y with vflip); the
+    sums into `sums`, which is the output's bytes for a uint8 output, else a row that the float
+    row reads. Inlined: a call a row costs ~5 us an image in its arrays' reference counts."""
     start, count, w, taps, precision = rows
     out_h, m_total = start.shape[0], c * out_w
+    out_y = out_h - 1 - y if vflip else y
     for k in range(count[y]):
         row_taps[k] = ((start[y] + k) % cap) * m_total
     for ch in range(c):
-        o = (ch * out_h + y) * out_w
+        o = (ch * out_h + out_y) * out_w
         d = o if out_type == U8 else 0
         if out_w < BLOCK:
             row_taps_plain(ring, row_taps, ch * out_w, w, y * taps, count[y], precision, sums, d, out_w)
@@ -206,12 +223,17 @@ def float_row(row, scale, mean, std, ch, dst, d):
 
 @njit(cache=True)
 def resized_crop_at(src, src_n, dst, dst_n, dst_dtype, base, obase, c, height, width, sc, sh, sw, out_h, out_w,
-                    antialias, hflip, out_type, scale, mean, std):
+                    antialias, hflip, out_type, scale, mean, std, place):
     """One image on tensors' addresses (storage.py): its window (element (0, 0, 0) at `base` of the
-    src_n bytes) into the [c, out_h, out_w] output at element `obase` of dst. As run_image."""
+    src_n bytes) into the [c, out_h, out_w] output at element `obase` of dst, placed by `place`
+    (resized height, width, out top, left, vflip). As run_image."""
     s, out = array_at(src, src_n, np.uint8), array_at(dst, dst_n, dst_dtype)[obase:obase + c * out_h * out_w]
-    rows = resample_axis(height, out_h, antialias, False)
-    cols = resample_axis(width, out_w, antialias, hflip)
+    full_h, full_w, out_top, out_left, vflip = place
+    rows = resample_axis(height, full_h, antialias, False, out_top, out_h)
+    cols = resample_axis(width, full_w, antialias, hflip, out_left, out_w)
+    top, height = narrow_axis(rows[0], rows[1], height)  # only the rows and columns the outputs read
+    left, width = narrow_axis(cols[0], cols[1], width)
+    base += top * sh + left * sw
     max_count = rows[1].max()
     cap = (max_count + 2 * BLOCK - 1) // BLOCK * BLOCK  # the rows an output row reads, and a block
     scratch = (np.empty(c * width * BLOCK, np.uint8), np.empty(c * out_w * BLOCK, np.uint8), np.empty(BLOCK, np.int64),
@@ -226,7 +248,8 @@ def resized_crop_at(src, src_n, dst, dst_n, dst_dtype, base, obase, c, height, w
         while done < need:
             horizontal_block(s, base, c, width, sc, sh, sw, done, min(BLOCK, height - done), cols, scratch, ring, cap)
             done += BLOCK
-        vertical_row(rows, y, ring, cap, c, out_w, row_taps, sums, fbuf, out, out_type, np.float32(scale), mean, std)
+        vertical_row(rows, y, ring, cap, c, out_w, row_taps, sums, fbuf, out, out_type, np.float32(scale), mean, std,
+                     vflip)
 
 
 def _stats(a) -> tuple[np.ndarray, np.ndarray]:
@@ -234,35 +257,38 @@ def _stats(a) -> tuple[np.ndarray, np.ndarray]:
     return (empty, empty) if a.mean is None else (np.array(a.mean, np.float32), np.array(a.std, np.float32))
 
 
-def _run(img, v, i, window, out, obase, out_h, out_w, hflip, antialias, scale, stats) -> None:
+def _run(img, v, i, window, out, obase, out_h, out_w, hflip, antialias, scale, stats, p) -> None:
     top, left, height, width = window
     resized_crop_at(img.data_ptr(), span_count(img), out.data_ptr(), out.numel(), FLAT_DTYPE[out.dtype],
                     i * v.sn + top * v.sh + left * v.sw, obase, v.c, height, width, v.sc, v.sh, v.sw, out_h, out_w,
-                    antialias, hflip, TYPE_CODE[out.dtype], scale, *stats)
+                    antialias, hflip, TYPE_CODE[out.dtype], scale, *stats,
+                    (p.height, p.width, p.top, p.left, bool(p.vflip)))
 
 
 def resized_crop(img, top, left, height, width, out_height, out_width, layout="CHW", hflip=False, antialias=True,
-                 out_dtype=None, scale=1.0, mean=None, std=None):
-    v, a = check_resized_crop(img, top, left, height, width, out_height, out_width, layout, out_dtype, scale, mean,
-                              std)
+                 out_dtype=None, scale=1.0, mean=None, std=None, vflip=False, resized_height=0, resized_width=0,
+                 out_top=0, out_left=0):
+    v, a, p = check_resized_crop(img, top, left, height, width, out_height, out_width, layout, out_dtype, scale, mean,
+                                 std, vflip, resized_height, resized_width, out_top, out_left)
     out = checks.new_output("resized_crop", img, out_shape(v, out_height, out_width), a.dtype,
                             lambda: f"out_height={out_height}, out_width={out_width}")
     if out.numel() == 0:
         return out
     for i in range(v.n):
         _run(img, v, i, (top, left, height, width), out, i * v.c * out_height * out_width, out_height, out_width,
-             bool(hflip), bool(antialias), scale, _stats(a))
+             bool(hflip), bool(antialias), scale, _stats(a), p)
     return out
 
 
 def resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout="CHW", hflips=None, antialias=True, scale=1.0,
-                       mean=None, std=None):
-    views, a = check_resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout, hflips, scale, mean, std)
+                       mean=None, std=None, vflips=None, resized_heights=None, resized_widths=None, out_tops=None,
+                       out_lefts=None):
+    views, a, places = check_resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout, hflips, scale, mean,
+                                                std, vflips, resized_heights, resized_widths, out_tops, out_lefts)
     _, c, out_h, out_w = out.shape
     if c == 0:
         return
     stats = _stats(a)
     for i, (img, v) in enumerate(zip(imgs, views)):
         _run(img, v, 0, (tops[i], lefts[i], heights[i], widths[i]), out, i * c * out_h * out_w, out_h, out_w,
-             bool(hflips and hflips[i]), bool(antialias), scale, stats)
-
+             bool(hflips and hflips[i]), bool(antialias), scale, stats, places[i])

@@ -64,10 +64,11 @@ OPS: tuple[OpRow, ...] = (
           lambda: ([_hwc(), _chw().permute(1, 2, 0)], [1, 4], [2, 0], 4, 4, 0.25, [5, 6], torch.empty(2, 3, 4, 4),
                    "HWC", "cross", 1 / 255, True, torch.empty(2, 4, 1, dtype=torch.uint8), [False, True])),
     OpRow("resized_crop", "resize", lambda: (_hwc(), 1, 2, 6, 5, 4, 3, "HWC", True, True, torch.float32, 1 / 255,
-                                             [0.5], [0.25])),
+                                             [0.5], [0.25], True, 6, 5, 1, 2)),
     OpRow("resized_crop_batch", "resize",
           lambda: ([_hwc(), _chw().permute(1, 2, 0)], [0, 1], [0, 2], [8, 6], [8, 5], torch.empty(2, 3, 4, 4), "HWC",
-                   [False, True], True, 1 / 255, [0.5, 0.4, 0.3], [0.2, 0.25, 0.3])),
+                   [False, True], True, 1 / 255, [0.5, 0.4, 0.3], [0.2, 0.25, 0.3], [True, False], [6, 0], [5, 0],
+                   [1, 0], [0, 0])),
     OpRow("seeded_draws", "seeded_draws", lambda: (torch.tensor([3, -4], dtype=torch.int64), 3)),
 )
 

@@ -9,14 +9,19 @@ the rules, torchvision v2's). Images come back as CHW tensors, tv_tensors keep t
 Random transforms draw one int64 seed per sample from torch's generator (or `generator=`), so
 torch.manual_seed and the DataLoader's per-worker seeding make them reproducible; they compose
 with torchvision's Compose, and torchvision's transforms run inside fastprep's Compose, which also
-fuses RandomCrop -> RandomDilatedMask -> RGBToYCbCr into the one op `crop_mask_ycbcr`.
+fuses RandomCrop -> RandomDilatedMask -> RGBToYCbCr into the one op `crop_mask_ycbcr`, and
+RandomResizedCrop or Resize (+ CenterCrop), flips, ToDtype, Normalize into `resized_crop`.
 
 | module | what |
 | --- | --- |
 | inputs | PIL / numpy / tensor images, argument checks, error context |
 | sample | structured samples: which leaf is what, sizes, rebuilding |
 | window | crop windows, padding modes by index maps, resize, boxes through torchvision |
-| geometry | RandomCrop, RandomResizedCrop, RandomHorizontalFlip |
+| geometry | RandomCrop (and what the geometric transforms share) |
+| resized_crop | RandomResizedCrop |
+| resize | Resize, CenterCrop (validation) |
+| flips | RandomHorizontalFlip, RandomVerticalFlip |
+| normalize | Normalize |
 | pixels | RandomDilatedMask, RGBToYCbCr |
 | dtype | ToDtype, to_dtype_image |
 | fused | the fused ops a plan calls: where they read (Geometry, FOLDS), one row (Fusion) per op |
@@ -27,12 +32,17 @@ fuses RandomCrop -> RandomDilatedMask -> RGBToYCbCr into the one op `crop_mask_y
 
 from fastprep.transforms.compose import Compose, SeedByIndex, fusable
 from fastprep.transforms.dtype import ToDtype, to_dtype_image
-from fastprep.transforms.geometry import RandomCrop, RandomHorizontalFlip, RandomResizedCrop
+from fastprep.transforms.flips import RandomHorizontalFlip, RandomVerticalFlip
+from fastprep.transforms.geometry import RandomCrop
 from fastprep.transforms.inputs import as_image, require_rgb
+from fastprep.transforms.normalize import Normalize
 from fastprep.transforms.pixels import RandomDilatedMask, RGBToYCbCr
 from fastprep.transforms.plan import FusionPlan
+from fastprep.transforms.resize import CenterCrop, Resize
+from fastprep.transforms.resized_crop import RandomResizedCrop
 
 __all__ = [
-    "Compose", "FusionPlan", "RGBToYCbCr", "RandomCrop", "RandomDilatedMask", "RandomHorizontalFlip",
-    "RandomResizedCrop", "SeedByIndex", "ToDtype", "as_image", "fusable", "require_rgb", "to_dtype_image",
+    "CenterCrop", "Compose", "FusionPlan", "Normalize", "RGBToYCbCr", "RandomCrop", "RandomDilatedMask",
+    "RandomHorizontalFlip", "RandomResizedCrop", "RandomVerticalFlip", "Resize", "SeedByIndex", "ToDtype", "as_image",
+    "fusable", "require_rgb", "to_dtype_image",
 ]

@@ -3,9 +3,11 @@ positional inputs treated as a tuple), the seed it draws, and its repr in error 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -24,6 +26,39 @@ def unit_float(word: Any) -> Any:
 def word(seed: Any, k: int) -> Any:
     """Word k of `seed`'s stream: an int seed, or a uint64 array of seeds (one per sample)."""
     return counter_rng.random_word(seed, k)
+
+
+# Drawn parameters are computed by one code for one sample (Python ints and floats) and for a chunk
+# (numpy arrays, one element per sample), with the same bits: arithmetic is shared, and these
+# helpers do what differs by type.
+
+def where(cond: Any, a: Any, b: Any) -> Any:
+    """`a` where `cond`, else `b`: a Python bool and values, or arrays."""
+    return np.where(cond, a, b) if isinstance(cond, np.ndarray) else (a if cond else b)
+
+
+def any_of(cond: Any) -> bool:
+    return bool(cond.any()) if isinstance(cond, np.ndarray) else bool(cond)
+
+
+def round_int(x: Any) -> Any:
+    """Python's ``int(round(x))`` (halves to even), elementwise for arrays (np.rint: the same)."""
+    return np.rint(x).astype(np.int64) if isinstance(x, np.ndarray) else int(round(x))
+
+
+def trunc_int(x: Any) -> Any:
+    """Python's ``int(x)`` (towards zero), elementwise for arrays."""
+    return x.astype(np.int64) if isinstance(x, np.ndarray) else int(x)
+
+
+def sqrt(x: Any) -> Any:
+    """Correctly rounded in both (IEEE), so numpy's is math's."""
+    return np.sqrt(x) if isinstance(x, np.ndarray) else math.sqrt(x)
+
+
+def exp(x: Any) -> Any:
+    """math.exp, elementwise for arrays: numpy's own exp may differ from libm's in the last bit."""
+    return np.array([math.exp(v) for v in x.tolist()]) if isinstance(x, np.ndarray) else math.exp(x)
 
 
 def describe_sample(s: Sample) -> Callable[[], str]:

@@ -72,6 +72,10 @@ class Compose(Transform):
       boxes and key points are cropped at the same window. Horizontal flips in front of the crop,
       or right after it (torchvision's usual order), ride along: the op reads the window's
       columns right to left.
+    - RandomResizedCrop, or Resize (+ CenterCrop), with horizontal and vertical flips before or
+      after, then ToDtype (+ Normalize), on a uint8 RGB image run as the one op ``resized_crop``
+      (torchvision's ImageNet training and validation pipelines): the window read, resized (only
+      the kept outputs of a resize), flipped, converted and normalised in one pass.
     - RandomHorizontalFlip -> RandomCrop / RandomResizedCrop never flips the whole image: the crop
       reads the mirrored window and reverses it.
 

@@ -84,6 +84,17 @@ class ToDtype(Transform):
     def repr_args(self) -> dict[str, Any]:
         return {"dtype": self.dtype, "scale": self.scale} | ({"layout": self.layout} if self.layout != "CHW" else {})
 
+    @property
+    def fusion_role(self) -> str | None:
+        """A float output is what a fused op writes: ``float32(v) * float32(op_scale)`` (rounded
+        once to float16 / bfloat16) is this conversion of uint8 values."""
+        return "dtype" if self.dtype in (torch.float32, torch.float16, torch.bfloat16) else None
+
+    @property
+    def op_scale(self) -> float:
+        """The factor a fused op multiplies uint8 values by: to_dtype_image's ``1.0 / 255``, or 1."""
+        return 1.0 / _max_value(torch.uint8) if self.scale else 1.0
+
     def transform(self, sample: Any) -> Any:
         def convert(t: torch.Tensor, layout: str) -> torch.Tensor:
             return to_dtype_image(chw(t, layout), self.dtype, self.scale)

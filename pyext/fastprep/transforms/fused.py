@@ -12,60 +12,88 @@ import torch
 
 from fastprep.ops._library import BELOW_AUTOGRAD
 from fastprep.transforms.sample import Item
-from fastprep.transforms.window import Window, read_region
+from fastprep.transforms.window import native_uint8_bilinear, read_region
 
 
 class Geometry:
-    """Where a fused op reads: rows [top, top + height) and columns [left, left + width) of the
-    source image, right to left when `hflip`. Each value is an int (one sample) or a numpy array
-    (a chunk, one element per sample): the folds below are the same code for both."""
+    """Where a fused op reads and what it writes: rows [top, top + height) and columns [left, left +
+    width) of the source image, resized (when a step resizes) to resized_height x resized_width,
+    of which the part at (out_top, out_left) of out_height x out_width is written (the size of what
+    the steps made so far), flipped left-right when `hflip`, upside down when `vflip`. `fits`: every
+    crop fits the image it cuts (else the steps run one by one: padding, or their error). Each value
+    is an int (one sample) or a numpy array (a chunk, one element per sample): the folds below are
+    the same code for both."""
 
     def __init__(self, H: Any, W: Any):
-        self.top, self.left, self.height, self.width, self.hflip = H * 0, W * 0, H, W, H < 0
-        self.out_size: tuple[int, int] | None = None  # what the op writes: the read's size unless resized
+        self.top, self.left, self.height, self.width = H * 0, W * 0, H, W
+        self.hflip = self.vflip = H < 0
+        self.fits = H >= 0
+        self.resized = False  # whether a step resized (every sample alike)
+        self.resized_height, self.resized_width, self.out_top, self.out_left = 0, 0, 0, 0  # 0: not resized
+        self.out_height, self.out_width = H, W
 
     def flip(self, f: Any) -> None:
-        """A horizontal flip of what is read so far."""
+        """A horizontal flip of what is made so far."""
         self.hflip = self.hflip ^ f
 
-    def crop(self, top: Any, left: Any, height: int, width: int) -> None:
-        """A crop of what is read so far: its columns count from the right edge when flipped."""
-        self.left = self.left + left + (self.width - 2 * left - width) * self.hflip
-        self.top = self.top + top
-        self.height, self.width = height, width
+    def flip_v(self, f: Any) -> None:
+        """A vertical flip of what is made so far."""
+        self.vflip = self.vflip ^ f
 
-    def window(self, W: int) -> Window:
-        """One sample's read as a transform's Window (of the image flipped first, when flipped),
-        for cutting the sample's masks and boxes alike."""
-        win = Window(self.top, self.left, self.height, self.width)
-        return win.mirrored(W) if self.hflip else win
+    def crop(self, top: Any, left: Any, height: Any, width: Any) -> None:
+        """A crop of what is made so far (of the source, or of the resize's outputs): its rows count
+        from the bottom when flipped vertically, its columns from the right when flipped horizontally."""
+        self.fits = self.fits & (top >= 0) & (left >= 0) & (top + height <= self.out_height) & \
+            (left + width <= self.out_width)
+        top = top + (self.out_height - 2 * top - height) * self.vflip
+        left = left + (self.out_width - 2 * left - width) * self.hflip
+        if self.resized:
+            self.out_top, self.out_left = self.out_top + top, self.out_left + left
+        else:
+            self.top, self.left, self.height, self.width = self.top + top, self.left + left, height, width
+        self.out_height, self.out_width = height, width
+
+    def resize(self, height: Any, width: Any) -> None:
+        """What is made so far resized to height x width (one resize an op call; a flip commutes with
+        it: each axis table is its own mirror image, docs/resize.md)."""
+        self.resized = True
+        self.resized_height, self.resized_width = self.out_height, self.out_width = height, width
+
+    def resized_crop(self, window: tuple[Any, Any, Any, Any], size: tuple[int, int]) -> None:
+        self.crop(*window)
+        self.resize(*size)
 
 
 FOLDS: dict[str, Callable[[Any, Any, Geometry], None]] = {
     "hflip": lambda step, seed, g: g.flip(step.make_params(seed)),
-    "crop": lambda step, seed, g: g.crop(*step.offsets(seed, g.height, g.width), *step.size),
+    "vflip": lambda step, seed, g: g.flip_v(step.make_params(seed)),
+    "crop": lambda step, seed, g: g.crop(*step.offsets(seed, g.out_height, g.out_width), *step.size),
+    "resized_crop": lambda step, seed, g: g.resized_crop(step.params(seed, g.out_height, g.out_width), step.size),
+    "resize": lambda step, seed, g: g.resize(*step.output_size(g.out_height, g.out_width)),
 }
-"""How each geometric role moves the op's read: (step, its seeds, Geometry) -> None."""
+"""How each geometric role moves the op's read: (step, its seed or None, Geometry) -> None."""
 
 
 class FusedRun:
     """Samples of one op call, consecutive in their chunk (sample k is the chunk's start + k): each
-    one's image (its Item, or None for a plain array or tensor), source and read (top, left,
-    height, width, flip), and the seeds of the steps whose draws the op takes, by role ("mask");
-    `out_size`: what the op writes for every sample; `size`: the read's when all are one size."""
+    one's image (its Item, or None for a plain array or tensor), source, read (top, left, height,
+    width), flips, placement in its resize (resized height, width, out top, left: 0s when not
+    resized) and the seeds of the steps whose draws the op takes, by role ("mask"); `out_size`:
+    what the op writes for every sample; `size`: the read's when all are one size."""
 
     __slots__ = ("start", "layout", "size", "out_size", "images", "raws", "sources", "tops", "lefts", "heights",
-                 "widths", "hflips", "seeds")
+                 "widths", "hflips", "vflips", "place", "seeds")
 
     def __init__(self, start: int, layout: str, images: list[Item | None], raws: list[Any],
                  sources: list[torch.Tensor | None], read: tuple[list[int], list[int], list[int], list[int]],
-                 hflips: list[bool], seeds: dict[str, list[int]], out_size: tuple[int, int] | None = None):
+                 flips: tuple[list[bool], list[bool]], place: tuple[list[int], list[int], list[int], list[int]],
+                 seeds: dict[str, list[int]], out_size: tuple[int, int]):
         self.start, self.layout, self.images, self.raws, self.sources = start, layout, images, raws, sources
         self.tops, self.lefts, self.heights, self.widths = read
-        self.hflips, self.seeds = hflips, seeds
+        (self.hflips, self.vflips), self.place, self.seeds = flips, place, seeds
         one = len(set(self.heights)) == 1 and len(set(self.widths)) == 1
         self.size = (self.heights[0], self.widths[0]) if one else None
-        self.out_size = out_size or self.size
+        self.out_size = out_size
         for k, src in enumerate(sources):
             if src is None:  # a PIL image or WindowedImage: only its window is read (or decoded)
                 top, left = self.tops[k], self.lefts[k]
@@ -92,7 +120,8 @@ class Fusion:
     Args:
         op: the op's name (torch.ops.fastprep.<op>).
         pattern: a regular expression over the steps' roles, each followed by a space.
-        window: the role of the step that cuts the window (its layout, errors and cut of masks).
+        window: the roles of the step that cuts the window ("crop", or "resized_crop|resize|crop":
+            the first such step's layout reads the image, its repr leads the op's errors).
         valid: what else the matched steps must satisfy.
         takes_pixels: (group, tensor, layout) -> whether the op takes that image's pixels.
         takes_windowed: (group, item) -> whether it takes a PIL image or WindowedImage (read by window).
@@ -147,3 +176,62 @@ CROP_MASK_YCBCR = Fusion(
     out_dtype=lambda group: group.roles["ycbcr"].out_dtype or torch.uint8,
     run=_run_crop_mask_ycbcr,
 )
+
+
+_WINDOW_ROLES = ("crop", "resized_crop", "resize")
+
+
+def _resized_crop_valid(steps: list) -> bool:
+    """Layouts: steps before the window step read the image as it does (all CHW, or the one flip a
+    RandomCrop / RandomResizedCrop reads mirrored), steps after it its CHW output. Normalize only on
+    float32 (torchvision normalises float16 in float16) with one value or one per RGB channel."""
+    roles = [s.fusion_role for s in steps]
+    first = next(i for i, r in enumerate(roles) if r in _WINDOW_ROLES)
+    window, before = steps[first], steps[:first]
+    reads_mirrored = roles[:first] == ["hflip"] and roles[first] in ("crop", "resized_crop")
+    if any(s.layout != window.layout for s in before) or (before and window.layout != "CHW" and not reads_mirrored):
+        return False
+    if any(s.layout != "CHW" for s in steps[first + 1:]):
+        return False
+    norm = next((s for s in steps if s.fusion_role == "normalize"), None)
+    if norm is None:
+        return True
+    to_dtype = next(s for s in steps if s.fusion_role == "dtype")
+    return to_dtype.dtype == torch.float32 and len(norm.mean) in (1, 3) and len(norm.std) in (1, 3)
+
+
+def _op_resizes(group: Any, t: torch.Tensor, layout: str) -> bool:
+    """resized_crop's images: uint8 RGB on a CPU where torchvision keeps uint8 for a bilinear resize."""
+    return t.dtype == torch.uint8 and t.dim() == 3 and (t.shape[2] if layout == "HWC" else t.shape[0]) == 3 and \
+        t.device.type == "cpu" and native_uint8_bilinear()
+
+
+def _op_resizes_windowed(group: Any, item: Item) -> bool:
+    return item.value.mode == "RGB" and native_uint8_bilinear()
+
+
+def _run_resized_crop(group: Any, run: FusedRun, out: torch.Tensor) -> None:
+    to_dtype, norm = group.roles.get("dtype"), group.roles.get("normalize")
+    resize = group.roles.get("resized_crop") or group.roles["resize"]
+    mean, std = (None, None) if norm is None else (list(norm.mean), list(norm.std))
+    with BELOW_AUTOGRAD():
+        torch.ops.fastprep.resized_crop_batch.default(run.sources, run.tops, run.lefts, run.heights, run.widths, out,
+                                                      run.layout, run.hflips, resize.antialias,
+                                                      1.0 if to_dtype is None else to_dtype.op_scale, mean, std,
+                                                      run.vflips, *run.place)
+
+
+_FLIPS = r"(?:[hv]flip )*"
+
+RESIZED_CROP = Fusion(
+    op="resized_crop_batch",
+    pattern=rf"{_FLIPS}(?:crop {_FLIPS})?(?:resized_crop|resize) {_FLIPS}(?:crop {_FLIPS})?(?:dtype (?:normalize )?)?",
+    window="|".join(_WINDOW_ROLES),
+    valid=_resized_crop_valid,
+    takes_pixels=_op_resizes,
+    takes_windowed=_op_resizes_windowed,
+    out_dtype=lambda group: group.roles["dtype"].dtype if "dtype" in group.roles else torch.uint8,
+    run=_run_resized_crop,
+)
+"""RandomResizedCrop or Resize (+ CenterCrop / RandomCrop), horizontal and vertical flips before or
+after, ToDtype (+ Normalize): one resized_crop_batch call (docs/transforms.md)."""

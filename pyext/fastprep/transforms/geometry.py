@@ -1,25 +1,24 @@
-"""RandomCrop, RandomResizedCrop, RandomHorizontalFlip: one window per sample, applied to every
-image, video, mask, bounding boxes and key points in it (see sample.py and window.py)."""
+"""Geometric transforms: one window per sample, applied to every image, video, mask, bounding boxes
+and key points in it (see sample.py and window.py); RandomCrop. RandomResizedCrop, Resize and
+CenterCrop, the flips are in their own modules."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 
 from fastprep import counter_rng
-from fastprep.args import check_bool, check_real
+from fastprep.args import check_bool
 from fastprep.ops.crop import random_crop
 from fastprep.roles import tv_class
-from fastprep.transforms.base import RandomTransform, describe_sample, unit_float, word
+from fastprep.transforms.base import RandomTransform, Transform, describe_sample, word
 from fastprep.transforms.inputs import (
     PADDING_MODES,
     check_fill,
     check_layout,
     check_padding,
     check_size,
-    chw,
     error_context,
 )
 from fastprep.transforms.sample import GEOMETRY, Item, Sample
@@ -28,10 +27,7 @@ from fastprep.transforms.window import (
     Window,
     check_fill_value,
     crop_dense,
-    crop_window_view,
     geometry_tv,
-    read_region,
-    resize_dense,
 )
 
 _TV_NAME = {"image": "Image", "video": "Video", "mask": "Mask"}
@@ -50,14 +46,18 @@ def fill_for(fill: Any, item: Item) -> Any:
     return fill.get("others", 0)
 
 
-class GeometricTransform(RandomTransform):
-    """Draw a seed, find the sample's window, cut every geometric item with it."""
+class GeometricTransform(Transform):
+    """Find the sample's window (from a drawn seed, for a random one), cut every geometric item with it."""
 
     layout = "CHW"
 
     def transform(self, sample: Any) -> Any:
         s = Sample(sample, self.layout, GEOMETRY, self)
-        return self.apply(s, self.draw(), flip=False)
+        return self.apply(s, self.seed(), flip=False)
+
+    def seed(self) -> int | None:
+        """The sample's seed: none for a deterministic transform (RandomGeometric draws one)."""
+        return None
 
     def apply(self, s: Sample, seed: int, flip: bool) -> Any:
         """The sample cut by the window of `seed`; with `flip`, as if the sample had been flipped
@@ -77,7 +77,14 @@ class GeometricTransform(RandomTransform):
         raise NotImplementedError
 
 
-class RandomCrop(GeometricTransform):
+class RandomGeometric(GeometricTransform, RandomTransform):
+    """A geometric transform drawing one seed per sample (its window's)."""
+
+    def seed(self) -> int:
+        return self.draw()
+
+
+class RandomCrop(RandomGeometric):
     """Crop `size` at a uniformly random position, torchvision v2's ``RandomCrop``: the image and
     every mask, video, bounding boxes and key points of the sample at the same window.
 
@@ -170,126 +177,3 @@ class RandomCrop(GeometricTransform):
                 return item.wrap(random_crop(t, win.height, win.width, seed, item.layout, self.pad_if_needed,
                                              float(fill)))
         return item.wrap(crop_dense(item, win, self.padding_mode, fill))
-
-
-def _check_range(owner: str, name: str, value: Any) -> tuple[float, float]:
-    if not (isinstance(value, (tuple, list)) and len(value) == 2):
-        raise ValueError(f"{owner}: expected {name} to be a pair (min, max), got {value!r}")
-    lo, hi = (check_real(owner, name, v) for v in value)
-    if not (0 < lo <= hi) or math.isinf(hi):
-        raise ValueError(f"{owner}: expected {name} to be (min, max) with 0 < min <= max, got {value!r}")
-    return float(lo), float(hi)
-
-
-class RandomResizedCrop(GeometricTransform):
-    """torchvision v2's ``RandomResizedCrop``: a window of random area (`scale` of the image) and
-    aspect ratio (`ratio`, drawn log-uniform), resized to `size`, for every image, video, mask,
-    bounding boxes and key points of the sample.
-
-    The draw is torchvision's algorithm (10 tries, then the central crop of the nearest allowed
-    ratio) on fastprep's counter generator: try k takes words 4k .. 4k+3 of the seed for the area,
-    the ratio, the top and the left. The resize is torch's ``interpolate`` on the window only,
-    in torchvision's calls: bilinear with `antialias` (torchvision's default True) for images,
-    uint8 kept where torchvision keeps it (CPUs with AVX2/AVX512), nearest for masks; so on a CPU
-    the result equals torchvision's resized_crop of the same window bit for bit.
-
-    Example:
-        >>> RandomResizedCrop(224)(torch.zeros(3, 480, 640, dtype=torch.uint8)).shape
-        torch.Size([3, 224, 224])
-    """
-
-    def __init__(self, size: int | tuple[int, int], scale: tuple[float, float] = (0.08, 1.0),
-                 ratio: tuple[float, float] = (3 / 4, 4 / 3), antialias: bool = True, layout: str = "CHW",
-                 generator: torch.Generator | None = None):
-        super().__init__(generator)
-        self.size = check_size("RandomResizedCrop", size)
-        self.scale = _check_range("RandomResizedCrop", "scale", scale)
-        self.ratio = _check_range("RandomResizedCrop", "ratio", ratio)
-        self.antialias = check_bool("RandomResizedCrop", "antialias", antialias)
-        self.layout = check_layout("RandomResizedCrop", layout)
-
-    def repr_args(self) -> dict[str, Any]:
-        args: dict[str, Any] = {"size": self.size, "scale": self.scale, "ratio": self.ratio}
-        if not self.antialias:
-            args["antialias"] = False
-        if self.layout != "CHW":
-            args["layout"] = self.layout
-        return args
-
-    def window(self, H: int, W: int, seed: int, flip: bool = False) -> Window:
-        area = H * W
-        log_lo, log_hi = math.log(self.ratio[0]), math.log(self.ratio[1])
-        for k in range(10):
-            target = area * (self.scale[0] + unit_float(word(seed, 4 * k)) * (self.scale[1] - self.scale[0]))
-            aspect = math.exp(log_lo + unit_float(word(seed, 4 * k + 1)) * (log_hi - log_lo))
-            w = int(round(math.sqrt(target * aspect)))
-            h = int(round(math.sqrt(target / aspect)))
-            if 0 < w <= W and 0 < h <= H:
-                top = counter_rng.uniform_below(word(seed, 4 * k + 2), H - h + 1)
-                left = counter_rng.uniform_below(word(seed, 4 * k + 3), W - w + 1)
-                return Window(top, left, h, w, flip=flip)
-        in_ratio = W / H
-        if in_ratio < self.ratio[0]:
-            w, h = W, int(round(W / self.ratio[0]))
-        elif in_ratio > self.ratio[1]:
-            h, w = H, int(round(H * self.ratio[1]))
-        else:
-            h, w = H, W
-        return Window((H - h) // 2, (W - w) // 2, h, w, flip=flip)
-
-    def cut(self, item: Item, win: Window, seed: int, H: int, W: int) -> Any:
-        if not item.dense:
-            return geometry_tv(item, win, "constant", H, W, resize=self.size)
-        window = crop_window_view(item, win, W)
-        out = resize_dense(window, self.size, item.kind, self.antialias)
-        return item.wrap(out.contiguous())
-
-
-class RandomHorizontalFlip(RandomTransform):
-    """Mirror the sample left to right with probability `p` (torchvision v2's ``RandomHorizontalFlip``):
-    images, videos and masks are reversed, boxes and key points mirrored by torchvision's kernels.
-    Flipped when ``unit_float(random_word(seed, 0)) < p``, one seed drawn per sample.
-
-    In :class:`Compose`, a flip followed by RandomCrop or RandomResizedCrop is not made on the whole
-    image: the crop reads the mirrored window and reverses it, the same bits as flipping first.
-    Images not flipped come back as CHW tensors (PIL and numpy converted, tensors as given).
-
-    Example:
-        >>> RandomHorizontalFlip(p=1.0)(torch.arange(3).view(1, 1, 3))
-        tensor([[[2, 1, 0]]])
-    """
-
-    def __init__(self, p: float = 0.5, layout: str = "CHW", generator: torch.Generator | None = None):
-        super().__init__(generator)
-        self.p = check_real("RandomHorizontalFlip", "p", p)
-        if not 0 <= self.p <= 1:
-            raise ValueError(f"RandomHorizontalFlip: expected p to be in [0, 1], got {p!r}")
-        self.layout = check_layout("RandomHorizontalFlip", layout)
-
-    fusion_role = "hflip"
-
-    def repr_args(self) -> dict[str, Any]:
-        return {"p": self.p} | ({"layout": self.layout} if self.layout != "CHW" else {})
-
-    def make_params(self, seed: Any) -> Any:
-        """Whether the sample of `seed` flips (a bool array for an array of seeds)."""
-        return unit_float(word(seed, 0)) < self.p
-
-    def transform(self, sample: Any) -> Any:
-        s = Sample(sample, self.layout, GEOMETRY, self)
-        flip = bool(self.make_params(self.draw()))
-        outs = {}
-        with error_context(self, describe_sample(s)):
-            H, W = s.size()
-            win = Window(0, 0, H, W, flip=True)
-            for item in s.items:
-                if not flip:
-                    as_given = isinstance(item.value, torch.Tensor) and item.layout == "CHW"
-                    if item.kind == "image" and not as_given:  # PIL, numpy, HWC: CHW as always
-                        outs[item.index] = chw(read_region(item, 0, H, 0, W), item.layout)
-                    continue
-                if item.dense:
-                    outs[item.index] = item.wrap(crop_dense(item, win, "constant", 0))
-                else:
-                    outs[item.index] = geometry_tv(item, win, "constant", H, W)
-        return s.rebuild(outs)

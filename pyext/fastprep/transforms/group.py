@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from fastprep.rng import draw_seeds
+from fastprep.rng import SampleStream, draw_seeds
 from fastprep.transforms.base import describe_sample
 from fastprep.transforms.fused import FOLDS, FusedRun, Fusion, Geometry
 from fastprep.transforms.inputs import CONTEXT_ERRORS, hw, hwc_tensor, in_context
@@ -24,18 +24,18 @@ class FusedGroup:
         self.steps, self.fusion = steps, fusion
         self.random = [s for s in steps if hasattr(s, "draw")]  # one seed each, in the steps' order
         self.roles = {s.fusion_role: s for s in steps}
-        # The step that cuts the window (RandomCrop; a RandomResizedCrop for a resizing row): its
-        # layout reads the image, its errors name the transform, it cuts the sample's masks and boxes.
-        self.crop = self.roles[fusion.window]
+        # The step that cuts the window (RandomCrop; RandomResizedCrop or Resize for a resizing
+        # row): its layout reads the image, its errors name the transform.
+        windows = fusion.window.split("|")
+        self.crop = next(s for s in steps if s.fusion_role in windows)
         self.layout = self.crop.layout  # a flip in front reads the image as the crop does (FlipIntoCrop)
-        self.fits = getattr(self.crop, "fits", None)  # (H, W) -> whether the window fits the image
-        # (fold, step, its column of seeds) for the geometric steps, in order
-        self.folds = [(FOLDS[s.fusion_role], s, self.random.index(s)) for s in steps if s.fusion_role in FOLDS]
+        # (fold, step, its column of seeds or None: not random) for the geometric steps, in order
+        self.folds = [(FOLDS[s.fusion_role], s, _index(self.random, s)) for s in steps if s.fusion_role in FOLDS]
         self.seed_roles = [(s.fusion_role, k) for k, s in enumerate(self.random)]
         self.out_dtype = fusion.out_dtype(self)
         self.unfused = unfused  # the steps one by one: what a sample the op does not take runs
         # Every draw comes from the sample's stream (no step has a generator of its own): a chunk's
-        # draws can be made for all its samples at once.
+        # draws can be made for all its samples at once, and replayed.
         self.vectorised = all(s.generator is None for s in self.random)
 
     def takes(self, item: Item, t: torch.Tensor | None = None) -> bool:
@@ -53,80 +53,103 @@ class FusedGroup:
 
     def geometry(self, seeds: list[Any], H: Any, W: Any) -> Geometry:
         """The read the steps' draws make of an H x W image: ints, or arrays (one per sample)."""
-        if type(H) is int and self.fits is not None and not self.fits(H, W):
-            self.crop.check_fits(H, W)  # one sample: the crop's own error (a chunk leaves such images out)
         g = Geometry(H, W)
         for fold, step, k in self.folds:
-            fold(step, seeds[k], g)
+            fold(step, None if k is None else seeds[k], g)
         return g
 
+    def replay(self, sample: Any, seeds: list[int]) -> Any:
+        """The steps one by one on `sample`, with the seeds drawn already (vectorised groups)."""
+        with SampleStream(0, seeds):
+            return self.unfused(sample)
+
     def __call__(self, sample: Any) -> Any:
-        """One sample (Compose): the op into a fresh output, the sample's other items cut at its read."""
+        """One sample (Compose): the op into a fresh output; the sample's masks, boxes and key points
+        through the steps one by one with the same draws."""
         found, s = plain_pixels(sample, self.layout), None
         if found is None or not self.fusion.takes_pixels(self, *found):
             s = Sample(sample, self.layout, GEOMETRY)
             item = self.image(s)
-            if item is None:
+            if item is None or (len(s.items) > 1 and not self.vectorised):
                 return self.unfused(sample)
             found = (None, "HWC") if item.windowed else (item.tensor(), item.layout)
         t, layout = found
-        seeds = draw_seeds(len(self.random)) if self.vectorised else [step.draw() for step in self.random]
+        seeds: list[int] = []
         try:
             H, W = s.size() if s is not None else hw(t, layout)
-            g = self.geometry(seeds, H, W)
-            run = FusedRun(0, layout, [None if s is None else item], [sample], [t],
-                           ([g.top], [g.left], [g.height], [g.width]), [g.hflip],
-                           {role: [seeds[k]] for role, k in self.seed_roles}, g.out_size)
-            out = torch.empty(1, 3, *run.out_size, dtype=self.out_dtype)
-            self.fusion.run(self, run, out)
+            # A crop that does not fit runs as the steps (its error, or padding): a group whose draws
+            # cannot be replayed decides before drawing (fitting does not depend on the draws).
+            fits = self.vectorised or self.geometry([0] * len(self.random), H, W).fits
+            if fits:
+                seeds = draw_seeds(len(self.random)) if self.vectorised else [step.draw() for step in self.random]
+                g = self.geometry(seeds, H, W)
+                fits = g.fits
+            if fits:
+                out = self._run(g, layout, None if s is None else item, sample, t, seeds)
         except CONTEXT_ERRORS as exc:
             new = in_context(self.crop, describe_sample(s or Sample(sample, self.layout, GEOMETRY)), exc)
             if new is exc:
                 raise
             raise new from exc
+        if not fits:
+            return self.replay(sample, seeds) if seeds else self.unfused(sample)
         if s is None:
             return out[0]  # a plain array or tensor: no type to keep, nothing else to cut
         outs = {item.index: item.wrap(out[0])}
-        if len(s.items) > 1:
-            win, crop_seed = g.window(W), seeds[self.random.index(self.crop)]
-            for other in s.items:
-                if other is not item:
-                    outs[other.index] = self.crop.cut(other, win, crop_seed, H, W)
+        others = [other for other in s.items if other is not item]
+        if others:  # masks, boxes, key points: a tuple of tv_tensors, whatever the sample's structure
+            outs.update(zip((o.index for o in others), self.replay(tuple(o.value for o in others), seeds)))
         return s.rebuild(outs)
+
+    def _run(self, g: Geometry, layout: str, item: Item | None, sample: Any, t: torch.Tensor | None,
+             seeds: list[int]) -> torch.Tensor:
+        """The op on one sample into a fresh [1, 3, h, w] output."""
+        run = FusedRun(0, layout, [item], [sample], [t], ([g.top], [g.left], [g.height], [g.width]),
+                       ([g.hflip], [g.vflip]), ([g.resized_height], [g.resized_width], [g.out_top], [g.out_left]),
+                       {role: [seeds[k]] for role, k in self.seed_roles}, (g.out_height, g.out_width))
+        out = torch.empty(1, 3, *run.out_size, dtype=self.out_dtype)
+        self.fusion.run(self, run, out)
+        return out
 
     def batch(self, raws: list[Any], draws: np.ndarray) -> list[FusedRun]:
         """The runs of consecutive items of a chunk the op takes, their parameters drawn at once:
         `draws` holds each item's seeds (seeded_draws of its item seed, one column per random
-        step). Items it does not take (another structure, dtype or size) are left out: run them
-        one by one through the plan, under the same seeds."""
-        picked, found, sizes = [], [], []
+        step). Items it does not take (another structure, dtype or size, a crop that does not fit)
+        are left out: run them one by one through the plan, under the same seeds."""
+        found, index = [], []
         kind = None
         for j, raw in enumerate(raws):
             image, kind = self.loader_image(raw, kind)
             if image is not None:
-                item, t, layout = image
-                H, W = item.size() if t is None else hw(t, layout)
-                if self.fits is None or self.fits(H, W):
-                    picked.append(j)
-                    found.append(image)
-                    sizes.append((H, W))
-        if not picked:
+                found.append(image)
+                index.append(j)
+        if not found:
             return []
-        hw_ = np.array(sizes, dtype=np.int64)
-        chosen = draws[picked]
-        seeds = [chosen[:, k].view(np.uint64) for k in range(chosen.shape[1])]
-        g = self.geometry(seeds, hw_[:, 0], hw_[:, 1])
-        by_role = [(role, chosen[:, k].tolist()) for role, k in self.seed_roles]
-        m = len(picked)
-        tops, lefts, flips = g.top.tolist(), g.left.tolist(), g.hflip.tolist()
-        heights, widths = ([v] * m if type(v) is int else v.tolist() for v in (g.height, g.width))
+        sizes = np.array([item.size() if t is None else hw(t, layout) for item, t, layout in found], dtype=np.int64)
+        chosen = draws[index]
+        g = self.geometry([chosen[:, k].view(np.uint64) for k in range(chosen.shape[1])], sizes[:, 0], sizes[:, 1])
+        keep = np.flatnonzero(np.broadcast_to(g.fits, len(found)))
+        if not len(keep):
+            return []
+
+        def column(v: Any) -> list:
+            return np.broadcast_to(v, len(found))[keep].tolist()
+
+        tops, lefts, heights, widths, hflips, vflips, rh, rw, ot, ol, oh, ow = map(column, (
+            g.top, g.left, g.height, g.width, g.hflip, g.vflip, g.resized_height, g.resized_width, g.out_top,
+            g.out_left, g.out_height, g.out_width))
+        by_role = [(role, chosen[keep, k].tolist()) for role, k in self.seed_roles]
+        picked, found = [index[i] for i in keep], [found[i] for i in keep]
         runs, a = [], 0
-        for b in range(1, len(picked) + 1):  # cut where the items stop being consecutive or change layout
-            if b < len(picked) and picked[b] == picked[b - 1] + 1 and found[b][2] == found[a][2]:
+        for b in range(1, len(picked) + 1):  # cut where items stop being consecutive, change layout or output size
+            if b < len(picked) and picked[b] == picked[b - 1] + 1 and found[b][2] == found[a][2] and \
+                    (oh[b], ow[b]) == (oh[a], ow[a]):
                 continue
-            runs.append(FusedRun(picked[a], found[a][2], [f[0] for f in found[a:b]], [raws[j] for j in picked[a:b]],
-                                 [f[1] for f in found[a:b]], (tops[a:b], lefts[a:b], heights[a:b], widths[a:b]),
-                                 flips[a:b], {role: v[a:b] for role, v in by_role}, g.out_size))
+            cut = slice(a, b)
+            runs.append(FusedRun(picked[a], found[a][2], [f[0] for f in found[cut]], [raws[j] for j in picked[cut]],
+                                 [f[1] for f in found[cut]], (tops[cut], lefts[cut], heights[cut], widths[cut]),
+                                 (hflips[cut], vflips[cut]), (rh[cut], rw[cut], ot[cut], ol[cut]),
+                                 {role: v[cut] for role, v in by_role}, (oh[a], ow[a])))
             a = b
         return runs
 
@@ -168,6 +191,11 @@ def plain_pixels(x: Any, layout: str) -> tuple[torch.Tensor, str] | None:
     if type(x) is np.ndarray:
         return (hwc_tensor(x), "HWC") if x.ndim == 3 and x.dtype.kind in "biuf" else None
     return (x, layout) if type(x) is torch.Tensor and x.dim() == 3 else None
+
+
+def _index(steps: list, step: Any) -> int | None:
+    """The step's position among the random steps (its seed's), None for a deterministic one."""
+    return next((k for k, s in enumerate(steps) if s is step), None)
 
 
 def _loaded(raw: Any) -> bool:

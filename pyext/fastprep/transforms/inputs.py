@@ -112,14 +112,14 @@ def check_layout(owner: str, layout: Any) -> str:
     return layout
 
 
-def _is_int(v: Any) -> bool:
+def is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def check_size(owner: str, size: Any) -> tuple[int, int]:
     """torchvision's size argument: an int, or a sequence of 1 or 2 ints (h, w), each >= 1."""
-    pair = [size] if _is_int(size) else size
-    if isinstance(pair, (tuple, list)) and len(pair) in (1, 2) and all(_is_int(v) and v >= 1 for v in pair):
+    pair = [size] if is_int(size) else size
+    if isinstance(pair, (tuple, list)) and len(pair) in (1, 2) and all(is_int(v) and v >= 1 for v in pair):
         return (int(pair[0]), int(pair[-1]))
     raise ValueError(f"{owner}: expected size to be an int >= 1 or a pair of them (h, w), got {size!r}")
 
@@ -129,8 +129,8 @@ def check_padding(owner: str, padding: Any) -> tuple[int, int, int, int]:
     pair (left/right, top/bottom) or 4 ints (left, top, right, bottom), each >= 0."""
     if padding is None:
         return (0, 0, 0, 0)
-    values = [padding] if _is_int(padding) else padding
-    if isinstance(values, (tuple, list)) and len(values) in (1, 2, 4) and all(_is_int(v) and v >= 0 for v in values):
+    values = [padding] if is_int(padding) else padding
+    if isinstance(values, (tuple, list)) and len(values) in (1, 2, 4) and all(is_int(v) and v >= 0 for v in values):
         v = [int(x) for x in values]
         return (v[0],) * 4 if len(v) == 1 else (v[0], v[1], v[0], v[1]) if len(v) == 2 else tuple(v)
     raise ValueError(f"{owner}: expected padding to be an int >= 0 or a sequence of 1, 2 or 4 of them "
@@ -138,6 +138,24 @@ def check_padding(owner: str, padding: Any) -> tuple[int, int, int, int]:
 
 
 PADDING_MODES = ("constant", "edge", "reflect", "symmetric")
+
+# torchvision's InterpolationMode values by PIL's integer constants (_interpolation_modes_from_int).
+_PIL_INTERPOLATION = {0: "nearest", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming", 1: "lanczos"}
+
+
+def check_interpolation(owner: str, value: Any, modes: tuple[str, ...]) -> str:
+    """torchvision's interpolation argument (an InterpolationMode, its string value, or PIL's int
+    constant) as its string, one of `modes` (the ones torch's interpolate runs on tensors)."""
+    mode = getattr(value, "value", value) if not isinstance(value, (str, int)) else value
+    if isinstance(mode, int) and not isinstance(mode, bool):
+        mode = _PIL_INTERPOLATION.get(mode, mode)
+    if mode in modes:
+        return mode
+    if mode in ("box", "hamming", "lanczos"):
+        raise ValueError(f"{owner}: interpolation {mode!r} is not supported: fastprep resizes with {list(modes)} "
+                         f"(torch's interpolate; PIL images are read as tensors); use torchvision's transform for it")
+    raise ValueError(f"{owner}: expected interpolation to be one of {list(modes)} (an InterpolationMode, its "
+                     f"string, or PIL's integer constant), got {value!r}")
 
 
 def check_fill(owner: str, fill: Any) -> Any:

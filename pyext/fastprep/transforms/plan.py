@@ -12,7 +12,7 @@ and flip) and calls the op with what was drawn. Compose does that per sample; th
 chunk, with every sample's seeds from one ``seeded_draws`` call and one op call into its batch
 slot (loader/apply.py).
 
-Adding a fused step (say RandomVerticalFlip): the transform gets a ``fusion_role`` and a
+Adding a fused step (as RandomVerticalFlip was): the transform gets a ``fusion_role`` and a
 ``make_params`` that takes ints and numpy arrays; its role goes into a row's pattern (fused.py,
 listed in :data:`FUSIONS` below) and, if it moves the read, into fused.py's Geometry and FOLDS;
 the op (ops/<family>.py, its kernels) takes the new parameter in the row's ``run``. Nothing in the
@@ -30,14 +30,16 @@ import torch
 
 from fastprep._tree import leaves
 from fastprep.transforms.base import Transform
-from fastprep.transforms.fused import CROP_MASK_YCBCR, Fusion
-from fastprep.transforms.geometry import RandomCrop, RandomHorizontalFlip, RandomResizedCrop
+from fastprep.transforms.flips import RandomHorizontalFlip
+from fastprep.transforms.fused import CROP_MASK_YCBCR, RESIZED_CROP, Fusion
+from fastprep.transforms.geometry import RandomCrop
 from fastprep.transforms.group import FusedGroup
 from fastprep.transforms.inputs import require_rgb
 from fastprep.transforms.pixels import RGBToYCbCr
+from fastprep.transforms.resized_crop import RandomResizedCrop
 from fastprep.transforms.sample import GEOMETRY, Sample, decode_jpeg_files
 
-FUSIONS: tuple[Fusion, ...] = (CROP_MASK_YCBCR,)
+FUSIONS: tuple[Fusion, ...] = (CROP_MASK_YCBCR, RESIZED_CROP)
 """The table: steps whose roles match a row's pattern (and its `valid`) run as its op."""
 
 

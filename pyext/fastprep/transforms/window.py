@@ -12,6 +12,7 @@ torchvision is imported), so they shift, clip and flip exactly as torchvision's.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import platform
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ import numpy as np
 import torch
 
 from fastprep.ops.crop import crop
+from fastprep.ops.resize import resized_crop
 from fastprep.transforms.inputs import hwc_tensor
 from fastprep.transforms.sample import Item
 
@@ -156,32 +158,51 @@ def crop_dense(item: Item, win: Window, mode: str, fill: Any) -> torch.Tensor:
     return out.flip(-1) if win.flip else out
 
 
-def _native_uint8_bilinear() -> bool:
+@functools.cache
+def native_uint8_bilinear() -> bool:
     # torchvision v2's resize_image keeps uint8 for bilinear on CPU only where torch has its
     # vectorised uint8 kernel (AVX2/AVX512, ARM); elsewhere it resizes in float32 and rounds.
     return torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512") or \
         platform.machine() in ("aarch64", "arm64")
 
 
-def resize_dense(x: torch.Tensor, size: tuple[int, int], kind: str, antialias: bool) -> torch.Tensor:
-    """torchvision v2's resize of an image (bilinear) or mask (nearest) in the same torch calls:
-    ``interpolate`` on [N, C, h, w], uint8 kept where torchvision keeps it, else float32 and back
-    with rounding. Only the window it is given is read."""
+INTERPOLATIONS = ("bilinear", "nearest", "nearest-exact", "bicubic")
+"""The modes torchvision v2 resizes tensors with (interpolate's); PIL-only ones are refused."""
+
+
+def op_resizes(t: torch.Tensor, mode: str) -> bool:
+    """Whether fastprep's resized_crop gives torchvision's resize of image `t`: uint8 bilinear on a
+    CPU where torchvision keeps uint8 (its bits are torch's uint8 resampler's, the op's)."""
+    return mode == "bilinear" and t.dtype == torch.uint8 and t.device.type == "cpu" and t.dim() in (3, 4) \
+        and native_uint8_bilinear()
+
+
+def resize_dense(x: torch.Tensor, size: tuple[int, int], kind: str, antialias: bool,
+                 mode: str = "bilinear") -> torch.Tensor:
+    """torchvision v2's resize of an image (`mode`) or mask (nearest), CHW (any strides): the op
+    where it gives torchvision's bits (op_resizes), else ``interpolate`` on [N, C, h, w] in
+    torchvision's calls: uint8 kept where torchvision keeps it, else float32 and back with rounding
+    (and bicubic's clamp). Only the window it is given is read."""
     if tuple(x.shape[-2:]) == tuple(size):
         return x
+    if kind != "mask" and op_resizes(x, mode):
+        h, w = x.shape[-2:]
+        return resized_crop(x, 0, 0, h, w, size[0], size[1], "CHW", antialias=antialias)
     squeeze = kind == "mask" and x.dim() < 3
     if squeeze:
         x = x.unsqueeze(0)
     shape = x.shape
-    mode = "nearest" if kind == "mask" else "bilinear"
+    mode = "nearest" if kind == "mask" else mode
+    nearest = mode in ("nearest", "nearest-exact")
     keep = x.dtype in (torch.float32, torch.float64) or (x.dtype == torch.uint8 and (
-        mode == "nearest" or (x.device.type == "cpu" and _native_uint8_bilinear())))
+        nearest or (x.device.type == "cpu" and (mode == "bicubic" or native_uint8_bilinear()))))
     y = x.reshape(-1, *shape[-3:])
     y = y if keep else y.to(torch.float32)
-    y = torch.nn.functional.interpolate(y, size=list(size), mode=mode,
-                                        align_corners=None if mode == "nearest" else False,
-                                        antialias=antialias and mode == "bilinear")
+    y = torch.nn.functional.interpolate(y, size=list(size), mode=mode, align_corners=None if nearest else False,
+                                        antialias=antialias and not nearest)
     if not keep:
+        if mode == "bicubic" and x.dtype == torch.uint8:
+            y = y.clamp_(min=0, max=255)
         if x.dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
             y = y.round_()
         y = y.to(x.dtype)
@@ -189,19 +210,31 @@ def resize_dense(x: torch.Tensor, size: tuple[int, int], kind: str, antialias: b
     return y.squeeze(0) if squeeze else y
 
 
-def crop_window_view(item: Item, win: Window, W: int) -> torch.Tensor:
-    """An in-image window of a dense item as a CHW view (a PIL image: only the window read); the
-    window of a flipped image is the mirrored window, reversed (a copy of the window only)."""
+def resize_region(item: Item, win: Window, W: int, size: tuple[int, int], antialias: bool,
+                  mode: str = "bilinear") -> torch.Tensor:
+    """An in-image window of a dense item (of its image flipped first, when win.flip), resized to
+    `size` as torchvision's resized_crop does (masks nearest), as a contiguous CHW tensor; only the
+    window is read (of a PIL image or WindowedImage too). The op where it gives torchvision's bits
+    (the window and its flip in one pass), else interpolate on the window."""
     w2 = win.unflipped(W)
     region = read_region(item, w2.top, w2.top + w2.height, w2.left, w2.left + w2.width)
     view = region.movedim(-1, -3) if item.layout == "HWC" else region
-    return view.flip(-1) if win.flip else view
+    if item.kind != "mask" and tuple(view.shape[-2:]) != tuple(size) and op_resizes(view, mode):
+        return resized_crop(region, 0, 0, w2.height, w2.width, size[0], size[1], item.layout, hflip=win.flip,
+                            antialias=antialias)
+    view = view.flip(-1) if win.flip else view
+    return resize_dense(view, size, item.kind, antialias, mode).contiguous()
+
+
+def tv_functional() -> Any:
+    """torchvision.transforms.v2.functional: imported already wherever boxes or key points exist."""
+    return importlib.import_module("torchvision.transforms.v2.functional")
 
 
 def geometry_tv(item: Item, win: Window, mode: str, H: int, W: int, resize: tuple[int, int] | None = None) -> Any:
     """Bounding boxes or key points through torchvision's functional kernels, in torchvision v2's
     order: flip, pad, crop (or resized crop)."""
-    F = importlib.import_module("torchvision.transforms.v2.functional")
+    F = tv_functional()
     x = item.value
     if win.flip:
         x = F.horizontal_flip(x)

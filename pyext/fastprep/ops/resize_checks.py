@@ -1,0 +1,167 @@
+"""The checks of resized_crop / resized_crop_batch (ops/resize.py): csrc/ops/resize.cpp's, word for
+word, for the fake kernels, the torch-ops implementation and the Numba backend."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from fastprep.ops import checks
+
+
+def _check_window(op: str, v: checks.ImageView, top, left, height, width, suffix: str = "",
+                  image: str = "the image") -> None:
+    t, lf, h, w = ("top" + suffix, "left" + suffix, "height" + suffix, "width" + suffix)
+    for name, value in ((h, height), (w, width)):
+        if value <= 0:
+            checks.fail(op, ": expected ", name, " > 0, got ", name, "=", value)
+    for name, value in ((t, top), (lf, left)):
+        if value < 0:
+            checks.fail(op, ": expected ", name, " >= 0, got ", name, "=", value)
+    for a, av, b, bv, limit, what in ((t, top, h, height, v.h, "height"), (lf, left, w, width, v.w, "width")):
+        if av + bv > limit:
+            checks.fail(op, ": expected ", a, " + ", b, " <= ", limit, " (the ", what, " of ", image, "), got ", a, "=",
+                        av, ", ", b, "=", bv)
+
+
+def _per_channel(op: str, arg: str, values, c: int, nonzero: bool) -> list[float]:
+    n = len(values)
+    if n not in (1, c):
+        checks.fail(op, ": expected ", arg, " to have 1 or ", c, " values (one per channel), got ", n)
+    out = []
+    for i in range(c):
+        k = 0 if n == 1 else i
+        x, name = float(values[k]), f"{arg}[{k}]"
+        if not (math.isfinite(x) and abs(x) <= checks.FLOAT_MAX[torch.float32]):
+            checks.fail(op, ": expected ", name, " to be a finite float32 value, got ", name, "=", checks.fmt_float(x))
+        if nonzero and np.float32(x) == 0:
+            checks.fail(op, ": expected ", name, " to be nonzero in float32 (Normalize divides by it), got ", name, "=",
+                        checks.fmt_float(x))
+        out.append(float(np.float32(x)))
+    return out
+
+
+class OutputArgs(NamedTuple):
+    dtype: torch.dtype
+    mean: list[float] | None  # float32 values, one per channel
+    std: list[float] | None
+
+
+def check_output_args(op: str, odt, scale, mean, std, c: int) -> OutputArgs:
+    if odt not in checks.IMAGE_DTYPES:
+        checks.fail(op, ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or torch.bfloat16, got ",
+                    odt)
+    if odt == torch.uint8 and scale != 1.0:
+        checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", checks.fmt_float(scale))
+    if odt == torch.uint8 and (mean is not None or std is not None):
+        checks.fail(op, ": expected mean=None and std=None for a torch.uint8 output (Normalize needs a float output)")
+    checks.check_scale(op, scale)
+    if (mean is None) != (std is None):
+        checks.fail(op, ": expected mean and std together, got only ", "mean" if mean is not None else "std")
+    if mean is None:
+        return OutputArgs(odt, None, None)
+    return OutputArgs(odt, _per_channel(op, "mean", mean, c, False), _per_channel(op, "std", std, c, True))
+
+
+MAX_RESIZED = 1 << 24  # the largest resized size a placement takes (csrc/ops/resize.cpp's kMaxResized)
+
+
+class Placement(NamedTuple):
+    """Where an output lies in its resized window: rows [top, top + out_h), columns [left, left +
+    out_w) of the window resized to height x width; written upside down when `vflip`."""
+    height: int
+    width: int
+    top: int
+    left: int
+    vflip: bool
+
+
+def check_placement(op: str, resized_h, resized_w, top, left, out_h: int, out_w: int, vflip, suffix: str = "",
+                    batch: bool = False) -> Placement:
+    """The placement from the op's arguments; a resized size of 0 is the output's."""
+    rh, rw = ("resized_heights" + suffix, "resized_widths" + suffix) if batch else ("resized_height", "resized_width")
+    ot, ol = ("out_tops" + suffix, "out_lefts" + suffix) if batch else ("out_top", "out_left")
+    oh, ow = ("out's height", "out's width") if batch else ("out_height", "out_width")
+    for name, value in ((rh, resized_h), (rw, resized_w)):
+        if value < 0:
+            checks.fail(op, ": expected ", name, " >= 0 (0: the output's), got ", name, "=", value)
+    for name, value, what in ((rh, resized_h, "row"), (rw, resized_w, "column")):  # weight tables computed whole
+        if value > MAX_RESIZED:
+            checks.fail(op, ": expected ", name, " <= ", MAX_RESIZED, " (the resize's weights are computed for every ",
+                        what, "), got ", name, "=", value)
+    for name, value in ((ot, top), (ol, left)):
+        if value < 0:
+            checks.fail(op, ": expected ", name, " >= 0, got ", name, "=", value)
+    p = Placement(resized_h or out_h, resized_w or out_w, top, left, bool(vflip))
+    for a, av, b, bv, r, limit in ((ot, top, oh, out_h, rh, p.height), (ol, left, ow, out_w, rw, p.width)):
+        if av + bv > limit:
+            checks.fail(op, ": expected ", a, " + ", b, " <= ", r, " (", limit, "), got ", a, "=", av, ", ", b, "=", bv)
+    return p
+
+
+def out_shape(v: checks.ImageView, out_height: int, out_width: int) -> list[int]:
+    return ([v.n] if v.batched else []) + [v.c, out_height, out_width]
+
+
+def check_resized_crop(img, top, left, height, width, out_height, out_width, layout, out_dtype, scale, mean, std,
+                       vflip=False, resized_height=0, resized_width=0, out_top=0, out_left=0):
+    """Returns (ImageView, OutputArgs, Placement)."""
+    op = "resized_crop"
+    checks.check_tensor(op, "img", img)
+    checks.check_dtype(op, "img", img, torch.uint8)
+    v = checks.image_view(op, "img", img, checks.parse_layout(op, layout))
+    _check_window(op, v, top, left, height, width)
+    for name, value in (("out_height", out_height), ("out_width", out_width)):
+        if value <= 0:
+            checks.fail(op, ": expected ", name, " > 0, got ", name, "=", value)
+    a = check_output_args(op, torch.uint8 if out_dtype is None else out_dtype, scale, mean, std, v.c)
+    p = check_placement(op, resized_height, resized_width, out_top, out_left, out_height, out_width, vflip)
+    checks.check_output_bytes(op, out_shape(v, out_height, out_width), a.dtype,
+                              lambda: f"out_height={out_height}, out_width={out_width}")
+    return v, a, p
+
+
+def check_resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout, hflips, scale, mean, std, vflips=None,
+                             resized_heights=None, resized_widths=None, out_tops=None, out_lefts=None):
+    """Returns (each image's ImageView, OutputArgs, each image's Placement)."""
+    op = "resized_crop_batch"
+    checks.check_tensor(op, "out", out)
+    hwc = checks.parse_layout(op, layout)
+    checks.check_image_dtype(op, "out", out)
+    n = len(imgs)
+    if out.dim() != 4 or not out.is_contiguous() or out.shape[0] != n:
+        checks.fail(op, ": expected out to be a contiguous [", n, ", C, out_height, out_width] tensor (one image per "
+                    "input), got ", list(out.shape), "" if out.is_contiguous() else " (not contiguous)")
+    c, out_h, out_w = out.shape[1:]
+    if out_h <= 0 or out_w <= 0:
+        checks.fail(op, ": expected out's height and width > 0, got out of shape ", list(out.shape))
+    for name, values in (("tops", tops), ("lefts", lefts), ("heights", heights), ("widths", widths)):
+        if len(values) != n:
+            checks.fail(op, ": expected ", name, " to have one value per image (", n, "), got ", len(values))
+    optional = (("hflips", hflips), ("vflips", vflips), ("resized_heights", resized_heights),
+                ("resized_widths", resized_widths), ("out_tops", out_tops), ("out_lefts", out_lefts))
+    for name, values in optional:
+        if values is not None and len(values) != n:
+            checks.fail(op, ": expected ", name, " to have one value per image (", n, "), got ", len(values))
+    a = check_output_args(op, out.dtype, scale, mean, std, c)
+    at = lambda values, i: values[i] if values is not None else 0  # noqa: E731
+    views, placements = [], []
+    for i, img in enumerate(imgs):  # nothing read may share memory with what is written
+        arg = f"imgs[{i}]"
+        checks.check_tensor(op, arg, img)
+        checks.check_same_device(op, arg, img, "out", out)
+        checks.check_dtype(op, arg, img, torch.uint8)
+        if img.dim() != 3:
+            checks.fail(op, ": expected ", arg, " to be a 3-D ", "[H, W, C]" if hwc else "[C, H, W]",
+                        " image, got a ", img.dim(), "-D tensor")
+        views.append(checks.image_view(op, arg, img, hwc))
+        if views[-1].c != c:
+            checks.fail(op, ": expected ", arg, " to have ", c, " channels (as out), got ", views[-1].c)
+        _check_window(op, views[-1], tops[i], lefts[i], heights[i], widths[i], f"s[{i}]", arg)
+        placements.append(check_placement(op, at(resized_heights, i), at(resized_widths, i), at(out_tops, i),
+                                          at(out_lefts, i), out_h, out_w, at(vflips, i), f"[{i}]", True))
+        checks.check_no_overlap(op, "out", out, arg, img)
+    return views, a, placements

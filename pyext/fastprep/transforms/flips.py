@@ -1,0 +1,93 @@
+"""RandomHorizontalFlip and RandomVerticalFlip: mirror every image, video, mask, bounding boxes and
+key points of a sample, with one draw per sample. In a fused group a flip is no pass of its own:
+the op reads the window's columns right to left, or writes its rows bottom-up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from fastprep.args import check_real
+from fastprep.transforms.base import RandomTransform, describe_sample, unit_float, word
+from fastprep.transforms.inputs import check_layout, chw, error_context
+from fastprep.transforms.sample import GEOMETRY, Item, Sample
+from fastprep.transforms.window import Window, crop_dense, geometry_tv, read_region, tv_functional
+
+
+class RandomFlip(RandomTransform):
+    """A flip with probability `p`: flipped when ``unit_float(random_word(seed, 0)) < p``, one seed
+    drawn per sample. Images not flipped come back as CHW tensors (PIL and numpy converted, tensors
+    as given)."""
+
+    def __init__(self, p: float = 0.5, layout: str = "CHW", generator: torch.Generator | None = None):
+        super().__init__(generator)
+        name = type(self).__name__
+        self.p = check_real(name, "p", p)
+        if not 0 <= self.p <= 1:
+            raise ValueError(f"{name}: expected p to be in [0, 1], got {p!r}")
+        self.layout = check_layout(name, layout)
+
+    def repr_args(self) -> dict[str, Any]:
+        return {"p": self.p} | ({"layout": self.layout} if self.layout != "CHW" else {})
+
+    def make_params(self, seed: Any) -> Any:
+        """Whether the sample of `seed` flips (a bool array for an array of seeds)."""
+        return unit_float(word(seed, 0)) < self.p
+
+    def transform(self, sample: Any) -> Any:
+        s = Sample(sample, self.layout, GEOMETRY, self)
+        flip = bool(self.make_params(self.draw()))
+        outs = {}
+        with error_context(self, describe_sample(s)):
+            H, W = s.size()
+            for item in s.items:
+                if flip:
+                    outs[item.index] = self.flip(item, H, W)
+                elif item.kind == "image" and not (isinstance(item.value, torch.Tensor) and item.layout == "CHW"):
+                    outs[item.index] = chw(read_region(item, 0, H, 0, W), item.layout)  # PIL, numpy, HWC: CHW
+        return s.rebuild(outs)
+
+    def flip(self, item: Item, H: int, W: int) -> Any:
+        raise NotImplementedError
+
+
+class RandomHorizontalFlip(RandomFlip):
+    """Mirror the sample left to right with probability `p` (torchvision v2's ``RandomHorizontalFlip``):
+    images, videos and masks are reversed, boxes and key points mirrored by torchvision's kernels.
+
+    In :class:`Compose`, a flip followed by RandomCrop or RandomResizedCrop is not made on the whole
+    image: the crop reads the mirrored window and reverses it, the same bits as flipping first.
+
+    Example:
+        >>> RandomHorizontalFlip(p=1.0)(torch.arange(3).view(1, 1, 3))
+        tensor([[[2, 1, 0]]])
+    """
+
+    fusion_role = "hflip"
+
+    def flip(self, item: Item, H: int, W: int) -> Any:
+        win = Window(0, 0, H, W, flip=True)
+        if item.dense:
+            return item.wrap(crop_dense(item, win, "constant", 0))
+        return geometry_tv(item, win, "constant", H, W)
+
+
+class RandomVerticalFlip(RandomFlip):
+    """Turn the sample upside down with probability `p` (torchvision v2's ``RandomVerticalFlip``):
+    images, videos and masks have their rows reversed, boxes and key points are flipped by
+    torchvision's kernels. Fused with a resize (RandomResizedCrop, Resize) in :class:`Compose`: the
+    op writes the rows bottom-up, before or after the resize alike.
+
+    Example:
+        >>> RandomVerticalFlip(p=1.0)(torch.arange(3).view(1, 3, 1)).flatten()
+        tensor([2, 1, 0])
+    """
+
+    fusion_role = "vflip"
+
+    def flip(self, item: Item, H: int, W: int) -> Any:
+        if not item.dense:
+            return tv_functional().vertical_flip(item.value)
+        x = read_region(item, 0, H, 0, W)
+        return item.wrap(chw(x, item.layout).flip(-2).contiguous())
