@@ -110,7 +110,7 @@ class Loader:
         self.decode_on = None
         if decode_on is not None:  # the GPU decode split (loader/device_split.py): batches are made there
             self.decode_on = self.device = check_decode_on(decode_on, self.device)
-            check_splittable(self.plan, self.decode_on)
+            check_splittable(self.plan, decode_on)
         self.order = Order(dataset, self.batch_size, self.shuffle, sampler, self.drop_last)
         self._position = 0  # samples of this epoch the consumer received (state_dict)
         self._keys: list[int] | None = None  # the order being iterated (a sampler's pass)

@@ -85,7 +85,7 @@ def split_problem(plan: FusionPlan | None) -> str | None:
             f"(decode= makes float images on the device)")
 
 
-def check_splittable(plan: FusionPlan | None, decode_on: torch.device) -> None:
+def check_splittable(plan: FusionPlan | None, decode_on: Any) -> None:
     problem = split_problem(plan)
     if problem is not None:
         raise ValueError(f"Loader: decode_on={str(decode_on)!r} cannot split this transform: {problem}; or pass "
