@@ -167,10 +167,9 @@ class WindowJob(BatchJob):
             raise TypeError(f"Loader(decode_on=...): the plan read {type(run.sources[0]).__name__}s where it "
                             f"should have cut windows; the fused batch path changed under the split")
         h, w = run.size
-        rows = self.ring.masks(self.slot, h, w)
-        for k, seed in enumerate(run.seeds["mask"]):  # the fused op's mask of that seed (its definition)
-            rows[j + k].copy_(torch.ops.fastprep.random_dilated_mask.default([h, w], spec.p, seed, spec.structure,
-                                                                             1, True))
+        mask = torch.ops.fastprep.random_dilated_mask.default  # the fused op's mask of a seed (its definition)
+        torch.stack([mask([h, w], spec.p, seed, spec.structure, 1, True) for seed in run.seeds["mask"]],
+                    out=self.ring.masks(self.slot, h, w)[j:j + n])
         self.cuts[j:j + n] = run.sources
         self.hflips[j:j + n] = [bool(f) for f in run.hflips]
         self.size = (h, w)
