@@ -10,12 +10,21 @@ bf16 autocast, channels_last, SGD with momentum, batch 256) fed the target workl
   usual DataLoader       PIL/numpy -> usual transform, default_collate, pin_memory, num_workers=W
   fastprep DataLoader    fused transform, compact_collate, pin_memory, DevicePrefetcher(decode=True)
   fastprep.Loader t=N    fastprep.Loader(..., threads=N, device=..., decode=True)
+  ... t=N decode_on      the GPU decode split, Loader(..., decode_on=device): the threads cut each
+                         window's restart intervals out of the shard, nvJPEG decodes the batch and
+                         mask + YCbCr run on the device (source jpeg only; skipped without CUDA)
+
+Sources: pil / numpy are synthetic 1024^2 images in memory (no decode); jpeg is real files: FILES
+1024^2 q90 4:2:0 JPEGs of a photo mosaic (scikit-image's photos, or synthetic pictures without it)
+read by the usual DataLoader with PIL, and as restart-indexed jpeg shards (fastprep.io.pack) by
+the Loader, which decodes each window in its threads, or (decode_on) on the device.
 
 Each level prints samples/s and its share of device-cached. On a GPU box (after
 benchmarks/gpu_check.sh has built fastprep against its torch):
 
     python benchmarks/gpu_feed.py --json gpu_feed.json              # both models, every level
     python benchmarks/gpu_feed.py --model resnet50 --threads 8,16 --sources numpy
+    python benchmarks/gpu_feed.py --model tiny --sources jpeg       # the split against the threads' decode
 
 and, with no GPU and no torchvision, a smoke run on a tiny conv net:
 
@@ -41,6 +50,8 @@ from fastprep import transforms as T
 from fastprep.tools import pipelines
 
 MODELS = {"resnet18": "ResNet-18", "resnet50": "ResNet-50", "tiny": "TinyNet (fastprep.tools.demo_model)"}
+SOURCES = ("pil", "numpy", "jpeg")
+FILES = 32  # JPEG files of the jpeg source (each sample a random 256^2 window of one)
 
 
 def _say(msg: str) -> None:
@@ -113,9 +124,50 @@ def _host_batch(transform: Callable, collate: Callable, batch_size: int, pin: bo
     return tuple(t.pin_memory() if pin else t for t in batch)  # default_collate's [images, labels]
 
 
+def _fused_transform() -> T.Compose:
+    return T.Compose([T.RandomCrop(pipelines.CROP, layout="HWC"), T.RandomDilatedMask(pipelines.P), T.RGBToYCbCr()])
+
+
+def split_unavailable(device: torch.device) -> str | None:
+    """Why the decode_on rows cannot run here (None: they can)."""
+    if device.type != "cuda":
+        return f"skipped: decode_on decodes on a CUDA device (nvJPEG through torchvision); --device is {device}"
+    try:
+        import torchvision.io  # noqa: F401, PLC0415
+    except (ImportError, RuntimeError, OSError) as exc:
+        return f"skipped: decode_on needs torchvision built for torch {torch.__version__} ({exc})"
+    return None
+
+
+def _jpeg_levels(device: torch.device, batch_size: int, workers: int, threads: list[int], warmup: int, length: int,
+                 files: Any) -> Iterator[tuple[str, str, Any]]:
+    """The jpeg source's levels: real files, decoded in the workers or threads, or by the device."""
+    from fastprep.tools.file_sources import FileImages  # noqa: PLC0415
+
+    pin = device.type == "cuda"
+
+    def usual_dl():
+        ds = FileImages(files, "folder", length, pipelines.usual_transform, pil=True)
+        dl = DataLoader(ds, batch_size, num_workers=workers, pin_memory=pin, drop_last=True)
+        return (tuple(t.to(device, non_blocking=True) for t in b) for b in dl), max(warmup, workers)
+
+    yield f"usual DataLoader w={workers}", "jpeg", usual_dl
+    skipped = split_unavailable(device)
+    for t in threads:
+        def loader(t=t, **split):
+            tf = _fused_transform()
+            ds = FileImages(files, "packed-jpeg", length, tf)
+            return iter(fastprep.Loader(ds, batch_size, transform=tf, threads=t, seed=0, drop_last=True,
+                                        device=device, decode=True, **split)), max(warmup, 3)
+
+        yield f"fastprep.Loader t={t}", "jpeg", loader
+        yield f"fastprep.Loader t={t} decode_on", "jpeg", skipped or (lambda t=t: loader(t, decode_on=device))
+
+
 def levels(device: torch.device, batch_size: int, workers: int, threads: list[int], sources: list[str],
-           warmup: int, steps: int) -> Iterator[tuple[str, str, Callable[[], tuple[Iterable[Any], int]]]]:
-    """(level, source, factory -> (batches on the device, warm-up steps)) in the order printed."""
+           warmup: int, steps: int, files: Any = None) -> Iterator[tuple[str, str, Any]]:
+    """(level, source, factory -> (batches on the device, warm-up steps), or a string: why the
+    level is skipped) in the order printed."""
     pin = device.type == "cuda"
     length = batch_size * (warmup + max(workers, 1) + steps + 4 * max(workers, 1) + 8)
     usual = _host_batch(pipelines.usual_transform, default_collate, batch_size, pin)
@@ -128,6 +180,9 @@ def levels(device: torch.device, batch_size: int, workers: int, threads: list[in
         _repeat(lambda: compact.to(device, non_blocking=True).decode()), warmup)
     skip = max(warmup, workers)
     for source in sources:
+        if source == "jpeg":
+            yield from _jpeg_levels(device, batch_size, workers, threads, warmup, length, files)
+            continue
         as_pil = source == "pil"
 
         def usual_dl(as_pil=as_pil):
@@ -146,8 +201,7 @@ def levels(device: torch.device, batch_size: int, workers: int, threads: list[in
         yield f"fastprep DataLoader w={workers}", source, fastprep_dl
         for t in threads:
             def loader(as_pil=as_pil, t=t):
-                tf = T.Compose([T.RandomCrop(pipelines.CROP, layout="HWC"), T.RandomDilatedMask(pipelines.P),
-                                T.RGBToYCbCr()])
+                tf = _fused_transform()
                 ds = pipelines.SyntheticImages(length, tf, pool=8, as_pil=as_pil)
                 return iter(fastprep.Loader(ds, batch_size, transform=tf, threads=t, seed=0, drop_last=True,
                                             device=device, decode=True)), max(warmup, 3)
@@ -168,36 +222,53 @@ def run(args: argparse.Namespace) -> dict:
         else [int(t) for t in args.threads.split(",")]
     sources = args.sources.split(",")
     torch.manual_seed(0)
+    files = None
+    if "jpeg" in sources:
+        from fastprep.tools.file_sources import FileSet  # noqa: PLC0415
+
+        _say(f"writing {FILES} 1024^2 JPEGs and packing them")
+        files = FileSet(FILES)
+        files.dataset("packed-jpeg")
     result = {"device": str(device), "device_name": torch.cuda.get_device_name(device) if device.type == "cuda"
               else "cpu", "torch": torch.__version__, "fastprep_backend": fastprep.backend(), "cores": cores,
               "batch_size": args.batch_size, "steps": args.steps, "warmup": args.warmup, "amp": "bf16",
-              "channels_last": True, "sources_are": "synthetic", "models": {}}
-    for name, model in built.items():
-        model = model.to(device, memory_format=torch.channels_last)
-        step = make_step(model, device, amp=True)
-        rows = []
-        for level, source, factory in levels(device, args.batch_size, workers, threads, sources, args.warmup,
-                                             args.steps):
-            _say(f"{MODELS[name]}: {level}, {source} sources")
-            batches, warm = factory()
-            rows.append({"level": level, "source": source,
-                         "samples_per_s": rate(batches, step, device, args.batch_size, warm, args.steps)})
-        ceiling = rows[0]["samples_per_s"]
-        for r in rows:
-            r["of_device_cached"] = r["samples_per_s"] / ceiling
-        result["models"][name] = rows
+              "channels_last": True, "sources_are": "pil, numpy: synthetic in memory; jpeg: real JPEG files",
+              "models": {}}
+    try:
+        for name, model in built.items():
+            model = model.to(device, memory_format=torch.channels_last)
+            step = make_step(model, device, amp=True)
+            rows = []
+            for level, source, factory in levels(device, args.batch_size, workers, threads, sources, args.warmup,
+                                                 args.steps, files):
+                if isinstance(factory, str):
+                    _say(f"{MODELS[name]}: {level}, {source} sources: {factory}")
+                    rows.append({"level": level, "source": source, "samples_per_s": None, "skipped": factory})
+                    continue
+                _say(f"{MODELS[name]}: {level}, {source} sources")
+                batches, warm = factory()
+                rows.append({"level": level, "source": source,
+                             "samples_per_s": rate(batches, step, device, args.batch_size, warm, args.steps)})
+            ceiling = rows[0]["samples_per_s"]
+            for r in rows:
+                r["of_device_cached"] = None if r["samples_per_s"] is None else r["samples_per_s"] / ceiling
+            result["models"][name] = rows
+    finally:
+        if files is not None:
+            files.close()
     return result
 
 
 def table(result: dict) -> str:
     lines = [f"gpu_feed: {result['device_name']}, torch {result['torch']}, {result['cores']} cores, batch "
-             f"{result['batch_size']}, bf16 autocast, channels_last, SGD; SYNTHETIC sources; "
-             f"{result['steps']} timed steps per level"]
+             f"{result['batch_size']}, bf16 autocast, channels_last, SGD; pil/numpy: SYNTHETIC sources in memory, "
+             f"jpeg: JPEG files; {result['steps']} timed steps per level"]
     for name, rows in result["models"].items():
         lines += ["", f"{MODELS[name]:<36}{'source':<8}{'samples/s':>11}{'of device-cached':>18}"]
-        lines += [f"{r['level']:<36}{r['source']:<8}{r['samples_per_s']:>11,.0f}{r['of_device_cached']:>17.0%}"
-                  for r in rows]
-    lines += ["", "w=N: DataLoader num_workers; t=N: fastprep.Loader threads in the training process"]
+        lines += [f"{r['level']:<36}{r['source']:<8}" + (f"  {r['skipped']}" if r["samples_per_s"] is None else
+                  f"{r['samples_per_s']:>11,.0f}{r['of_device_cached']:>17.0%}") for r in rows]
+    lines += ["", "w=N: DataLoader num_workers; t=N: fastprep.Loader threads in the training process; decode_on: "
+              "the threads cut JPEG windows, the device decodes them (nvJPEG)"]
     return "\n".join(lines)
 
 
@@ -210,11 +281,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first (at least num_workers for loaders)")
     p.add_argument("--workers", type=int, help="DataLoader num_workers (default: every core)")
     p.add_argument("--threads", help="comma-separated Loader threads (default 1, 2, 4, ... up to every core)")
-    p.add_argument("--sources", default="pil,numpy", help="source kinds for the loader levels: pil,numpy")
+    p.add_argument("--sources", default=",".join(SOURCES), help=f"source kinds for the loader levels: {','.join(SOURCES)}")
     p.add_argument("--json", help="write the results here")
     args = p.parse_args(argv)
-    if any(s not in ("pil", "numpy") for s in args.sources.split(",")):
-        raise SystemExit(f"gpu_feed: expected --sources among pil, numpy, got {args.sources!r}")
+    if any(s not in SOURCES for s in args.sources.split(",")):
+        raise SystemExit(f"gpu_feed: expected --sources among {', '.join(SOURCES)}, got {args.sources!r}")
     result = run(args)
     print(table(result))
     if args.json:

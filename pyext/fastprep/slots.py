@@ -223,6 +223,14 @@ class BatchJob:
         return self.ring.storage(self.slot)[0][a:b]
 
     def batch(self) -> CompactBatch:
+        return CompactBatch(self.data(), self.ring.layout, pool=self.slot_return())
+
+    def slot_return(self) -> _SlotReturn:
+        """The pool of a batch in this job's slot: releasing the batch gives the slot back to the ring."""
+        return _SlotReturn(self.ring, self.slot)
+
+    def data(self) -> Any:
+        """The batch's fields in the samples' structure: the slot's rows and the collated columns."""
         ring, n = self.ring, len(self.indices)
         storage = ring.storage(self.slot)
         out = []
@@ -234,5 +242,4 @@ class BatchJob:
             column, _ = ring.collate.collate_field(self._columns[k], f"field {k}", field.leaf.role)
             out.append(column.pin_memory() if ring.pin and isinstance(column, torch.Tensor) else column)
         it = iter(out)
-        data = tree_map(lambda _: next(it), ring.structure)
-        return CompactBatch(data, ring.layout, pool=_SlotReturn(ring, self.slot))
+        return tree_map(lambda _: next(it), ring.structure)

@@ -7,7 +7,8 @@ from typing import Any
 
 import torch
 
-from fastprep.io.jpeg import as_bytes, check_image_args, decode_jpeg, read_jpeg_header
+from fastprep.io.jpeg import as_bytes, check_crop, check_image_args, decode_jpeg, read_jpeg_header
+from fastprep.io.packed_items import WindowCut
 from fastprep.io.windowed import WindowedImage
 from fastprep.ops.crop import random_crop_params
 
@@ -49,6 +50,15 @@ class JpegFile(WindowedImage):
         """The image, or its window `crop` = (top, left, height, width), as a uint8 tensor."""
         return decode_jpeg(self.data, crop=crop, mode=self.mode, layout=layout or self.layout, out=out,
                            strict=self.strict, name=self.name)
+
+    def cut(self, crop: tuple[int, int, int, int] | None = None) -> WindowCut:
+        """The window `crop` for a device decoder (``Loader(decode_on=...)``, :func:`decode_window_batch`):
+        a file has no restart index to cut by, so this is the whole file and the window's place in
+        it (no copy); the device decodes all of it. Pack the files (``python -m fastprep pack``) to
+        hand it only the window's restart intervals (:meth:`PackedJpeg.cut`)."""
+        top, left, h, w = check_crop("JpegFile.cut", crop, self.height, self.width)
+        data = self.data if isinstance(self.data, (bytes, bytearray, memoryview)) else memoryview(self.data)
+        return WindowCut(data, top, left, h, w)
 
     def random_crop(self, height: int, width: int, seed: int, *, layout: str | None = None,
                     out: torch.Tensor | None = None) -> torch.Tensor:

@@ -18,8 +18,9 @@ from fastprep.ops.color import rgb_to_ycbcr
 
 
 class WindowCut(NamedTuple):
-    """The JPEG of the restart intervals covering a window, and the window's place in it: decoding
-    `data` and cropping (top, left, height, width) gives the window's bits (CPU decoder)."""
+    """The JPEG of the restart intervals covering a window (:meth:`PackedJpeg.cut`; a
+    :meth:`JpegFile.cut`'s is the whole file), and the window's place in it: decoding `data` and
+    cropping (top, left, height, width) gives the window's bits (CPU decoder)."""
 
     data: bytes
     top: int

@@ -30,6 +30,8 @@ GLOBAL_RNG = threading.Lock()
 class ChunkRunner:
     """Runs chunks of batches: `plan` (None: the items as loaded) over `dataset`'s items."""
 
+    job_type = BatchJob  # what a batch in flight is (loader/device_split.py's holds window cuts)
+
     def __init__(self, dataset: Any, plan: FusionPlan | None, seed: int, epoch: int, deterministic: bool,
                  iterable: bool):
         self.dataset, self.plan, self.seed, self.epoch = dataset, plan, seed, epoch
@@ -80,17 +82,16 @@ class ChunkRunner:
                drawn: list[int]) -> set[int]:
         """The items the group's op takes, straight into the slot's image rows: one call per run
         of them. An item whose loading drew seeds goes item by item (its draws start later)."""
+        staged = self._staged(keys, raws, drawn)
         try:
-            runs = self.group.batch([r if not d else _SKIP for r, d in zip(raws, drawn)], draws)
+            runs = self.group.batch(staged, draws)
         except Exception as exc:
             raise SampleError(keys[0], "transform", self.key) from exc
         done = set()
         for run in runs:
             j0, n = run.start, len(run)
-            image = torch.empty(3, *run.out_size, dtype=self.group.out_dtype)
             try:
-                rows = job.image_rows(run.output_like(0, image), keys[j0], a + j0, a + j0 + n)
-                self.group.fusion.run(self.group, run, rows)
+                self._write_run(job, a + j0, keys[j0], run)
             except Exception as exc:
                 raise SampleError(keys[j0], "transform", self.key) from exc
             try:
@@ -101,6 +102,16 @@ class ChunkRunner:
                 raise SampleError(keys[j0], "batching", self.key) from exc
             done.update(range(j0, j0 + n))
         return done
+
+    def _staged(self, keys: list[int], raws: list[Any], drawn: list[int]) -> list[Any]:
+        """The items handed to the group's batch path (an item whose loading drew seeds is left out)."""
+        return [r if not d else _SKIP for r, d in zip(raws, drawn)]
+
+    def _write_run(self, job: BatchJob, j: int, key: int, run: Any) -> None:
+        """The op on a run of samples, straight into rows j, j + 1, ... of the slot's images."""
+        image = torch.empty(3, *run.out_size, dtype=self.group.out_dtype)
+        rows = job.image_rows(run.output_like(0, image), key, j, j + len(run))
+        self.group.fusion.run(self.group, run, rows)
 
     def _load(self, job: BatchJob, j: int, key: int) -> Any:
         if job.items is not None:

@@ -11,6 +11,7 @@ import numpy as np
 from torch.utils.data import Sampler
 
 from fastprep.args import check_bool, check_int
+from fastprep.loader.device_split import check_decode_on, check_splittable
 from fastprep.loader.iteration import Iteration
 from fastprep.loader.order import Order, saved_keys
 from fastprep.prefetch import check_device
@@ -60,6 +61,14 @@ class Loader:
         fields: ``{name: role}`` for the samples' top-level fields, as CompactCollate's `fields`.
         deterministic: run code that is not fastprep's one sample at a time with torch's generator
             seeded per sample (reproducible), instead of in parallel.
+        decode_on: the GPU decode split (docs/real-files.md): a device ("cuda") where each batch's
+            JPEG windows are decoded, for the fused crop -> mask -> YCbCr transform over items that
+            cut windows (PackedDataset's JPEG records; JpegFiles hand their whole file). The threads
+            draw the same parameters and cut each window's restart intervals out of the shard (no
+            decoding), the device decodes the batch (nvJPEG), flips, masks and converts it. Batches
+            are made on that device (`device` must be None or the same); "cpu" runs the CPU decoder
+            in the consumer's thread instead, with the bits of decode_on=None. A transform or item
+            the split cannot take is a ValueError naming it; nothing falls back to the threads.
 
     Example:
         >>> loader = Loader(dataset, 256, transform=train_tf, shuffle=True, device="cuda", decode=True)
@@ -72,7 +81,8 @@ class Loader:
     def __init__(self, dataset: Any, batch_size: int, *, transform: Any = None, shuffle: bool = False,
                  sampler: Sampler | Sequence[int] | None = None, drop_last: bool = False,
                  threads: int | None = None, device: Any = None, depth: int = 2, decode: Any = False,
-                 seed: int | None = None, fields: dict[Any, str] | None = None, deterministic: bool = False):
+                 seed: int | None = None, fields: dict[Any, str] | None = None, deterministic: bool = False,
+                 decode_on: Any = None):
         self.epoch = 0
         if isinstance(dataset, SeedByIndex):
             seed = dataset.seed if seed is None else seed
@@ -97,6 +107,10 @@ class Loader:
         self.decode = bool(decode) if isinstance(decode, np.bool_) else decode
         self.seed = draw_seed() if seed is None else seed_argument("Loader", "seed", seed)
         self.deterministic = check_bool("Loader", "deterministic", deterministic)
+        self.decode_on = None
+        if decode_on is not None:  # the GPU decode split (loader/device_split.py): batches are made there
+            self.decode_on = self.device = check_decode_on(decode_on, self.device)
+            check_splittable(self.plan, decode_on)
         self.order = Order(dataset, self.batch_size, self.shuffle, sampler, self.drop_last)
         self._position = 0  # samples of this epoch the consumer received (state_dict)
         self._keys: list[int] | None = None  # the order being iterated (a sampler's pass)

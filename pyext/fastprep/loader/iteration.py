@@ -15,6 +15,7 @@ from typing import Any
 from fastprep import slots
 from fastprep.batch import CompactBatch
 from fastprep.loader.apply import ChunkRunner
+from fastprep.loader.device_split import split_parts
 from fastprep.loader.pool import WorkerPool
 from fastprep.prefetch import DevicePrefetcher
 
@@ -48,10 +49,13 @@ class Iteration:
     def _start(self) -> Iterator[Any]:
         loader = self.loader
         cuda = loader.device is not None and loader.device.type == "cuda"
-        ring = slots.SlotRing(2 * loader.depth + 2 if cuda else loader.depth + 1, loader.batch_size, pin=cuda,
-                              fields=loader.fields)
-        runner = ChunkRunner(loader.dataset, loader.plan, loader.seed, loader.epoch, loader.deterministic,
-                             loader.order.iterable)
+        if loader.decode_on is not None:  # the threads cut windows, the device stage decodes them
+            ring, runner = split_parts(loader)
+        else:
+            ring = slots.SlotRing(2 * loader.depth + 2 if cuda else loader.depth + 1, loader.batch_size, pin=cuda,
+                                  fields=loader.fields)
+            runner = ChunkRunner(loader.dataset, loader.plan, loader.seed, loader.epoch, loader.deterministic,
+                                 loader.order.iterable)
         self._pool = WorkerPool(loader.threads)
         # Generators that do not hold this object: dropping it closes them (no reference cycle).
         host = _host(ring, runner, self._pool, loader.order.batches_from(self.keys, self.start), self._sizes)
@@ -86,7 +90,7 @@ def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: 
                 pending = False
                 break
             keys, items = nxt
-            job = slots.BatchJob(keys, ring, items)
+            job = runner.job_type(keys, ring, items)
             chunk = max(1, -(-len(keys) // pool.threads))
             for a in range(0, len(keys), chunk):
                 pool.submit(job, functools.partial(runner, job, a, min(a + chunk, len(keys)), pool.stopping))

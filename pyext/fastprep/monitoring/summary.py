@@ -21,7 +21,8 @@ CHEAPER = ["fastprep's fused transforms: a transforms.Compose of RandomCrop, fli
            "decode less: fastprep.io.ImageFolder(roi=True) decodes only the crop, and after "
            "`python -m fastprep pack train/ train.packed` only the restart intervals it covers",
            "the GPU decode split: ship uint8 batches and convert them on the GPU (fastprep.Loader(device='cuda', "
-           "decode=True)), decode JPEG windows there (fastprep.io.decode_window_batch(cuts, device='cuda'))"]
+           "decode=True)), and decode JPEG windows there: fastprep.Loader(packed, ..., decode_on='cuda') leaves the "
+           "threads only cutting each window out of the shard (docs/real-files.md)"]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,251 @@
+"""The GPU decode split, ``Loader(..., decode_on=device)``: the threads cut, the device decodes.
+
+Decoding is ~97% of a real sample's CPU cost. With `decode_on`, the threads run the fused
+crop -> mask -> YCbCr pipeline's batch path with the same seeds and draws as without it, but
+where that path would decode each sample's window they cut its small JPEG out of the shard
+(:meth:`PackedJpeg.cut`: byte copies, no entropy decoding; a :class:`JpegFile` hands its whole
+bytes) and write the packed mask bits; the batch (a :class:`~fastprep.window_batch.WindowBatch`)
+holds the cuts, each window's place in its cut, the flips, the masks and the labels. The device
+stage (DevicePrefetcher, in the consumer's thread) decodes the cuts there in one batch, crops and
+flips the windows and applies mask + colour (``fastprep.mask_ycbcr``).
+
+Refused, when the Loader is made (and again when an epoch starts), naming the part: a transform
+that is not that one fused op (a step outside it would need the decoded pixels on the CPU), a step
+with its own generator; per sample, in the threads: an item that cannot cut a window (raw pixels,
+a decoded image, a dict sample), or one the fused op does not take. Nothing falls back to
+decoding in the threads: that would hide the very cost the split exists to move.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from fastprep._tree import tree_map
+from fastprep.io.packed_items import WindowCut
+from fastprep.io.windowed import WindowedImage
+from fastprep.loader.apply import ChunkRunner
+from fastprep.prefetch import check_device
+from fastprep.slots import BatchJob, SampleError, SlotRing
+from fastprep.transforms import FusionPlan
+from fastprep.window_batch import WindowBatch, WindowCuts
+
+STAGE = "the decode_on split"
+PIPELINE = ("RandomCrop(size) -> RandomDilatedMask(p) -> RGBToYCbCr(), with RandomHorizontalFlip() before or "
+            "after the crop if you like")
+PACK = "pack the images (python -m fastprep pack SRC DEST) and read them with fastprep.io.PackedDataset"
+
+
+def check_decode_on(decode_on: Any, device: torch.device | None) -> torch.device:
+    """`decode_on` as a device where the windows can be decoded (CUDA with torchvision, or "cpu":
+    the CPU decoder standing in for a device), matching `device` when one was given."""
+    dev = _resolved(check_device(f"Loader: decode_on={decode_on!r}:", decode_on))
+    if dev.type not in ("cuda", "cpu"):
+        raise ValueError(f"Loader: decode_on={decode_on!r}: the windows decode on a CUDA device (nvJPEG through "
+                         f"torchvision) or on 'cpu' (libjpeg-turbo standing in for a device); got {dev.type!r}")
+    if device is not None and _resolved(device) != dev:
+        raise ValueError(f"Loader: decode_on={decode_on!r} decodes the batches on {dev}, so they are made there; "
+                         f"device={str(device)!r} differs: pass device=None or the same device")
+    if dev.type == "cuda":
+        try:
+            from torchvision.io import decode_jpeg  # noqa: F401, PLC0415 (optional: the CUDA decoder)
+        except (ImportError, RuntimeError, OSError) as exc:
+            raise RuntimeError(f"Loader: decode_on={decode_on!r} decodes with torchvision.io.decode_jpeg (nvJPEG): "
+                               f"pip install torchvision built for torch {torch.__version__} ({exc})") from exc
+    return dev
+
+
+def _resolved(dev: torch.device) -> torch.device:
+    if dev.type == "cuda" and dev.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu") if dev.type == "cpu" else dev
+
+
+def split_problem(plan: FusionPlan | None) -> str | None:
+    """Why `plan` cannot run split (None: it can)."""
+    if plan is None:
+        return f"there is no transform; the split runs one fused op: transform=Compose([{PIPELINE}])"
+    group = plan.fused
+    if group is not None and group.fusion.op == "crop_mask_ycbcr_batch":
+        own = [s for s in group.random if s.generator is not None]
+        return None if not own else (f"{own[0]!r} has its own generator=; the split draws every sample's "
+                                     f"parameters from the sample's stream: drop generator=")
+    if group is not None:
+        return f"the transform runs as the fused op {group.fusion.op}, which has no device split (only {PIPELINE})"
+    fused = [seg for seg in plan.segments if getattr(seg, "fusion", None) is not None]
+    outside = [(k, s) for k, s in enumerate(plan.steps) if not any(s in seg.steps for seg in fused)]
+    shown = "; ".join(f"step {k}, {s!r}" + ("" if getattr(s, "fusion_role", None) else
+                                             " (no part in a fused op: not fastprep's, padded, or other options)")
+                      for k, s in outside)
+    where = "run outside the fused op" if fused else "make no fused crop -> mask -> colour op"
+    return (f"{shown} {where}: they would need the decoded pixels on the CPU; the split runs {PIPELINE} "
+            f"(decode= makes float images on the device)")
+
+
+def check_splittable(plan: FusionPlan | None, decode_on: Any) -> None:
+    problem = split_problem(plan)
+    if problem is not None:
+        raise ValueError(f"Loader: decode_on={str(decode_on)!r} cannot split this transform: {problem}; or pass "
+                         f"decode_on=None to decode in the threads")
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    """What the device applies after decoding: the mask's p and structure, the colour step's dtype
+    and scale; `device`: where."""
+    p: float
+    structure: str
+    out_dtype: torch.dtype
+    scale: float
+    device: torch.device
+
+
+class _CutInsteadOfDecode(WindowedImage):
+    """A cuttable image (PackedJpeg, JpegFile) as the fused batch path sees it: the path reads each
+    sample's window with ``decode(crop)``, which here returns the window's cut instead of pixels
+    (the device decodes it). Only ever handed to FusionPlan's batch path by SplitRunner."""
+
+    __slots__ = ("image",)
+
+    def __init__(self, image: Any):
+        self.image = image
+
+    height = property(lambda self: self.image.height)
+    width = property(lambda self: self.image.width)
+    mode = property(lambda self: self.image.mode)
+    layout = property(lambda self: self.image.layout)
+    name = property(lambda self: self.image.name)
+
+    def decode(self, crop: tuple[int, int, int, int] | None = None, *, layout: str | None = None,
+               out: torch.Tensor | None = None) -> WindowCut:
+        return self.image.cut(crop)
+
+
+class WindowSlotRing(SlotRing):
+    """The Loader's slot ring for split batches: besides the other fields' storage (the image
+    field has none: its pixels are made on the device), each slot's packed masks, allocated on
+    the first write (pinned for a CUDA device)."""
+
+    def __init__(self, count: int, batch_size: int, pin: bool, fields: dict[Any, str] | None, spec: SplitSpec):
+        super().__init__(count, batch_size, pin, fields)
+        self.spec = spec
+        self._masks: list[torch.Tensor] = []
+        self._masks_lock = threading.Lock()
+
+    def masks(self, slot: int, height: int, width: int) -> torch.Tensor:
+        """Slot `slot`'s masks, ``[batch_size, height, ceil(width / 8)]`` uint8."""
+        if not self._masks:
+            with self._masks_lock:
+                if not self._masks:
+                    self._masks = [torch.empty(self.batch_size, height, (width + 7) // 8, dtype=torch.uint8,
+                                               pin_memory=self.pin) for _ in range(self.count)]
+        rows = self._masks[slot]
+        if rows.shape[1:] != (height, (width + 7) // 8):
+            raise ValueError(f"Loader(decode_on=...): a {height}x{width} window after {rows.shape[1]}-row ones; "
+                             f"the split's windows have one size")
+        return rows
+
+
+class WindowJob(BatchJob):
+    """A split batch in flight: per sample its cut and flip; the masks go into the slot's rows."""
+
+    def __init__(self, indices: list[int], ring: WindowSlotRing, items: list[Any] | None = None):
+        super().__init__(indices, ring, items)
+        self.cuts: list[WindowCut | None] = [None] * len(indices)
+        self.hflips = [False] * len(indices)
+        self.size: tuple[int, int] | None = None
+
+    def write_run(self, j: int, key: int, run: Any) -> None:
+        """A run of the fused batch path (its windows cut, not decoded) into positions j, j + 1, ..."""
+        spec, n = self.ring.spec, len(run)
+        # The batch's layout is the CPU path's: an image of the colour step's dtype (made on the device).
+        self.image_rows(run.output_like(0, torch.empty(3, 0, 0, dtype=spec.out_dtype)), key, j, j + n)
+        if not all(type(c) is WindowCut for c in run.sources):
+            raise TypeError(f"Loader(decode_on=...): the plan read {type(run.sources[0]).__name__}s where it "
+                            f"should have cut windows; the fused batch path changed under the split")
+        h, w = run.size
+        mask = torch.ops.fastprep.random_dilated_mask.default  # the fused op's mask of a seed (its definition)
+        torch.stack([mask([h, w], spec.p, seed, spec.structure, 1, True) for seed in run.seeds["mask"]],
+                    out=self.ring.masks(self.slot, h, w)[j:j + n])
+        self.cuts[j:j + n] = run.sources
+        self.hflips[j:j + n] = [bool(f) for f in run.hflips]
+        self.size = (h, w)
+
+    def batch(self) -> WindowBatch:
+        spec, n = self.ring.spec, len(self.indices)
+        windows = WindowCuts(self.cuts, self.hflips, self.ring.masks(self.slot, *self.size)[:n], spec.out_dtype,
+                             spec.scale, spec.device)
+        first = [windows]  # the image field (the first leaf: the batch path's image)
+        data = _replace_first_leaf(self.data(), first)
+        return WindowBatch(data, self.ring.layout, pool=self.slot_return())
+
+
+def _replace_first_leaf(data: Any, first: list[Any]) -> Any:
+    return tree_map(lambda x: first.pop() if first else x, data)
+
+
+class SplitRunner(ChunkRunner):
+    """ChunkRunner whose fused path cuts windows instead of decoding them (see the module)."""
+
+    job_type = WindowJob
+
+    def _staged(self, keys: list[int], raws: list[Any], drawn: list[int]) -> list[Any]:
+        staged = super()._staged(keys, raws, drawn)
+        return [self._cuttable(r, k) if r is raw else r for r, raw, k in zip(staged, raws, keys)]
+
+    def _cuttable(self, raw: Any, key: int) -> Any:
+        """The item with its image behind a _CutInsteadOfDecode, or a SampleError naming what to do."""
+        seq = isinstance(raw, (tuple, list))
+        image = raw[0] if seq and raw else raw
+        if not (isinstance(image, WindowedImage) and callable(getattr(image, "cut", None))):
+            raise SampleError(key, STAGE, self.key) from ValueError(_not_cuttable(raw, image))
+        if not seq:
+            return _CutInsteadOfDecode(image)
+        items = [_CutInsteadOfDecode(image), *raw[1:]]
+        return type(raw)(*items) if hasattr(raw, "_fields") else type(raw)(items)
+
+    def _write_run(self, job: WindowJob, j: int, key: int, run: Any) -> None:
+        job.write_run(j, key, run)
+
+    def _fused(self, job: BatchJob, a: int, keys: list[int], raws: list[Any], draws: Any, drawn: list[int]) -> set[int]:
+        done = super()._fused(job, a, keys, raws, draws, drawn)
+        for j, key in enumerate(keys):
+            if j in done:
+                continue
+            if drawn[j]:
+                why = ("its loading drew seeds from the sample's stream (a fastprep transform inside load_raw), so "
+                       "its draws cannot be made ahead for the batch")
+            else:
+                self._apply(raws[j], key)  # the steps' own error (an image smaller than the crop, ...)
+                why = "the fused op does not take its image (not RGB, or a structure other than the first sample's)"
+            raise SampleError(key, STAGE, self.key) from ValueError(
+                f"Loader(decode_on=...): {why}; the split decodes nothing in the threads: pass decode_on=None")
+        return done
+
+
+def _not_cuttable(raw: Any, image: Any) -> str:
+    if isinstance(raw, dict):
+        return ("Loader(decode_on=...): the item is a dict; the split takes an image or an (image, label, ...) "
+                "tuple whose image cuts JPEG windows")
+    if isinstance(image, WindowedImage):
+        return (f"Loader(decode_on=...): its image is {image.describe()}, which has no JPEG to cut; read it with "
+                f"decode_on=None (raw pixels need no decoding), or {PACK} (mode 'jpeg')")
+    return (f"Loader(decode_on=...): its image is a {type(image).__name__}, not a JPEG that cuts windows (a "
+            f"PackedDataset's JPEG record, or an ImageFolder(roi=True) JpegFile, decoded whole on the device); {PACK}")
+
+
+def split_parts(loader: Any) -> tuple[WindowSlotRing, SplitRunner]:
+    """The slot ring and chunk runner of one pass of `loader` with decode_on."""
+    plan = loader.plan
+    check_splittable(plan, loader.decode_on)  # again: a transform may have changed since the Loader was made
+    group = plan.fused
+    mask, color = group.roles["mask"], group.roles["ycbcr"]
+    spec = SplitSpec(mask.p, mask.structure, group.out_dtype, color.scale, loader.decode_on)
+    # Host batches are small (cuts and bit masks) and the device stage holds up to depth + 1 of them.
+    ring = WindowSlotRing(2 * loader.depth + 2, loader.batch_size, loader.decode_on.type == "cuda", loader.fields,
+                          spec)
+    runner = SplitRunner(loader.dataset, plan, loader.seed, loader.epoch, loader.deterministic, loader.order.iterable)
+    return ring, runner

@@ -1,0 +1,170 @@
+"""Loader(decode_on=...), the GPU decode split: the threads cut windows, the device decodes. With the
+CPU decoder standing in for the device ("cpu"), the batches are the ordinary Loader's bit for bit
+(flips, chunk sizes, threads, dtypes, packed shards and JpegFiles), the threads decode nothing,
+and what the split cannot take is refused by name. On a CUDA machine (benchmarks/gpu_check.sh)
+nvJPEG's batches are compared with the CPU's within nvJPEG's IDCT differences."""
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import fastprep
+import fastprep.io as fio
+from fastprep import transforms as T
+from fastprep.loader import iteration
+from fastprep.window_batch import WindowBatch
+
+from jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg
+
+pytestmark = needs_decoder
+
+FILES = {
+    "a/420.jpg": lambda: photo_jpeg("coffee", "4:2:0", False, (181, 203)),
+    "a/422p.jpg": lambda: photo_jpeg("chelsea", "4:2:2", True, (150, 163)),
+    "b/444.jpg": lambda: photo_jpeg("astronaut", "4:4:4", False, (131, 157)),
+    "b/grey.jpg": lambda: grey_jpeg(False, (91, 130)),
+    "b/420b.jpg": lambda: photo_jpeg("rocket", "4:2:0", False, (97, 250)),
+}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("split")
+    for rel, make in FILES.items():
+        (root / rel).parent.mkdir(exist_ok=True)
+        (root / rel).write_bytes(make())
+    return root
+
+
+@pytest.fixture(scope="module")
+def packed(folder, tmp_path_factory):
+    dest = tmp_path_factory.mktemp("split-pack") / "jpeg"
+    fio.pack(folder, dest, progress=False, threads=1)
+    return fio.PackedDataset(dest)
+
+
+def pipeline(flips: str = "before", out_dtype=None, scale: float = 1.0):
+    crop = [T.RandomCrop(48)]
+    steps = {"none": crop, "before": [T.RandomHorizontalFlip(), *crop], "after": [*crop, T.RandomHorizontalFlip()]}
+    return T.Compose([*steps[flips], T.RandomDilatedMask(0.25), T.RGBToYCbCr(out_dtype, scale)])
+
+
+def batches(dataset, **kw):
+    """Every batch's fields, kept (a batch without decode is valid until the next is asked for)."""
+    return [tuple(x.clone() for x in (b.data if isinstance(b, fastprep.CompactBatch) else b))
+            for b in fastprep.Loader(dataset, **kw)]
+
+
+def test_the_cpu_stand_in_gives_the_cpu_paths_batches_bit_for_bit(packed, folder):
+    roi = fio.ImageFolder(folder, roi=True)  # JpegFiles: the whole file goes to the device
+    cases = [(packed, dict(batch_size=4, threads=1, transform=pipeline("before"))),
+             (packed, dict(batch_size=5, threads=2, transform=pipeline("after"), shuffle=True, decode=True)),
+             (packed, dict(batch_size=3, threads=3, transform=pipeline("none", torch.float32, 1 / 255), depth=1)),
+             (roi, dict(batch_size=2, threads=2, transform=pipeline("before"), sampler=[4, 1, 1, 0, 3, 2, 2]))]
+    for dataset, kw in cases:
+        for seed in (0, 5):
+            want = batches(dataset, seed=seed, **kw)
+            got = batches(dataset, seed=seed, decode_on="cpu", **kw)
+            assert len(got) == len(want) and all(
+                len(g) == len(w) and all(torch.equal(a, b) for a, b in zip(g, w, strict=True))
+                for g, w in zip(got, want, strict=True)), (type(dataset).__name__, kw, seed)
+            assert not torch.equal(want[0][0][0], want[0][0][1])  # not one sample over and over
+
+
+@pytest.mark.one_backend
+def test_the_threads_cut_and_never_decode(packed, monkeypatch):
+    native = fio.jpeg.native("test")
+    calls: dict[tuple[str, str], int] = {}
+    lock = threading.Lock()
+
+    def count(name):
+        real = getattr(native, name)
+
+        def spy(*args, **kwargs):
+            where = "loader thread" if threading.current_thread().name.startswith("fastprep-loader") else "consumer"
+            with lock:
+                calls[(name, where)] = calls.get((name, where), 0) + 1
+            return real(*args, **kwargs)
+        monkeypatch.setattr(native, name, spy)
+
+    for name in ("decode_record_into", "decode_into", "cut_record"):  # every entropy decoder entry, and the cut
+        count(name)
+    kw = dict(batch_size=4, transform=pipeline(), threads=2, seed=1)
+    n = len(packed)
+    batches(packed, decode_on="cpu", **kw)
+    assert calls == {("cut_record", "loader thread"): n, ("decode_into", "consumer"): n}
+    calls.clear()
+    batches(packed, **kw)  # the ordinary path decodes each window in the threads
+    assert calls == {("decode_record_into", "loader thread"): n}
+
+
+@pytest.mark.one_backend
+def test_the_host_batch_is_the_cuts_and_masks_and_decodes_anywhere(packed, monkeypatch):
+    kw = dict(batch_size=2, transform=pipeline(), seed=2, threads=1)
+    want = batches(packed, **kw)
+    monkeypatch.setattr(iteration, "DevicePrefetcher", lambda host, *args, **kwargs: host)  # the host batches
+    loader = fastprep.Loader(packed, decode_on="cpu", **kw)
+    it = iter(loader)
+    host = next(it)
+    assert isinstance(host, WindowBatch) and len(host.windows) == 2 and host.windows.masks.shape == (2, 48, 6)
+    assert host.nbytes < want[0][0].numel() * 3 // 4  # small cuts and bits, not pixels
+    assert host.nbytes_expanded == 2 * 3 * 48 * 48 * 4 + 2 * 8
+    kept = host.clone()
+    moved = host.to("cpu")
+    assert all(torch.equal(a, b) for a, b in zip(moved.data, want[0], strict=True))
+    host.release()  # (DevicePrefetcher's part) its slot may now take another batch
+    assert moved.released  # moved holds host's labels itself (a CPU "copy"): released with it
+    next(it)
+    with pytest.raises(RuntimeError, match="released"):
+        host.to("cpu")
+    decoded = kept.decode()  # a clone owns its masks: still the first batch
+    assert torch.equal(decoded[0], T.to_dtype_image(want[0][0], torch.float32, scale=True))
+    assert torch.equal(decoded[1], want[0][1].long())
+    it.close()
+
+
+@pytest.mark.one_backend
+def test_what_cannot_split_is_refused_by_name(packed, folder, tmp_path):
+    def refused(match, dataset=packed, **kw):
+        kw = {"batch_size": 2, "transform": pipeline(), **kw}
+        with pytest.raises(ValueError, match=match):
+            batches(dataset, decode_on=kw.pop("decode_on", "cpu"), **kw)
+
+    refused(r"decode_on='cpu' cannot split this transform: step 4, ToDtype.* run outside the fused op",
+            transform=T.Compose([*pipeline().transforms, T.ToDtype(torch.float32)]))
+    refused(r"step 0, RandomCrop\(size=\(48, 48\), padding=.*no part in a fused op",
+            transform=T.Compose([T.RandomCrop(48, padding=2), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]))
+    refused(r"step 0, RandomResizedCrop.*make no fused crop -> mask -> colour op",
+            transform=T.Compose([T.RandomResizedCrop(48), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]))
+    refused(r"RandomCrop.* has its own generator=", transform=T.Compose(
+        [T.RandomCrop(48, generator=torch.Generator()), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]))
+    refused(r"there is no transform", transform=None)
+    refused(r"decode_on='meta': the windows decode on a CUDA device .* got 'meta'", decode_on="meta")
+    refused(r"decode_on='cpu' decodes the batches on cpu.*device='meta' differs", device="meta")
+    if not torch.cuda.is_available():
+        refused(r"decode_on='cuda':.*CUDA is not available", decode_on="cuda")
+    # Items: per sample, in the threads, naming it and what to do.
+    fio.pack(folder, tmp_path / "raw", mode="raw", progress=False, threads=1)
+    with pytest.raises(ValueError, match=r"PackedRaw.*no JPEG to cut; read it with decode_on=None") as info:
+        batches(fio.PackedDataset(tmp_path / "raw"), batch_size=2, transform=pipeline(), decode_on="cpu", threads=1)
+    assert "raised by sample 0 (dataset index) in the decode_on split" in str(info.value.__notes__)
+    arrays = [(photo("coffee")[:60, :70], 0)] * 3
+    refused(r"its image is a ndarray, not a JPEG that cuts windows .*python -m fastprep pack SRC DEST", arrays)
+    small = [(fio.JpegFile(photo_jpeg("coffee", "4:2:0", False, (40, 40))), 0)]
+    refused(r"crop.*48.*larger|larger.*crop", small)  # the crop's own error, as without the split
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_nvjpeg_batches_are_close_to_the_cpu_ones(packed):
+    pytest.importorskip("torchvision.io")
+    kw = dict(batch_size=4, transform=pipeline("before"), seed=3, threads=2)
+    want = batches(packed, **kw)
+    got = batches(packed, decode_on="cuda", **kw)
+    for g, w in zip(got, want, strict=True):
+        assert g[0].device.type == "cuda" and torch.equal(g[1].cpu(), w[1])
+        diff = (g[0].cpu().int() - w[0].int()).abs()
+        # nvJPEG's IDCT and upsampling are not libjpeg-turbo's: close, not equal (the masks are equal).
+        assert diff.float().mean() < 1.5 and (diff > 12).float().mean() < 0.01, diff.float().mean()
+    assert np.isfinite(float(got[0][0].float().mean()))
