@@ -136,7 +136,8 @@ def test_what_cannot_split_is_refused_by_name(packed, folder, tmp_path):
             transform=T.Compose([*pipeline().transforms, T.ToDtype(torch.float32)]))
     refused(r"step 0, RandomCrop\(size=\(48, 48\), padding=.*no part in a fused op",
             transform=T.Compose([T.RandomCrop(48, padding=2), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]))
-    refused(r"step 0, RandomResizedCrop.*make no fused crop -> mask -> colour op",
+    refused(r"step 1, RandomDilatedMask.* run outside the fused op \(RandomResizedCrop.* fused as "
+            r"resized_crop_batch, which has no device split\)",
             transform=T.Compose([T.RandomResizedCrop(48), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]))
     refused(r"RandomCrop.* has its own generator=", transform=T.Compose(
         [T.RandomCrop(48, generator=torch.Generator()), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]))

@@ -81,6 +81,9 @@ def split_problem(plan: FusionPlan | None) -> str | None:
                                              " (no part in a fused op: not fastprep's, padded, or other options)")
                       for k, s in outside)
     where = "run outside the fused op" if fused else "make no fused crop -> mask -> colour op"
+    other = [f"{', '.join(repr(s) for s in seg.steps)} fused as {seg.fusion.op}, which has no device split"
+             for seg in fused if seg.fusion.op != "crop_mask_ycbcr_batch"]
+    where += "".join(f" ({o})" for o in other)
     return (f"{shown} {where}: they would need the decoded pixels on the CPU; the split runs {PIPELINE} "
             f"(decode= makes float images on the device)")
 
