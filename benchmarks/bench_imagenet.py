@@ -88,7 +88,7 @@ def _epoch(benchmark, pipeline, loader, count):
     benchmark.extra_info["samples"] = EPOCH
 
     def epoch():
-        for images, labels in loader:
+        for images, _labels in loader:
             count(images)
 
     epoch()
