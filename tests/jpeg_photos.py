@@ -49,6 +49,14 @@ def grey_jpeg(progressive: bool = False, shape: tuple[int, int] = (512, 512)) ->
     return encode(np.ascontiguousarray(arr), subsampling="4:4:4", progressive=progressive)
 
 
+def write_tree(root, files: dict) -> None:
+    """Writes each relative path of `files` (a folder tree of class subfolders) with the bytes its
+    function makes."""
+    for rel, make in files.items():
+        (root / rel).parent.mkdir(exist_ok=True)
+        (root / rel).write_bytes(make())
+
+
 def pil_decode(data: bytes, mode: str = "RGB") -> np.ndarray:
     from PIL import Image
 

@@ -16,7 +16,7 @@ from fastprep import transforms as T
 from fastprep.loader import iteration
 from fastprep.window_batch import WindowBatch
 
-from jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg
+from jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree
 
 pytestmark = needs_decoder
 
@@ -32,9 +32,7 @@ FILES = {
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("split")
-    for rel, make in FILES.items():
-        (root / rel).parent.mkdir(exist_ok=True)
-        (root / rel).write_bytes(make())
+    write_tree(root, FILES)
     return root
 
 

@@ -21,7 +21,7 @@ from fastprep import transforms as T
 from fastprep.io.pack_writer import ShardWriter
 from fastprep.tools.cli import main
 
-from jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode
+from jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode, write_tree
 from jpeg_samples import arithmetic, sampled_440
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
@@ -42,9 +42,7 @@ def folder(tmp_path_factory):
     from PIL import Image
 
     root = tmp_path_factory.mktemp("src")
-    for rel, make in FILES.items():
-        (root / rel).parent.mkdir(exist_ok=True)
-        (root / rel).write_bytes(make())
+    write_tree(root, FILES)
     Image.fromarray(photo("immunohistochemistry")[:70, :90]).save(root / "c" / "z.png")
     return root
 
