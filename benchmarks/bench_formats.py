@@ -9,7 +9,7 @@ decoded pixels, chunked (1, 64, 64, 3). JPEG sources decode only each crop's win
 above it are still entropy-decoded); the array reads the chunks the window covers.
 
 Two groups: every source through a DataLoader with num_workers=0 (one core, the same in-process
-path for the iterable WebDataset), and the map-style ones through fastprep.Loader(threads=1).
+path for the iterable WebDataset), and every source through fastprep.Loader(threads=1).
 The folder is the baseline of each group ("x best baseline" is then its time over the row's).
 Item i is photo i in every source and gets the same seed, so every row crops the same windows
 (WebDataset seeds a key of digits as its number: the index write_webdataset wrote).
@@ -193,6 +193,7 @@ test_dataloader_fastprep_lmdb = _dataloader_row("lmdb")
 test_dataloader_fastprep_hdf5_jpeg = _dataloader_row("hdf5_jpeg")
 test_dataloader_fastprep_hdf5_uint8_chunked = _dataloader_row("hdf5_uint8_chunked")
 test_loader_folder = _loader_row("folder")
+test_loader_fastprep_webdataset = _loader_row("webdataset")
 test_loader_fastprep_lmdb = _loader_row("lmdb")
 test_loader_fastprep_hdf5_jpeg = _loader_row("hdf5_jpeg")
 test_loader_fastprep_hdf5_uint8_chunked = _loader_row("hdf5_uint8_chunked")

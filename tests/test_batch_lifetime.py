@@ -110,3 +110,9 @@ def test_a_batch_of_tuples_unpacks_as_its_fields():
     batch = fastprep.compact_collate([{"image": torch.zeros(3, 2, 2, dtype=torch.uint8), "label": 1}])
     with pytest.raises(TypeError, match="a CompactBatch of dict samples does not unpack; read its fields by name"):
         _image, _label = batch
+    assert batch["label"].tolist() == [1] and torch.equal(batch["image"], batch.data["image"])
+    batch = fastprep.compact_collate([_Samples()[0], _Samples()[1]])
+    assert torch.equal(batch[2], labels) and torch.equal(batch[-1], labels)
+    batch.release()
+    with pytest.raises(RuntimeError, match="CompactBatch.data: this batch was released"):
+        batch[0]

@@ -105,6 +105,22 @@ def test_transforms_give_the_decoded_images_bits_in_a_dataloader(shards, workers
         assert torch.equal(got[i], expected_sample(_decoded(i), ds.sample_seed(f"s{i:03d}", 2))), i
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_loader_reads_the_shards_in_order_seeded_by_position(shards, threads):
+    """fastprep.Loader over the stream (the transform given to the Loader, fused there): sample k of
+    the stream gets the seed item k of a map-style dataset gets, whatever the threads."""
+    import fastprep
+
+    loader = fastprep.Loader(fio.WebDataset(shards, seed=5), 3, transform=train_tf(), seed=SEED, threads=threads)
+    images, labels = [], []
+    for x, y in loader:
+        images.append(x.clone())
+        labels += y.tolist()
+    assert labels == list(range(N))  # the shards in order, unshuffled
+    want = torch.stack([expected_sample(_decoded(i), item_seed(SEED, i, 0)) for i in range(N)])
+    assert torch.equal(torch.cat(images), want)
+
+
 def test_a_thread_based_reader_gets_the_same_samples_through_the_contract(shards):
     """What a thread-based loader does: one reader per thread over shards_for(part), the
     transform in that thread under thread_seeded(sample_seed(key)): the DataLoader's bits."""

@@ -85,7 +85,12 @@ class CompactBatch:
         if isinstance(data, (tuple, list)):
             return iter(data)
         raise TypeError(f"a CompactBatch of {type(data).__name__} samples does not unpack; read its fields "
-                        f"by name (batch.data[...]), or decode() it")
+                        f"by name (batch[...] or batch.data[...]), or decode() it")
+
+    def __getitem__(self, key: Any) -> Any:
+        """``batch[1]`` or ``batch["label"]``: a field of the collated batch, as a DataLoader's batch of
+        tuple or dict samples is indexed (``batch.data[key]``)."""
+        return self.data[key]
 
     @property
     def roles(self) -> Any:
