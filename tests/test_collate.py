@@ -85,10 +85,33 @@ def test_float_tensors_narrowed_on_request():
     ([{"x": (1, 2)}, {"x": 3}], r"sample\['x'\] of sample 1 is int, sample 0's is tuple"),
     ([(torch.zeros(2, dtype=torch.uint8, device="meta"),)] * 2,
      r"sample\[0\] of sample 0 is on meta; collate CPU samples"),
+    ([(torch.zeros(2, 2), 0), (torch.zeros(2, 2).requires_grad_(), 1)],
+     r"sample\[0\] of sample 1 requires grad; a batch is data .* detach\(\) it"),
+    ([{"x": torch.ones(3, requires_grad=True)}] * 2, r"sample\['x'\] of sample 0 requires grad"),
+    ([(torch.zeros(3, 4, 4, dtype=torch.uint8), torch.zeros(4, 4, dtype=torch.bool), torch.ones(2) * 1.0)] * 2
+     + [(torch.zeros(3, 4, 4, dtype=torch.uint8), torch.zeros(4, 4, dtype=torch.bool),
+         torch.ones(2, requires_grad=True))], r"sample\[2\] of sample 2 requires grad"),
 ])
 def test_bad_batches_name_the_sample(bad, match):
     with pytest.raises(ValueError, match=match):
         compact_collate(bad)
+
+
+class _GradSamples(Dataset):
+    """Sample 5's image requires grad (a transform that forgot no_grad)."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return torch.rand(3, 4, 4, requires_grad=i == 5), torch.rand(2, requires_grad=i == 5), i
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_loader_names_a_sample_that_requires_grad(threads):
+    """Copied into a reusable slot, its graph would be dropped without a word: refused by name."""
+    with pytest.raises(ValueError, match=r"Loader: field 0 of sample 5 requires grad; a batch is data"):
+        list(fastprep.Loader(_GradSamples(), 4, threads=threads))
 
 
 @pytest.mark.parametrize("bad,match", [

@@ -106,6 +106,13 @@ def _alloc(shape: Sequence[int], dtype: torch.dtype, pool: Any = None) -> torch.
     return proto.new(storage).resize_(*shape)
 
 
+def grad_refusal(who: str, what: str) -> str:
+    """The refusal of a sample tensor that requires grad: a batch is data in reusable memory, so
+    no gradient could flow back to the sample (copying it silently would drop the graph)."""
+    return (f"{who}: {what} requires grad; a batch is data (copied into reusable buffers, no gradient "
+            f"flows back to the sample): detach() it in the dataset or transform")
+
+
 def at(where: str, i: int) -> str:
     """'sample 3' for a whole sample, "sample['image'] of sample 3" for a field of it."""
     return f"sample {i}" if where == "sample" else f"{where} of sample {i}"
@@ -232,6 +239,8 @@ class CompactCollate:
             if t.device.type != "cpu":
                 raise ValueError(f"CompactCollate: {at(where, i)} is on {t.device}; "
                                  f"collate CPU samples and move the batch (DevicePrefetcher)")
+            if t.requires_grad:
+                raise ValueError(grad_refusal("CompactCollate", at(where, i)))
         tv = tv_name(items[0]) if tv_name(items[0]) in RESTORED_TV else None
         if role == "image":
             return self._stack(tensors, torch.uint8), Leaf("image", tv=tv)

@@ -11,7 +11,7 @@ import torch
 
 from fastprep._tree import is_leaf, leaves, leaves_like, structure_difference, tree_map
 from fastprep.batch import CompactBatch, Leaf
-from fastprep.collate import CompactCollate
+from fastprep.collate import CompactCollate, grad_refusal
 from fastprep.roles import as_tensor, is_int_label
 
 _POLL_S = 0.1  # how often a waiting consumer looks for failures (and lets KeyboardInterrupt in)
@@ -190,6 +190,8 @@ class BatchJob:
                 got = (tuple(t.shape), t.dtype) if isinstance(t, torch.Tensor) else type(t).__name__
                 raise ValueError(f"Loader: field {k} of sample {index} is {got}, but the batch is laid out from "
                                  f"sample {ring.first_index}'s {(field.shape, field.dtype)}; batch equal shapes")
+            if t.requires_grad:
+                raise ValueError(grad_refusal("Loader", f"field {k} of sample {index}"))
             if field.leaf.packed:
                 t = torch.ops.fastprep.pack_bits.default(t, -1, "little")
             storage[k][j].copy_(t)
