@@ -165,6 +165,12 @@ def test_errors_name_the_transform_the_shape_and_the_layout():
                                              r"than the image 256x256; pass pad_if_needed=True to pad \(the image: a "
                                              r"torch.uint8 Tensor of shape \[256, 256, 3\] \(read as HWC\)\)"):
             t(small)
+    # An image in the other layout: the error names the layout argument (issue 27), both ways.
+    for t, x, hint in ((T.RandomCrop(64, layout="HWC"), chw[:, :100, :100], "is it CHW\\? pass layout='CHW'"),
+                       (T.RandomCrop(64), torch.zeros(100, 100, 3, dtype=torch.uint8), "is it HWC\\? pass layout='HWC'")):
+        with pytest.raises(ValueError, match=r"pass pad_if_needed=True to pad \(the image: .*\(read as (HWC|CHW); "
+                                             + hint + r"\)\)$"):
+            t(x)
     with pytest.raises(ValueError, match=r"^RandomCrop\(size=\(4, 4\)\): the sample's items have different sizes"):
         T.RandomCrop(4)((PIL.fromarray(_hwc(10, 10)), PIL.fromarray(_hwc(10, 12))))
     with pytest.raises(ValueError, match=r"^RandomCrop\(size=\(8, 8\), pad_if_needed=True, fill=300, "

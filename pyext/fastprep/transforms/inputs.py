@@ -8,6 +8,7 @@ PIL and torchvision are never imported here: a PIL image is recognised through `
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import threading
 import warnings
@@ -186,7 +187,10 @@ def describe(x: Any, layout: str = "CHW") -> str:
     if isinstance(x, torch.Tensor):
         name = type(x).__name__
         how = "CHW" if name in ("Image", "Video", "Mask") else layout
-        return f"a {x.dtype} {name} of shape {list(x.shape)} (read as {how})"
+        hint = ""
+        if type(x) is torch.Tensor and x.dim() >= 3 and (x.shape[-3] if how == "CHW" else x.shape[-1]) not in (1, 3, 4):
+            hint = channel_hint(x, how, (1, 3, 4))  # an HWC image read as CHW, say: the crop then misfits
+        return f"a {x.dtype} {name} of shape {list(x.shape)} (read as {how}{hint})"
     return f"a {type(x).__name__}"
 
 
@@ -223,7 +227,10 @@ def in_context(owner: Any, what: Callable[[], str], exc: Exception) -> Exception
     msg = str(exc)
     if msg.startswith(prefix):
         return exc
-    text = f"{prefix}: {msg} (the image: {what()})"
+    detail = what()
+    if "pass layout=" in msg:  # the error gave the layout hint already: describe's would repeat it
+        detail = re.sub(r"; is it (CHW|HWC)\? pass layout='(CHW|HWC)'\)", ")", detail)
+    text = f"{prefix}: {msg} (the image: {detail})"
     try:
         return type(exc)(text)
     except Exception:  # noqa: BLE001 (an exception type with its own constructor)
