@@ -106,11 +106,14 @@ def test_transforms_give_the_decoded_images_bits_in_a_dataloader(shards, workers
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_the_loader_reads_the_shards_in_order_seeded_by_position(shards, threads):
+def test_the_loader_reads_the_shards_in_order_seeded_by_position(shards, threads, monkeypatch):
     """fastprep.Loader over the stream (the transform given to the Loader, fused there): sample k of
-    the stream gets the seed item k of a map-style dataset gets, whatever the threads."""
+    the stream gets the seed item k of a map-style dataset gets, whatever the threads. It reads
+    iter_raw() (JpegFiles: each crop decodes its window), never the decoded stream."""
     import fastprep
 
+    assert isinstance(next(iter(fio.WebDataset(shards).iter_raw()))[0], fio.JpegFile)
+    monkeypatch.setattr(fio.WebDataset, "__iter__", lambda self: pytest.fail("decoded whole by __iter__"))
     loader = fastprep.Loader(fio.WebDataset(shards, seed=5), 3, transform=train_tf(), seed=SEED, threads=threads)
     images, labels = [], []
     for x, y in loader:

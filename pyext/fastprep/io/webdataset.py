@@ -187,11 +187,23 @@ class WebDataset(torch.utils.data.IterableDataset):
     def apply_transform(self, raw: Any) -> Any:
         return apply_transform(raw, self.transform, self.target_transform, self.layout)
 
-    def __iter__(self) -> Iterator[Any]:
+    def _reader_samples(self) -> Iterator[tuple[str, Any]]:
+        """(key, raw sample) of this reader's shards (a DataLoader worker's part, else all of this
+        rank's) in the current epoch."""
         info = torch.utils.data.get_worker_info()
         part, parts = (info.id, info.num_workers) if info is not None else (0, 1)
+        return self.raw_samples(self.shards_for(self.epoch, part, parts), self.epoch)
+
+    def iter_raw(self) -> Iterator[Any]:
+        """The samples before the transform (images as JpegFiles), in ``iter(self)``'s order: what
+        ``load_raw`` is to a map-style dataset. fastprep.Loader reads these when it is given the
+        transform, so that a crop decodes only its window."""
+        for _key, raw in self._reader_samples():
+            yield raw
+
+    def __iter__(self) -> Iterator[Any]:
         epoch = self.epoch
-        for key, raw in self.raw_samples(self.shards_for(epoch, part, parts), epoch):
+        for key, raw in self._reader_samples():
             if self.transform is None and self.target_transform is None:
                 yield self.apply_transform(raw)
                 continue

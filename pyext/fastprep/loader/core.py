@@ -24,10 +24,11 @@ class Loader:
     """Iterate batches of a dataset, made by `threads` threads in this process.
 
     Each item is ``dataset[i]`` (an iterable dataset's next item); with `transform`, it is
-    ``dataset.load_raw(i)`` (or ``dataset[i]`` when there is no ``load_raw``) with `transform`
-    applied: to the whole item (a structured sample as torchvision v2 takes it: masks and boxes cut
-    with the image) when the transform is made of fastprep transforms only, else to its image (the
-    item, or its first element). Batches are :class:`CompactBatch` es as
+    ``dataset.load_raw(i)`` (or ``dataset[i]`` when there is no ``load_raw``; an iterable
+    dataset's ``iter_raw()`` items when it has one) with `transform` applied: to the whole item
+    (a structured sample as torchvision v2 takes it: masks and boxes cut with the image) when the
+    transform is made of fastprep transforms only, else to its image (the item, or its first
+    element). Batches are :class:`CompactBatch` es as
     :func:`fastprep.compact_collate` makes them, every field with the same role (fastprep/roles.py,
     or `fields`); or, with `decode`, decoded (on `device` when given). A fused transform (a
     ``Compose`` that one op runs) writes each chunk of samples into the batch with one op call.

@@ -58,7 +58,8 @@ class Iteration:
                                  loader.order.iterable)
         self._pool = WorkerPool(loader.threads)
         # Generators that do not hold this object: dropping it closes them (no reference cycle).
-        host = _host(ring, runner, self._pool, loader.order.batches_from(self.keys, self.start), self._sizes)
+        batches = loader.order.batches_from(self.keys, self.start, raw=runner.plan is not None)
+        host = _host(ring, runner, self._pool, batches, self._sizes)
         if loader.device is None:
             return _cpu(host, loader.decode)
         return iter(DevicePrefetcher(host, loader.device, loader.depth, decode=loader.decode, release=True))

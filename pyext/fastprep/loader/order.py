@@ -74,9 +74,11 @@ class Order:
             raise ValueError(f"Loader: resume position {start} is not a batch boundary (batch_size "
                              f"{self.batch_size}) nor the end of the epoch")
 
-    def batches_from(self, keys: list[int] | None, start: int) -> Iterator[tuple[list[int], list[Any] | None]]:
+    def batches_from(self, keys: list[int] | None, start: int,
+                     raw: bool = False) -> Iterator[tuple[list[int], list[Any] | None]]:
         """(keys, items) of each batch from sample `start` on: items None for a map-style dataset
-        (the threads load them), the items read in order for an iterable one."""
+        (the threads load them), the items read in order for an iterable one: with `raw` (the
+        Loader has the transform), its ``iter_raw()`` when it has one, as ``load_raw`` is read."""
         size = self.batch_size
         if keys is not None:
             for k in range(start, len(keys), size):
@@ -84,7 +86,7 @@ class Order:
                 if len(batch) == size or not self.drop_last:
                     yield batch, None
             return
-        it = iter(self.dataset)
+        it = iter(self.dataset.iter_raw() if raw and hasattr(self.dataset, "iter_raw") else self.dataset)
         position = 0
         while True:
             items = []
