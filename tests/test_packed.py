@@ -109,6 +109,17 @@ def test_raw_windows_come_from_the_memory_map(folder, packs):
         for t, left, h, w in windows(image.height, image.width, rng, 3):
             assert torch.equal(image.decode((t, left, h, w)), full[t:t + h, left:left + w])
         assert torch.equal(ycc[i][0], fastprep.rgb_to_ycbcr(full, "HWC"))
+    # YCbCr in the layout asked for (the conversion returns CHW whatever it reads), into out= too
+    ycc_hwc = fio.PackedDataset(packs / "raw", mode="YCbCr", layout="HWC")
+    for i in range(len(ycc_hwc)):
+        image = ycc_hwc.load_raw(i)[0]
+        want = fastprep.rgb_to_ycbcr(ds.load_raw(i)[0].decode((1, 2, 9, 11)), "HWC").permute(1, 2, 0)
+        assert torch.equal(image.decode((1, 2, 9, 11)), want)
+        out = torch.empty(9, 11, 3, dtype=torch.uint8)
+        assert image.decode((1, 2, 9, 11), out=out) is out and torch.equal(out, want)
+        with pytest.raises(ValueError, match=r"PackedRaw.decode: expected out to be a uint8 CPU tensor of shape "
+                                             r"\(9, 11, 3\)"):
+            image.decode((1, 2, 9, 11), out=torch.empty(3, 9, 11, dtype=torch.uint8))
     with pytest.raises(ValueError, match=r"holds RGB pixels \(packed raw\); read it with mode 'RGB' or 'YCbCr'"):
         fio.PackedDataset(packs / "raw", mode="GRAY")[0]
 

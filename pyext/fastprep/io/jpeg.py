@@ -159,6 +159,15 @@ def check_out(who: str, out: torch.Tensor, shape: tuple[int, ...]) -> None:
         raise ValueError(f"{who}: out has negative strides {out.stride()}")
 
 
+def ycbcr_in_layout(rgb: torch.Tensor, layout: str, out: torch.Tensor | None = None) -> torch.Tensor:
+    """fastprep's exact YCbCr of uint8 RGB pixels laid out as `layout`, in that same layout (the op
+    returns CHW whatever it reads): how every reader converts an RGB-coded image for mode="YCbCr".
+    `out` (checked by the caller) receives it."""
+    ycc = rgb_to_ycbcr(rgb, layout)
+    ycc = ycc if layout == "CHW" else ycc.permute(1, 2, 0)
+    return ycc.contiguous() if out is None else out.copy_(ycc)
+
+
 def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mode: str = "RGB",
                 layout: str = "CHW", out: torch.Tensor | None = None, strict: bool = False,
                 name: str | None = None) -> torch.Tensor:
@@ -220,10 +229,8 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
     if out is not None:
         check_out(who, out, shape)
     if mode == "YCbCr" and header.color_space == "RGB":
-        rgb = decode_jpeg(buf, crop=crop, mode="RGB", layout=layout, strict=strict, name=name)
-        ycc = rgb_to_ycbcr(rgb, layout)  # CHW, as every fastprep op returns
-        ycc = ycc if layout == "CHW" else ycc.permute(1, 2, 0)
-        return ycc.contiguous() if out is None else out.copy_(ycc)
+        return ycbcr_in_layout(decode_jpeg(buf, crop=crop, mode="RGB", layout=layout, strict=strict, name=name),
+                               layout, out)
     if out is None:
         out = torch.empty(shape, dtype=torch.uint8)
     planes = out if layout == "CHW" else out.permute(2, 0, 1)

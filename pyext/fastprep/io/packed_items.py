@@ -12,9 +12,8 @@ from typing import Any, NamedTuple
 import torch
 
 from fastprep.io import shards as fmt
-from fastprep.io.jpeg import LAYOUTS, CorruptJpegWarning, check_crop, check_out, native
+from fastprep.io.jpeg import LAYOUTS, CorruptJpegWarning, check_crop, check_out, native, ycbcr_in_layout
 from fastprep.io.windowed import WindowedImage
-from fastprep.ops.color import rgb_to_ycbcr
 
 
 class WindowCut(NamedTuple):
@@ -88,8 +87,9 @@ class PackedJpeg(PackedImage):
         top, left, h, w = check_crop(who, crop, self.height, self.width)
         mode = self.mode
         if mode == "YCbCr" and self.color == fmt.COLORS["RGB"]:  # an RGB-coded JPEG, as decode_jpeg does it
-            ycc = rgb_to_ycbcr(self._decode(who, top, left, h, w, "RGB", layout, None), layout)
-            return ycc if out is None else out.copy_(ycc)
+            if out is not None:
+                self._output(who, (h, w), 3, layout, out)
+            return ycbcr_in_layout(self._decode(who, top, left, h, w, "RGB", layout, None), layout, out)
         return self._decode(who, top, left, h, w, mode, layout, out)
 
     def _decode(self, who: str, top: int, left: int, h: int, w: int, mode: str, layout: str,
@@ -158,5 +158,6 @@ class PackedRaw(PackedImage):
         rgb = view if layout == "HWC" else view.permute(2, 0, 1)
         if self.mode == "RGB":
             return rgb
-        ycc = rgb_to_ycbcr(rgb, layout)
-        return ycc if out is None else out.copy_(ycc)
+        if out is not None:
+            self._output(who, (h, w), 3, layout, out)
+        return ycbcr_in_layout(rgb, layout, out)

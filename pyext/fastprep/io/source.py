@@ -16,10 +16,9 @@ import numpy as np
 import torch
 
 from fastprep._tree import tree_map
-from fastprep.io.jpeg import decode_jpeg
+from fastprep.io.jpeg import decode_jpeg, ycbcr_in_layout
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.windowed import WindowedImage
-from fastprep.ops.color import rgb_to_ycbcr
 
 JPEG_MAGIC = b"\xff\xd8\xff"
 
@@ -51,7 +50,7 @@ def decode_other(who: str, data: Any, name: str, mode: str, layout: str) -> torc
         raise ValueError(f"{who}: {name}: not a JPEG, and Pillow cannot decode it: {exc}") from exc
     hwc = arr.unsqueeze(-1) if arr.dim() == 2 else arr
     if mode == "YCbCr":  # fastprep's conversion, as decode_jpeg does for RGB-coded JPEGs
-        hwc = rgb_to_ycbcr(hwc, "HWC").permute(1, 2, 0)
+        hwc = ycbcr_in_layout(hwc, "HWC")
     return hwc.permute(2, 0, 1).contiguous() if layout == "CHW" else hwc.contiguous()
 
 
