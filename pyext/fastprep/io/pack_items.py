@@ -120,8 +120,7 @@ def _shrunk(pixels: np.ndarray, max_side: int | None) -> np.ndarray:
     h, w = pixels.shape[:2]
     if max_side is None or max(h, w) <= max_side:
         return pixels
-    from PIL import Image  # noqa: PLC0415
-
+    Image = pil_image("pack", "an input")  # noqa: N806 (the module: imported once, packing threads race)
     scale = max_side / max(h, w)
     size = (max(1, round(w * scale)), max(1, round(h * scale)))
     img = Image.fromarray(pixels[:, :, 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels)
@@ -129,8 +128,7 @@ def _shrunk(pixels: np.ndarray, max_side: int | None) -> np.ndarray:
 
 
 def _encode(pixels: np.ndarray, quality: int) -> bytes:
-    from PIL import Image  # noqa: PLC0415
-
+    Image = pil_image("pack", "an input")  # noqa: N806 (the module: imported once, packing threads race)
     buf = io.BytesIO()
     Image.fromarray(pixels[:, :, 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels).save(
         buf, format="JPEG", quality=quality)
