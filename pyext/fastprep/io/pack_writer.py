@@ -52,11 +52,7 @@ class ShardWriter:
         meta = {"first": self.first, "end": end, "skipped": self.skipped, "names": self.names,
                 "extras": self.extras if any(x is not None for x in self.extras) else None}
         self.file.write(fmt.shard_trailer(entries, self.bytes, meta))
-        self.file.flush()
-        os.fsync(self.file.fileno())
-        self.file.close()
-        os.replace(self.tmp, self.path)
-        fmt.sync_folder(os.path.dirname(self.path))
+        fmt.seal(self.file, self.tmp, self.path)
         return entries, {**meta, "bytes": os.path.getsize(self.path)}
 
     def abort(self) -> None:

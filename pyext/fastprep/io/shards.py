@@ -149,11 +149,22 @@ def read_shard_trailer(data: Any, where: str) -> tuple[np.ndarray, dict]:
 def write_durably(path: str, chunks: list[bytes]) -> None:
     """Write `chunks` to path's temporary name, fsync, rename over path, fsync the folder."""
     tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
+    f = open(tmp, "wb")  # noqa: SIM115 (seal closes it)
+    try:
         for c in chunks:
             f.write(c)
-        f.flush()
-        os.fsync(f.fileno())
+    except BaseException:
+        f.close()
+        raise
+    seal(f, tmp, path)
+
+
+def seal(f: Any, tmp: str, path: str) -> None:
+    """A file written under a temporary name made durable under its own: flush, fsync, close,
+    rename over `path`, fsync the folder. Nothing is ever read half-written under `path`."""
+    f.flush()
+    os.fsync(f.fileno())
+    f.close()
     os.replace(tmp, path)
     sync_folder(os.path.dirname(path))
 

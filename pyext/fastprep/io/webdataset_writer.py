@@ -17,6 +17,7 @@ import torch
 
 from fastprep.args import check_int
 from fastprep.io.jpeg_file import JpegFile
+from fastprep.io.shards import seal
 from fastprep.io.tar_shards import IMAGE_EXTS, INT_EXTS, JSON_EXTS
 from fastprep.io.windowed import WindowedImage
 
@@ -125,10 +126,7 @@ class _Shards:
         if self.tar is None:
             return
         self.tar.close()
-        self.file.flush()
-        os.fsync(self.file.fileno())
-        self.file.close()
-        os.replace(self.paths[-1] + ".partial", self.paths[-1])
+        seal(self.file, self.paths[-1] + ".partial", self.paths[-1])
         self.tar = self.file = None
 
     def abort(self) -> None:
