@@ -6,6 +6,7 @@ a file with a shard's name is complete (shards.py has the format).
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import warnings
@@ -85,13 +86,18 @@ def completed_shards(dest: str, pack_id: bytes) -> list[tuple[np.ndarray, dict]]
     for k in sorted(found):
         path = found[k]
         try:
-            with open(path, "rb") as f:
-                data = f.read()
-            number, shard_id = fmt.read_shard_header(data[:fmt.HEADER_BYTES], path)
-            if shard_id != pack_id:
-                raise FileExistsError(f"pack: {dest} holds shards of another pack ({os.path.basename(path)}: other "
-                                      f"sources or options); choose another folder or delete it")
-            entries, meta = fmt.read_shard_trailer(data, path)
+            with open(path, "rb") as f:  # mapped: only the header and the table's pages are read, not the records
+                size = os.fstat(f.fileno()).st_size
+                data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            try:
+                number, shard_id = fmt.read_shard_header(data[:fmt.HEADER_BYTES], path)
+                if shard_id != pack_id:
+                    raise FileExistsError(f"pack: {dest} holds shards of another pack ({os.path.basename(path)}: "
+                                          f"other sources or options); choose another folder or delete it")
+                entries, meta = fmt.read_shard_trailer(data, path)
+            finally:
+                if size:
+                    data.close()
             if number != k or k != len(done) or meta["first"] != expected_first:
                 raise fmt.ShardFormatError(f"{path}: shard {number} is out of sequence")
         except fmt.ShardFormatError as exc:
@@ -100,6 +106,6 @@ def completed_shards(dest: str, pack_id: bytes) -> list[tuple[np.ndarray, dict]]
             for p in stale:
                 os.remove(p)
             break
-        done.append((entries, {**meta, "bytes": len(data)}))
+        done.append((entries, {**meta, "bytes": size}))
         expected_first = meta["end"]
     return done
