@@ -61,13 +61,13 @@ def exp(x: Any) -> Any:
     return np.array([math.exp(v) for v in x.tolist()]) if isinstance(x, np.ndarray) else math.exp(x)
 
 
-def describe_sample(s: Sample) -> Callable[[], str]:
-    """A lazy description of the sample's image (or first item) for error messages."""
-    def text() -> str:
+def describe_sample(s: Sample) -> Callable[..., str]:
+    """A lazy description of the sample's image (or first item) for error messages (`hint`: see describe)."""
+    def text(hint: bool = True) -> str:
         item = s.image() or (s.items[0] if s.items else None)
         if item is None:
             return f"none in a {type(s.tree).__name__}"
-        return describe(item.value, item.layout)
+        return describe(item.value, item.layout, hint)
     return text
 
 

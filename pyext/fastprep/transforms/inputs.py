@@ -8,7 +8,6 @@ PIL and torchvision are never imported here: a PIL image is recognised through `
 from __future__ import annotations
 
 import contextlib
-import re
 import sys
 import threading
 import warnings
@@ -176,8 +175,9 @@ def check_fill(owner: str, fill: Any) -> Any:
     return one(fill, "fill")
 
 
-def describe(x: Any, layout: str = "CHW") -> str:
-    """What a sample's image is, for error messages: type, dtype, shape and the layout read."""
+def describe(x: Any, layout: str = "CHW", hint: bool = True) -> str:
+    """What a sample's image is, for error messages: type, dtype, shape and the layout read (with
+    `hint`, the other layout when it fits the channel counts and this one does not)."""
     if is_pil(x):
         return f"a PIL image, mode {x.mode!r}, {x.size[0]}x{x.size[1]} (read as HWC)"
     if isinstance(x, np.ndarray):
@@ -187,19 +187,18 @@ def describe(x: Any, layout: str = "CHW") -> str:
     if isinstance(x, torch.Tensor):
         name = type(x).__name__
         how = "CHW" if name in ("Image", "Video", "Mask") else layout
-        hint = ""
-        if type(x) is torch.Tensor and x.dim() >= 3 and (x.shape[-3] if how == "CHW" else x.shape[-1]) not in (1, 3, 4):
-            hint = channel_hint(x, how, (1, 3, 4))  # an HWC image read as CHW, say: the crop then misfits
-        return f"a {x.dtype} {name} of shape {list(x.shape)} (read as {how}{hint})"
+        advice = channel_hint(x, how, (1, 3, 4)) if hint else ""  # an HWC image read as CHW: a crop misfits
+        return f"a {x.dtype} {name} of shape {list(x.shape)} (read as {how}{advice})"
     return f"a {type(x).__name__}"
 
 
 def channel_hint(x: Any, layout: str, want: tuple[int, ...]) -> str:
-    """'; is it CHW? pass layout='CHW'' when the other layout would give an expected channel count."""
-    if isinstance(x, torch.Tensor) and type(x) is torch.Tensor and x.dim() >= 3:
+    """'; is it CHW? pass layout='CHW'' when the other layout would give an expected channel count
+    and `layout` does not."""
+    if type(x) is torch.Tensor and x.dim() >= 3:
         other = "CHW" if layout == "HWC" else "HWC"
-        c = x.shape[-3] if other == "CHW" else x.shape[-1]
-        if c in want:
+        here, there = (x.shape[-1], x.shape[-3]) if other == "CHW" else (x.shape[-3], x.shape[-1])
+        if there in want and here not in want:
             return f"; is it {other}? pass layout={other!r}"
     return ""
 
@@ -208,7 +207,7 @@ CONTEXT_ERRORS = (RuntimeError, ValueError, TypeError)  # what error_context rew
 
 
 @contextlib.contextmanager
-def error_context(owner: Any, what: Callable[[], str]) -> Iterator[None]:
+def error_context(owner: Any, what: Callable[..., str]) -> Iterator[None]:
     """Errors raised inside (an op's, a check's) start with `owner`'s repr, the transform the user
     called, and end with `what()`: the sample's image, its shape and the layout it was read in."""
     try:
@@ -220,17 +219,15 @@ def error_context(owner: Any, what: Callable[[], str]) -> Iterator[None]:
         raise new from exc
 
 
-def in_context(owner: Any, what: Callable[[], str], exc: Exception) -> Exception:
+def in_context(owner: Any, what: Callable[..., str], exc: Exception) -> Exception:
     """error_context's error for `exc` (`exc` itself when it names `owner` already); for hot code
     that catches CONTEXT_ERRORS itself rather than entering a context manager per call."""
     prefix = repr(owner)
     msg = str(exc)
     if msg.startswith(prefix):
         return exc
-    detail = what()
-    if "pass layout=" in msg:  # the error gave the layout hint already: describe's would repeat it
-        detail = re.sub(r"; is it (CHW|HWC)\? pass layout='(CHW|HWC)'\)", ")", detail)
-    text = f"{prefix}: {msg} (the image: {detail})"
+    # what(hint=): the image's description, with the layout hint unless the error gave it already
+    text = f"{prefix}: {msg} (the image: {what(hint='pass layout=' not in msg)})"
     try:
         return type(exc)(text)
     except Exception:  # noqa: BLE001 (an exception type with its own constructor)
