@@ -179,15 +179,12 @@ def op_resizes(t: torch.Tensor, mode: str) -> bool:
 
 def resize_dense(x: torch.Tensor, size: tuple[int, int], kind: str, antialias: bool,
                  mode: str = "bilinear") -> torch.Tensor:
-    """torchvision v2's resize of an image (`mode`) or mask (nearest), CHW (any strides): the op
-    where it gives torchvision's bits (op_resizes), else ``interpolate`` on [N, C, h, w] in
-    torchvision's calls: uint8 kept where torchvision keeps it, else float32 and back with rounding
-    (and bicubic's clamp). Only the window it is given is read."""
+    """torchvision v2's resize of an image (`mode`) or mask (nearest), CHW (any strides), where the
+    op does not give torchvision's bits (resize_region sends those to it): ``interpolate`` on
+    [N, C, h, w] in torchvision's calls: uint8 kept where torchvision keeps it, else float32 and
+    back with rounding (and bicubic's clamp). Only the window it is given is read."""
     if tuple(x.shape[-2:]) == tuple(size):
         return x
-    if kind != "mask" and op_resizes(x, mode):
-        h, w = x.shape[-2:]
-        return resized_crop(x, 0, 0, h, w, size[0], size[1], "CHW", antialias=antialias)
     squeeze = kind == "mask" and x.dim() < 3
     if squeeze:
         x = x.unsqueeze(0)
