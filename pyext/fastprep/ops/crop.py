@@ -77,9 +77,8 @@ def random_crop_params(H: int, W: int, height: int, width: int, seed: int,
     """
     op = "random_crop_params"
     seed = checks.op_seed(op, "seed", seed)
-    for name, v in (("H", H), ("W", W), ("height", height), ("width", width)):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{op}: expected {name} to be an int, got {type(v).__name__} ({v!r})")
+    H, W, height, width = (checks.op_int(op, name, v) for name, v in
+                           (("H", H), ("W", W), ("height", height), ("width", width)))
     if not isinstance(pad_if_needed, (bool, np.bool_)):
         raise TypeError(f"{op}: expected pad_if_needed to be a bool, got {pad_if_needed!r}")
     for name, v in (("H", H), ("W", W)):
@@ -92,7 +91,7 @@ def random_crop_params(H: int, W: int, height: int, width: int, seed: int,
         if size < c and not pad_if_needed:
             checks.fail(op, ": crop ", name, " ", c, " is larger than the image ",
                          name, " ", size, " (pass pad_if_needed=True to pad)")
-    return crop_window(int(H), int(W), int(height), int(width), seed, bool(pad_if_needed))
+    return crop_window(H, W, height, width, seed, bool(pad_if_needed))
 
 
 def crop_window(H: int, W: int, height: int, width: int, seed: int, pad_if_needed: bool = False) -> tuple[int, int]:
