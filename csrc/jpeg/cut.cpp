@@ -10,16 +10,10 @@
 namespace fastprep::jpeg {
 namespace {
 
-std::string window_text(const Window& w) {
-  return "(top=" + std::to_string(w.top) + ", left=" + std::to_string(w.left) + ", height=" + std::to_string(w.height) +
-         ", width=" + std::to_string(w.width) + ")";
-}
-
 // Each test is a subtraction of in-range values: no overflow for any int64 window.
 void check_window(const Window& w, int64_t height, int64_t width) {
   if (w.top < 0 || w.left < 0 || w.height < 1 || w.width < 1 || w.top > height - w.height || w.left > width - w.width) {
-    throw ArgumentError("crop " + window_text(w) + " is not inside the " + std::to_string(height) + "x" +
-                        std::to_string(width) + " image");
+    throw ArgumentError(window_outside(w, height, width));
   }
 }
 

@@ -185,12 +185,13 @@ std::string failure(const Session& s, const char* what) {
   return msg;
 }
 
-std::string window_text(const Window& w) {
-  return "(top=" + std::to_string(w.top) + ", left=" + std::to_string(w.left) + ", height=" + std::to_string(w.height) +
-         ", width=" + std::to_string(w.width) + ")";
-}
-
 }  // namespace
+
+std::string window_outside(const Window& w, int64_t height, int64_t width) {
+  return "crop (top=" + std::to_string(w.top) + ", left=" + std::to_string(w.left) +
+         ", height=" + std::to_string(w.height) + ", width=" + std::to_string(w.width) + ") is not inside the " +
+         std::to_string(height) + "x" + std::to_string(width) + " image";
+}
 
 #define FASTPREP_STR2(x) #x
 #define FASTPREP_STR(x) FASTPREP_STR2(x)
@@ -234,8 +235,7 @@ std::vector<std::string> decode(const uint8_t* data, size_t size, const Window& 
     case Verdict::kStalled:
       throw JpegError("libjpeg stopped returning rows", -1);
     case Verdict::kWindowOutside:
-      throw ArgumentError("crop " + window_text(window) + " is not inside the " + std::to_string(h.height) + "x" +
-                          std::to_string(h.width) + " image");
+      throw ArgumentError(window_outside(window, h.height, h.width));
     case Verdict::kNoDecoding:
       throw ArgumentError(std::string("a ") + color_space_name(h.color_space) + " JPEG (" +
                           std::to_string(h.components) +

@@ -42,6 +42,10 @@ struct Window {
   int64_t top, left, height, width;
 };
 
+// "crop (top=.., left=.., height=.., width=..) is not inside the HxW image": the refusal of a window
+// outside its image, for the decoder and the restart-interval cut alike.
+std::string window_outside(const Window& w, int64_t height, int64_t width);
+
 // Element strides (bytes, uint8) of the output's channel, row and column axes.
 struct Output {
   uint8_t* data;
