@@ -20,6 +20,7 @@ import torch
 from fastprep._tree import leaves, tree_map
 from fastprep.args import check_bool, check_int
 from fastprep.batch import CompactBatch
+from fastprep.iterators import stop_workers
 
 
 def move_to(batch: Any, device: torch.device, non_blocking: bool) -> Any:
@@ -139,12 +140,7 @@ class DevicePrefetcher:
                     else:
                         self._release(host, event)
             pending.clear()
-            # Stop a DataLoader's workers early, unless it keeps them across epochs (the next
-            # iter() reuses that very iterator and its workers).
-            if not getattr(self.source, "persistent_workers", False):
-                shutdown = getattr(it, "_shutdown_workers", None)
-                if callable(shutdown):
-                    shutdown()
+            stop_workers(it)  # a DataLoader's, early (unless it keeps them across epochs)
 
     def _start_copy(self, batch: Any, side: Any) -> tuple[Any, Any, Any]:
         if side is None:

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 import torch
 
 from fastprep.args import check_int, check_real
+from fastprep.iterators import stop_iterator
 from fastprep.monitoring.events import EventRing
 from fastprep.monitoring.live import Live, TensorBoard, tqdm_around, tqdm_class
 from fastprep.monitoring.samplers import CpuClock, GpuProbe, Sampler, mean_cpu, mean_gpu
@@ -156,9 +157,7 @@ class Monitor:
                 batch = None  # the loader may reuse a batch's memory once the next is asked for
                 t0 = perf()
         finally:
-            close = getattr(it, "close", None)
-            if callable(close):
-                close()  # a generator-based loader (fastprep.Loader) stops its threads now
+            stop_iterator(it)  # a DataLoader's workers or a fastprep.Loader's threads, now
             self._end_pass(n + 1)
 
     def _begin_pass(self) -> EventRing | None:

@@ -29,10 +29,11 @@ from typing import Any
 from torch.utils.data import DataLoader, IterableDataset
 
 from fastprep.batch import CompactBatch
+from fastprep.iterators import stop_iterator
 from fastprep.prefetch import check_device, move_to
 from fastprep.tools import remedies as rm
 from fastprep.tools import stand_ins as si
-from fastprep.tools.measure import Settings, Source, Stats, close_iterator, measure, round_adjusted, synchronize
+from fastprep.tools.measure import Settings, Source, Stats, measure, round_adjusted, synchronize
 from fastprep.tools.progress import Plan
 from fastprep.tools.step_input import Epochs, decoder, own
 from fastprep.tools.sweep import SweepReport, sweep, sweep_loader, sweep_threads
@@ -72,7 +73,7 @@ def _first(loader: Any) -> Any:
     except StopIteration:
         raise ValueError("find_bottleneck: the loader yields no batch") from None
     finally:
-        close_iterator(it)
+        stop_iterator(it)
 
 
 def _map_pipe(pipe: _Pipe, dataset: Any, build: Callable[[Any], Any], length: int,

@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from fastprep.iterators import stop_iterator
+
 Z95 = 1.96  # the normal quantile of a two-sided 95% interval
 STEADY = 0.2  # two warm-up blocks whose means differ by less than this (relative) are steady
 
@@ -112,15 +114,6 @@ def synchronize(device: torch.device) -> Callable[[], None]:
     return lambda: sync(device) if device.type == "cuda" else sync()
 
 
-def close_iterator(it: Any) -> None:
-    """Stop a loader iterator now (its workers or threads), not whenever it is collected."""
-    for name in ("_shutdown_workers", "close"):
-        fn = getattr(it, name, None)
-        if callable(fn):
-            fn()
-            return
-
-
 def measure(source: Source, settings: Settings, sync: Callable[[], None],
             tick: Callable[[int, int], None] = lambda done, planned: None) -> Timing:
     """Warm up `source` until steady, then time enough steps (see Settings). `tick(done, planned)`
@@ -165,7 +158,7 @@ def measure(source: Source, settings: Settings, sync: Callable[[], None],
             tick(done, planned)
         return Timing(times, len(warm), steady, getattr(it, "epochs", 0) - epochs, source.block)
     finally:
-        close_iterator(it)
+        stop_iterator(it)
 
 
 def _steady(times: list[float], block: int) -> bool:

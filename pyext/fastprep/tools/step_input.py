@@ -16,7 +16,7 @@ import torch
 
 from fastprep._tree import tree_map
 from fastprep.batch import CompactBatch
-from fastprep.tools.measure import close_iterator
+from fastprep.iterators import stop_iterator
 
 
 def decoder(owner: str, decode: Any) -> Callable[[Any], Any]:
@@ -68,5 +68,5 @@ class Epochs:
 
     def close(self) -> None:
         if self.it is not None:
-            close_iterator(self.it)
+            stop_iterator(self.it)
             self.it = None
