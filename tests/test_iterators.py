@@ -5,6 +5,7 @@ a DataLoader keeps across epochs (persistent_workers)."""
 import multiprocessing
 
 import pytest
+from test_prefetch import Keeping
 from torch.utils.data import DataLoader
 
 import fastprep
@@ -17,18 +18,6 @@ def _workers():
     return [p for p in multiprocessing.active_children() if p.is_alive()]
 
 
-class _Keeping:
-    """A DataLoader whose iterators stay referenced here, so only an explicit stop ends their
-    workers (a dropped iterator would stop them when collected, hiding a missing stop)."""
-
-    def __init__(self, loader):
-        self.loader, self.iterators = loader, []
-
-    def __iter__(self):
-        self.iterators.append(iter(self.loader))
-        return self.iterators[-1]
-
-
 @pytest.mark.parametrize("how", ["stop_iterator", "monitor"])
 def test_a_dataloaders_workers_stop_when_the_consumer_stops(how):
     loader = DataLoader(list(range(100)), batch_size=2, num_workers=2)
@@ -38,7 +27,7 @@ def test_a_dataloaders_workers_stop_when_the_consumer_stops(how):
         workers = _workers()
         stop_iterator(it)  # `it` is still referenced: only the explicit stop can have ended them
     else:
-        keeping = _Keeping(loader)  # held here: the monitor dropped after the break cannot drop its iterator
+        keeping = Keeping(loader)  # held here: the monitor dropped after the break cannot drop its iterator
         for _batch in fastprep.monitor(keeping, live=False, report=None):
             workers = _workers()
             break

@@ -106,7 +106,7 @@ def test_early_stop_cleans_up_and_reads_only_depth_ahead():
     assert src.shut
 
 
-class _Keeping:
+class Keeping:
     """A DataLoader whose iterators stay referenced here, so only an explicit shutdown stops their
     workers (a dropped iterator would stop them when collected, hiding a missing one)."""
 
@@ -119,7 +119,7 @@ class _Keeping:
 
 
 def test_stops_real_dataloader_workers_early():
-    source = _Keeping(DataLoader(list(range(100)), batch_size=2, num_workers=2))
+    source = Keeping(DataLoader(list(range(100)), batch_size=2, num_workers=2))
     pf = iter(DevicePrefetcher(source, "cpu"))
     next(pf)
     workers = multiprocessing.active_children()
