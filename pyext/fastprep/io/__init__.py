@@ -20,6 +20,7 @@ how to get it. The rest of fastprep does not need it. Headers claiming more pixe
 ``fastprep.io.jpeg.MAX_IMAGE_PIXELS`` (Pillow's limit; None lifts it) are refused.
 """
 
+from fastprep.io.errors import PackLockedError, PackSourceError, PackWriteError, ShardFormatError
 from fastprep.io.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
 from fastprep.io.gpu import decode_jpeg_batch, decode_window_batch
 from fastprep.io.hdf5 import HDF5Dataset, HDF5Image
@@ -33,18 +34,17 @@ from fastprep.io.jpeg import (
 )
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.lmdb import LMDBDataset
-from fastprep.io.pack import PackSummary, PackWarning, PackWriteError, pack
+from fastprep.io.pack import PackSummary, PackWarning, pack
 from fastprep.io.packed import PackedDataset
 from fastprep.io.packed_items import PackedImage, PackedJpeg, PackedRaw, WindowCut
-from fastprep.io.shards import ShardFormatError
 from fastprep.io.webdataset import WebDataset
 from fastprep.io.webdataset_writer import write_webdataset
 from fastprep.io.windowed import WindowedImage
 
 __all__ = [
     "HDF5Dataset", "HDF5Image", "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader",
-    "LMDBDataset", "PackSummary", "PackWarning", "PackWriteError", "PackedDataset", "PackedImage", "PackedJpeg",
-    "PackedRaw", "ShardFormatError", "WebDataset", "WindowCut", "WindowedImage", "available", "decode_jpeg",
-    "decode_jpeg_batch", "decode_window_batch", "find_classes", "libjpeg_turbo_version", "make_dataset", "pack",
-    "read_jpeg_header", "write_webdataset",
+    "LMDBDataset", "PackLockedError", "PackSourceError", "PackSummary", "PackWarning", "PackWriteError",
+    "PackedDataset", "PackedImage", "PackedJpeg", "PackedRaw", "ShardFormatError", "WebDataset", "WindowCut",
+    "WindowedImage", "available", "decode_jpeg", "decode_jpeg_batch", "decode_window_batch", "find_classes",
+    "libjpeg_turbo_version", "make_dataset", "pack", "read_jpeg_header", "write_webdataset",
 ]

@@ -22,17 +22,13 @@ from typing import Any
 import numpy as np
 
 from fastprep.io import shards as fmt
+from fastprep.io.errors import PackWriteError
 from fastprep.io.folder import IMG_EXTENSIONS, find_classes, make_dataset
 from fastprep.io.pack_items import Options, Packed, Unreadable, extras_of, label_of, make_record
 from fastprep.io.pack_writer import ShardWriter, completed_shards
 from fastprep.progress import Progress
 
 MODES, NON_JPEG = ("jpeg", "raw"), ("encode", "raw")
-
-
-class PackWriteError(OSError):
-    """The destination could not be written (a full or read-only disk, ...): ``strerror`` says which
-    file and why; the complete shards are kept and a later pack resumes from them."""
 
 
 class PackWarning(UserWarning):

@@ -47,6 +47,8 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.io.errors import ShardFormatError  # noqa: F401 (fmt.ShardFormatError, as before)
+
 FORMAT_VERSION = 1
 SHARD_MAGIC, FOOTER_MAGIC, INDEX_MAGIC = b"FPSHARD\x00", b"FPSEND\x00\x00", b"FPINDEX\x00"
 HEADER_BYTES = FOOTER_BYTES = 64
@@ -58,10 +60,6 @@ ENTRY = np.dtype([("shard", "<u4"), ("kind", "u1"), ("color", "u1"), ("_pad0", "
                   ("length", "<u8"), ("checksum", "<u4"), ("height", "<u4"), ("width", "<u4"), ("_pad1", "<u4"),
                   ("label", "<i8"), ("source", "<u8")])
 assert ENTRY.itemsize == 56
-
-
-class ShardFormatError(ValueError):
-    """A shard or index that is not what it says: truncated, corrupt, or of a newer format."""
 
 
 def crc32c(data: Any) -> int:
