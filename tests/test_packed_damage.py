@@ -148,3 +148,18 @@ def test_threads_map_each_shard_once_and_read_the_same_bits(packs):
         assert all(torch.equal(a, good.load_raw(i)[0].decode()) for i, a in enumerate(images))
     for images in got.values():  # raw windows are views of the map: one map per shard, whichever thread made it
         assert [a.data_ptr() for a in images] == [a.data_ptr() for a in got[0]]
+
+
+def test_dataloader_workers_read_the_healthy_shards_and_name_the_missing_one(packs, tmp_path):
+    p = tmp_path / "a"
+    shutil.copytree(packs / "a", p)
+    _shard(p, BAD).unlink()
+    ds, good = fio.PackedDataset(p), fio.PackedDataset(packs / "a")
+    ds.load_raw(0)  # shard 0 mapped before the workers start; they map the others themselves
+    healthy = [i for i in range(N) if i // PER_SHARD != BAD]
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, sampler=healthy, num_workers=2)
+    for i, (image, label) in zip(healthy, loader):
+        assert torch.equal(image, good[i][0]) and label == good[i][1]
+    with pytest.raises(fio.ShardFormatError, match=r"record 4 \(item 4\) of pack .* is unreadable: shard-00001.fpk "
+                                                   r"is missing"):
+        next(iter(torch.utils.data.DataLoader(ds, batch_size=None, sampler=[4], num_workers=1)))

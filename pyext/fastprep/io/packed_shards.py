@@ -33,11 +33,13 @@ class ShardMaps:
         self.folder, self.shards, self.pack_id = folder, shards, pack_id
         self.views: list[memoryview | None] = [None] * len(shards)
         self._tensors: list[torch.Tensor | None] = [None] * len(shards)
-        self._lock = threading.Lock()
+        self._lock, self._pid = threading.Lock(), os.getpid()
 
     def open(self, k: int) -> memoryview:
         """Shard k's bytes, mapped on first use; ShardFormatError '<name> is missing' (or why else it
         cannot be read), raised from the OSError where there is one."""
+        if self._pid != os.getpid():  # a forked child: the parent's lock may have been held by another thread
+            self._lock, self._pid = threading.Lock(), os.getpid()
         with self._lock:
             view = self.views[k]
             if view is None:
@@ -89,4 +91,4 @@ class ShardMaps:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._lock = threading.Lock()
+        self._lock, self._pid = threading.Lock(), os.getpid()
