@@ -102,12 +102,15 @@ def test_a_damaged_shard_fails_only_its_records_naming_it(packs, tmp_path, damag
                                good.load_raw(i)[0].decode((2, 3, 10, 9))), i
     with pytest.raises(fio.ShardFormatError, match=r"record 3 \(item 3\)"):
         ds.verify_records()
+    with pytest.raises(fio.ShardFormatError, match=r"PackedDataset: shard 1 of pack .* is unreadable: shard-00001.fpk"):
+        ds.check_shards()
     if _shard(p, BAD).is_dir():
         _shard(p, BAD).rmdir()
     elif _shard(p, BAD).exists():
         _shard(p, BAD).chmod(0o644)
     _replace(_shard(p, BAD), original)  # put back: the same dataset reads it (a failure is not remembered)
     assert torch.equal(ds.load_raw(4)[0].decode(), good.load_raw(4)[0].decode())
+    ds.check_shards()
     ds.verify_records()
 
 

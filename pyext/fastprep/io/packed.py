@@ -132,6 +132,12 @@ class PackedDataset(ImageSource):
             raise ValueError(f"PackedDataset.cut_window: {self.where(i)} holds raw pixels, not a JPEG")
         return image.cut(crop)
 
+    def check_shards(self) -> None:
+        """Open every shard and check its size and header against the index (fast: no CRC pass over
+        the records, see verify_records); ShardFormatError names the first unreadable shard."""
+        for k in range(len(self._shards)):
+            self._view(k)
+
     def verify_records(self) -> None:
         """Check every CRC of every record (reads all the shards); ShardFormatError names the first bad one."""
         mod = native("PackedDataset.verify_records")
