@@ -27,6 +27,11 @@ class ShardMaps:
         folder: the pack's folder.
         shards: (file name, size in bytes) per shard, from the index.
         pack_id: the pack id the index holds; each shard's header must carry it.
+
+    Example:
+        >>> maps = ShardMaps("train.packed", [("shard-00000.fpk", 5339)], pack_id)
+        >>> maps.open(0)[:8].tobytes()
+        b'FPSHARD\\x00'
     """
 
     def __init__(self, folder: str, shards: list[tuple[str, int]], pack_id: bytes):

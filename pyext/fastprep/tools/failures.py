@@ -13,6 +13,7 @@ message): its frames are matched by file and function name, without the index.
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from types import CodeType, TracebackType
 from typing import Any
@@ -55,6 +56,13 @@ class Stages:
         step_fn: the step function.
         dataset: the dataset, when there is no loader (default: the loader's).
         collate_fn: the collate function, when there is no loader (default: the loader's).
+
+    Example:
+        >>> try:
+        ...     find_bottleneck(loader, step_fn)
+        ... except Exception as exc:
+        ...     print(Stages(loader, step_fn).describe(exc))
+        loading item 5 raised KeyError: 'no such key: 5' while measuring level 5/5 (nothing cached)
     """
 
     def __init__(self, loader: Any, step_fn: Any, dataset: Any = None, collate_fn: Any = None):
@@ -117,8 +125,10 @@ def _first_argument(frame: Any) -> int | None:
     code = frame.f_code
     if code.co_argcount < 2:
         return None
-    value = frame.f_locals.get(code.co_varnames[1])
-    return int(value) if isinstance(value, int) or type(value).__name__ in ("int64", "int32") else None
+    try:
+        return operator.index(frame.f_locals.get(code.co_varnames[1]))  # an int, a numpy or 0-d tensor index
+    except TypeError:
+        return None
 
 
 def _message(exc: BaseException) -> str:
