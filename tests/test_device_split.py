@@ -1,8 +1,10 @@
-"""Loader(decode_on=...), the GPU decode split: the threads cut windows, the device decodes. With the
-CPU decoder standing in for the device ("cpu"), the batches are the ordinary Loader's bit for bit
-(flips, chunk sizes, threads, dtypes, packed shards and JpegFiles), the threads decode nothing,
-and what the split cannot take is refused by name. On a CUDA machine (benchmarks/gpu_check.sh)
-nvJPEG's batches are compared with the CPU's within nvJPEG's IDCT differences."""
+"""Loader(decode_on=...), the GPU decode split: the threads cut windows, the device decodes. For every
+row of the fusion table (the seed's crop + mask + YCbCr; RandomResizedCrop / Resize + CenterCrop
+with flips, ToDtype, Normalize), with the CPU decoder standing in for the device ("cpu"), the
+batches are the ordinary Loader's bit for bit (flips, chunk sizes, threads, dtypes, packed shards
+and JpegFiles), the threads decode nothing, and what the split cannot take is refused by name. On
+a CUDA machine (benchmarks/gpu_check.sh) nvJPEG's batches are compared with the CPU's within
+nvJPEG's IDCT differences."""
 
 import threading
 
@@ -49,6 +51,18 @@ def pipeline(flips: str = "before", out_dtype=None, scale: float = 1.0):
     return T.Compose([*steps[flips], T.RandomDilatedMask(0.25), T.RGBToYCbCr(out_dtype, scale)])
 
 
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def resized(kind: str = "rrc", flips: str = "before", normalize: bool = True):
+    """The resized-crop row: RandomResizedCrop(40) or Resize(64) + CenterCrop(48), flips, ToDtype (+ Normalize)."""
+    window = [T.RandomResizedCrop(40)] if kind == "rrc" else [T.Resize(64), T.CenterCrop(48)]
+    steps = {"none": window, "before": [T.RandomHorizontalFlip(), *window],
+             "after": [*window, T.RandomHorizontalFlip(), T.RandomVerticalFlip()]}[flips]
+    tail = [T.ToDtype(torch.float32, scale=True), *([T.Normalize(MEAN, STD)] if normalize else [])]
+    return T.Compose([*steps, *tail] if kind == "rrc" or normalize else steps)
+
+
 def batches(dataset, **kw):
     """Every batch's fields, kept (a batch without decode is valid until the next is asked for)."""
     return [tuple(x.clone() for x in (b.data if isinstance(b, fastprep.CompactBatch) else b))
@@ -71,8 +85,27 @@ def test_the_cpu_stand_in_gives_the_cpu_paths_batches_bit_for_bit(packed, folder
             assert not torch.equal(want[0][0][0], want[0][0][1])  # not one sample over and over
 
 
+def test_the_resized_crop_row_splits_bit_for_bit(packed, folder):
+    roi = fio.ImageFolder(folder, roi=True)
+    cases = [(packed, dict(batch_size=4, threads=1, transform=resized("rrc", "before"))),
+             (packed, dict(batch_size=3, threads=2, transform=resized("resize", "after", False), shuffle=True)),
+             (packed, dict(batch_size=5, threads=2, transform=resized("resize", "none"), decode=True)),
+             (roi, dict(batch_size=2, threads=2, transform=resized("rrc", "after"), sampler=[4, 1, 1, 0, 3, 2, 2])),
+             (roi, dict(batch_size=3, threads=1, transform=resized("resize", "before", False)))]
+    for dataset, kw in cases:
+        assert kw["transform"].plan.fused.fusion.op == "resized_crop_batch"  # one fused op: the row under test
+        for seed in (0, 7):
+            want = batches(dataset, seed=seed, **kw)
+            got = batches(dataset, seed=seed, decode_on="cpu", **kw)
+            assert len(got) == len(want) and all(
+                len(g) == len(w) and all(a.dtype == b.dtype and torch.equal(a, b) for a, b in zip(g, w, strict=True))
+                for g, w in zip(got, want, strict=True)), (type(dataset).__name__, kw, seed)
+            assert not torch.equal(want[0][0][0], want[0][0][1])
+
+
 @pytest.mark.one_backend
-def test_the_threads_cut_and_never_decode(packed, monkeypatch):
+@pytest.mark.parametrize("transform", [pipeline(), resized("rrc", "after")], ids=["crop-mask-ycbcr", "resized-crop"])
+def test_the_threads_cut_and_never_decode(packed, monkeypatch, transform):
     native = fio.jpeg.native("test")
     calls: dict[tuple[str, str], int] = {}
     lock = threading.Lock()
@@ -89,7 +122,7 @@ def test_the_threads_cut_and_never_decode(packed, monkeypatch):
 
     for name in ("decode_record_into", "decode_into", "cut_record"):  # every entropy decoder entry, and the cut
         count(name)
-    kw = dict(batch_size=4, transform=pipeline(), threads=2, seed=1)
+    kw = dict(batch_size=4, transform=transform, threads=2, seed=1)
     n = len(packed)
     batches(packed, decode_on="cpu", **kw)
     assert calls == {("cut_record", "loader thread"): n, ("decode_into", "consumer"): n}
@@ -106,7 +139,7 @@ def test_the_host_batch_is_the_cuts_and_masks_and_decodes_anywhere(packed, monke
     loader = fastprep.Loader(packed, decode_on="cpu", **kw)
     it = iter(loader)
     host = next(it)
-    assert isinstance(host, WindowBatch) and len(host.windows) == 2 and host.windows.masks.shape == (2, 48, 6)
+    assert isinstance(host, WindowBatch) and len(host.windows) == 2 and host.windows.extras["masks"].shape == (2, 48, 6)
     assert host.nbytes < want[0][0].numel() * 3 // 4  # small cuts and bits, not pixels
     assert host.nbytes_expanded == 2 * 3 * 48 * 48 * 4 + 2 * 8
     kept = host.clone()
@@ -134,9 +167,12 @@ def test_what_cannot_split_is_refused_by_name(packed, folder, tmp_path):
             transform=T.Compose([*pipeline().transforms, T.ToDtype(torch.float32)]))
     refused(r"step 0, RandomCrop\(size=\(48, 48\), padding=.*no part in a fused op",
             transform=T.Compose([T.RandomCrop(48, padding=2), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]))
-    refused(r"step 1, RandomDilatedMask.* run outside the fused op \(RandomResizedCrop.* fused as "
-            r"resized_crop_batch, which has no device split\)",
+    refused(r"step 1, RandomDilatedMask\(p=0.25\); step 2, RGBToYCbCr\(\) run outside the fused op: .*the split "
+            r"runs one fused op: \(1\) RandomCrop\(size\) -> .*; \(2\) RandomResizedCrop\(size\) or Resize",
             transform=T.Compose([T.RandomResizedCrop(48), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]))
+    refused(r"step 2, Identity\(\) \(no part in a fused op.* run outside the fused op",  # a foreign step after it
+            transform=T.Compose([T.RandomResizedCrop(48), T.ToDtype(torch.float32, scale=True), torch.nn.Identity()]))
+    refused(r"step 0, Resize.* \(no part in a fused op", transform=T.Compose([T.Resize(64, antialias=False)]))
     refused(r"RandomCrop.* has its own generator=", transform=T.Compose(
         [T.RandomCrop(48, generator=torch.Generator()), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]))
     refused(r"there is no transform", transform=None)
