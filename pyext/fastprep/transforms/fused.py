@@ -14,6 +14,7 @@ import torch
 
 from fastprep.ops._library import BELOW_AUTOGRAD
 from fastprep.ops.crop_mask_ycbcr import mask_ycbcr
+from fastprep.ops.resize_windows import resized_crop_windows
 from fastprep.transforms.sample import Item
 from fastprep.transforms.window import native_uint8_bilinear, read_region
 
@@ -274,11 +275,14 @@ def _run_resized_crop(group: Any, run: FusedRun, out: torch.Tensor) -> None:
 
 
 def _resized_crop_on_device(group: Any, run: FusedRun, extras: dict[str, torch.Tensor]) -> torch.Tensor:
-    """The split's device: the row's op on the decoded windows (on a CUDA device its torch-ops form,
-    ops/resize.py: the CPU kernel's integer passes and float32 steps, so its bits on those pixels)."""
+    """The split's device: the row's op on the decoded windows, batched in torch ops on their device
+    (ops/resize_windows.py: the kernel's bits on those pixels; the CPU stand-in runs the same)."""
+    to_dtype, norm = group.roles.get("dtype"), group.roles.get("normalize")
+    resize = group.roles.get("resized_crop") or group.roles["resize"]
+    mean, std = (None, None) if norm is None else (list(norm.mean), list(norm.std))
     out = torch.empty(len(run), 3, *run.out_size, dtype=group.out_dtype, device=run.sources[0].device)
-    _run_resized_crop(group, run, out)
-    return out
+    return resized_crop_windows(run.sources, out, run.hflips, run.vflips, run.place, resize.antialias,
+                                1.0 if to_dtype is None else to_dtype.op_scale, mean, std)
 
 
 _FLIPS = r"(?:[hv]flip )*"
