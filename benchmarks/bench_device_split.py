@@ -152,3 +152,30 @@ def test_split_cpu_side(benchmark, photo_set, monkeypatch, pipeline, split):
     note = ("draws + cuts + slot writes (decode_on='cpu', the device stage taking the batches as they are: "
             "samples/s one core feeds a GPU decoder)" if split else "today: the thread decodes each window")
     _epoch(benchmark, loader, group, note)
+
+
+def _cuda_problem() -> str | None:
+    if not torch.cuda.is_available():
+        return "needs a CUDA device"
+    try:
+        import torchvision.io  # noqa: F401, PLC0415 (nvJPEG)
+    except (ImportError, RuntimeError, OSError) as exc:
+        return f"needs torchvision built for torch {torch.__version__} ({exc})"
+    return None
+
+
+@pytest.mark.skipif(_cuda_problem() is not None, reason=str(_cuda_problem()))
+@pytest.mark.parametrize("pipeline", list(PIPELINES))
+@pytest.mark.parametrize("decode_on", [None, "cuda"], ids=["decode-in-thread", "split-on-cuda"])
+def test_split_on_cuda(benchmark, photo_set, pipeline, decode_on):
+    """Delivered samples/s on the GPU (batches made on the device, the consumer synchronising each):
+    one thread decoding, against one thread cutting for nvJPEG + the row's device half."""
+    loader = _pipeline_loader(photo_set, pipeline, device="cuda", decode_on=decode_on)
+
+    def synced():
+        for b in loader():
+            torch.cuda.synchronize()
+            yield b
+    group = CPU_SIDE_GROUP.format(batch=BATCH, pipeline=PIPELINES[pipeline][1], size=photo_set[1]) + ", on CUDA"
+    _epoch(benchmark, synced, group, "decode_on='cuda': nvJPEG + the device half" if decode_on else
+           "the thread decodes, the batch is copied to the GPU")
