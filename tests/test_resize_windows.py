@@ -39,7 +39,9 @@ def _windows(g, sizes):
 @pytest.mark.parametrize("dtype,scale,norm", [(torch.uint8, 1.0, False), (torch.float32, 1 / 255, True),
                                               (torch.float16, 1 / 255, False), (torch.bfloat16, 1.0, True)])
 @pytest.mark.parametrize("antialias", [True, False])
-def test_the_kernels_bits(dtype, scale, norm, antialias):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA device"))])
+def test_the_kernels_bits(dtype, scale, norm, antialias, device):
     g = torch.Generator().manual_seed(int(antialias))
     sizes = [(90, 120), (31, 40), (40, 31), (200, 64), (32, 32), (7, 300)]
     windows = _windows(g, sizes)
@@ -56,8 +58,10 @@ def test_the_kernels_bits(dtype, scale, norm, antialias):
     heights, widths = [h for h, _ in sizes], [w for _, w in sizes]
     torch.ops.fastprep.resized_crop_batch.default(windows, [0] * n, [0] * n, heights, widths, want, "CHW", hflips,
                                                   antialias, scale, mean, std, vflips, *place)
-    got = resized_crop_windows(windows, torch.empty_like(want), hflips, vflips, place, antialias, scale, mean, std)
-    assert got.dtype == dtype and torch.equal(got.view(torch.uint8), want.view(torch.uint8))
+    got = resized_crop_windows([x.to(device) for x in windows], torch.empty_like(want, device=device), hflips, vflips,
+                               place, antialias, scale, mean, std)
+    assert got.device.type == device and got.dtype == dtype
+    assert torch.equal(got.cpu().view(torch.uint8), want.view(torch.uint8))
 
 
 def test_refuses_a_normalize_on_uint8():
