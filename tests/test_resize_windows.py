@@ -68,3 +68,15 @@ def test_refuses_a_normalize_on_uint8():
     with pytest.raises(RuntimeError, match="mean=None and std=None for a torch.uint8 output"):
         resized_crop_windows([torch.zeros(3, 4, 4, dtype=torch.uint8)], torch.empty(1, 3, 2, 2, dtype=torch.uint8),
                              [False], [False], ([0], [0], [0], [0]), mean=[0.5], std=[0.5])
+
+
+def test_refuses_what_does_not_match_out():
+    win, out, none = torch.zeros(3, 4, 4, dtype=torch.uint8), torch.empty(1, 3, 2, 2), ([0], [0], [0], [0])
+    for args, match in [(([win, win], out, [False], [False], none), r"expected 1 windows \(out has 1 images\), got 2"),
+                        (([win], out, [False], [], none), r"expected 1 vflips"),
+                        (([win], out, [False], [False], ([0], [0], [0], [])), r"expected 1 place\[3\]"),
+                        (([win.float()], out, [False], [False], none), r"windows\[0\] to be a non-empty uint8"),
+                        (([win[:1]], out, [False], [False], none), r"uint8 \[3, h, w\].*\(1, 4, 4\)"),
+                        (([win], out[0], [False], [False], none), r"out to be \[N, 3, H, W\], got \(3, 2, 2\)")]:
+        with pytest.raises(ValueError, match=match):
+            resized_crop_windows(*args)

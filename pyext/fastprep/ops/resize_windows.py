@@ -6,8 +6,9 @@ axis's weights with numpy on the host (resize_weights.py, ~110 us an axis): at a
 is ~55 ms of the consumer's thread per batch. Here every sample's weight tables are computed at
 once on the windows' device, with the same float64 operations in the same order (each a separate
 IEEE-rounded torch op, so the same bits on a CPU and a GPU: tested equal to resample_axis), and
-each pass is one gather per tap over the batch padded to its largest window, in int32 (exact: a
-tap's weight is < 2^15, a value <= 255 and the weights sum to <= 2^22, so a sum stays < 2^31).
+each pass is one gather per tap over the batch padded to its largest window (uint8), summed in
+int32 (exact: a tap's weight is < 2^15, a value <= 255 and the weights sum to <= 2^22, so a sum
+stays < 2^31).
 The output is the kernel's bits (tested on the CPU against torch.ops.fastprep.resized_crop_batch).
 """
 
@@ -87,8 +88,8 @@ def axis_tables(size: torch.Tensor, out: torch.Tensor, antialias: bool, reverse:
 
 def _resample(x: torch.Tensor, start: torch.Tensor, w: torch.Tensor, precision: torch.Tensor, sizes: torch.Tensor,
               dim: int) -> torch.Tensor:
-    """One pass along `dim` (3: columns, 2: rows) of int32 [N, C, H, W] x: each output the taps'
-    sum from 2^(precision - 1), shifted, saturated (ops/resize.py's _resample, batched)."""
+    """One pass along `dim` (3: columns, 2: rows) of uint8 [N, C, H, W] x: each output the taps'
+    sum from 2^(precision - 1), shifted, saturated (ops/resize.py's _resample, batched); uint8."""
     n, c, h, wd = x.shape
     shape = [n, c, h, start.shape[1]] if dim == 3 else [n, c, start.shape[1], wd]
     view = (lambda t: t[:, None, None, :]) if dim == 3 else (lambda t: t[:, None, :, None])
@@ -96,9 +97,9 @@ def _resample(x: torch.Tensor, start: torch.Tensor, w: torch.Tensor, precision: 
     last = (sizes - 1)[:, None]
     for t in range(w.shape[2]):
         index = view(torch.minimum(start + t, last)).expand(shape)
-        acc += x.gather(dim, index) * view(w[..., t].int())
+        acc += x.gather(dim, index).int() * view(w[..., t].int())
     shift = precision.int().view(-1, 1, 1, 1)
-    return ((acc + (torch.ones_like(shift) << (shift - 1))) >> shift).clamp_(0, 255)
+    return ((acc + (torch.ones_like(shift) << (shift - 1))) >> shift).clamp_(0, 255).to(torch.uint8)
 
 
 def resized_crop_windows(windows: list[torch.Tensor], out: torch.Tensor, hflips: list[bool], vflips: list[bool],
@@ -122,16 +123,27 @@ def resized_crop_windows(windows: list[torch.Tensor], out: torch.Tensor, hflips:
         ...                      ([0, 0], [0, 0], [0, 0], [0, 0]), scale=1 / 255).shape
         torch.Size([2, 3, 32, 32])
     """
-    a = check_output_args("resized_crop_windows", out.dtype, scale, mean, std, 3)
+    op = "resized_crop_windows"
+    if out.dim() != 4 or out.shape[1] != 3:
+        raise ValueError(f"{op}: expected out to be [N, 3, H, W], got {tuple(out.shape)}")
+    a = check_output_args(op, out.dtype, scale, mean, std, 3)
     n, _, oh, ow = out.shape
     dev = out.device
+    for name, values in (("windows", windows), ("hflips", hflips), ("vflips", vflips),
+                         *((f"place[{k}]", p) for k, p in enumerate(place))):
+        if len(values) != n:
+            raise ValueError(f"{op}: expected {n} {name} (out has {n} images), got {len(values)}")
+    for i, win in enumerate(windows):
+        if win.dtype != torch.uint8 or win.dim() != 3 or win.shape[0] != 3 or win.device != dev or 0 in win.shape:
+            raise ValueError(f"{op}: expected windows[{i}] to be a non-empty uint8 [3, h, w] tensor on {dev}, got "
+                             f"{win.dtype} {tuple(win.shape)} on {win.device}")
     if n == 0:
         return out
     hs, ws = [int(x.shape[-2]) for x in windows], [int(x.shape[-1]) for x in windows]
     info = torch.tensor([hs, ws, [r or oh for r in place[0]], [r or ow for r in place[1]], place[2], place[3],
                          [int(bool(f)) for f in hflips], [int(bool(f)) for f in vflips]], dtype=torch.int64).to(dev)
     height, width, rh, rw, top, left, hflip, vflip = info
-    x = torch.zeros(n, 3, max(hs), max(ws), dtype=torch.int32, device=dev)
+    x = torch.zeros(n, 3, max(hs), max(ws), dtype=torch.uint8, device=dev)  # the batch padded to its largest window
     for i, win in enumerate(windows):
         x[i, :, :hs[i], :ws[i]] = win
     y = _resample(x, *axis_tables(width, rw, antialias, hflip.bool(), left, ow), width, 3)
