@@ -263,26 +263,27 @@ def _op_resizes_windowed(group: Any, item: Item) -> bool:
     return item.value.mode == "RGB" and native_uint8_bilinear()
 
 
-def _run_resized_crop(group: Any, run: FusedRun, out: torch.Tensor) -> None:
+def _resize_args(group: Any) -> tuple[bool, float, list[float] | None, list[float] | None]:
+    """(antialias, scale, mean, std) of the resized-crop row's op."""
     to_dtype, norm = group.roles.get("dtype"), group.roles.get("normalize")
     resize = group.roles.get("resized_crop") or group.roles["resize"]
     mean, std = (None, None) if norm is None else (list(norm.mean), list(norm.std))
+    return resize.antialias, 1.0 if to_dtype is None else to_dtype.op_scale, mean, std
+
+
+def _run_resized_crop(group: Any, run: FusedRun, out: torch.Tensor) -> None:
+    antialias, scale, mean, std = _resize_args(group)
     with BELOW_AUTOGRAD():
         torch.ops.fastprep.resized_crop_batch.default(run.sources, run.tops, run.lefts, run.heights, run.widths, out,
-                                                      run.layout, run.hflips, resize.antialias,
-                                                      1.0 if to_dtype is None else to_dtype.op_scale, mean, std,
+                                                      run.layout, run.hflips, antialias, scale, mean, std,
                                                       run.vflips, *run.place)
 
 
 def _resized_crop_on_device(group: Any, run: FusedRun, extras: dict[str, torch.Tensor]) -> torch.Tensor:
     """The split's device: the row's op on the decoded windows, batched in torch ops on their device
     (ops/resize_windows.py: the kernel's bits on those pixels; the CPU stand-in runs the same)."""
-    to_dtype, norm = group.roles.get("dtype"), group.roles.get("normalize")
-    resize = group.roles.get("resized_crop") or group.roles["resize"]
-    mean, std = (None, None) if norm is None else (list(norm.mean), list(norm.std))
     out = torch.empty(len(run), 3, *run.out_size, dtype=group.out_dtype, device=run.sources[0].device)
-    return resized_crop_windows(run.sources, out, run.hflips, run.vflips, run.place, resize.antialias,
-                                1.0 if to_dtype is None else to_dtype.op_scale, mean, std)
+    return resized_crop_windows(run.sources, out, run.hflips, run.vflips, run.place, *_resize_args(group))
 
 
 _FLIPS = r"(?:[hv]flip )*"
