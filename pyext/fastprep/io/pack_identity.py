@@ -92,10 +92,11 @@ def _check_items(dest: str, kept: list[Kept], sources: Sources, threads: int, ba
                 for i, got in zip(range(lo, hi), digests, strict=True):
                     at = (i - first) * DIGEST_CHARS
                     if stored[at:at + DIGEST_CHARS] != got:
-                        what = f", {shown(sources.names[i])!r}: its name, size or modification time" \
-                            if sources.sizes else ": its image, label or extras (a dataset whose items change " \
-                            "between reads, by random transforms say, never matches)"
-                        raise refuse(dest, f"item {i} (of {n}{what}) differs from the one packed")
+                        name = f", {shown(sources.names[i])!r}" if sources.sizes else ""
+                        what = "its name, size or modification time" if sources.sizes else "its image, label " \
+                            "or extras (a dataset whose items change between reads, by random transforms say, never " \
+                            "matches)"
+                        raise refuse(dest, f"item {i} (of {n}{name}) differs from the one packed: {what}")
                 done += hi - lo
                 if bar is not None:
                     bar(f"{done}/{total} packed items checked", done / total)
