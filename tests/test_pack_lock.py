@@ -24,8 +24,8 @@ pytestmark = [needs_decoder, pytest.mark.one_backend]
 
 TRIALS = 3
 
-# A slow dataset (30 items, 10 ms each), packed by two processes per trial: a file barrier starts
-# both packs within milliseconds, far inside the 0.3 s the holder takes.
+# A slow dataset (30 items, 30 ms each: the holder takes 0.9 s), packed by two processes per trial:
+# a file barrier starts both packs within milliseconds of each other.
 WRITER = textwrap.dedent("""
     import os, sys, time
     import numpy as np
@@ -35,7 +35,7 @@ WRITER = textwrap.dedent("""
         def __len__(self):
             return 30
         def __getitem__(self, i):
-            time.sleep(0.01)
+            time.sleep(0.03)
             return np.full((16, 16, 3), i, np.uint8), i
 
     work, me, trials = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -45,7 +45,7 @@ WRITER = textwrap.dedent("""
         while sum(n.startswith(f"ready-{t}-") for n in os.listdir(work)) < 2 and time.monotonic() < deadline:
             time.sleep(0.002)
         try:
-            fio.pack(Slow(), os.path.join(work, f"p{t}"), mode="raw", progress=False, threads=2)
+            fio.pack(Slow(), os.path.join(work, f"p{t}"), mode="raw", progress=False, threads=1)
             print(t, "packed", flush=True)
         except fio.PackLockedError as exc:
             print(t, "locked", str(exc).replace(os.linesep, " "), flush=True)

@@ -15,6 +15,7 @@ import contextlib
 import errno
 import os
 import socket
+import time
 from collections.abc import Iterator
 
 from fastprep.io.errors import PackLockedError
@@ -28,11 +29,16 @@ except ImportError:  # Windows: no flock; packs there are not guarded (documente
 
 
 def _holder(fd: int) -> str:
-    try:
-        text = os.pread(fd, 200, 0).decode(errors="replace").strip()
-    except OSError:
-        text = ""
-    return text or "a process that has not written its pid yet"
+    """The holder's "pid N on HOST" (it writes it just after locking: waited for briefly)."""
+    for _ in range(50):
+        try:
+            text = os.pread(fd, 200, 0).decode(errors="replace").strip()
+        except OSError:
+            break
+        if text:
+            return text
+        time.sleep(0.005)
+    return "a process that has not written its pid"
 
 
 def _open(path: str) -> int | None:
