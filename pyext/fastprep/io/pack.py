@@ -175,8 +175,11 @@ def _pack_locked(sources: Sources, opts: Options, dest: str, done: list, summary
     summary.resumed = sum(len(e) for e, _ in done)
     first = done[-1][1]["end"] if done else 0
     if first == len(sources.names) and done and _index_id(index_path) == pack_id:
-        check_written(dest)
-        return
+        try:
+            check_written(dest)
+            return
+        except fmt.ShardFormatError:  # an index that disagrees with the (checked) shards: written again
+            pass
     if os.path.exists(index_path):  # an index beside unfinished shards is stale: the new one comes last
         os.remove(index_path)
     bar = Progress(f"pack {os.path.basename(os.path.normpath(dest))}") if progress else None

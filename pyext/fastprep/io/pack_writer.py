@@ -1,7 +1,8 @@
 """Writing shard files whole, and finding the ones an interrupted :func:`fastprep.io.pack` completed.
 
 A shard is written to ``shard-NNNNN.fpk.tmp``, closed by its table and footer, fsynced and renamed:
-a file with a shard's name is complete (shards.py has the format).
+a file with a shard's name is complete (shards.py has the format). Each records what it holds: the
+source, the options and every item's digest (pack_identity.py checks them before a resume).
 """
 
 from __future__ import annotations
