@@ -34,9 +34,12 @@ DIGEST_CHARS = 16  # hex digits of one item's digest in a shard's "inputs"
 
 def pack_identity(sources: Sources, opts: Options) -> tuple[bytes, dict]:
     """(pack id, the identity each shard records). The id covers the source's type and length,
-    the options and the format, and a folder's whole listing (its paths, sizes and times)."""
+    the options and the format, a folder's whole listing (its paths, sizes and times), and a
+    dataset's first item (read once more: two datasets of one type and length rarely share an id,
+    and the first item is in any shard a resume keeps, so the id never refuses what they accept)."""
     identity = {"source": sources.kind, "options": opts.as_dict()}
-    text = json.dumps({**identity, "listing": sources.listing_digest, "format": fmt.FORMAT_VERSION}, sort_keys=True)
+    listing = sources.listing_digest or (sources.digest(0) if sources.names else "")
+    text = json.dumps({**identity, "listing": listing, "format": fmt.FORMAT_VERSION}, sort_keys=True)
     return hashlib.sha256(text.encode()).digest()[:16], identity
 
 
