@@ -24,10 +24,10 @@ pytestmark = [needs_decoder, pytest.mark.one_backend]
 
 TRIALS = 3
 
-# A slow dataset (30 items, 30 ms each: the holder takes 0.9 s), packed by two processes per trial:
-# a file barrier starts both packs within milliseconds of each other.
+# A slow dataset (30 items, 20 ms each: the holder takes 0.6 s), packed by this process and a child
+# per trial: a file barrier starts both packs within milliseconds of each other.
 WRITER = textwrap.dedent("""
-    import os, sys, time
+    import os, time
     import numpy as np
     import fastprep.io as fio
 
@@ -35,20 +35,22 @@ WRITER = textwrap.dedent("""
         def __len__(self):
             return 30
         def __getitem__(self, i):
-            time.sleep(0.03)
+            time.sleep(0.02)
             return np.full((16, 16, 3), i, np.uint8), i
 
-    work, me, trials = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    for t in range(trials):
-        open(os.path.join(work, f"ready-{t}-{me}"), "w").close()
-        deadline = time.monotonic() + 60
-        while sum(n.startswith(f"ready-{t}-") for n in os.listdir(work)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.002)
-        try:
-            fio.pack(Slow(), os.path.join(work, f"p{t}"), mode="raw", progress=False, threads=1)
-            print(t, "packed", flush=True)
-        except fio.PackLockedError as exc:
-            print(t, "locked", str(exc).replace(os.linesep, " "), flush=True)
+    def write(work, me, trials):
+        lines = []
+        for t in range(trials):
+            open(os.path.join(work, f"ready-{t}-{me}"), "w").close()
+            deadline = time.monotonic() + 60
+            while sum(n.startswith(f"ready-{t}-") for n in os.listdir(work)) < 2 and time.monotonic() < deadline:
+                time.sleep(0.002)
+            try:
+                fio.pack(Slow(), os.path.join(work, f"p{t}"), mode="raw", progress=False, threads=1)
+                lines.append(f"{t} packed")
+            except fio.PackLockedError as exc:
+                lines.append(f"{t} locked {exc}")
+        return lines
 """)
 
 
@@ -64,11 +66,15 @@ def same_as_clean(dest, clean):
 
 def test_two_processes_packing_one_dest_give_one_pack_and_one_refusal(tmp_path):
     fio.pack(slow_items(), tmp_path / "clean", mode="raw", progress=False)
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), str(k), str(TRIALS)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(2)]
-    outs = [p.communicate(timeout=240) for p in procs]
-    assert all(p.returncode == 0 for p in procs), [e[-2000:] for _, e in outs]
-    lines = [line.split(" ", 2) for out, _ in outs for line in out.splitlines()]
+    child = subprocess.Popen([sys.executable, "-c", WRITER + f"\nprint('\\n'.join(write({str(tmp_path)!r}, 1, "
+                                                     f"{TRIALS})))"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    namespace = {}
+    exec(WRITER, namespace)
+    mine = namespace["write"](str(tmp_path), 0, TRIALS)
+    out, err = child.communicate(timeout=240)
+    assert child.returncode == 0, err[-2000:]
+    lines = [line.split(" ", 2) for line in mine + out.splitlines()]
     for t in range(TRIALS):
         got = sorted(words[1:] for words in lines if words[0] == str(t))
         assert [g[0] for g in got] == ["locked", "packed"], got
