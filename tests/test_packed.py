@@ -198,7 +198,7 @@ def test_datasets_pack_with_labels_extras_and_survive_pickling(tmp_path):
     for t in threads:
         t.join()
     assert len(results) == 4 and all(r == results[0] for r in results)
-    with pytest.raises(TypeError, match=r"item 0: expected an int label .* got 'cat'"):
+    with pytest.raises(fio.PackSourceError, match=r"item 0 \(of 1\): expected an int label .* got 'cat'"):
         fio.pack([(photo("coffee")[:8, :8], "cat")], tmp_path / "q", progress=False)
 
 

@@ -186,6 +186,7 @@ void verify_record(const uint8_t* record, size_t size, uint32_t checksum) {
     return;
   }
   const RawRecord r = open_raw_record(record, size, checksum);
+  verify_raw_table(r);
   check_bands(r, 0, r.height, 0, r.bands);
 }
 

@@ -111,14 +111,16 @@ BuiltRecord build_raw_record(const uint8_t* pixels, int64_t height, int64_t widt
   put32(m + 20, kMetaBytes);
   put64(m + 24, pixel_offset);
   put64(m + 32, pixel_bytes);
+  uint8_t* band_crc = m + kMetaBytes;
   for (int64_t y = 0; y < height; ++y) {
     uint8_t* row = m + pixel_offset + y * row_bytes;
     std::memcpy(row, pixels + y * row_stride, static_cast<size_t>(row_bytes));
     for (int64_t b = 0; b < bands; ++b) {
       const int64_t x0 = b * kRawBand * channels, x1 = std::min(row_bytes, x0 + kRawBand * channels);
-      put32(m + kMetaBytes + 4 * (y * bands + b), crc32c(row + x0, static_cast<size_t>(x1 - x0)));
+      put32(band_crc + 4 * (y * bands + b), crc32c(row + x0, static_cast<size_t>(x1 - x0)));
     }
   }
+  put32(m + 40, crc32c(band_crc, static_cast<size_t>(table)));  // the checksum below covers every pixel
   r.checksum = crc32c(m, kMetaBytes);
   return r;
 }
@@ -221,7 +223,15 @@ RawRecord open_raw_record(const uint8_t* record, size_t size, uint32_t checksum)
   }
   r.band_crc = record + table_offset;
   r.pixels = record + pixel_offset;
+  r.version = le16(record + 4);
+  r.table_crc = le32(record + 40);
   return r;
+}
+
+void verify_raw_table(const RawRecord& r) {
+  if (r.version < 2) return;  // version 1: no table CRC (its checksum covered the meta block only)
+  check_checksum(crc32c(r.band_crc, static_cast<size_t>(4 * r.height * r.bands)), r.table_crc,
+                 "the record's band CRC table");
 }
 
 }  // namespace fastprep::jpeg

@@ -16,13 +16,16 @@
 //   raw record ("FPRR"): meta, the band CRCs, the pixels (uint8, rows of width * channels).
 //     0 magic "FPRR" | 4 u16 version | 6 u8 kind = 2 | 7 u8 channels | 8 u32 height | 12 u32 width
 //     16 u32 band (pixels per CRC band of a row) | 20 u32 CRC table offset | 24 u64 pixel offset
-//     32 u64 pixel bytes | 40..63 zero
+//     32 u64 pixel bytes | 40 u32 CRC of the band CRC table (version 2; 0 in version 1) | 44..63 zero
 //     band CRCs: u32 [height][ceil(width / band)], the CRC of each band of each row
 //
 // The record's checksum (kept in the shard's table and the index) is the CRC-32C of its meta
-// block, plus the restart index for a JPEG record. Every other byte a read uses is under a CRC
-// named there, checked before use: a window read checks the JPEG header and the MCU rows it cuts,
-// or the pixel bands it copies. Corruption is an error, never a wrong image.
+// block, plus the restart index for a JPEG record. It covers every pixel: a JPEG's row CRCs and
+// header CRC are in its restart index, a raw record's band table CRC in its meta block (version 1
+// raw records, which lack it, are still read), so a record of other pixels, from another pack, is
+// refused when it is opened. Every other byte a read uses is under a CRC named there, checked
+// before use: a window read checks the JPEG header and the MCU rows it cuts, or the pixel bands it
+// copies. Corruption is an error, never a wrong image.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -36,7 +39,7 @@
 
 namespace fastprep::jpeg {
 
-constexpr uint16_t kRecordVersion = 1;
+constexpr uint16_t kRecordVersion = 2;  // 2: a raw record's meta holds its band table's CRC
 constexpr size_t kMetaBytes = 64;
 constexpr int64_t kRawBand = 64;  // pixels per CRC band of a raw record's row
 
@@ -80,6 +83,8 @@ struct RawRecord {
   int64_t height = 0, width = 0, band = 0, bands = 0;
   int channels = 0;
   const uint8_t* band_crc = nullptr;  // u32 [height][bands]
+  uint16_t version = 0;
+  uint32_t table_crc = 0;  // of band_crc's 4 * height * bands bytes (version 2)
 };
 
 // 1 (JPEG) or 2 (raw), from the magic; throws RecordError for anything else.
@@ -90,5 +95,9 @@ RawRecord open_raw_record(const uint8_t* record, size_t size, uint32_t checksum)
 // Checks MCU rows [r0, r1): their bounds and restart markers (always: what a cut copies must be
 // inside the JPEG) and, with `crcs`, their CRCs. Throws RecordError.
 void verify_rows(const JpegRecord& rec, int64_t r0, int64_t r1, bool crcs = true);
+
+// Checks a raw record's band CRC table against the CRC its meta block holds (version 2; a version 1
+// record has none). Reading every band checks the table too; this is the whole-record check's part.
+void verify_raw_table(const RawRecord& r);
 
 }  // namespace fastprep::jpeg

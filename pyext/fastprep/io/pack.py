@@ -2,19 +2,19 @@
 index (the format: fastprep/io/shards.py), read back by :class:`fastprep.io.PackedDataset`.
 
 Resumable: shards are written whole (temporary name, fsync, rename) in source order, so after a
-kill ``pack`` keeps the shards it finds (same sources and options: the pack id in each shard says
-so) and goes on after the last one's sources. The index comes last.
+kill ``pack`` keeps the shards it finds, once each is checked to be of the same source and options
+(pack_identity.py; anything else is refused by name), and goes on after the last one's sources.
+The index comes last, and is read back against the shards before pack returns. One writer at a
+time: DEST is locked while pack writes (pack_lock.py).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import errno
 import os
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,9 +23,11 @@ import numpy as np
 
 from fastprep.io import shards as fmt
 from fastprep.io.errors import PackWriteError
-from fastprep.io.folder import IMG_EXTENSIONS, find_classes, make_dataset
-from fastprep.io.pack_items import Options, Packed, Unreadable, extras_of, label_of, make_record
-from fastprep.io.pack_writer import ShardWriter, completed_shards
+from fastprep.io.pack_identity import check_kept, check_written, pack_identity
+from fastprep.io.pack_items import Options, Packed, Unreadable, make_record
+from fastprep.io.pack_lock import pack_lock
+from fastprep.io.pack_sources import Item, Sources, dataset_sources, folder_sources, shown
+from fastprep.io.pack_writer import ShardWriter, pack_files, scan_shards
 from fastprep.progress import Progress
 
 MODES, NON_JPEG = ("jpeg", "raw"), ("encode", "raw")
@@ -50,55 +52,6 @@ class PackSummary:
     seconds: float = 0.0
 
 
-@dataclass
-class Sources:
-    """What to pack: item i's name, and a loader returning (image, label, extras)."""
-
-    names: list[str]
-    load: Callable[[int], tuple[Any, Any, tuple]]
-    classes: list[str] | None
-    fingerprint: Any
-    sizes: list[int] | None  # input bytes per item (a folder's files), for the progress and the summary
-
-
-def _folder(root: str) -> Sources:
-    classes, class_to_idx = find_classes(root)
-    samples = make_dataset(root, class_to_idx, IMG_EXTENSIONS)
-    stats = [os.stat(p) for p, _ in samples]
-    names = [os.path.relpath(p, root) for p, _ in samples]
-    listing = [(n, s.st_size, s.st_mtime_ns) for n, s in zip(names, stats, strict=True)]
-    return Sources(names, lambda i: (samples[i][0], samples[i][1], ()), classes, {"folder": listing},
-                   [s.st_size for s in stats])
-
-
-def _dataset(ds: Any) -> Sources:
-    samples = getattr(ds, "samples", None)
-    untransformed = getattr(ds, "transform", None) is None and getattr(ds, "target_transform", None) is None
-    root = getattr(ds, "root", None)
-    if untransformed and isinstance(root, (str, os.PathLike)) and isinstance(samples, list) and samples and all(
-            isinstance(s, tuple) and len(s) == 2 and isinstance(s[0], str) for s in samples):
-        files = _folder(os.fspath(root))  # an ImageFolder's own files: transcoded, not re-encoded
-        if [os.path.join(os.fspath(root), n) for n in files.names] == [s[0] for s in samples]:
-            return files
-    try:
-        n = len(ds)
-    except TypeError:
-        raise TypeError(f"pack: expected a folder path or a map-style dataset (len and [i]), got "
-                        f"{type(ds).__name__}") from None
-
-    def load(i: int) -> tuple[Any, Any, tuple]:
-        item = ds[i]
-        if not isinstance(item, (tuple, list)) or len(item) < 2:
-            raise TypeError(f"pack: item {i} of the dataset is a {type(item).__name__}; expected (image, label, ...)")
-        return item[0], item[1], tuple(item[2:])
-
-    classes = getattr(ds, "classes", None)
-    classes = list(classes) if isinstance(classes, (list, tuple)) and all(isinstance(c, str) for c in classes) \
-        else None
-    return Sources([f"item {i}" for i in range(n)], load, classes,
-                   {"dataset": f"{type(ds).__module__}.{type(ds).__qualname__}", "len": n}, None)
-
-
 def _check_options(mode: str, max_side: Any, threads: Any, quality: Any, non_jpeg: str, shard_bytes: Any,
                    restart: Any) -> None:
     def positive_int(name: str, v: Any, lo: int = 1, hi: int | None = None) -> None:
@@ -119,27 +72,20 @@ def _check_options(mode: str, max_side: Any, threads: Any, quality: Any, non_jpe
     positive_int("restart", restart, 1, 64)
 
 
-def _convert(sources: Sources, i: int, opts: Options) -> Packed | tuple[str, str]:
-    """Item i's record, or (name, why) when it is skipped. Programming errors (a bad label) raise."""
-    name = sources.names[i]
-    try:
-        image, label, rest = sources.load(i)
-    except Unreadable as exc:
-        return name, str(exc)
-    if isinstance(image, str) and not sources.sizes:
-        name = image
-    packed_label, packed_extras = label_of(label, name), extras_of(rest, name)
-    try:
-        p = make_record(image, opts)
-    except Unreadable as exc:
-        return name, str(exc)
-    p.label, p.extras = packed_label, packed_extras
-    return p
+def _convert(sources: Sources, i: int, opts: Options) -> tuple[Item, Packed | None]:
+    """Item i and its record; None when it is skipped (``item.unreadable`` says why)."""
+    item = sources.read(i)
+    if item.unreadable is None:
+        try:
+            return item, make_record(item.image, opts)
+        except Unreadable as exc:
+            item.unreadable = str(exc)
+    return item, None
 
 
 def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int | None = None,
          threads: int | None = None, quality: int = 90, non_jpeg: str = "encode", shard_bytes: int = 256 << 20,
-         restart: int = 4, progress: bool = True) -> PackSummary:
+         restart: int = 4, progress: bool = True, overwrite: bool = False) -> PackSummary:
     """Pack an image folder or a map-style dataset into shards + an index for :class:`PackedDataset`.
 
     JPEGs are transcoded losslessly (the same DCT coefficients) to baseline Huffman with a restart
@@ -148,12 +94,18 @@ def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int
     (`non_jpeg`). ``mode="raw"`` stores every image as uint8 pixels (read through a memory map).
     Unreadable inputs are skipped and named (a :class:`PackWarning` and ``summary.skipped``).
 
+    DEST may hold a pack of the same source and options: a finished one is returned, an interrupted
+    one is resumed. Each kept shard is checked against the source first: a folder's files by
+    relative path, size and modification time (no read), a dataset's items by a digest of each
+    (its items are read again, not converted). A pack of anything else is refused by name unless
+    `overwrite`. One pack at a time writes a DEST (a lock file, ``DEST/.pack.lock``).
+
     Args:
         src: a folder of class subfolders (torchvision's ImageFolder layout, order and labels), or a
             map-style dataset of ``(image, label, ...)``: image as JPEG/PNG bytes, a path, a PIL image,
             an HWC uint8 array or a CHW uint8 tensor; int labels; later fields JSON values. An
             untransformed ImageFolder (fastprep's or torchvision's) packs its files.
-        dest: the folder to write (created); an interrupted pack there is resumed.
+        dest: the folder to write (created).
         mode: "jpeg" or "raw".
         max_side: shrink images whose longer side is larger to this (Lanczos; a JPEG is then
             re-encoded at `quality`: lossy). None (default) keeps every pixel.
@@ -163,13 +115,18 @@ def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int
         shard_bytes: a shard is closed once it holds this many bytes (default 256 MiB).
         restart: target MCUs per restart interval (4: 64 px of a 4:2:0 row).
         progress: a progress bar with the time left on stderr.
+        overwrite: delete the pack DEST holds, if any (its shards and index only), and pack anew,
+            instead of resuming it or refusing one of another source.
 
     Returns:
         a :class:`PackSummary`.
 
     Raises:
         ValueError: a bad option.
-        TypeError: a dataset item that is not (image, int label, ...).
+        PackSourceError: (a ValueError) an item of the dataset raised or is malformed (bad label,
+            image or extras): the message names the item, the original error is ``__cause__``; or
+            DEST holds a pack of another source or options (the message says what differs).
+        PackLockedError: another pack is writing DEST (its pid and host are named).
         PackWriteError: (an OSError) the destination cannot be written (full or read-only disk),
             naming the file; the shards completed before are kept and a later run resumes from them.
 
@@ -178,45 +135,80 @@ def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int
         >>> ds = fastprep.io.PackedDataset("train.packed")
     """
     _check_options(mode, max_side, threads, quality, non_jpeg, shard_bytes, restart)
+    if not isinstance(overwrite, bool):
+        raise ValueError(f"pack: expected overwrite to be a bool, got {overwrite!r}")
     start = time.perf_counter()
     dest = os.fspath(dest)
     if isinstance(src, (str, os.PathLike)):
         if not os.path.isdir(src):
             raise FileNotFoundError(f"pack: {os.fspath(src)!r} is not a folder")
-        sources = _folder(os.fspath(src))
+        sources = folder_sources(os.fspath(src))
     else:
-        sources = _dataset(src)
+        sources = dataset_sources(src)
+    if os.path.exists(dest) and not os.path.isdir(dest):
+        raise PackWriteError(errno.ENOTDIR, f"pack: DEST {dest!r} is a file, not a folder: choose another DEST")
+    threads = threads or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     opts = Options(mode, max_side, quality, non_jpeg, restart)
-    text = json.dumps({"sources": sources.fingerprint, "options": opts.as_dict(), "format": fmt.FORMAT_VERSION},
-                      sort_keys=True)
-    pack_id = hashlib.sha256(text.encode()).digest()[:16]
     summary = PackSummary(dest, 0, 0, input_bytes=sum(sources.sizes or []))
     done: list = []
-    bar = None
     try:
         os.makedirs(dest, exist_ok=True)
-        done = completed_shards(dest, pack_id)
-        summary.resumed = sum(len(e) for e, _ in done)
-        first = done[-1][1]["end"] if done else 0
-        index_path = os.path.join(dest, fmt.INDEX_NAME)
-        if first == len(sources.names) and _index_id(index_path) == pack_id:
-            return _finish(summary, dest, done, start)
-        if os.path.exists(index_path):  # an index beside unfinished shards is stale: the new one comes last
-            os.remove(index_path)
-        bar = Progress(f"pack {os.path.basename(os.path.normpath(dest))}") if progress else None
-        _run(sources, opts, dest, pack_id, first, done, summary, threads, shard_bytes, bar)
-        if not done:  # nothing to pack: one empty shard records that
-            done.append(ShardWriter(dest, 0, pack_id, 0).close(0))
-        _write_index(index_path, done, pack_id, sources, opts)
+        with pack_lock(dest):
+            _pack_locked(sources, opts, dest, done, summary, threads, shard_bytes, progress, overwrite)
     except OSError as exc:
-        kept = sum(len(e) for e, _ in done)
-        raise PackWriteError(exc.errno, f"pack: cannot write {exc.filename or dest}: {exc.strerror or exc}. The "
-                                 f"{len(done)} complete shards ({kept} records) in {dest} are kept: make room (or "
-                                 f"make it writable) and run pack again to resume") from exc
+        raise _write_error(exc, dest, done) from exc
+    return _finish(summary, dest, done, start)
+
+
+def _pack_locked(sources: Sources, opts: Options, dest: str, done: list, summary: PackSummary, threads: int,
+                 shard_bytes: int, progress: bool, overwrite: bool) -> None:
+    """pack's work once DEST is locked: keep what is of this source, convert the rest, write the index."""
+    pack_id, identity = pack_identity(sources, opts)
+    index_path = os.path.join(dest, fmt.INDEX_NAME)
+    if overwrite:  # whatever pack DEST holds goes (only a pack's files: anything else in DEST stays)
+        for name in pack_files(dest):
+            os.remove(os.path.join(dest, name))
+    scan = scan_shards(dest)
+    check_kept(dest, scan.kept, pack_id, identity, sources, threads, progress)
+    scan.drop_stale()
+    done.extend((s.entries, s.meta) for s in scan.kept)
+    summary.resumed = sum(len(e) for e, _ in done)
+    first = done[-1][1]["end"] if done else 0
+    if first == len(sources.names) and done and _index_id(index_path) == pack_id:
+        try:
+            check_written(dest)
+            return
+        except fmt.ShardFormatError:  # an index that disagrees with the (checked) shards: written again
+            pass
+    if os.path.exists(index_path):  # an index beside unfinished shards is stale: the new one comes last
+        os.remove(index_path)
+    bar = Progress(f"pack {os.path.basename(os.path.normpath(dest))}") if progress else None
+    try:
+        _run(sources, opts, dest, pack_id, identity, first, done, summary, threads, shard_bytes, bar)
     finally:
         if bar is not None:
             bar.close()
-    return _finish(summary, dest, done, start)
+    if not done:  # nothing to pack: one empty shard records that
+        done.append(ShardWriter(dest, 0, pack_id, 0, identity).close(0))
+    _write_index(index_path, done, pack_id, sources, opts)
+    check_written(dest)
+
+
+_ROOM = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def _write_error(exc: OSError, dest: str, done: list) -> PackWriteError:
+    """An OSError of pack's writing, with the advice its errno calls for."""
+    if isinstance(exc, PackWriteError):
+        return exc
+    kept = sum(len(e) for e, _ in done)
+    advice = "make room and run pack again to resume" if exc.errno in _ROOM else \
+        "make it writable and run pack again to resume" if exc.errno in _WRITABLE else \
+        "run pack again to resume once that is fixed"
+    where = shown(os.fspath(exc.filename)) if exc.filename else dest
+    return PackWriteError(exc.errno, f"pack: cannot write {where}: {exc.strerror or exc}. The {len(done)} complete "
+                                     f"shards ({kept} records) in {dest} are kept: {advice}")
 
 
 def _index_id(path: str) -> bytes | None:
@@ -227,14 +219,13 @@ def _index_id(path: str) -> bytes | None:
         return None
 
 
-def _run(sources: Sources, opts: Options, dest: str, pack_id: bytes, first: int, done: list, summary: PackSummary,
-         threads: int | None, shard_bytes: int, bar: Progress | None) -> None:
+def _run(sources: Sources, opts: Options, dest: str, pack_id: bytes, identity: dict, first: int, done: list,
+         summary: PackSummary, threads: int, shard_bytes: int, bar: Progress | None) -> None:
     """Convert items first.. in threads and append them in order, sealing a shard whenever it is full
     (appended to `done`). On any error the unfinished shard's temporary file is removed."""
     n = len(sources.names)
     total = sum(sources.sizes) if sources.sizes else n
     progress_at = sum(sources.sizes[:first]) if sources.sizes else first
-    threads = threads or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     writer = None
     with ThreadPoolExecutor(threads, thread_name_prefix="fastprep-pack") as pool:
         pending: deque = deque()
@@ -244,14 +235,15 @@ def _run(sources: Sources, opts: Options, dest: str, pack_id: bytes, first: int,
                 while nxt < n and len(pending) < 4 * threads:
                     pending.append(pool.submit(_convert, sources, nxt, opts))
                     nxt += 1
-                result = pending.popleft().result()
+                item, record = pending.popleft().result()
                 if writer is None:
-                    writer = ShardWriter(dest, len(done), pack_id, i)
-                if isinstance(result, Packed):
-                    writer.add(i, sources.names[i], result)
-                    summary.warnings += [(sources.names[i], w) for w in result.warnings]
+                    writer = ShardWriter(dest, len(done), pack_id, i, identity)
+                if record is not None:
+                    record.label, record.extras = item.label, item.extras
+                    writer.add(i, item.name, record, item.digest)
+                    summary.warnings += [(item.name, w) for w in record.warnings]
                 else:
-                    writer.skip(i, *result)
+                    writer.skip(i, item.name, item.unreadable, item.digest)
                 progress_at += sources.sizes[i] if sources.sizes else 1
                 if bar is not None:
                     bar(f"{i + 1}/{n} images", progress_at / max(total, 1))
@@ -273,7 +265,8 @@ def _write_index(path: str, done: list, pack_id: bytes, sources: Sources, opts: 
     meta = {"classes": sources.classes,
             "shards": [[fmt.shard_name(k), int(m["bytes"]), len(e)] for k, (e, m) in enumerate(done)],
             "skipped": [s for _, m in done for s in m["skipped"]], "options": opts.as_dict(),
-            "extras": extras if any(x is not None for x in extras) else None}
+            "extras": extras if any(x is not None for x in extras) else None, "source": sources.kind,
+            "digests": [m["digest"] for _, m in done]}
     fmt.write_durably(path, fmt.index_bytes(entries, pack_id, meta, names))
 
 
@@ -285,8 +278,8 @@ def _finish(summary: PackSummary, dest: str, done: list, start: float) -> PackSu
     summary.packed_bytes = sum(os.path.getsize(os.path.join(dest, f)) for f in files)
     summary.seconds = time.perf_counter() - start
     if summary.skipped or summary.warnings:
-        lines = [f"skipped {name}: {why}" for name, why in summary.skipped[:10]]
-        lines += [f"{name}: libjpeg recovered from corrupt data: {w}" for name, w in summary.warnings[:10]]
+        lines = [f"skipped {shown(name)}: {why}" for name, why in summary.skipped[:10]]
+        lines += [f"{shown(name)}: libjpeg recovered from corrupt data: {w}" for name, w in summary.warnings[:10]]
         more = len(summary.skipped) + len(summary.warnings) - len(lines)
         warnings.warn(PackWarning(f"pack {dest}: " + "; ".join(lines) + (f"; and {more} more" if more > 0 else "")),
                       stacklevel=3)

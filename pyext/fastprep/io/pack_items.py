@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from fastprep.io import jpeg as jpeg_io
+from fastprep.io.errors import PackSourceError
 from fastprep.io.files import read_file
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.shards import COLORS, KIND_JPEG, KIND_RAW
@@ -58,15 +59,25 @@ class Packed:
     warnings: list[str]
 
 
-def label_of(value: Any, name: str) -> int:
+def label_of(value: Any, where: str) -> int:
+    """An item's label as the int64 the index holds; PackSourceError names the item and the value."""
     if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point():
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"pack: {name}: expected an int label (the item's second field), got {value!r}")
+        raise PackSourceError(f"pack: {where}: expected an int label (the item's second field), got "
+                              f"{_short(value)}")
+    if not -(1 << 63) <= int(value) < 1 << 63:
+        raise PackSourceError(f"pack: {where}: label {int(value)} does not fit the index's int64 labels "
+                              f"([-2**63, 2**63))")
     return int(value)
 
 
-def extras_of(values: tuple, name: str) -> list | None:
+def _short(value: Any) -> str:
+    text = repr(value)
+    return f"a {type(value).__name__} ({text[:60]}...)" if len(text) > 80 else text
+
+
+def extras_of(values: tuple, where: str) -> list | None:
     """The item's fields after the label, as JSON (what the index can hold), or None if there are none."""
     if not values:
         return None
@@ -74,12 +85,13 @@ def extras_of(values: tuple, name: str) -> list | None:
     try:
         json.dumps(out)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"pack: {name}: the fields after the label must be JSON values (numbers, str, lists, "
-                        f"dicts) to be packed: {exc}") from None
+        raise PackSourceError(f"pack: {where}: the fields after the label must be JSON values (numbers, str, "
+                              f"lists, dicts) to be packed: {exc}") from None
     return out
 
 
-def _read(path: str | os.PathLike) -> bytes:
+def read_input(path: str | os.PathLike) -> bytes:
+    """A source file's bytes; Unreadable (the item is skipped) when it cannot be read."""
     try:
         return read_file("pack", path)  # regular files only, bounded: never a FIFO or /dev/zero
     except OSError as exc:
@@ -162,7 +174,7 @@ def make_record(image: Any, opts: Options) -> Packed:
     """The record of one image (JPEG bytes, other encoded bytes, a path, or pixels). Raises
     Unreadable for inputs to skip."""
     if isinstance(image, (str, os.PathLike)):
-        image = _read(image)
+        image = read_input(image)
     elif isinstance(image, JpegFile):
         image = bytes(image.data)
     if isinstance(image, (bytes, bytearray, memoryview)):

@@ -1,7 +1,8 @@
 """Writing shard files whole, and finding the ones an interrupted :func:`fastprep.io.pack` completed.
 
 A shard is written to ``shard-NNNNN.fpk.tmp``, closed by its table and footer, fsynced and renamed:
-a file with a shard's name is complete (shards.py has the format).
+a file with a shard's name is complete (shards.py has the format). Each records what it holds: the
+source, the options and every item's digest (pack_identity.py checks them before a resume).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import mmap
 import os
 import re
 import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,19 +24,20 @@ _SHARD_FILE = re.compile(r"shard-(\d{5})\.fpk(\.tmp)?$")
 class ShardWriter:
     """Appends records to shard k's temporary file; :meth:`close` seals and renames it."""
 
-    def __init__(self, dest: str, k: int, pack_id: bytes, first: int):
+    def __init__(self, dest: str, k: int, pack_id: bytes, first: int, identity: dict):
         self.path = os.path.join(dest, fmt.shard_name(k))
         self.tmp = self.path + ".tmp"
-        self.k, self.first = k, first
+        self.k, self.first, self.identity = k, first, identity  # identity: {"source": ..., "options": ...}
         self.entries: list[tuple] = []
         self.names: list[str] = []
         self.extras: list = []
         self.skipped: list[list] = []
+        self.inputs: list[str] = []  # each source item's digest, skipped ones too
         self.file = open(self.tmp, "wb")  # noqa: SIM115 (closed by close() or abort())
         self.file.write(fmt.shard_header(k, pack_id))
         self.bytes = fmt.HEADER_BYTES
 
-    def add(self, source: int, name: str, p: Packed) -> None:
+    def add(self, source: int, name: str, p: Packed, digest: str) -> None:
         pad = -self.bytes % fmt.ALIGN
         self.file.write(bytes(pad) + p.record)
         offset = self.bytes + pad
@@ -43,15 +46,18 @@ class ShardWriter:
                              p.label, source))
         self.names.append(name)
         self.extras.append(p.extras)
+        self.inputs.append(digest)
 
-    def skip(self, source: int, name: str, why: str) -> None:
+    def skip(self, source: int, name: str, why: str, digest: str) -> None:
         self.skipped.append([source, name, why])
+        self.inputs.append(digest)
 
     def close(self, end: int) -> tuple[np.ndarray, dict]:
         """Seal the shard (table, footer, fsync, rename); returns its (entries, JSON + 'bytes')."""
         entries = np.array(self.entries, dtype=fmt.ENTRY) if self.entries else np.zeros(0, fmt.ENTRY)
         meta = {"first": self.first, "end": end, "skipped": self.skipped, "names": self.names,
-                "extras": self.extras if any(x is not None for x in self.extras) else None}
+                "extras": self.extras if any(x is not None for x in self.extras) else None, **self.identity,
+                "inputs": "".join(self.inputs), "digest": fmt.records_digest(entries)}
         self.file.write(fmt.shard_trailer(entries, self.bytes, meta))
         fmt.seal(self.file, self.tmp, self.path)
         return entries, {**meta, "bytes": os.path.getsize(self.path)}
@@ -68,20 +74,54 @@ class ShardWriter:
             pass
 
 
-def completed_shards(dest: str, pack_id: bytes) -> list[tuple[np.ndarray, dict]]:
-    """The (entries, JSON) of shards 0, 1, ... that a previous run of the same pack completed, in order.
-    Temporary files are removed; a damaged shard is removed with the ones after it (a warning says
-    so); shards of another pack are an error (nothing is deleted)."""
+@dataclass
+class Kept:
+    """A complete shard found in DEST: its table, JSON (+ 'bytes'), header's pack id and format version."""
+
+    entries: np.ndarray
+    meta: dict
+    pack_id: bytes
+    version: int
+
+
+@dataclass
+class Scan:
+    """What DEST holds: the complete shards 0, 1, ... in sequence, and the files a resume drops
+    (interrupted writes; a damaged or out-of-sequence shard and those after it, `why` says)."""
+
+    kept: list[Kept] = field(default_factory=list)
+    temporary: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+    why: str = ""
+
+    def drop_stale(self) -> None:
+        """Remove the interrupted writes and the damaged shards (a warning names them)."""
+        for p in self.temporary:
+            os.remove(p)
+        if self.stale:
+            warnings.warn(f"pack: {self.why}; rewriting it and the {len(self.stale) - 1} shards after it",
+                          stacklevel=3)
+        for p in self.stale:
+            os.remove(p)
+
+
+def pack_files(dest: str) -> list[str]:
+    """The names of the files a pack writes that DEST holds (shards, the index, their temporaries)."""
+    return [n for n in os.listdir(dest) if _SHARD_FILE.match(n) or n in (fmt.INDEX_NAME, fmt.INDEX_NAME + ".tmp")]
+
+
+def scan_shards(dest: str) -> Scan:
+    """The complete shards in DEST, read (only their headers and tables: mapped), nothing removed."""
     found: dict[int, str] = {}
+    scan = Scan()
     for name in os.listdir(dest):
         m = _SHARD_FILE.match(name)
         if m is None:
             continue
         if m.group(2):  # an interrupted write
-            os.remove(os.path.join(dest, name))
+            scan.temporary.append(os.path.join(dest, name))
         else:
             found[int(m.group(1))] = os.path.join(dest, name)
-    done: list[tuple[np.ndarray, dict]] = []
     expected_first = 0
     for k in sorted(found):
         path = found[k]
@@ -91,21 +131,17 @@ def completed_shards(dest: str, pack_id: bytes) -> list[tuple[np.ndarray, dict]]
                 data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
             try:
                 number, shard_id = fmt.read_shard_header(data[:fmt.HEADER_BYTES], path)
-                if shard_id != pack_id:
-                    raise FileExistsError(f"pack: {dest} holds shards of another pack ({os.path.basename(path)}: "
-                                          f"other sources or options); choose another folder or delete it")
+                version = fmt.header_version(data[:fmt.HEADER_BYTES])
                 entries, meta = fmt.read_shard_trailer(data, path)
             finally:
                 if size:
                     data.close()
-            if number != k or k != len(done) or meta["first"] != expected_first:
+            if number != k or k != len(scan.kept) or meta["first"] != expected_first:
                 raise fmt.ShardFormatError(f"{path}: shard {number} is out of sequence")
         except fmt.ShardFormatError as exc:
-            stale = [found[j] for j in sorted(found) if j >= k]
-            warnings.warn(f"pack: {exc}; rewriting it and the {len(stale) - 1} shards after it", stacklevel=3)
-            for p in stale:
-                os.remove(p)
+            scan.stale = [found[j] for j in sorted(found) if j >= k]
+            scan.why = str(exc)
             break
-        done.append((entries, {**meta, "bytes": size}))
+        scan.kept.append(Kept(entries, {**meta, "bytes": size}, shard_id, version))
         expected_first = meta["end"]
-    return done
+    return scan

@@ -16,7 +16,10 @@ Shard file::
                with its restart index, or raw pixels), each with CRCs over all its bytes
     [T, J)     the shard's table: one ENTRY per record (below), then
     [J, F)     JSON: {"first": first source index, "end": source index after the last, "skipped":
-               [[source, name, reason], ...], "names": [name per record], "extras": [...] or null}
+               [[source, name, reason], ...], "names": [name per record], "extras": [...] or null,
+               (version 2:) "source": {"type": "folder" or "dataset <module.Type>", "items": n},
+               "options": {...}, "inputs": 16 hex digits per source item in [first, end) (the
+               item's digest: pack_sources.py), "digest": records_digest of the table}
     [F, F+64)  footer: b"FPSEND\\0\\0", u32 version, u32 records, u64 T, u64 J, u64 F, u32 CRC of
                [T, F), 16 zero bytes, u32 CRC of the footer's first 60 bytes
 
@@ -26,8 +29,11 @@ Index file::
                u64 JSON offset, u64 JSON bytes, u32 CRC of [64, end of JSON), u32 CRC of the first 60 bytes
     table      one ENTRY per record, in source order
     JSON       {"classes": [...], "shards": [[name, bytes, records], ...], "skipped": [...],
-                "options": {...}, "extras": [...] or null}
-    names      one line per record (its source file or dataset index), read only for error messages
+                "options": {...}, "extras": [...] or null, (version 2:) "source": {...},
+                "digests": [each shard's "digest"]}
+    names      one line per record (its source file or dataset index), read only for error messages:
+               version 2 writes each as a JSON string (any name round-trips: newlines, bytes that
+               are not UTF-8 as Python's surrogateescape code points), version 1 as UTF-8 text
 
 ENTRY (56 bytes): u32 shard, u8 kind (1 JPEG, 2 raw), u8 color (0 grey, 1 YCbCr, 2 RGB), u16 0,
 u64 offset in the shard, u64 length, u32 record checksum, u32 height, u32 width, u32 0, i64 label,
@@ -36,10 +42,14 @@ u64 source index.
 A shard is written under a temporary name, fsynced, and renamed: a file with a shard's name is
 complete. The index is written the same way once every shard is, so a pack without its index was
 interrupted, and ``pack`` resumes it from the shards it finds.
+
+Version 2 (this fastprep) added the source identity to the shard JSON, the JSON name lines and
+raw records whose checksum covers their pixels (record.h); version 1 packs are still read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import struct
@@ -49,7 +59,7 @@ import numpy as np
 
 from fastprep.io.errors import ShardFormatError  # noqa: F401 (fmt.ShardFormatError, as before)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 SHARD_MAGIC, FOOTER_MAGIC, INDEX_MAGIC = b"FPSHARD\x00", b"FPSEND\x00\x00", b"FPINDEX\x00"
 HEADER_BYTES = FOOTER_BYTES = 64
 ALIGN = 64
@@ -105,6 +115,20 @@ def read_shard_header(block: bytes, where: str) -> tuple[int, bytes]:
     """(shard number, pack id) of a shard's first 64 bytes."""
     _unseal(block, SHARD_MAGIC, where)
     return struct.unpack_from("<I", block, 12)[0], bytes(block[16:32])
+
+
+def header_version(block: bytes) -> int:
+    """The format version of a checked header block (a shard's or the index's)."""
+    return struct.unpack_from("<I", block, 8)[0]
+
+
+def records_digest(entries: np.ndarray) -> str:
+    """A shard's content: its records' (source, checksum, label) chained through SHA-256. A record's
+    checksum covers every pixel (record.h), so two shards of other images differ here."""
+    chain = np.zeros(len(entries), dtype=[("source", "<u8"), ("checksum", "<u4"), ("label", "<i8")])
+    for f in chain.dtype.names:
+        chain[f] = entries[f]
+    return hashlib.sha256(chain.tobytes()).hexdigest()[:32]
 
 
 def shard_trailer(entries: np.ndarray, table_at: int, meta: dict) -> bytes:
@@ -184,7 +208,7 @@ def sync_folder(folder: str) -> None:
 def index_bytes(entries: np.ndarray, pack_id: bytes, meta: dict, names: list[str]) -> list[bytes]:
     table = entries.astype(ENTRY, copy=False).tobytes()
     text = json.dumps(meta, separators=(",", ":")).encode()
-    listing = "\n".join(n.replace("\n", " ") for n in names).encode()
+    listing = "\n".join(json.dumps(n) for n in names).encode()  # ASCII: newlines, undecodable bytes escaped
     table_at, json_at = HEADER_BYTES, HEADER_BYTES + len(table)
     head = INDEX_MAGIC + struct.pack("<II", FORMAT_VERSION, len(entries)) + pack_id + \
         struct.pack("<QQQI", table_at, json_at, len(text), crc32c(table + text))
@@ -216,8 +240,12 @@ def read_name(path: str, names_at: int, i: int) -> str:
     """Record i's source name from the index's name list (for error messages only)."""
     try:
         with open(path, "rb") as f:
+            version = header_version(f.read(HEADER_BYTES))
             f.seek(names_at)
-            lines = f.read().split(b"\n")
-        return lines[i].decode(errors="replace")
-    except (OSError, IndexError):
+            line = f.read().split(b"\n")[i]
+        if version >= 2:
+            name = json.loads(line)
+            return name if isinstance(name, str) else f"record {i}"
+        return line.decode(errors="replace")
+    except (OSError, IndexError, ValueError, struct.error):
         return f"record {i}"

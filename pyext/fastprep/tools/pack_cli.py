@@ -1,5 +1,6 @@
 """`python -m fastprep pack SRC DEST`: fastprep.io.pack from the command line. Argument errors are
-one line on stderr with exit status 2; a destination that cannot be written, one line and 1."""
+one line on stderr with exit status 2; a destination that cannot be written, holds a pack of
+another source, or is being written by another pack: one line and 1."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ HELP = """\
 Pack an image folder (class subfolders, as torchvision's ImageFolder) into a few shard files and an
 index, read by fastprep.io.PackedDataset: JPEGs losslessly transcoded with restart markers, so a
 crop window decodes from the restart intervals covering it only; or raw pixels (--mode raw).
-Resumable: run it again after an interruption and it goes on from the last complete shard.
+Resumable: run it again after an interruption and it goes on from the last complete shard (DEST
+must hold a pack of the same SRC and options: anything else is refused, unless --overwrite).
 
 example:
   python -m fastprep pack train/ train.packed
@@ -45,22 +47,29 @@ def add_parser(sub) -> None:
     p.add_argument("--shard-mb", type=at_least(1), default=256, help="MiB per shard file (default 256)")
     p.add_argument("--restart", type=at_least(1), default=4,
                    help="target MCUs per restart interval (default 4; it must divide the MCU row, so it varies)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="delete the pack DEST holds and pack anew (default: resume a pack of the same SRC and "
+                        "options, refuse any other)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import fastprep.io as fio  # noqa: PLC0415 (the CLI starts fast: each command imports what it runs)
-    from fastprep.io.pack import PackWarning, PackWriteError  # noqa: PLC0415
+    from fastprep.io.errors import PackLockedError, PackSourceError, PackWriteError  # noqa: PLC0415
+    from fastprep.io.pack import PackWarning  # noqa: PLC0415
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PackWarning)  # the summary lists what was skipped
             summary = fio.pack(args.src, args.dest, mode=args.mode, max_side=args.max_side, threads=args.threads,
                                quality=args.quality, non_jpeg=args.non_jpeg, shard_bytes=args.shard_mb << 20,
-                               restart=args.restart, progress=not args.no_progress)
+                               restart=args.restart, progress=not args.no_progress, overwrite=args.overwrite)
     except PackWriteError as exc:
         print(f"{PROG}: error: {exc.strerror.removeprefix('pack: ')}", file=sys.stderr)
+        return 1
+    except (PackSourceError, PackLockedError) as exc:
+        print(f"{PROG}: error: {str(exc).removeprefix('pack: ')}", file=sys.stderr)
         return 1
     except (ValueError, TypeError, OSError, RuntimeError) as exc:
         print(f"{PROG}: error: {str(exc).removeprefix('pack: ')}", file=sys.stderr)
@@ -71,9 +80,11 @@ def run(args: argparse.Namespace) -> int:
 
 def print_summary(s: Any, stream: Any = None) -> None:
     """The summary as `python -m fastprep pack` prints it."""
+    from fastprep.io.pack_sources import shown  # noqa: PLC0415
+
     out = stream or sys.stdout
     ratio = f", {s.packed_bytes / s.input_bytes:.3f}x the input files" if s.input_bytes else ""
     print(f"packed {s.records} images into {s.shards} shards in {s.dest}: {s.packed_bytes:,} bytes{ratio}, "
           f"{s.seconds:.1f} s" + (f" ({s.resumed} found done)" if s.resumed else ""), file=out)
     for name, why in s.skipped:
-        print(f"  skipped {name}: {why}", file=out)
+        print(f"  skipped {shown(name)}: {why}", file=out)
