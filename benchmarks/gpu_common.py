@@ -49,7 +49,7 @@ class Sizes:
 
 FULL = Sizes(files=32, side=1024, crop=256, resized=224, batch=256, cuts=256, threads=(1, 4, 16), seconds=2.0,
              min_steps=3, warmup=3)
-DRY = Sizes(files=4, side=384, crop=64, resized=64, batch=8, cuts=8, threads=(1, 2), seconds=0.05, min_steps=1,
+DRY = Sizes(files=4, side=256, crop=48, resized=48, batch=4, cuts=4, threads=(1, 2), seconds=0.05, min_steps=1,
             warmup=1)
 
 
