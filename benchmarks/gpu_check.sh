@@ -111,8 +111,9 @@ fi
 cd "$root/tests" || exit 2  # import the installed build, not the source tree
 xdist=$("$py" -c 'import xdist' 2>/dev/null && echo "-n 4")
 # shellcheck disable=SC2086 # $xdist: none or two words
-run tests 120 env FASTPREP_BACKEND=native "$py" -m pytest -q -p no:cacheprovider -c ../pyproject.toml --rootdir .. \
-  $xdist test_cuda.py test_device_split.py
+# -p no:benchmark: pytest-benchmark, where installed, warns beside xdist, and the suite makes warnings errors.
+run tests 120 env FASTPREP_BACKEND=native "$py" -m pytest -q -p no:cacheprovider -p no:benchmark -c ../pyproject.toml \
+  --rootdir .. --tb=short $xdist test_cuda.py test_device_split.py
 run decode 60 "$py" "$root/benchmarks/gpu_decode.py"
 run loader 150 "$py" "$root/benchmarks/gpu_loader.py"
 run train 180 "$py" "$root/benchmarks/gpu_train.py"
