@@ -11,6 +11,11 @@ when a device decodes, beside today's decode in the threads, one run.
   cuts for a GPU decoder); and the split with the CPU decoder standing in for the device
   (decode_on="cpu": the consumer's thread decodes, so that row uses two cores and is NOT a GPU
   figure). benchmarks/gpu_feed.py times the split on a GPU (nvJPEG) into a real training step.
+- the split's CPU side for both pipelines the issue aims at (issue 32: >= 20k samples/s per core),
+  Loader(threads=1), batch 256, the device stage taking the batches as they are: the seed's crop
+  256 + mask + YCbCr and ImageNet's RandomResizedCrop(224) + flip + ToDtype + Normalize, over
+  1024^2 photo shards and ImageNet-size (480^2) photo shards, beside the same pipeline decoding in
+  the thread.
 
 Run: python -m pytest benchmarks/bench_device_split.py --benchmark-only -p no:logging
 """
@@ -23,8 +28,9 @@ import torch
 from bench_sources import BATCH, BATCHES, CROP, _epoch, files, fused, random_windows  # noqa: F401 (files: a fixture)
 
 import fastprep
+from fastprep import transforms as T
 from fastprep.loader import iteration
-from fastprep.tools.file_sources import FileImages
+from fastprep.tools.file_sources import FileImages, FileSet
 
 pytestmark = [pytest.mark.usefixtures("one_thread"),
               pytest.mark.skipif(not fastprep.io.available(), reason="fastprep._jpeg not built (no libjpeg-turbo)")]
@@ -105,3 +111,71 @@ def test_loader_fastprep_split_threads_only(benchmark, request, monkeypatch):
 def test_loader_fastprep_split_cpu_stand_in(benchmark, request):
     _epoch(benchmark, _loader(request, decode_on="cpu"), LOADER_GROUP,
            "decode_on='cpu': the CONSUMER'S thread decodes with libjpeg-turbo (2 cores busy; not a GPU figure)")
+
+
+# -- the split's CPU side, both pipelines (issue 32) ---------------------------------------------
+
+CPU_SIDE_GROUP = "split CPU side: loader threads=1, batch {batch}, {pipeline}, {size}^2 photo JPEG shards"
+PIPELINES = {
+    "seed": (lambda: fused(), f"crop {CROP} + mask + YCbCr"),
+    "imagenet": (lambda: T.Compose([T.RandomResizedCrop(224, layout="HWC"), T.RandomHorizontalFlip(),
+                                    T.ToDtype(torch.float32, scale=True),
+                                    T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])]),
+                 "RandomResizedCrop(224) + flip + ToDtype + Normalize"),
+}
+
+
+@pytest.fixture(scope="module", params=[1024, 480], ids=lambda s: f"{s}px")
+def photo_set(request):
+    pytest.importorskip("skimage.data", reason="the photos come from scikit-image")
+    fs = FileSet(32, size=request.param)
+    yield fs, request.param
+    fs.close()
+
+
+def _pipeline_loader(photo_set, pipeline: str, **kw):
+    fs, _ = photo_set
+    make, _ = PIPELINES[pipeline]
+    ds = FileImages(fs, "packed-jpeg", len(fs.dataset("folder")), make())
+    sampler = np.random.default_rng(1).integers(0, len(ds), BATCHES * BATCH).tolist()
+    return lambda: fastprep.Loader(ds, BATCH, transform=make(), sampler=sampler, threads=1, seed=0, drop_last=True,
+                                   **kw)
+
+
+@pytest.mark.parametrize("pipeline", list(PIPELINES))
+@pytest.mark.parametrize("split", [False, True], ids=["decode-in-thread", "split-threads-only"])
+def test_split_cpu_side(benchmark, photo_set, monkeypatch, pipeline, split):
+    if split:
+        monkeypatch.setattr(iteration, "DevicePrefetcher", _TakeAsIs)
+    loader = _pipeline_loader(photo_set, pipeline, **({"decode_on": "cpu"} if split else {}))
+    group = CPU_SIDE_GROUP.format(batch=BATCH, pipeline=PIPELINES[pipeline][1], size=photo_set[1])
+    note = ("draws + cuts + slot writes (decode_on='cpu', the device stage taking the batches as they are: "
+            "samples/s one core feeds a GPU decoder)" if split else "today: the thread decodes each window")
+    _epoch(benchmark, loader, group, note)
+
+
+def _cuda_problem() -> str | None:
+    if not torch.cuda.is_available():
+        return "needs a CUDA device"
+    try:
+        import torchvision.io  # noqa: F401, PLC0415 (nvJPEG)
+    except (ImportError, RuntimeError, OSError) as exc:
+        return f"needs torchvision built for torch {torch.__version__} ({exc})"
+    return None
+
+
+@pytest.mark.skipif(_cuda_problem() is not None, reason=str(_cuda_problem()))
+@pytest.mark.parametrize("pipeline", list(PIPELINES))
+@pytest.mark.parametrize("decode_on", [None, "cuda"], ids=["decode-in-thread", "split-on-cuda"])
+def test_split_on_cuda(benchmark, photo_set, pipeline, decode_on):
+    """Delivered samples/s on the GPU (batches made on the device, the consumer synchronising each):
+    one thread decoding, against one thread cutting for nvJPEG + the row's device half."""
+    loader = _pipeline_loader(photo_set, pipeline, device="cuda", decode_on=decode_on)
+
+    def synced():
+        for b in loader():
+            torch.cuda.synchronize()
+            yield b
+    group = CPU_SIDE_GROUP.format(batch=BATCH, pipeline=PIPELINES[pipeline][1], size=photo_set[1]) + ", on CUDA"
+    _epoch(benchmark, synced, group, "decode_on='cuda': nvJPEG + the device half" if decode_on else
+           "the thread decodes, the batch is copied to the GPU")

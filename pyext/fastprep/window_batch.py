@@ -1,14 +1,15 @@
 """WindowBatch: a fastprep.Loader batch whose images are still JPEG window cuts (the GPU decode split,
 ``Loader(decode_on=...)``; docs/real-files.md).
 
-The Loader's threads draw each sample's crop, flip and mask as the fused crop -> mask -> YCbCr path
+The Loader's threads draw each sample's window, flips and the rest as the transform's fused row
 does, but instead of decoding they cut the window's restart intervals out of the shard (byte
-copies) and write the packed mask bits. The batch is those cuts, where each window sits in its
-cut, the flips and the masks, plus the other fields as a :class:`CompactBatch` holds them.
-``to(device)`` decodes the cuts there (one nvJPEG batch through torchvision on CUDA; the CPU
-decoder on "cpu", standing in for a device), crops and flips each window and applies the mask and
-colour steps there (:func:`fastprep.mask_ycbcr`): the :class:`CompactBatch` the CPU path makes,
-on `device` (bit for bit with the CPU stand-in; nvJPEG's pixels are close to libjpeg-turbo's).
+copies) and make what the row's device half asks for (the seed row's packed masks). The batch is
+those cuts, where each window sits in its cut, the flips and placement, the host tensors, plus the
+other fields as a :class:`CompactBatch` holds them. ``to(device)`` decodes the cuts there (one
+nvJPEG batch through torchvision on CUDA; the CPU decoder on "cpu", standing in for a device),
+crops each window and runs the row's device half there (``DeviceSplit.finish``: mask + YCbCr, or
+resize + dtype + normalize): the :class:`CompactBatch` the CPU path makes, on `device` (bit for
+bit with the CPU stand-in; nvJPEG's pixels are close to libjpeg-turbo's).
 """
 
 from __future__ import annotations
@@ -23,50 +24,52 @@ from fastprep.args import check_bool
 from fastprep.batch import CompactBatch
 from fastprep.io.gpu import decode_window_batch
 from fastprep.io.packed_items import WindowCut
-from fastprep.ops.crop_mask_ycbcr import mask_ycbcr
 
 
 class WindowCuts:
     """A batch's images before decoding: per sample its :class:`~fastprep.io.WindowCut` (the
-    window's small JPEG and the window's place in it) and flip, and the packed masks
-    (``[n, height, ceil(width / 8)]`` uint8, a slot's rows in the Loader); the colour step's
-    output dtype and scale; `device`, where the Loader decodes them (``decode_on``).
+    window's small JPEG and the window's place in it), flips ``(hflips, vflips)`` and placement in
+    its resize ``(resized heights, widths, out tops, lefts)``; `extras`: the row's host tensors by
+    name (``[n, ...]``, a slot's rows in the Loader: the seed row's packed masks); `group`: the
+    fused group whose row's device half finishes them; `out_size`: every image's (height, width);
+    `device`: where the Loader decodes them (``decode_on``).
 
     Example:
         >>> images = batch.data[0]                  # a WindowBatch's image field
-        >>> images.decode("cuda").shape             # [n, 3, height, width], YCbCr of images.out_dtype
+        >>> images.decode("cuda").shape             # [n, 3, height, width], the row's output dtype
     """
 
-    __slots__ = ("cuts", "hflips", "masks", "out_dtype", "scale", "device")
+    __slots__ = ("cuts", "flips", "place", "extras", "group", "out_size", "device")
 
-    def __init__(self, cuts: list[WindowCut], hflips: list[bool], masks: torch.Tensor, out_dtype: torch.dtype,
-                 scale: float, device: torch.device):
-        self.cuts, self.hflips, self.masks = cuts, hflips, masks
-        self.out_dtype, self.scale, self.device = out_dtype, scale, device
+    def __init__(self, cuts: list[WindowCut], flips: tuple[list[bool], list[bool]],
+                 place: tuple[list[int], list[int], list[int], list[int]], extras: dict[str, torch.Tensor],
+                 group: Any, out_size: tuple[int, int], device: torch.device):
+        self.cuts, self.flips, self.place, self.extras = cuts, flips, place, extras
+        self.group, self.out_size, self.device = group, out_size, device
 
     def __len__(self) -> int:
         return len(self.cuts)
 
     @property
-    def size(self) -> tuple[int, int]:
-        """(height, width) of every window."""
-        return self.cuts[0].height, self.cuts[0].width
+    def out_dtype(self) -> torch.dtype:
+        return self.group.out_dtype
 
     def tensors(self) -> list[torch.Tensor]:
-        return [self.masks]
+        return list(self.extras.values())
 
     def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> WindowCuts:
-        """The same cuts (immutable bytes) with `fn` of the masks (a clone, a pinned copy)."""
-        return WindowCuts(self.cuts, list(self.hflips), fn(self.masks), self.out_dtype, self.scale, self.device)
+        """The same cuts (immutable bytes) with `fn` of the host tensors (a clone, a pinned copy)."""
+        return WindowCuts(self.cuts, self.flips, self.place, {k: fn(v) for k, v in self.extras.items()}, self.group,
+                          self.out_size, self.device)
 
     @property
     def nbytes(self) -> int:
-        """Bytes that cross to the device: the cuts and the packed masks."""
-        return sum(len(c.data) for c in self.cuts) + self.masks.numel()
+        """Bytes that cross to the device: the cuts and the host tensors."""
+        return sum(len(c.data) for c in self.cuts) + sum(t.numel() * t.element_size() for t in self.extras.values())
 
     def decode(self, device: Any, non_blocking: bool = False) -> torch.Tensor:
         """The images ``[n, 3, height, width]`` on `device`: the cuts decoded there in one batch,
-        each window cropped (and flipped), then mask + YCbCr (:func:`fastprep.mask_ycbcr`)."""
+        each cropped to its window, then the row's device half (``DeviceSplit.finish``)."""
         dev = torch.device(device)
         if dev.type == "cuda":
             # torchvision's nvJPEG decoder allocates its outputs on this stream but writes them on
@@ -74,16 +77,13 @@ class WindowCuts:
             # freed here while kernels queued on it still read it could be overwritten. Let this
             # stream's queued work (the previous batch's) finish first.
             torch.cuda.current_stream(dev).synchronize()
-        images = torch.stack(decode_window_batch(self.cuts, device=dev))
-        flipped = [i for i, f in enumerate(self.hflips) if f]
-        if flipped:  # the fused op reads a flipped window right to left: the window, reversed
-            at = torch.tensor(flipped, device=dev)
-            images[at] = images[at].flip(-1)
-        return mask_ycbcr(images, self.masks.to(dev, non_blocking=non_blocking), self.out_dtype, self.scale)
+        windows = decode_window_batch(self.cuts, device=dev)
+        extras = {k: v.to(dev, non_blocking=non_blocking) for k, v in self.extras.items()}
+        return self.group.finish_on_device(windows, self.flips, self.place, self.out_size, extras)
 
     def __repr__(self) -> str:
-        h, w = self.size
-        return f"WindowCuts({len(self)} windows {h}x{w}, {self.nbytes} bytes, decode on {self.device})"
+        h, w = self.out_size
+        return f"WindowCuts({len(self)} windows to {h}x{w}, {self.nbytes} bytes, decode on {self.device})"
 
 
 class WindowBatch(CompactBatch):
@@ -120,7 +120,7 @@ class WindowBatch(CompactBatch):
     def nbytes_expanded(self) -> int:
         """Bytes of the same batch the usual way: float32 images, int64 labels."""
         w = self.windows
-        return super().nbytes_expanded + len(w) * 3 * w.size[0] * w.size[1] * 4
+        return super().nbytes_expanded + len(w) * 3 * w.out_size[0] * w.out_size[1] * 4
 
     def to(self, device: Any, non_blocking: bool = False) -> CompactBatch:
         """The batch on `device` with its windows decoded there (see the module)."""

@@ -51,8 +51,12 @@ class HDF5Image(WindowedImage):
     def decode(self, crop: tuple[int, int, int, int] | None = None, *, layout: str | None = None,
                out: torch.Tensor | None = None) -> torch.Tensor:
         """The image, or its window `crop` = (top, left, height, width), as a uint8 tensor."""
+        who = "HDF5Image"
         layout = layout or self.layout
-        top, left, h, w = check_crop("HDF5Image", crop, self.height, self.width, f"{self.name}: " if self.name else "")
+        check_image_args(who, self.mode, layout)
+        top, left, h, w = check_crop(who, crop, self.height, self.width, f"{self.name}: " if self.name else "")
+        if out is not None:
+            check_out(who, out, (self.channels, h, w) if layout == "CHW" else (h, w, self.channels), layout)
         rows, cols = slice(top, top + h), slice(left, left + w)
         if self.stored == "CHW":
             buf = np.empty((self.dataset.shape[1], h, w), np.uint8)
@@ -67,7 +71,6 @@ class HDF5Image(WindowedImage):
         image = hwc if layout == "HWC" else hwc.permute(2, 0, 1)
         if out is None:
             return image if image.is_contiguous() else image.contiguous()
-        check_out("HDF5Image", out, tuple(image.shape))
         return out.copy_(image)
 
 

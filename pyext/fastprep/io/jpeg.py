@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from fastprep.io.files import read_file
+from fastprep.ops.checks import has_internal_overlap
 from fastprep.ops.color import rgb_to_ycbcr
 
 try:
@@ -149,14 +150,33 @@ def check_crop(who: str, crop: Any, height: int, width: int, where: str = "") ->
     return top, left, h, w
 
 
-def check_out(who: str, out: torch.Tensor, shape: tuple[int, ...]) -> None:
-    """`out` is a uint8 CPU tensor of `shape` (any non-negative strides) a decoder may write into."""
-    if not isinstance(out, torch.Tensor) or out.dtype != torch.uint8 or out.device.type != "cpu" \
-            or tuple(out.shape) != shape or out.requires_grad:
-        got = f"{out.dtype} {tuple(out.shape)} on {out.device}" if isinstance(out, torch.Tensor) else type(out).__name__
-        raise ValueError(f"{who}: expected out to be a uint8 CPU tensor of shape {shape}, got {got}")
-    if any(s < 0 for s in out.stride()):
-        raise ValueError(f"{who}: out has negative strides {out.stride()}")
+def check_out(who: str, out: Any, shape: tuple[int, ...], layout: str | None = None) -> None:
+    """`out` is a tensor a reader may write `shape` uint8 pixels into: a dense uint8 CPU tensor of
+    that shape with any strides (a slice of a batch, a permuted view) whose elements do not share
+    memory. Else a ValueError naming `out` and what is wrong with it (`layout`, the layout `shape`
+    is in, lets it say when `out` has the other layout's shape)."""
+    want = f"{who}: expected out to be a uint8 CPU tensor of shape {shape}"
+    if not isinstance(out, torch.Tensor):
+        raise ValueError(f"{want}, got {type(out).__name__}")
+    wrong = [what for what, bad in (("wrong device: the decoders write host memory", out.device.type != "cpu"),
+                                    (f"not dense: layout {out.layout}", out.layout != torch.strided),
+                                    ("wrong dtype", out.dtype != torch.uint8),
+                                    ("wrong shape" + _layout_hint(tuple(out.shape), shape, layout),
+                                     tuple(out.shape) != shape)) if bad]
+    if wrong:
+        raise ValueError(f"{want}, got {out.dtype} {tuple(out.shape)} on {out.device} ({'; '.join(wrong)})")
+    if has_internal_overlap(out):
+        raise ValueError(f"{who}: out has elements that share memory (shape {tuple(out.shape)}, strides "
+                         f"{out.stride()}, e.g. from expand()): each pixel needs its own byte; pass out.clone()")
+
+
+def _layout_hint(got: tuple[int, ...], shape: tuple[int, ...], layout: str | None) -> str:
+    """': that is the HWC shape, ...' when `got` is `shape` (laid out as `layout`) in the other layout."""
+    if layout not in LAYOUTS or len(got) != 3:
+        return ""
+    other = "HWC" if layout == "CHW" else "CHW"
+    moved = (shape[1], shape[2], shape[0]) if layout == "CHW" else (shape[2], shape[0], shape[1])
+    return f": that is the {other} shape, pass layout={other!r} or an out of {layout} shape" if got == moved else ""
 
 
 def ycbcr_in_layout(rgb: torch.Tensor, layout: str, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -227,7 +247,7 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
     channels = 1 if mode == "GRAY" else 3
     shape = (channels, height, width) if layout == "CHW" else (height, width, channels)
     if out is not None:
-        check_out(who, out, shape)
+        check_out(who, out, shape, layout)
     if mode == "YCbCr" and header.color_space == "RGB":
         return ycbcr_in_layout(decode_jpeg(buf, crop=crop, mode="RGB", layout=layout, strict=strict, name=name),
                                layout, out)

@@ -10,9 +10,7 @@ shard and record, never a wrong image.
 
 from __future__ import annotations
 
-import mmap
 import os
-import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -21,6 +19,7 @@ import torch
 from fastprep.io import shards as fmt
 from fastprep.io.jpeg import LAYOUTS, MODES, native
 from fastprep.io.packed_items import PackedJpeg, PackedRaw, WindowCut
+from fastprep.io.packed_shards import ShardMaps
 from fastprep.io.source import ImageSource
 
 
@@ -32,8 +31,10 @@ class PackedDataset(ImageSource):
     fastprep's transforms crop it, reading only the window (for raw records, a view of the
     memory map: see PackedRaw). ``dataset[i]`` decodes it whole, then
     applies `transform` (unless it is fastprep's, which reads the window), as ImageFolder does.
-    The shards are memory-mapped once, on first use, and again after unpickling (DataLoader
-    workers); reads are thread-safe.
+    Each shard is memory-mapped on the first read of a record in it, and again after unpickling
+    (DataLoader workers); reads are thread-safe. A shard that is missing, truncated or replaced
+    fails only the reads of its own records, with a ShardFormatError naming the pack, the shard,
+    the record and its source and the cause; the other shards' records read as before.
 
     Args:
         path: the folder pack wrote.
@@ -79,48 +80,34 @@ class PackedDataset(ImageSource):
         self.skipped = [(name, why) for _, name, why in meta["skipped"]]
         self.options = meta["options"]
         self._extras = meta["extras"]
-        self._views: list[memoryview] | None = None
-        self._tensors: list[torch.Tensor] = []
-        self._lock = threading.Lock()
+        self._maps = ShardMaps(self.path, self._shards, self.pack_id)
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _open(self) -> list[memoryview]:
-        with self._lock:
-            if self._views is None:
-                views = []
-                for name, size in self._shards:
-                    path = os.path.join(self.path, name)
-                    with open(path, "rb") as f:
-                        got = os.fstat(f.fileno()).st_size
-                        if got != size:
-                            raise fmt.ShardFormatError(f"PackedDataset: {path} is {got} bytes where the index says "
-                                                       f"{size}: truncated or replaced")
-                        # Copy-on-write: raw windows are handed out as views (PackedRaw), and
-                        # a write into one must never reach the file.
-                        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
-                    view = memoryview(mm)
-                    number, shard_id = fmt.read_shard_header(bytes(view[:fmt.HEADER_BYTES]), path)
-                    if shard_id != self.pack_id or number != len(views):
-                        raise fmt.ShardFormatError(f"PackedDataset: {path} is not shard {len(views)} of this pack")
-                    views.append(view)
-                self._tensors = [torch.frombuffer(v, dtype=torch.uint8) for v in views]
-                self._views = views
-            return self._views
+    def _view(self, k: int, i: int | None = None) -> memoryview:
+        """Shard k's bytes (mapped on first use) for record i; ShardFormatError names them if unreadable."""
+        view = self._maps.views[k]
+        if view is None:
+            try:
+                view = self._maps.open(k)
+            except fmt.ShardFormatError as exc:
+                what = f"shard {k}" if i is None else \
+                    f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})"
+                raise fmt.ShardFormatError(f"PackedDataset: {what} of pack {self.path} is unreadable: "
+                                           f"{exc}") from exc.__cause__
+        return view
 
     def shard_tensor(self, k: int) -> torch.Tensor:
         """Shard k's bytes as a 1-D uint8 tensor over its memory map (raw windows are views of it)."""
-        if self._views is None:
-            self._open()
-        return self._tensors[k]
+        self._view(k)
+        return self._maps.tensor(k)
 
     def record(self, i: int) -> memoryview:
         """Record i's bytes (a view of the memory-mapped shard)."""
         e = self._entries[i]
-        views = self._views or self._open()
         offset = int(e["offset"])
-        return views[int(e["shard"])][offset:offset + int(e["length"])]
+        return self._view(int(e["shard"]), i)[offset:offset + int(e["length"])]
 
     def where(self, i: int, source: bool = True) -> str:
         """'<pack>/shard-00001.fpk record 17 (dog/1.jpg)': record i, for messages."""
@@ -131,8 +118,7 @@ class PackedDataset(ImageSource):
     def load_raw(self, i: int) -> tuple:
         """(image, label, *extras) of record i, the image read by window on demand."""
         shard, kind, color, _, offset, length, checksum, height, width, _, label, _ = self._entries[i].item()
-        views = self._views or self._open()
-        record = views[shard][offset:offset + length]
+        record = self._view(shard, i)[offset:offset + length]
         cls = PackedJpeg if kind == fmt.KIND_JPEG else PackedRaw
         image = cls(self, i, shard, offset, record, checksum, height, width, color)
         if self._extras is None:
@@ -146,6 +132,12 @@ class PackedDataset(ImageSource):
             raise ValueError(f"PackedDataset.cut_window: {self.where(i)} holds raw pixels, not a JPEG")
         return image.cut(crop)
 
+    def check_shards(self) -> None:
+        """Open every shard and check its size and header against the index (fast: no CRC pass over
+        the records, see verify_records); ShardFormatError names the first unreadable shard."""
+        for k in range(len(self._shards)):
+            self._view(k)
+
     def verify_records(self) -> None:
         """Check every CRC of every record (reads all the shards); ShardFormatError names the first bad one."""
         mod = native("PackedDataset.verify_records")
@@ -154,16 +146,6 @@ class PackedDataset(ImageSource):
                 mod.verify_record(self.record(i), int(self._entries["checksum"][i]))
             except ValueError as exc:
                 raise fmt.ShardFormatError(f"PackedDataset.verify_records: {self.where(i)}: {exc}") from None
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state["_views"], state["_tensors"] = None, []  # memory maps are reopened lazily where unpickled
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         kinds = np.bincount(self._entries["kind"], minlength=3)

@@ -52,7 +52,7 @@ class PackedImage(WindowedImage):
         shape = (channels, h, w) if layout == "CHW" else (h, w, channels)
         if out is None:
             return torch.empty(shape, dtype=torch.uint8)
-        check_out(who, out, shape)
+        check_out(who, out, shape, layout)
         return out
 
     def _corrupt(self, who: str, exc: Exception) -> fmt.ShardFormatError:
@@ -141,11 +141,12 @@ class PackedRaw(PackedImage):
             raise ValueError(f"{who}: {self.name} holds RGB pixels (packed raw); read it with mode 'RGB' or 'YCbCr'")
         top, left, h, w = check_crop(who, crop, self.height, self.width)
         mod = native(who)
-        if out is not None and self.mode == "RGB":
+        if out is not None:
             self._output(who, (h, w), 3, layout, out)
+        if out is not None and self.mode == "RGB":
+            planes = out if layout == "CHW" else out.permute(2, 0, 1)
             try:
-                mod.read_raw_into(self.record, self.checksum, out if layout == "CHW" else out.permute(2, 0, 1),
-                                  top, left, self.verify)
+                mod.read_raw_into(self.record, self.checksum, planes.numpy(), top, left, self.verify)
             except ValueError as exc:
                 raise self._corrupt(who, exc) from None
             return out
@@ -156,8 +157,4 @@ class PackedRaw(PackedImage):
         start = self.offset + pixels + top * row_bytes + left * c
         view = self.dataset.shard_tensor(self.shard).as_strided((h, w, c), (row_bytes, c, 1), start)
         rgb = view if layout == "HWC" else view.permute(2, 0, 1)
-        if self.mode == "RGB":
-            return rgb
-        if out is not None:
-            self._output(who, (h, w), 3, layout, out)
-        return ycbcr_in_layout(rgb, layout, out)
+        return rgb if self.mode == "RGB" else ycbcr_in_layout(rgb, layout, out)

@@ -35,7 +35,10 @@ class WindowedImage:
     def decode(self, crop: tuple[int, int, int, int] | None = None, *, layout: str | None = None,
                out: torch.Tensor | None = None) -> torch.Tensor:
         """The image, or its window `crop` = (top, left, height, width), as a uint8 tensor in
-        `layout` (default: the image's); written into `out` when given."""
+        `layout` (default: the image's). `out`: a uint8 CPU tensor of the result's shape, any
+        strides whose elements do not share memory (a slice of a batch, a permuted view), written
+        and returned itself; any other `out` is a ValueError naming it and what is wrong, raised
+        before anything is read or written."""
         raise NotImplementedError
 
     def describe(self) -> str:

@@ -15,6 +15,7 @@ op call per chunk of samples, with no per-sample tensor at all.
 | pool | the worker threads, stopped on close, garbage collection and interpreter exit |
 | apply | a chunk of a batch in a worker: seeds, loading, the transform's plan, writes into the slot |
 | device_split | decode_on: the threads cut JPEG windows, the device decodes them (the GPU decode split) |
+| device_slots | the split's batches in flight: per sample the cut, flips, placement; the rows' host tensors |
 """
 
 from fastprep.loader.core import Loader

@@ -1,41 +1,40 @@
 """The GPU decode split, ``Loader(..., decode_on=device)``: the threads cut, the device decodes.
 
-Decoding is ~97% of a real sample's CPU cost. With `decode_on`, the threads run the fused
-crop -> mask -> YCbCr pipeline's batch path with the same seeds and draws as without it, but
-where that path would decode each sample's window they cut its small JPEG out of the shard
-(:meth:`PackedJpeg.cut`: byte copies, no entropy decoding; a :class:`JpegFile` hands its whole
-bytes) and write the packed mask bits; the batch (a :class:`~fastprep.window_batch.WindowBatch`)
-holds the cuts, each window's place in its cut, the flips, the masks and the labels. The device
-stage (DevicePrefetcher, in the consumer's thread) decodes the cuts there in one batch, crops and
-flips the windows and applies mask + colour (``fastprep.mask_ycbcr``).
+Decoding is most of a real sample's CPU cost (~97% for the seed's crop + mask + YCbCr, ~80% for a
+RandomResizedCrop). With `decode_on`, the threads run the transform's fused row's batch path with
+the same seeds and draws as without it, but where that path would decode each sample's window
+they cut its small JPEG out of the shard (:meth:`PackedJpeg.cut`: byte copies, no entropy
+decoding; a :class:`JpegFile` hands its whole bytes) and make what the row's device half asks of
+them (``DeviceSplit.host``: the seed row's packed masks; nothing for a resized crop). The batch (a
+:class:`~fastprep.window_batch.WindowBatch`) holds the cuts, each window's place in its cut, the
+flips and placement, those host tensors and the labels. The device stage (DevicePrefetcher, in
+the consumer's thread) decodes the cuts there in one batch, crops each window and runs the row's
+device half (``DeviceSplit.finish``: mask + colour, or the resize + dtype + normalize).
 
-Refused, when the Loader is made (and again when an epoch starts), naming the part: a transform
-that is not that one fused op (a step outside it would need the decoded pixels on the CPU), a step
-with its own generator; per sample, in the threads: an item that cannot cut a window (raw pixels,
-a decoded image, a dict sample), or one the fused op does not take. Nothing falls back to
-decoding in the threads: that would hide the very cost the split exists to move.
+Every row of the fusion table that declares a ``split`` (transforms/fused.py) runs split; nothing
+here names a row. Refused, when the Loader is made (and again when an epoch starts), naming the
+part: a transform that is not one fused op of such a row (a step outside it would need the
+decoded pixels on the CPU), a step with its own generator; per sample, in the threads: an item
+that cannot cut a window (raw pixels, a decoded image, a dict sample), or one the fused op does
+not take. Nothing falls back to decoding in the threads: that would hide the very cost the split
+exists to move.
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from fastprep._tree import tree_map
 from fastprep.io.packed_items import WindowCut
 from fastprep.io.windowed import WindowedImage
 from fastprep.loader.apply import ChunkRunner
+from fastprep.loader.device_slots import WindowJob, WindowSlotRing
 from fastprep.prefetch import check_device
-from fastprep.slots import BatchJob, SampleError, SlotRing
+from fastprep.slots import BatchJob, SampleError
 from fastprep.transforms import FusionPlan
-from fastprep.window_batch import WindowBatch, WindowCuts
 
 STAGE = "the decode_on split"
-PIPELINE = ("RandomCrop(size) -> RandomDilatedMask(p) -> RGBToYCbCr(), with RandomHorizontalFlip() before or "
-            "after the crop if you like")
 PACK = "pack the images (python -m fastprep pack SRC DEST) and read them with fastprep.io.PackedDataset"
 
 
@@ -64,28 +63,32 @@ def _resolved(dev: torch.device) -> torch.device:
     return torch.device("cpu") if dev.type == "cpu" else dev
 
 
+def _pipelines() -> str:
+    return "; ".join(f"({k}) {p}" for k, p in enumerate(FusionPlan.split_pipelines(), 1))
+
+
 def split_problem(plan: FusionPlan | None) -> str | None:
     """Why `plan` cannot run split (None: it can)."""
     if plan is None:
-        return f"there is no transform; the split runs one fused op: transform=Compose([{PIPELINE}])"
+        return f"there is no transform; the split runs one fused op: transform=Compose([...]) of {_pipelines()}"
     group = plan.fused
-    if group is not None and group.fusion.op == "crop_mask_ycbcr_batch":
+    if group is not None and group.fusion.split is not None:
         own = [s for s in group.random if s.generator is not None]
         return None if not own else (f"{own[0]!r} has its own generator=; the split draws every sample's "
                                      f"parameters from the sample's stream: drop generator=")
     if group is not None:
-        return f"the transform runs as the fused op {group.fusion.op}, which has no device split (only {PIPELINE})"
+        return f"the transform runs as the fused op {group.fusion.op}, which has no device split ({_pipelines()})"
     fused = [seg for seg in plan.segments if getattr(seg, "fusion", None) is not None]
     outside = [(k, s) for k, s in enumerate(plan.steps) if not any(s in seg.steps for seg in fused)]
     shown = "; ".join(f"step {k}, {s!r}" + ("" if getattr(s, "fusion_role", None) else
                                              " (no part in a fused op: not fastprep's, padded, or other options)")
                       for k, s in outside)
-    where = "run outside the fused op" if fused else "make no fused crop -> mask -> colour op"
+    where = "run outside the fused op" if fused else "make no fused op"
     other = [f"{', '.join(repr(s) for s in seg.steps)} fused as {seg.fusion.op}, which has no device split"
-             for seg in fused if seg.fusion.op != "crop_mask_ycbcr_batch"]
+             for seg in fused if seg.fusion.split is None]
     where += "".join(f" ({o})" for o in other)
-    return (f"{shown} {where}: they would need the decoded pixels on the CPU; the split runs {PIPELINE} "
-            f"(decode= makes float images on the device)")
+    return (f"{shown} {where}: they would need the decoded pixels on the CPU; the split runs one fused op: "
+            f"{_pipelines()} (decode= makes float images on the device)")
 
 
 def check_splittable(plan: FusionPlan | None, decode_on: Any) -> None:
@@ -93,17 +96,6 @@ def check_splittable(plan: FusionPlan | None, decode_on: Any) -> None:
     if problem is not None:
         raise ValueError(f"Loader: decode_on={str(decode_on)!r} cannot split this transform: {problem}; or pass "
                          f"decode_on=None to decode in the threads")
-
-
-@dataclass(frozen=True)
-class SplitSpec:
-    """What the device applies after decoding: the mask's p and structure, the colour step's dtype
-    and scale; `device`: where."""
-    p: float
-    structure: str
-    out_dtype: torch.dtype
-    scale: float
-    device: torch.device
 
 
 class _CutInsteadOfDecode(WindowedImage):
@@ -125,69 +117,6 @@ class _CutInsteadOfDecode(WindowedImage):
     def decode(self, crop: tuple[int, int, int, int] | None = None, *, layout: str | None = None,
                out: torch.Tensor | None = None) -> WindowCut:
         return self.image.cut(crop)
-
-
-class WindowSlotRing(SlotRing):
-    """The Loader's slot ring for split batches: besides the other fields' storage (the image
-    field has none: its pixels are made on the device), each slot's packed masks, allocated on
-    the first write (pinned for a CUDA device)."""
-
-    def __init__(self, count: int, batch_size: int, pin: bool, fields: dict[Any, str] | None, spec: SplitSpec):
-        super().__init__(count, batch_size, pin, fields)
-        self.spec = spec
-        self._masks: list[torch.Tensor] = []
-        self._masks_lock = threading.Lock()
-
-    def masks(self, slot: int, height: int, width: int) -> torch.Tensor:
-        """Slot `slot`'s masks, ``[batch_size, height, ceil(width / 8)]`` uint8."""
-        if not self._masks:
-            with self._masks_lock:
-                if not self._masks:
-                    self._masks = [torch.empty(self.batch_size, height, (width + 7) // 8, dtype=torch.uint8,
-                                               pin_memory=self.pin) for _ in range(self.count)]
-        rows = self._masks[slot]
-        if rows.shape[1:] != (height, (width + 7) // 8):
-            raise ValueError(f"Loader(decode_on=...): a {height}x{width} window after {rows.shape[1]}-row ones; "
-                             f"the split's windows have one size")
-        return rows
-
-
-class WindowJob(BatchJob):
-    """A split batch in flight: per sample its cut and flip; the masks go into the slot's rows."""
-
-    def __init__(self, indices: list[int], ring: WindowSlotRing, items: list[Any] | None = None):
-        super().__init__(indices, ring, items)
-        self.cuts: list[WindowCut | None] = [None] * len(indices)
-        self.hflips = [False] * len(indices)
-        self.size: tuple[int, int] | None = None
-
-    def write_run(self, j: int, key: int, run: Any) -> None:
-        """A run of the fused batch path (its windows cut, not decoded) into positions j, j + 1, ..."""
-        spec, n = self.ring.spec, len(run)
-        # The batch's layout is the CPU path's: an image of the colour step's dtype (made on the device).
-        self.image_rows(run.output_like(0, torch.empty(3, 0, 0, dtype=spec.out_dtype)), key, j, j + n)
-        if not all(type(c) is WindowCut for c in run.sources):
-            raise TypeError(f"Loader(decode_on=...): the plan read {type(run.sources[0]).__name__}s where it "
-                            f"should have cut windows; the fused batch path changed under the split")
-        h, w = run.size
-        mask = torch.ops.fastprep.random_dilated_mask.default  # the fused op's mask of a seed (its definition)
-        torch.stack([mask([h, w], spec.p, seed, spec.structure, 1, True) for seed in run.seeds["mask"]],
-                    out=self.ring.masks(self.slot, h, w)[j:j + n])
-        self.cuts[j:j + n] = run.sources
-        self.hflips[j:j + n] = [bool(f) for f in run.hflips]
-        self.size = (h, w)
-
-    def batch(self) -> WindowBatch:
-        spec, n = self.ring.spec, len(self.indices)
-        windows = WindowCuts(self.cuts, self.hflips, self.ring.masks(self.slot, *self.size)[:n], spec.out_dtype,
-                             spec.scale, spec.device)
-        first = [windows]  # the image field (the first leaf: the batch path's image)
-        data = _replace_first_leaf(self.data(), first)
-        return WindowBatch(data, self.ring.layout, pool=self.slot_return())
-
-
-def _replace_first_leaf(data: Any, first: list[Any]) -> Any:
-    return tree_map(lambda x: first.pop() if first else x, data)
 
 
 class SplitRunner(ChunkRunner):
@@ -244,11 +173,8 @@ def split_parts(loader: Any) -> tuple[WindowSlotRing, SplitRunner]:
     """The slot ring and chunk runner of one pass of `loader` with decode_on."""
     plan = loader.plan
     check_splittable(plan, loader.decode_on)  # again: a transform may have changed since the Loader was made
-    group = plan.fused
-    mask, color = group.roles["mask"], group.roles["ycbcr"]
-    spec = SplitSpec(mask.p, mask.structure, group.out_dtype, color.scale, loader.decode_on)
-    # Host batches are small (cuts and bit masks) and the device stage holds up to depth + 1 of them.
+    # Host batches are small (cuts and host tensors) and the device stage holds up to depth + 1 of them.
     ring = WindowSlotRing(2 * loader.depth + 2, loader.batch_size, loader.decode_on.type == "cuda", loader.fields,
-                          spec)
+                          plan.fused, loader.decode_on)
     runner = SplitRunner(loader.dataset, plan, loader.seed, loader.epoch, loader.deterministic, loader.order.iterable)
     return ring, runner

@@ -169,6 +169,9 @@ def _diagnose_parser(sub) -> None:
     p.add_argument("--progress", choices=("auto", "bar", "line", "off"), default="auto",
                    help="progress with a time estimate on stderr: tqdm's bar when installed (auto), tqdm (bar), "
                         "a plain line (line), or none (off)")
+    p.add_argument("--traceback", action="store_true",
+                   help="when the pipeline raises while it is measured, print the whole traceback (by default: "
+                        "one line naming the stage, the item and the error; exit status 1)")
     p.set_defaults(func=diagnose)
 
 

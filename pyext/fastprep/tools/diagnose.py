@@ -18,6 +18,7 @@ a callable `decode` is applied to every batch on the device instead (fastprep.to
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import itertools
 import math
@@ -33,6 +34,7 @@ from fastprep.iterators import stop_iterator
 from fastprep.prefetch import check_device, move_to
 from fastprep.tools import remedies as rm
 from fastprep.tools import stand_ins as si
+from fastprep.tools.failures import PHASE_NOTE
 from fastprep.tools.measure import Settings, Source, Stats, measure, round_adjusted, synchronize
 from fastprep.tools.progress import Plan
 from fastprep.tools.step_input import Epochs, decoder, own
@@ -189,11 +191,13 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
                         max_seconds=max_seconds)
     if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit >= 0:
         raise ValueError(f"find_bottleneck: expected time_limit to be a number of seconds >= 0, got {time_limit!r}")
-    pipe = _pipe(loader, settings)
+    with _phase("reading the first batch and item 0 for the cached levels"):
+        pipe = _pipe(loader, settings)
     dev = check_device("find_bottleneck", device if device is not None else pipe.device or "cpu")
     on_device = decoder("find_bottleneck", pipe.decode if pipe.decode is not None else decode)
     to_dev = move or (lambda b: move_to(b, dev, non_blocking=True))
-    dev_batch = to_dev(pipe.host)
+    with _phase("moving the first batch to the device"):
+        dev_batch = to_dev(pipe.host)
     full_step = lambda b: step_fn(on_device(to_dev(b)))  # noqa: E731
     levels: list[Level] = [Level(name, None) for name in LEVELS]
     sources: dict[int, Source] = {1: Source(lambda: itertools.repeat(dev_batch), lambda b: step_fn(on_device(b)))}
@@ -218,8 +222,9 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
         for n, k in enumerate(order):
             plan.begin(first + n)
             what = f"level {k}/5 {LEVELS[k - 1]}, round {rounds + 1}/{max(settings.repeats, rounds + 1)}"
-            timing = measure(sources[k], settings, sync,
-                             lambda done, planned, what=what: plan.tick(what, done, planned))
+            with _phase(f"measuring level {k}/5 ({LEVELS[k - 1]})"):
+                timing = measure(sources[k], settings, sync,
+                                 lambda done, planned, what=what: plan.tick(what, done, planned))
             plan.end(len(timing.step_times) + timing.warmup_steps + sources[k].drain)
             timings[k].append(timing)
         rounds += 1
@@ -241,6 +246,17 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
         "precision": settings.precision, "max_steps": max_steps, "threshold": threshold, "dominance": dominance,
         "batch_size": pipe.batch_size, "time_limit": time_limit, "rounds": rounds, "seconds": spent},
         source.describe())
+
+
+@contextlib.contextmanager
+def _phase(what: str) -> Any:
+    """Notes on an error raised inside what was being done (fastprep.tools.failures reads it)."""
+    try:
+        yield
+    except Exception as exc:
+        if hasattr(exc, "add_note") and not any(n.startswith(PHASE_NOTE) for n in getattr(exc, "__notes__", ())):
+            exc.add_note(PHASE_NOTE + what)
+        raise
 
 
 def _fill(levels: list[Level], timings: dict[int, list]) -> None:

@@ -2,7 +2,9 @@
 
 Everything the user gave is checked first (fastprep.tools.targets): a UsageError is one line on
 stderr and exit status 2. Then the caching method runs with a progress bar, prints its table and
-verdict, optionally sweeps the loader's settings, and writes --json / --plot.
+verdict, optionally sweeps the loader's settings, and writes --json / --plot. An error the
+pipeline raises while it is measured is one line too, naming the stage and the item
+(fastprep.tools.failures), exit status 1; --traceback prints the whole traceback before it.
 """
 
 from __future__ import annotations
@@ -12,10 +14,15 @@ import json
 import os
 import sys
 import tempfile
+import traceback
 from typing import Any
 
 from fastprep.tools import targets as tg
 from fastprep.tools.targets import UsageError
+
+
+class PipelineError(Exception):
+    """The measured pipeline raised (the cause): the message names the stage, the item and the error."""
 
 
 def main(args: argparse.Namespace) -> int:
@@ -24,6 +31,16 @@ def main(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"python -m fastprep diagnose: error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # one line, as for a UsageError; --traceback for the rest
+        from fastprep.tools.failures import error_text  # noqa: PLC0415
+
+        error = exc.__cause__ if isinstance(exc, PipelineError) else exc
+        if getattr(args, "traceback", False):
+            traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+        line = str(exc) if isinstance(exc, PipelineError) else error_text(exc)
+        hint = "" if getattr(args, "traceback", False) else "; --traceback prints the whole traceback"
+        print(f"python -m fastprep diagnose: error: {line}{hint}", file=sys.stderr)
+        return 1
 
 
 def _check_outputs(args: argparse.Namespace) -> Any:
@@ -113,14 +130,20 @@ def _run(args: argparse.Namespace) -> int:
     factory = tg.load_factory(args.target)
     target = tg.call_factory(factory, args.target)
     loader = _build_loader(target, args)
-    report = _measure(args, loader, target.step_fn, device, "diagnose")
-    print(f"caching method on {report.device}: {_how(args)}")
-    print(report.table())
-    out: dict[str, Any] = {"bottleneck": report.as_dict()}
-    if args.sweep:
-        swept = _sweep(args, loader, target.step_fn, device, "sweep")
-        print(swept.table())
-        out["sweep"] = swept.as_dict()
+    from fastprep.tools.failures import Stages  # noqa: PLC0415
+
+    stages = Stages(loader, target.step_fn)
+    try:
+        report = _measure(args, loader, target.step_fn, device, "diagnose")
+        print(f"caching method on {report.device}: {_how(args)}")
+        print(report.table())
+        out: dict[str, Any] = {"bottleneck": report.as_dict()}
+        if args.sweep:
+            swept = _sweep(args, loader, target.step_fn, device, "sweep")
+            print(swept.table())
+            out["sweep"] = swept.as_dict()
+    except Exception as exc:
+        raise PipelineError(stages.describe(exc)) from exc
     _write(args, out, report)
     return 0
 

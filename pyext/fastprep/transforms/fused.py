@@ -1,6 +1,8 @@
 """The fused ops a FusionPlan calls (transforms/plan.py): where an op reads (:class:`Geometry`),
 the samples of one op call (:class:`FusedRun`), and one :class:`Fusion` per op: the roles it
-fuses, the images it takes, and the call with what the steps drew."""
+fuses, the images it takes, the call with what the steps drew, and its GPU decode split
+(:class:`DeviceSplit`: what the Loader's threads make beside each window's JPEG cut, what the
+device makes of the decoded windows)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from typing import Any
 import torch
 
 from fastprep.ops._library import BELOW_AUTOGRAD
+from fastprep.ops.crop_mask_ycbcr import mask_ycbcr
+from fastprep.ops.resize_windows import resized_crop_windows
 from fastprep.transforms.sample import Item
 from fastprep.transforms.window import native_uint8_bilinear, read_region
 
@@ -114,6 +118,31 @@ class FusedRun:
 
 
 @dataclass(frozen=True)
+class DeviceSplit:
+    """A row's half for the GPU decode split (``Loader(decode_on=...)``, loader/device_split.py).
+
+    The Loader's threads run the row's batch path as without the split (same seeds, same draws,
+    same FusedRuns), but each run's sources are the windows' JPEG cuts (PackedJpeg.cut: the
+    restart intervals covering the window; a JpegFile's whole file), not their pixels. The device
+    decodes the batch's cuts, crops each to its window and hands them to `finish`, in a FusedRun
+    with the threads' flips and placement: the row's op on the same pixels, on the device.
+
+    Args:
+        pipeline: the transforms the row splits, as its refusals show them.
+        host: (group, run, rows) -> None: what the threads make per run beyond the cuts (the seed
+            row's packed masks; nothing for a row whose draws are all geometry): ``rows(name,
+            shape, dtype)`` is the run's rows ``[len(run), *shape]`` of the batch's tensor `name`
+            (slot storage, pinned for a CUDA device), handed to `finish` on the device.
+        finish: (group, run, extras) -> images ``[len(run), 3, h, w]`` of group.out_dtype on the
+            windows' device: run.sources are the decoded windows (uint8 CHW, the CPU run's
+            sources), run.layout "CHW"; `extras`: host's tensors, moved there.
+    """
+    pipeline: str
+    host: Callable[[Any, FusedRun, Callable[[str, tuple[int, ...], torch.dtype], torch.Tensor]], None]
+    finish: Callable[[Any, FusedRun, dict[str, torch.Tensor]], torch.Tensor]
+
+
+@dataclass(frozen=True)
 class Fusion:
     """A row of FusionPlan's table.
 
@@ -127,6 +156,7 @@ class Fusion:
         takes_windowed: (group, item) -> whether it takes a PIL image or WindowedImage (read by window).
         out_dtype: (group) -> the output's dtype.
         run: (group, run, out) -> None: the op on the run's samples into `out` ([n, 3, h, w]).
+        split: the row's GPU decode split (None: ``decode_on`` refuses the row).
     """
     op: str
     pattern: str
@@ -136,6 +166,7 @@ class Fusion:
     takes_windowed: Callable[[Any, Item], bool]
     out_dtype: Callable[[Any], torch.dtype]
     run: Callable[[Any, FusedRun, torch.Tensor], None]
+    split: DeviceSplit | None = None
 
 
 def _rgb_uint8(group: Any, t: torch.Tensor, layout: str) -> bool:
@@ -166,6 +197,25 @@ def _run_crop_mask_ycbcr(group: Any, run: FusedRun, out: torch.Tensor) -> None:
                                                          color.scale, True, None, run.hflips)
 
 
+def _mask_rows(group: Any, run: FusedRun, rows: Callable) -> None:
+    """The split's threads: each sample's packed mask, the one the fused op makes of its seed."""
+    mask, (h, w) = group.roles["mask"], run.size
+    make = torch.ops.fastprep.random_dilated_mask.default
+    torch.stack([make([h, w], mask.p, seed, mask.structure, 1, True) for seed in run.seeds["mask"]],
+                out=rows("masks", (h, (w + 7) // 8), torch.uint8))
+
+
+def _mask_ycbcr_on_device(group: Any, run: FusedRun, extras: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The split's device: the windows (flipped: the fused op reads a flipped window right to left),
+    then mask + YCbCr with the threads' masks."""
+    images = torch.stack(run.sources)
+    flipped = [i for i, f in enumerate(run.hflips) if f]
+    if flipped:
+        at = torch.tensor(flipped, device=images.device)
+        images[at] = images[at].flip(-1)
+    return mask_ycbcr(images, extras["masks"], group.out_dtype, group.roles["ycbcr"].scale)
+
+
 CROP_MASK_YCBCR = Fusion(
     op="crop_mask_ycbcr_batch",
     pattern=r"(hflip )*crop (hflip )*mask ycbcr ",
@@ -175,6 +225,9 @@ CROP_MASK_YCBCR = Fusion(
     takes_windowed=_rgb_mode,
     out_dtype=lambda group: group.roles["ycbcr"].out_dtype or torch.uint8,
     run=_run_crop_mask_ycbcr,
+    split=DeviceSplit(pipeline="RandomCrop(size) -> RandomDilatedMask(p) -> RGBToYCbCr(), with "
+                               "RandomHorizontalFlip() before or after the crop if you like",
+                      host=_mask_rows, finish=_mask_ycbcr_on_device),
 )
 
 
@@ -210,15 +263,27 @@ def _op_resizes_windowed(group: Any, item: Item) -> bool:
     return item.value.mode == "RGB" and native_uint8_bilinear()
 
 
-def _run_resized_crop(group: Any, run: FusedRun, out: torch.Tensor) -> None:
+def _resize_args(group: Any) -> tuple[bool, float, list[float] | None, list[float] | None]:
+    """(antialias, scale, mean, std) of the resized-crop row's op."""
     to_dtype, norm = group.roles.get("dtype"), group.roles.get("normalize")
     resize = group.roles.get("resized_crop") or group.roles["resize"]
     mean, std = (None, None) if norm is None else (list(norm.mean), list(norm.std))
+    return resize.antialias, 1.0 if to_dtype is None else to_dtype.op_scale, mean, std
+
+
+def _run_resized_crop(group: Any, run: FusedRun, out: torch.Tensor) -> None:
+    antialias, scale, mean, std = _resize_args(group)
     with BELOW_AUTOGRAD():
         torch.ops.fastprep.resized_crop_batch.default(run.sources, run.tops, run.lefts, run.heights, run.widths, out,
-                                                      run.layout, run.hflips, resize.antialias,
-                                                      1.0 if to_dtype is None else to_dtype.op_scale, mean, std,
+                                                      run.layout, run.hflips, antialias, scale, mean, std,
                                                       run.vflips, *run.place)
+
+
+def _resized_crop_on_device(group: Any, run: FusedRun, extras: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The split's device: the row's op on the decoded windows, batched in torch ops on their device
+    (ops/resize_windows.py: the kernel's bits on those pixels; the CPU stand-in runs the same)."""
+    out = torch.empty(len(run), 3, *run.out_size, dtype=group.out_dtype, device=run.sources[0].device)
+    return resized_crop_windows(run.sources, out, run.hflips, run.vflips, run.place, *_resize_args(group))
 
 
 _FLIPS = r"(?:[hv]flip )*"
@@ -232,6 +297,9 @@ RESIZED_CROP = Fusion(
     takes_windowed=_op_resizes_windowed,
     out_dtype=lambda group: group.roles["dtype"].dtype if "dtype" in group.roles else torch.uint8,
     run=_run_resized_crop,
+    split=DeviceSplit(pipeline="RandomResizedCrop(size) or Resize(size) (+ CenterCrop / RandomCrop), flips "
+                               "before or after, ToDtype(scale=True) (+ Normalize)",
+                      host=lambda group, run, rows: None, finish=_resized_crop_on_device),
 )
 """RandomResizedCrop or Resize (+ CenterCrop / RandomCrop), horizontal and vertical flips before or
 after, ToDtype (+ Normalize): one resized_crop_batch call (docs/transforms.md)."""

@@ -111,6 +111,18 @@ class FusedGroup:
         self.fusion.run(self, run, out)
         return out
 
+    def finish_on_device(self, windows: list[torch.Tensor], flips: tuple[list[bool], list[bool]],
+                         place: tuple[list[int], list[int], list[int], list[int]], out_size: tuple[int, int],
+                         extras: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The row's device half (``fusion.split``, the GPU decode split) on a batch's decoded
+        windows: uint8 CHW tensors on the device, each the window a CPU run reads, with the runs'
+        flips and placement and the threads' `extras` (moved to the device)."""
+        n = len(windows)
+        heights, widths = [int(w.shape[-2]) for w in windows], [int(w.shape[-1]) for w in windows]
+        run = FusedRun(0, "CHW", [None] * n, [None] * n, list(windows), ([0] * n, [0] * n, heights, widths), flips,
+                       place, {}, out_size)
+        return self.fusion.split.finish(self, run, extras)
+
     def batch(self, raws: list[Any], draws: np.ndarray) -> list[FusedRun]:
         """The runs of consecutive items of a chunk the op takes, their parameters drawn at once:
         `draws` holds each item's seeds (seeded_draws of its item seed, one column per random

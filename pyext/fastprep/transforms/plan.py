@@ -111,6 +111,11 @@ class FusionPlan:
             return 2, FlipIntoCrop(steps[i], nxt)
         return 1, Step(steps[i])
 
+    @staticmethod
+    def split_pipelines() -> list[str]:
+        """The pipelines the GPU decode split runs (each row of the table with a device half)."""
+        return [f.split.pipeline for f in FUSIONS if f.split is not None]
+
     @property
     def fused(self) -> FusedGroup | None:
         """The group when the whole plan is one fused op call (the Loader's batch path)."""

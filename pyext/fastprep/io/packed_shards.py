@@ -1,0 +1,99 @@
+"""The shard files of a :class:`fastprep.io.PackedDataset`, each opened, checked and memory-mapped
+on the first read of a record in it: a shard that is missing, truncated or replaced fails the
+reads of its own records (a :class:`ShardFormatError` saying which shard and why), and the other
+shards' records read as before.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+
+import torch
+
+from fastprep.io import shards as fmt
+
+
+class ShardMaps:
+    """Shard k's bytes as a memoryview over a copy-on-write memory map (``views[k]``, None until
+    :meth:`open` maps it) and as a uint8 tensor over the same memory (:meth:`tensor`).
+
+    Opening checks the file against the index (its size) and its header (this pack's shard k);
+    a failure is not remembered, so a shard put back in place reads on the next try. Thread-safe;
+    pickles without its maps (each process maps the shards it reads).
+
+    Args:
+        folder: the pack's folder.
+        shards: (file name, size in bytes) per shard, from the index.
+        pack_id: the pack id the index holds; each shard's header must carry it.
+
+    Example:
+        >>> maps = ShardMaps("train.packed", [("shard-00000.fpk", 5339)], pack_id)
+        >>> maps.open(0)[:8].tobytes()
+        b'FPSHARD\\x00'
+    """
+
+    def __init__(self, folder: str, shards: list[tuple[str, int]], pack_id: bytes):
+        self.folder, self.shards, self.pack_id = folder, shards, pack_id
+        self.views: list[memoryview | None] = [None] * len(shards)
+        self._tensors: list[torch.Tensor | None] = [None] * len(shards)
+        self._lock, self._pid = threading.Lock(), os.getpid()
+
+    def open(self, k: int) -> memoryview:
+        """Shard k's bytes, mapped on first use; ShardFormatError '<name> is missing' (or why else it
+        cannot be read), raised from the OSError where there is one."""
+        if self._pid != os.getpid():  # a forked child: the parent's lock may have been held by another thread
+            self._lock, self._pid = threading.Lock(), os.getpid()
+        with self._lock:
+            view = self.views[k]
+            if view is None:
+                view = self._map(k)
+                self._tensors[k] = torch.frombuffer(view, dtype=torch.uint8)
+                self.views[k] = view  # published last: a reader that sees it sees its tensor too
+            return view
+
+    def tensor(self, k: int) -> torch.Tensor:
+        """Shard k's bytes as a 1-D uint8 tensor over its memory map (raw windows are views of it)."""
+        if self.views[k] is None:
+            self.open(k)
+        return self._tensors[k]
+
+    def _map(self, k: int) -> memoryview:
+        name, size = self.shards[k]
+        try:
+            f = open(os.path.join(self.folder, name), "rb")  # noqa: SIM115 (closed below, the map outlives it)
+        except FileNotFoundError as exc:
+            raise fmt.ShardFormatError(f"{name} is missing") from exc
+        except IsADirectoryError as exc:
+            raise fmt.ShardFormatError(f"{name} is a directory, not a shard file") from exc
+        except OSError as exc:
+            raise fmt.ShardFormatError(f"{name} cannot be opened: {exc.strerror or exc}") from exc
+        with f:
+            got = os.fstat(f.fileno()).st_size
+            if got != size:
+                how = "truncated" if got < size else "extended"
+                raise fmt.ShardFormatError(f"{name} is {got} bytes where the index says {size}: {how} or replaced")
+            try:
+                # Copy-on-write: raw windows are handed out as views (PackedRaw), and a write into
+                # one must never reach the file.
+                view = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY))
+            except (OSError, ValueError) as exc:
+                raise fmt.ShardFormatError(f"{name} cannot be memory-mapped: {exc}") from exc
+        number, shard_id = fmt.read_shard_header(bytes(view[:fmt.HEADER_BYTES]), name)
+        if shard_id != self.pack_id:
+            raise fmt.ShardFormatError(f"{name} is shard {number} of another pack (its pack id {shard_id.hex()}, "
+                                       f"this pack's {self.pack_id.hex()}): replaced")
+        if number != k:
+            raise fmt.ShardFormatError(f"{name} is shard {number} of this pack, not shard {k}: replaced")
+        return view
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()  # memory maps are mapped again where unpickled, on first use
+        state["views"], state["_tensors"] = [None] * len(self.shards), [None] * len(self.shards)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock, self._pid = threading.Lock(), os.getpid()
