@@ -6,8 +6,10 @@ torchvision's models (channels_last, bf16 autocast, SGD with momentum; gpu_feed.
 224^2) over the packed photos:
 
 - device-cached: one batch of that pipeline kept on the device, the step's ceiling;
-- the Loader decoding in its threads (every core, up to 16; ``device="cuda", decode=True``);
-- the Loader with the GPU decode split (``decode_on="cuda"``: its threads cut, nvJPEG decodes).
+- the Loader decoding in its threads (``device="cuda", decode=True``);
+- the Loader with the GPU decode split (``decode_on="cuda"``: its threads cut, nvJPEG decodes);
+
+each Loader at the thread count the loader stage (gpu_loader.py) found fastest for it.
 
 A dry run (GPU_CHECK_DRY_RUN=1) trains fastprep.tools.demo_model.TinyNet on the CPU instead, the
 split's device the CPU decoder. Run by gpu_check.sh; alone: ``GPU_CHECK_DIR=/tmp/x python
@@ -17,11 +19,13 @@ benchmarks/gpu_train.py``.
 from __future__ import annotations
 
 import functools
+import json
+import os
 from collections.abc import Callable
 from typing import Any
 
 import torch
-from gpu_common import DRY_RUN, PIPELINES, Stage, device, no_device, photos, sizes, thread_counts
+from gpu_common import DRY_RUN, PIPELINES, Stage, device, no_device, photos, results_dir, sizes, thread_counts
 from gpu_feed import MODELS, build_model, forever, make_step, rate
 from gpu_loader import loader, split_device
 
@@ -39,13 +43,26 @@ def cached_batch(packed: Any, pipeline: str) -> tuple[torch.Tensor, ...]:
         it.close()
 
 
+def best_threads(pipeline: str, split: str | None) -> int:
+    """The thread count at which the loader stage measured this Loader fastest (the most threads
+    when it measured none): the split's rate can fall with more threads, as the threads' cutting
+    competes with the consumer's thread that hands the batches to nvJPEG."""
+    try:
+        with open(os.path.join(results_dir(), "loader.json")) as f:
+            rows = json.load(f)["rows"]
+    except (OSError, ValueError, KeyError):
+        rows = []
+    rates = {r["threads"]: r["samples_per_s"] for r in rows if r.get("status") == "ok"
+             and r.get("pipeline") == pipeline and r.get("decode_on") == split}
+    return max(rates, key=rates.get) if rates else max(thread_counts())
+
+
 def main() -> None:
     s = sizes()
-    threads = max(thread_counts())
     split = split_device()
     stage = Stage("train", what=f"training steps ({', '.join(MODELS[m] for m in models())}; channels_last, bf16 "
-                                f"autocast, SGD) on {device().type}, batch {s.batch}; the Loader with {threads} "
-                                f"threads, decode_on={split!r}")
+                                f"autocast, SGD) on {device().type}, batch {s.batch}; the Loader at the thread count "
+                                f"the loader stage found fastest, decoding in its threads or with decode_on={split!r}")
     missing = no_device()
     if missing:
         stage.skip_all(missing)
@@ -70,9 +87,11 @@ def main() -> None:
                                               s.min_steps, s.seconds)}
 
             top = stage.row(f"{title}: device-cached", ceiling, model=name, pipeline=pipeline, feed="device-cached")
-            for label, kw in ((f"Loader t={threads}, decode in the threads", {}),
-                              (f"Loader t={threads}, decode_on={split!r}", {"decode_on": split})):
-                def fed(name=name, pipeline=pipeline, kw=kw, top=top) -> dict:
+            for feed, kw in (("threads", {}), ("split", {"decode_on": split})):
+                threads = best_threads(pipeline, kw.get("decode_on"))
+                label = f"Loader t={threads}, " + (f"decode_on={split!r}" if kw else "decode in the threads")
+
+                def fed(name=name, pipeline=pipeline, kw=kw, top=top, threads=threads) -> dict:
                     batches = loader(packed, pipeline, threads, s.batch * (s.warmup + 300), **kw)
                     got = rate(batches, step_of(name), dev, s.batch, s.warmup, s.min_steps, s.seconds)
                     row = {"samples_per_s": got}
@@ -80,7 +99,7 @@ def main() -> None:
                         row.update(ratio=got / top["samples_per_s"], ratio_of="device-cached")
                     return row
 
-                stage.row(f"{title}: {label}", fed, model=name, pipeline=pipeline, feed=label, threads=threads)
+                stage.row(f"{title}: {label}", fed, model=name, pipeline=pipeline, feed=feed, threads=threads)
 
 
 if __name__ == "__main__":

@@ -78,5 +78,9 @@ def test_the_json_holds_every_row_with_its_figure_or_why_not(dry_run):
         assert rows["train", f"TinyNet {pipeline}: device-cached"]["status"] == "ok"
     split = rows["loader", "seed t=2, decode_on='cpu'"]
     assert split["status"] == "ok" and split["ratio_of"] == "decode in the threads"
-    fed = rows["train", "TinyNet seed: Loader t=2, decode_on='cpu'"]
+    feeds = {(r["pipeline"], r["feed"]): r for r in stages["train"]["rows"]}
+    assert set(feeds) == {(p, f) for p in ("seed", "imagenet") for f in ("device-cached", "threads", "split")}
+    fed = feeds["seed", "split"]
     assert fed["status"] == "ok" and fed["ratio_of"] == "device-cached" and fed["ratio"] > 0
+    measured = [r for r in stages["loader"]["rows"] if r["pipeline"] == "seed" and r["decode_on"] == "cpu"]
+    assert fed["threads"] == max(measured, key=lambda r: r["samples_per_s"])["threads"]  # the loader stage's best
