@@ -10,8 +10,9 @@
 #   train   ResNet-18/50 training fed device-cached, by the Loader, by the Loader with the split,
 #           as a share of the device-cached rate (benchmarks/gpu_train.py)
 #   report  one markdown table of it all (benchmarks/gpu_report.py)
-# Each stage runs under its own timeout within a total budget (GPU_CHECK_BUDGET_S, default 480 s);
-# a failing stage is one line of the table and the next stage runs; the table is always printed.
+# Each stage runs under its own timeout within a total budget (GPU_CHECK_BUDGET_S, default 480 s; the
+# first run on an H200 took 186 s): a failing stage is one line of the table and the next stage
+# runs; the table is always printed.
 # With $OUT set (the device tool's), it writes $OUT/gpu_table.md, $OUT/gpu_check.json (every figure)
 # and $OUT/gpu_check.log (everything). From the repository root:
 #   bash benchmarks/gpu_check.sh                 # on the GPU machine
@@ -25,7 +26,7 @@ dry=${GPU_CHECK_DRY_RUN:-0}
 for arg in "$@"; do
   case $arg in
     --cpu-dry-run) dry=1 ;;
-    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "gpu_check.sh: unknown argument $arg (expected --cpu-dry-run)" >&2; exit 2 ;;
   esac
 done
@@ -110,8 +111,8 @@ fi
 
 cd "$root/tests" || exit 2  # import the installed build, not the source tree
 xdist=$("$py" -c 'import xdist' 2>/dev/null && echo "-n 4")
-# shellcheck disable=SC2086 # $xdist: none or two words
 # -p no:benchmark: pytest-benchmark, where installed, warns beside xdist, and the suite makes warnings errors.
+# shellcheck disable=SC2086 # $xdist: none or two words
 run tests 120 env FASTPREP_BACKEND=native "$py" -m pytest -q -p no:cacheprovider -p no:benchmark -c ../pyproject.toml \
   --rootdir .. --tb=short $xdist test_cuda.py test_device_split.py
 run decode 60 "$py" "$root/benchmarks/gpu_decode.py"
