@@ -47,6 +47,7 @@ from torch.utils.data import DataLoader, default_collate
 
 import fastprep
 from fastprep import transforms as T
+from fastprep.iterators import stop_iterator
 from fastprep.tools import pipelines
 
 MODELS = {"resnet18": "ResNet-18", "resnet50": "ResNet-50", "tiny": "TinyNet (fastprep.tools.demo_model)"}
@@ -93,25 +94,31 @@ def _sync(device: torch.device) -> None:
 
 
 def rate(batches: Iterable[Any], step: Callable[[Any], None], device: torch.device, batch_size: int,
-         warmup: int, steps: int) -> float:
-    """Samples/s of `steps` training steps on `batches`, after `warmup` untimed ones."""
+         warmup: int, steps: int, seconds: float | None = None) -> float:
+    """Samples/s of `steps` training steps on `batches`, after `warmup` untimed ones; with `seconds`,
+    of as many steps as run in that time (at least `steps`, fewer when `batches` ends first)."""
     it = iter(batches)
     try:
         for _ in range(warmup):
             step(next(it))
         _sync(device)
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            step(next(it))
-        _sync(device)
-        return steps * batch_size / (time.perf_counter() - t0)
+        done, t0 = 0, time.perf_counter()
+        while done < steps or (seconds is not None and time.perf_counter() - t0 < seconds):
+            try:
+                batch = next(it)
+            except StopIteration:
+                if done == 0:
+                    raise RuntimeError("rate: the batches ended before a timed step") from None
+                break
+            step(batch)
+            done += 1
+        _sync(device)  # the device may run behind the clock read above: the time includes its queue
+        return done * batch_size / (time.perf_counter() - t0)
     finally:
-        close = getattr(it, "close", None)
-        if callable(close):
-            close()
+        stop_iterator(it)
 
 
-def _repeat(make: Callable[[], Any]) -> Iterator[Any]:
+def forever(make: Callable[[], Any]) -> Iterator[Any]:
     while True:
         yield make()
 
@@ -173,11 +180,11 @@ def levels(device: torch.device, batch_size: int, workers: int, threads: list[in
     usual = _host_batch(pipelines.usual_transform, default_collate, batch_size, pin)
     compact = _host_batch(pipelines.fastprep_transform, fastprep.compact_collate, batch_size, pin)
     cached = (usual[0].to(device).contiguous(memory_format=torch.channels_last), usual[1].to(device))
-    yield "device-cached (ceiling)", "-", lambda: (_repeat(lambda: cached), warmup)
+    yield "device-cached (ceiling)", "-", lambda: (forever(lambda: cached), warmup)
     yield "host-cached float32, pinned", "-", lambda: (
-        _repeat(lambda: tuple(t.to(device, non_blocking=True) for t in usual)), warmup)
+        forever(lambda: tuple(t.to(device, non_blocking=True) for t in usual)), warmup)
     yield "host-cached compact, pinned", "-", lambda: (
-        _repeat(lambda: compact.to(device, non_blocking=True).decode()), warmup)
+        forever(lambda: compact.to(device, non_blocking=True).decode()), warmup)
     skip = max(warmup, workers)
     for source in sources:
         if source == "jpeg":
