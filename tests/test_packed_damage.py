@@ -56,20 +56,22 @@ def _flip(path, at):
     path.write_bytes(bytes(data))
 
 
-DAMAGES = [  # (name, damage(pack folder, the other pack's folder), what the error says after the shard's name)
+# (name, damage(pack folder, the other pack's folder), what the error says after the shard's name: SIZE,
+# SIZE-100 and SIZE+7 stand for the shard's size as packed and its size after the damage)
+DAMAGES = [
     ("missing", lambda p, o: _shard(p, BAD).unlink(), r"is missing"),
     ("truncated", lambda p, o: _replace(_shard(p, BAD), _shard(p, BAD).read_bytes()[:-100]),
-     r"is 5239 bytes where the index says 5339: truncated or replaced"),
+     r"is SIZE-100 bytes where the index says SIZE: truncated or replaced"),
     ("extended", lambda p, o: _replace(_shard(p, BAD), _shard(p, BAD).read_bytes() + bytes(7)),
-     r"is 5346 bytes where the index says 5339: extended or replaced"),
-    ("zero bytes", lambda p, o: _replace(_shard(p, BAD), b""), r"is 0 bytes where the index says 5339: truncated or replaced"),
+     r"is SIZE+7 bytes where the index says SIZE: extended or replaced"),
+    ("zero bytes", lambda p, o: _replace(_shard(p, BAD), b""), r"is 0 bytes where the index says SIZE: truncated or replaced"),
     ("a directory", lambda p, o: (_shard(p, BAD).unlink(), _shard(p, BAD).mkdir()), r"is a directory, not a shard file"),
     ("another shard of the pack", lambda p, o: shutil.copyfile(_shard(p, 0), _shard(p, BAD)),
      r"is shard 0 of this pack, not shard 1: replaced"),
     ("a shard of another pack", lambda p, o: shutil.copyfile(_shard(o, BAD), _shard(p, BAD)),
      r"is shard 1 of another pack \(its pack id [0-9a-f]{32}, this pack's [0-9a-f]{32}\): replaced"),
     ("a corrupt header", lambda p, o: _flip(_shard(p, BAD), 20), r": header checksum mismatch: the file is corrupt"),
-    ("junk of the right size", lambda p, o: _replace(_shard(p, BAD), b"x" * 5339),
+    ("junk of the right size", lambda p, o: _replace(_shard(p, BAD), b"x" * _shard(p, BAD).stat().st_size),
      r": does not start with b'FPSHARD\\x00': not a fastprep pack file"),
     ("unreadable", lambda p, o: _shard(p, BAD).chmod(0), r"cannot be opened: Permission denied"),
 ]
@@ -83,6 +85,9 @@ def test_a_damaged_shard_fails_only_its_records_naming_it(packs, tmp_path, damag
     p = tmp_path / "a"
     shutil.copytree(packs / "a", p)
     original = _shard(p, BAD).read_bytes()
+    size = len(original)
+    for mark, value in (("SIZE-100", size - 100), ("SIZE+7", size + 7), ("SIZE", size)):
+        says = says.replace(mark, str(value))
     damage(p, packs / "b")
     ds = fio.PackedDataset(p)
     for i in range(N):
