@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import fastprep.io as fio
+from fastprep.io.shards import shown
 from fastprep.tools.pack_cli import print_summary
 
 from jpeg_photos import needs_decoder, photo_jpeg
@@ -54,7 +55,7 @@ def test_odd_names_round_trip_through_pack_and_the_reader(odd_folder, tmp_path):
     assert ds.skipped == s.skipped and len(ds) == len(names) - len(skipped)
     packed = [n for n in names if n not in skipped]
     for i, name in enumerate(packed):
-        assert ds.where(i).endswith(f" record {i} ({name})"), (ds.where(i), name)
+        assert ds.where(i).endswith(f" record {i} ({shown(name)})"), (ds.where(i), name)  # printable
     assert os.fsencode(packed[0]).startswith(b"k\xe9/")  # bytes back, exactly
     # the command line's summary, written to a strict UTF-8 stream, escapes what is not text
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
@@ -87,5 +88,5 @@ def test_a_datasets_odd_paths_name_its_items(odd_folder, tmp_path):
     assert [n for n, _ in s.skipped] == paths[len(NAMES):]
     ds = fio.PackedDataset(tmp_path / "p")
     assert [ds.where(i).split(" record ", 1)[1] for i in range(len(ds))] == \
-        [f"{i} ({p})" for i, p in enumerate(paths[:len(NAMES)])]
+        [f"{i} ({shown(p)})" for i, p in enumerate(paths[:len(NAMES)])]
     assert ds.targets == list(range(len(NAMES))) and np.asarray(ds[0][0]).shape[0] == 3

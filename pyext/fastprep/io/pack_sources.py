@@ -22,7 +22,7 @@ from fastprep.io.errors import PackSourceError
 from fastprep.io.folder import IMG_EXTENSIONS, find_classes, make_dataset
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.pack_items import Unreadable, extras_of, label_of, pixels_of, read_input
-from fastprep.io.shards import crc32c
+from fastprep.io.shards import crc32c, shown  # noqa: F401 (shown: pack's modules import it from here)
 from fastprep.io.windowed import WindowedImage
 
 
@@ -144,9 +144,3 @@ def _digest(tag: tuple, data: Any, label: int, extras: list | None) -> str:
     if isinstance(data, np.ndarray):
         data = data.reshape(-1)  # contiguous: a flat view
     return _hex(json.dumps([tag, crc32c(data), label, extras], sort_keys=True, default=str))
-
-
-def shown(name: str) -> str:
-    """A name as printed: bytes that are not UTF-8 as \\xNN, control characters escaped."""
-    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)

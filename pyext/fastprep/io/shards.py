@@ -236,8 +236,15 @@ def read_index(path: str) -> tuple[np.ndarray, bytes, dict, int]:
     return np.frombuffer(data[table_at:json_at], ENTRY), pack_id, meta, end
 
 
+def shown(name: str) -> str:
+    """A name as printed: bytes that are not UTF-8 as \\xNN, control characters escaped (a name
+    read back with surrogateescape cannot be written to a UTF-8 stream as it is)."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
 def read_name(path: str, names_at: int, i: int) -> str:
-    """Record i's source name from the index's name list (for error messages only)."""
+    """Record i's source name from the index's name list, as printed (:func:`shown`): for messages only."""
     try:
         with open(path, "rb") as f:
             version = header_version(f.read(HEADER_BYTES))
@@ -245,7 +252,7 @@ def read_name(path: str, names_at: int, i: int) -> str:
             line = f.read().split(b"\n")[i]
         if version >= 2:
             name = json.loads(line)
-            return name if isinstance(name, str) else f"record {i}"
+            return shown(name) if isinstance(name, str) else f"record {i}"
         return line.decode(errors="replace")
     except (OSError, IndexError, ValueError, struct.error):
         return f"record {i}"
