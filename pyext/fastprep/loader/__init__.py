@@ -17,6 +17,6 @@ op call per chunk of samples, with no per-sample tensor at all.
 | device_split | decode_on: the threads cut JPEG windows, the device decodes them (the GPU decode split) |
 """
 
-from fastprep.loader.core import Loader
+from fastprep.loader.core import Loader, ResumePositionDropped
 
-__all__ = ["Loader"]
+__all__ = ["Loader", "ResumePositionDropped"]

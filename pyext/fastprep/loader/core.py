@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +19,11 @@ from fastprep.prefetch import check_device
 from fastprep.rng import check_epoch, draw_seed, seed_argument
 from fastprep.roles import check_fields
 from fastprep.transforms import FusionPlan, SeedByIndex
+
+
+class ResumePositionDropped(UserWarning):
+    """``set_epoch(e)`` after ``load_state_dict`` for an epoch other than the checkpoint's: the
+    samples the checkpoint had left of its epoch are not delivered; epoch e starts from its start."""
 
 
 class Loader:
@@ -136,10 +142,36 @@ class Loader:
 
     def set_epoch(self, epoch: int) -> None:
         """Fresh, reproducible randomness (and order, with shuffle) for epoch `epoch`; a sampler
-        (or an iterable dataset) with ``set_epoch`` gets it too."""
-        self.epoch = check_epoch("Loader", epoch)
+        (or an iterable dataset) with ``set_epoch`` gets it too.
+
+        After ``load_state_dict``, the checkpoint's own epoch keeps its position (the usual loop,
+        ``set_epoch(epoch)`` at the top of every epoch, resumes where the checkpoint was); another
+        epoch drops it with a :class:`ResumePositionDropped` warning when samples of the
+        checkpoint's epoch were left, and starts from its start."""
+        epoch = check_epoch("Loader", epoch)
+        if self._resume is not None and epoch != self.epoch:
+            left = self._left(*self._resume)
+            if left:
+                warnings.warn(f"Loader.set_epoch({epoch}): the loaded state_dict was at sample {self._resume[0]} of "
+                              f"epoch {self.epoch} ({left} samples left); that position is dropped and epoch {epoch} "
+                              f"starts from its start. Call set_epoch({self.epoch}) (or none) to resume it",
+                              ResumePositionDropped, stacklevel=2)
+            self._resume = None
+        self.epoch = epoch
         self.order.set_epoch(self.epoch)
-        self._position, self._resume = 0, None
+        if self._resume is None:
+            self._position = 0
+
+    def _left(self, position: int, keys: list[int] | None) -> int | None:
+        """Samples the resumed epoch would still deliver from `position` (None: unknown, a
+        sampler without a length)."""
+        try:
+            n = len(keys) if keys is not None else self.order.samples()
+        except TypeError:
+            return None
+        if self.drop_last:
+            n -= n % self.batch_size
+        return max(0, n - position)
 
     def __iter__(self) -> Iteration:
         keys, start = None, 0
@@ -165,11 +197,23 @@ class Loader:
             raise TypeError("Loader.state_dict: an iterable dataset cannot be resumed mid-epoch by fastprep "
                             "(its stream is its own); resume by index needs a map-style dataset")
         state = {"seed": self.seed, "epoch": self.epoch, "position": self._position}
-        if self.sampler is not None and self._keys is not None:  # the pass being iterated
-            state["indices"] = list(self._keys)
+        keys = self._resume[1] if self._resume is not None else self._keys  # loaded, not yet iterated
+        if self.sampler is not None and keys is not None:  # the pass being iterated
+            state["indices"] = list(keys)
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from a :meth:`state_dict`: the next pass delivers exactly the samples of the
+        checkpoint's epoch the consumer had not received, with the same bits. ``set_epoch`` of that
+        epoch before the pass keeps the position; of another, drops it (with a warning).
+
+        Example:
+            >>> loader.load_state_dict(checkpoint["loader"])
+            >>> for epoch in range(loader.epoch, epochs):
+            ...     loader.set_epoch(epoch)  # the checkpoint's epoch: continues where it stopped
+            ...     for batch in loader:
+            ...         ...
+        """
         missing = [k for k in ("seed", "epoch", "position") if not isinstance(state, dict) or k not in state]
         if missing:
             raise ValueError(f"Loader.load_state_dict: expected a dict from Loader.state_dict(), "
