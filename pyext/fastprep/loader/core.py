@@ -123,6 +123,7 @@ class Loader:
         self._keys: list[int] | None = None  # the order being iterated (a sampler's pass)
         self._resume: tuple[int, list[int] | None] | None = None
         self._current: Any = None
+        self.spare_ring: Any = None  # (SlotRing, last batch) of the last whole pass (loader/iteration.py)
 
     @property
     def plan(self) -> FusionPlan | None:

@@ -52,14 +52,15 @@ class Iteration:
         if loader.decode_on is not None:  # the threads cut windows, the device stage decodes them
             ring, runner = split_parts(loader)
         else:
-            ring = slots.SlotRing(2 * loader.depth + 2 if cuda else loader.depth + 1, loader.batch_size, pin=cuda,
-                                  fields=loader.fields)
+            ring = _slot_ring(loader, 2 * loader.depth + 2 if cuda else loader.depth + 1, cuda)
             runner = ChunkRunner(loader.dataset, loader.plan, loader.seed, loader.epoch, loader.deterministic,
                                  loader.order.iterable)
         self._pool = WorkerPool(loader.threads)
         # Generators that do not hold this object: dropping it closes them (no reference cycle).
         batches = loader.order.batches_from(self.keys, self.start, raw=runner.plan is not None)
-        host = _host(ring, runner, self._pool, batches, self._sizes)
+        keep = functools.partial(_keep_ring, loader, ring, cpu=loader.device is None) \
+            if loader.decode_on is None else None
+        host = _host(ring, runner, self._pool, batches, self._sizes, keep)
         if loader.device is None:
             return _cpu(host, loader.decode)
         return iter(DevicePrefetcher(host, loader.device, loader.depth, decode=loader.decode, release=True))
@@ -79,11 +80,30 @@ class Iteration:
         self.close()
 
 
+def _slot_ring(loader: Any, count: int, pin: bool) -> slots.SlotRing:
+    """The ring the loader's last whole pass left (its slots already paged in), else a new one."""
+    spare, loader.spare_ring = loader.spare_ring, None
+    if spare is not None:
+        ring, last = spare
+        if last is not None:
+            last.release()  # the last pass's last batch: the next batch is being asked for
+        if ring.count == count and ring.pin == pin and ring.batch_size == loader.batch_size and ring.all_free():
+            ring.reset()
+            return ring
+    return slots.SlotRing(count, loader.batch_size, pin=pin, fields=loader.fields)
+
+
+def _keep_ring(loader: Any, ring: slots.SlotRing, last: CompactBatch | None, cpu: bool) -> None:
+    """A whole pass ended: the loader keeps its ring for the next (with the batch the consumer
+    still holds, on the CPU; a device's batches are handed back by the prefetcher)."""
+    loader.spare_ring = (ring, last if cpu else None)
+
+
 def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: Iterator[tuple[list[int], Any]],
-          sizes: deque[int]) -> Iterator[CompactBatch]:
-    """Batches in order, as many in flight as the ring has free slots."""
+          sizes: deque[int], keep: Any = None) -> Iterator[CompactBatch]:
+    """Batches in order, as many in flight as the ring has free slots; at the end, `keep(last)`."""
     inflight: deque[slots.BatchJob] = deque()
-    pending = True
+    pending, last = True, None
     while True:
         while pending and ring.has_free():
             nxt = next(batches, None)  # an iterable dataset is read here, in order
@@ -97,11 +117,14 @@ def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: 
                 pool.submit(job, functools.partial(runner, job, a, min(a + chunk, len(keys)), pool.stopping))
             inflight.append(job)
         if not inflight:
+            if keep is not None:
+                keep(last)
             return
         job = inflight.popleft()
         job.wait()
         sizes.append(len(job.indices))
-        yield job.batch()
+        last = job.batch()
+        yield last
 
 
 def _cpu(host: Iterator[CompactBatch], decode: Any) -> Iterator[Any]:
