@@ -113,8 +113,8 @@ def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: 
             keys, items = nxt
             job = runner.job_type(keys, ring, items)
             chunk = max(1, -(-len(keys) // pool.threads))
-            for a in range(0, len(keys), chunk):
-                pool.submit(job, functools.partial(runner, job, a, min(a + chunk, len(keys)), pool.stopping))
+            pool.submit_all(job, [functools.partial(runner, job, a, min(a + chunk, len(keys)), pool.stopping)
+                                  for a in range(0, len(keys), chunk)])
             inflight.append(job)
         if not inflight:
             if keep is not None:

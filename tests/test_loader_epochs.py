@@ -1,0 +1,114 @@
+"""fastprep.Loader from one epoch to the next (issue 32 item 2): a whole pass hands its slot ring to
+the next (slots already paged in, the layout not collated again), with the bits of a fresh Loader
+for every epoch; a batch of the last pass is stale once the next pass asks for its first; samples of
+another layout in the next epoch (progressive resizing) get slots of their own; a batch's chunks are
+all counted before any runs (else a fast first chunk marked a batch done half written)."""
+
+import threading
+
+import pytest
+import torch
+
+import fastprep
+from fastprep import slots
+from fastprep import transforms as T
+from fastprep.loader.pool import WorkerPool
+from fastprep.tools.pipelines import SyntheticImages
+
+pytestmark = pytest.mark.one_backend
+
+
+def _tf(size=24):
+    return T.Compose([T.RandomCrop(size, layout="HWC"), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+
+
+def _images(n=12):
+    return SyntheticImages(n, None, pool=3, size=40)
+
+
+def _pass(loader):
+    return [(b.data[0].clone(), b.data[1].clone()) for b in loader]
+
+
+def _same(a, b):
+    return len(a) == len(b) and all(torch.equal(x[0], y[0]) and torch.equal(x[1], y[1]) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("n", "shuffle", "drop_last"), [(4, False, False), (12, True, False), (13, True, True)])
+def test_epochs_back_to_back_reuse_the_slots_with_a_fresh_loaders_bits(threads, n, shuffle, drop_last):
+    loader = fastprep.Loader(_images(n), 4, transform=_tf(), shuffle=shuffle, drop_last=drop_last, threads=threads,
+                             seed=5)
+    storage = None
+    for epoch in range(3):
+        loader.set_epoch(epoch)
+        got = _pass(loader)
+        ring = loader.spare_ring[0]
+        if storage is None:
+            storage = [t.data_ptr() for t in ring.storage(0) if t is not None]
+        assert [t.data_ptr() for t in ring.storage(0) if t is not None] == storage  # the same slots
+        fresh = fastprep.Loader(_images(n), 4, transform=_tf(), shuffle=shuffle, drop_last=drop_last, seed=5)
+        fresh.set_epoch(epoch)
+        assert _same(got, _pass(fresh))
+
+
+def test_the_last_batch_of_a_pass_is_stale_once_the_next_pass_asks_for_its_first():
+    loader = fastprep.Loader(_images(8), 4, transform=_tf(), seed=0, threads=1)
+    last = list(loader)[-1]
+    assert last.data[0].shape[0] == 4  # valid until the next batch is asked for
+    it = iter(loader)
+    first = next(it)
+    with pytest.raises(RuntimeError, match="this batch was released"):
+        last.data  # noqa: B018 (reading it is the test)
+    last.release()  # a late release of a stale batch frees nothing the new pass uses
+    second = next(it)
+    assert first.released and not second.released
+    assert not loader.spare_ring and sum(1 for _ in it) == 0
+
+
+def test_a_stale_lease_does_not_free_a_slot_in_use():
+    ring = slots.SlotRing(2, 4, pin=False)
+    slot = ring.take()
+    stale = ring.lease(slot)
+    ring.give(slot, stale)
+    again = ring.take()
+    assert again == 1 and ring.take() == slot  # both taken: slot 0 by its new lease
+    ring.give(slot, stale)  # the old batch's release, late
+    assert not ring.has_free()
+
+
+def test_another_layout_in_the_next_epoch_gets_slots_of_its_own():
+    tf = _tf(24)
+    loader = fastprep.Loader(_images(8), 4, transform=tf, seed=3, threads=2)
+    assert _pass(loader)[0][0].shape[-1] == 24
+    loader.transform = _tf(16)  # progressive resizing between epochs
+    loader.set_epoch(1)
+    got = _pass(loader)
+    fresh = fastprep.Loader(_images(8), 4, transform=_tf(16), seed=3)
+    fresh.set_epoch(1)
+    assert got[0][0].shape[-1] == 16 and _same(got, _pass(fresh))
+
+
+def test_a_batch_is_done_only_when_every_chunk_ran():
+    class Job:
+        def __init__(self):
+            self.pending, self.done = 0, threading.Event()
+
+        def add_chunk(self):
+            self.pending += 1
+
+        def chunk_done(self, error=None):
+            self.pending -= 1
+            if self.pending == 0:
+                self.done.set()
+
+    pool, job, first_ran, go = WorkerPool(1), Job(), threading.Event(), threading.Event()
+    try:
+        pool.submit_all(job, [first_ran.set, go.wait])
+        assert first_ran.wait(5)
+        assert not job.done.wait(0.05)  # the first chunk ran, the second is pending: not done
+        go.set()
+        assert job.done.wait(5)
+    finally:
+        go.set()
+        pool.shutdown()
