@@ -256,22 +256,23 @@ class BatchJob:
         sample's field types, else one by one."""
         ring = self.ring
         first = ring.structure
-        types = tuple(map(type, first))[1:] if ring.flat else None
-        if types is None or not all(type(s) is type(first) and tuple(map(type, s))[1:] == types for s in samples):
-            for k, (key, sample) in enumerate(zip(keys, samples)):
-                self.write(j0 + k, key, sample, skip_first=True)
+        # Columns (zip: C loops, no per-sample Python) of samples of the first's type and length
+        # whose every field has the first's type; fields of other types go one sample at a time.
+        columns = list(zip(*samples)) if ring.flat and set(map(type, samples)) == {type(first)} \
+            and set(map(len, samples)) == {len(first)} else None
+        if columns is None or any(set(map(type, columns[k])) != {type(first[k])} for k in range(1, len(first))) \
+                or any(ring.fields[k].shape is not None or (ring.fields[k].leaf.role == "label"
+                                                            and not is_int_label(first[k]))
+                       for k in range(1, len(first))):
+            for j, (key, sample) in enumerate(zip(keys, samples)):  # tensors, and the error's text
+                self.write(j0 + j, key, sample, skip_first=True)
             return
         for k in range(1, len(first)):
-            field = ring.fields[k]
-            if field.shape is not None or (field.leaf.role == "label" and not is_int_label(first[k])):
-                for j, (key, sample) in enumerate(zip(keys, samples)):  # tensors, and the error's text
-                    self.write(j0 + j, key, sample, skip_first=True)
-                return
             column = self._columns.get(k)
             if column is None:
                 with self._lock:
                     column = self._columns.setdefault(k, [None] * len(self.indices))
-            column[j0:j0 + len(samples)] = [s[k] for s in samples]  # the same type as the first's: ints stay ints
+            column[j0:j0 + len(samples)] = columns[k]  # the same type as the first's: ints stay ints
 
     def image_rows(self, template: Any, index: int, a: int, b: int) -> torch.Tensor:
         """Rows a:b of the slot's first field (the fused path's images), laid out from `template`."""
