@@ -43,7 +43,7 @@ def test_epochs_back_to_back_reuse_the_slots_with_a_fresh_loaders_bits(threads, 
     for epoch in range(3):
         loader.set_epoch(epoch)
         got = _pass(loader)
-        ring = loader.spare_ring[0]
+        ring = loader.spare_ring.ring
         if storage is None:
             storage = [t.data_ptr() for t in ring.storage(0) if t is not None]
         assert [t.data_ptr() for t in ring.storage(0) if t is not None] == storage  # the same slots
@@ -124,3 +124,85 @@ def test_the_bench_reports_one_batch_epochs_against_long_ones():
     value, aim = aims[f"one-batch epochs, share of {bench_loader.LONG_EPOCH}-batch epochs' rate, t=1"]
     assert value == rates["one-batch epochs"][1] / rates["long epochs"][1] and aim == ">= 90%"
     assert aims["  t=1, counting: share of the batch op called by hand"] == (0.5, ">= 90%")
+
+
+def _counted(monkeypatch):
+    """The keys every chunk of every Loader ran, in order."""
+    from fastprep.loader import apply
+
+    ran, call = [], apply.ChunkRunner.__call__
+
+    def counting(self, job, a, b, stopping):
+        ran.extend((self.epoch, k) for k in job.indices[a:b])
+        return call(self, job, a, b, stopping)
+
+    monkeypatch.setattr(apply.ChunkRunner, "__call__", counting)
+    return ran
+
+
+def _fresh(epoch, **kwargs):
+    loader = fastprep.Loader(_images(12), 4, transform=kwargs.pop("transform", None) or _tf(), seed=2, **kwargs)
+    loader.set_epoch(epoch)
+    return _pass(loader)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_next_epochs_first_batch_is_made_ahead_and_used_once(threads, monkeypatch):
+    ran = _counted(monkeypatch)
+    loader = fastprep.Loader(_images(12), 4, transform=_tf(), shuffle=True, seed=2, threads=threads)
+    got = []
+    for epoch in range(3):  # the README's loop
+        loader.set_epoch(epoch)
+        got.append(_pass(loader))
+    ahead = loader.spare_ring.ahead
+    assert ahead is not None and ahead.indices == loader.indices(3)[:4]  # made while epoch 2 ended
+    assert sorted(ran) == sorted([(e, k) for e in range(3) for k in range(12)] + [(3, k) for k in ahead.indices])
+    for epoch in range(3):
+        assert _same(got[epoch], _fresh(epoch, shuffle=True))
+
+
+@pytest.mark.parametrize("change", ["another epoch", "another transform", "another seed", "resume", "no set_epoch"])
+def test_a_pass_other_than_the_one_made_ahead_drops_it_and_matches_a_fresh_loader(change, monkeypatch):
+    loader = fastprep.Loader(_images(12), 4, transform=_tf(), shuffle=True, seed=2)
+    loader.set_epoch(0)
+    head = _pass(loader)
+    assert loader.spare_ring.ahead is not None
+    epoch, kwargs = 1, {"shuffle": True}
+    if change == "another epoch":
+        epoch = 5
+    elif change == "another transform":
+        loader.transform = kwargs["transform"] = _tf(16)
+    elif change == "another seed":
+        loader.seed = 3
+    elif change == "resume":
+        source = fastprep.Loader(_images(12), 4, transform=_tf(), shuffle=True, seed=2)
+        source.set_epoch(1)
+        it = iter(source)
+        next(it)
+        loader.load_state_dict(source.state_dict())
+        it.close()
+    ran = _counted(monkeypatch)
+    if change != "no set_epoch":
+        loader.set_epoch(epoch)
+    else:
+        epoch = 0  # iterated again without set_epoch: epoch 0 again
+    got = _pass(loader)
+    if change == "another seed":
+        want = fastprep.Loader(_images(12), 4, transform=_tf(), shuffle=True, seed=3)
+        want.set_epoch(1)
+        want = _pass(want)
+    else:
+        want = _fresh(epoch, **kwargs)
+    assert _same(got, want[1:] if change == "resume" else want)
+    assert len(ran) >= 12 - 4 * (change == "resume")  # every batch made in this pass: nothing taken from ahead
+    assert change != "no set_epoch" or _same(got, head)
+
+
+@pytest.mark.parametrize("kwargs", [{"prestart": False}, {"sampler": list(range(12))}])
+def test_nothing_is_made_ahead_without_prestart_or_with_a_sampler(kwargs, monkeypatch):
+    ran = _counted(monkeypatch)
+    loader = fastprep.Loader(_images(12), 4, transform=_tf(), seed=2, **kwargs)
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        _pass(loader)
+    assert loader.spare_ring.ahead is None and len(ran) == 24

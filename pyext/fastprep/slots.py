@@ -92,8 +92,11 @@ class SlotRing:
             return bool(self._free)
 
     def all_free(self) -> bool:
+        return self.free_count() == self.count
+
+    def free_count(self) -> int:
         with self._lock:
-            return len(self._free) == self.count
+            return len(self._free)
 
     def take(self) -> int:
         with self._lock:
@@ -111,12 +114,15 @@ class SlotRing:
             if slot not in self._free:
                 self._free.append(slot)
 
-    def reset(self) -> None:
+    def reset(self, keep: int | None = None) -> None:
         """Every slot free for a new pass (the batches of the last one are stale), the layout taken
-        again from the pass's first sample; the storage is kept for a layout of the same fields."""
+        again from the pass's first sample; the storage is kept for a layout of the same fields.
+        `keep`: a slot whose batch (made ahead for this pass) stays, and with it the layout."""
         with self._lock:
-            self._free = list(range(self.count))
-            self._leases = [n + 1 for n in self._leases]
+            self._free = [k for k in range(self.count) if k != keep]
+            self._leases = [n + (k != keep) for k, n in enumerate(self._leases)]
+            if keep is not None:
+                return
             if self.structure is not None:
                 self._kept = (self.structure, self.layout, self.fields, self._storage)
             self.structure, self.layout, self.fields, self.first_index, self._storage = None, None, [], -1, []
@@ -218,6 +224,13 @@ class BatchJob:
             pass
         if self.error is not None:
             reraise(self.error)
+
+    def settle(self) -> bool:
+        """Wait for the chunks; whether every one succeeded (a batch made ahead that failed is
+        dropped, not raised: the pass that needs it makes it again)."""
+        while not self._done.wait(_POLL_S):
+            pass
+        return self.error is None
 
     def write(self, j: int, index: int, sample: Any, skip_first: bool = False) -> None:
         """Sample `index` into position j of the batch (the first field already written when

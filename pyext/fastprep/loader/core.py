@@ -76,6 +76,12 @@ class Loader:
             are made on that device (`device` must be None or the same); "cpu" runs the CPU decoder
             in the consumer's thread instead, with the bits of decode_on=None. A transform or item
             the split cannot take is a ValueError naming it; nothing falls back to the threads.
+        prestart: in a loop that calls set_epoch before each pass, make the next epoch's first
+            batch while the consumer takes this epoch's last, so epochs run back to back; the next
+            pass uses it only when it is exactly its own first batch (the same dataset, transform,
+            seed, epoch and order), else makes it afresh. Not with a sampler, an iterable dataset
+            or a device. False: every pass starts from nothing (a dataset changed in place
+            between epochs, say).
 
     Example:
         >>> loader = Loader(dataset, 256, transform=train_tf, shuffle=True, device="cuda", decode=True)
@@ -89,7 +95,7 @@ class Loader:
                  sampler: Sampler | Sequence[int] | None = None, drop_last: bool = False,
                  threads: int | None = None, device: Any = None, depth: int = 2, decode: Any = False,
                  seed: int | None = None, fields: dict[Any, str] | None = None, deterministic: bool = False,
-                 decode_on: Any = None):
+                 decode_on: Any = None, prestart: bool = True):
         self.epoch = 0
         if isinstance(dataset, SeedByIndex):
             seed = dataset.seed if seed is None else seed
@@ -114,6 +120,7 @@ class Loader:
         self.decode = bool(decode) if isinstance(decode, np.bool_) else decode
         self.seed = draw_seed() if seed is None else seed_argument("Loader", "seed", seed)
         self.deterministic = check_bool("Loader", "deterministic", deterministic)
+        self.prestart = check_bool("Loader", "prestart", prestart)
         self.decode_on = None
         if decode_on is not None:  # the GPU decode split (loader/device_split.py): batches are made there
             self.decode_on = self.device = check_decode_on(decode_on, self.device)
@@ -123,7 +130,8 @@ class Loader:
         self._keys: list[int] | None = None  # the order being iterated (a sampler's pass)
         self._resume: tuple[int, list[int] | None] | None = None
         self._current: Any = None
-        self.spare_ring: Any = None  # (SlotRing, last batch) of the last whole pass (loader/iteration.py)
+        self.spare_ring: Any = None  # what the last whole pass left the next (loader/ahead.py)
+        self._stepped = False  # set_epoch was called since the last pass began: make epoch + 1's first ahead
 
     @property
     def plan(self) -> FusionPlan | None:
@@ -158,7 +166,7 @@ class Loader:
                               f"starts from its start. Call set_epoch({self.epoch}) (or none) to resume it",
                               ResumePositionDropped, stacklevel=2)
             self._resume = None
-        self.epoch = epoch
+        self.epoch, self._stepped = epoch, True
         self.order.set_epoch(self.epoch)
         if self._resume is None:
             self._position = 0
@@ -182,7 +190,8 @@ class Loader:
             keys = self.order.keys(self.seed, self.epoch)
         self.order.check_start(start, keys)
         self._keys, self._position = keys, start
-        iteration = Iteration(self, keys, start)
+        stepped, self._stepped = self._stepped, False
+        iteration = Iteration(self, keys, start, self.epoch + 1 if stepped else None)
         self._current = weakref.ref(iteration)
         return iteration
 
