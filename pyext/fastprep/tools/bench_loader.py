@@ -43,12 +43,25 @@ class Counting:
         return n
 
 
+class Step(Counting):
+    """A consumer whose step takes `seconds` without the CPU (time.sleep: a device's step), then counts."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def __call__(self, batch: Any) -> int:
+        if self.seconds:
+            time.sleep(self.seconds)
+        return super().__call__(batch)
+
+
 def own_rates(batch_size: int, threads: list[int], compose: Any, budget: Any, pool: int) -> dict[str, dict[int, float]]:
     """Samples/s into a Counting consumer, per thread count: the fused Loader ("fastprep") and a
     Loader over a dataset applying the Compose itself ("dataset Compose"), numpy sources; the
     fused Loader over epochs of one batch and of LONG_EPOCH batches, the same data and seconds
-    each, set_epoch between them ("one-batch epochs", "long epochs"); the batch op it calls,
-    called by hand on one batch ("batch op by hand", 1 thread)."""
+    each, set_epoch between them, into a consumer whose step takes as long as the batch op's
+    ("one-batch epochs", "long epochs"); the batch op it calls, called by hand on one batch
+    ("batch op by hand", 1 thread)."""
     from fastprep.tools import feeds  # noqa: PLC0415
 
     out: dict[str, dict[int, float]] = {}
@@ -58,8 +71,9 @@ def own_rates(batch_size: int, threads: list[int], compose: Any, budget: Any, po
         for n in threads:
             batches, skip = feeds.fastprep_loader(dataset, batch_size, n, **LOADER_KWARGS[pipeline](compose))
             out[pipeline][n] = feeds.delivered_rate(batches, Counting(), skip, budget)
-    out["batch op by hand"] = {1: batch_op_rate(batch_size, budget.min_seconds)}
-    out.update(epoch_rates(batch_size, threads, compose, budget.min_seconds, pool))
+    by_hand = batch_op_rate(batch_size, budget.min_seconds)
+    out["batch op by hand"] = {1: by_hand}
+    out.update(epoch_rates(batch_size, threads, compose, budget.min_seconds, pool, step_s=batch_size / by_hand))
     return out
 
 
@@ -67,10 +81,12 @@ LONG_EPOCH = 8  # batches in a "long" epoch (issue 32 compared one-batch epochs 
 
 
 def epoch_rates(batch_size: int, threads: list[int], compose: Any, seconds: float, pool: int,
-                rounds: int = 2) -> dict[str, dict[int, float]]:
-    """Samples/s of the fused Loader into a Counting consumer over epochs of one batch and of
-    LONG_EPOCH batches (the same sources), `set_epoch` before each, for `seconds` each after a
-    warm-up epoch; the best of `rounds` interleaved runs: what an epoch boundary costs."""
+                rounds: int = 2, step_s: float = 0.0) -> dict[str, dict[int, float]]:
+    """Samples/s of the fused Loader over epochs of one batch and of LONG_EPOCH batches (the same
+    sources), `set_epoch` before each, for `seconds` each after a warm-up epoch, the best of
+    `rounds` interleaved runs: what an epoch boundary costs. The consumer counts each batch after
+    a step of `step_s` seconds that takes no CPU (a training step on the device): at an epoch's
+    end the threads have nothing to do during it unless the next epoch's first batch is made."""
     import fastprep  # noqa: PLC0415
 
     out: dict[str, dict[int, float]] = {"one-batch epochs": {}, "long epochs": {}}
@@ -79,7 +95,7 @@ def epoch_rates(batch_size: int, threads: list[int], compose: Any, seconds: floa
             for name, batches in (("one-batch epochs", 1), ("long epochs", LONG_EPOCH)):
                 dataset = pipelines.SyntheticImages(batch_size * batches, None, pool=pool)
                 loader = fastprep.Loader(dataset, batch_size, transform=compose, threads=n, seed=0)
-                count, done, epoch = Counting(), 0, 0
+                count, done, epoch = Step(step_s), 0, 0
                 for batch in loader:  # warm-up: the slots' first touch
                     count(batch)
                 t0 = time.perf_counter()
@@ -153,7 +169,7 @@ def aims(rows: list[dict], variants: list[dict], kernel_rate: float, fused_name:
             out["the same, into a counting consumer: t=2 / t=1"] = (fused[2] / fused[1], ">= 1.8x")
     one, long = (own or {}).get("one-batch epochs", {}), (own or {}).get("long epochs", {})
     for n in sorted(set(one) & set(long)):
-        out[f"one-batch epochs, share of {LONG_EPOCH}-batch epochs' rate, t={n}"] = (one[n] / long[n], ">= 90%")
+        out[f"one-batch epochs: share of {LONG_EPOCH}-batch epochs' rate, t={n}"] = (one[n] / long[n], ">= 90%")
     if op is not None and per.get("fastprep fused Compose") is not None:
         out["fused Compose: us of Python around the op"] = (per["fastprep fused Compose"] - op, "<= 5 us")
     if op is not None and by_hand_us is not None:
