@@ -206,3 +206,29 @@ def test_nothing_is_made_ahead_without_prestart_or_with_a_sampler(kwargs, monkey
         loader.set_epoch(epoch)
         _pass(loader)
     assert loader.spare_ring.ahead is None and len(ran) == 24
+
+
+class _FailsOnce(SyntheticImages):
+    """Raises on its `at`-th load only (the batch made ahead for the next epoch, when `at` is one
+    past an epoch's items)."""
+
+    def __init__(self, n, at):
+        super().__init__(n, None, pool=3, size=40)
+        self.calls, self.at = 0, at
+
+    def load_raw(self, i):
+        self.calls += 1
+        if self.calls == self.at:
+            raise KeyError(f"load {self.at} fails")
+        return super().load_raw(i)
+
+
+def test_a_batch_made_ahead_that_fails_is_made_again_by_its_pass_and_no_thread_outlives_a_pass():
+    loader = fastprep.Loader(_FailsOnce(12, at=13), 4, transform=_tf(), seed=2, threads=1)
+    got = []
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        got.append(_pass(loader))  # epoch 0 ends without the error of the batch made ahead
+        assert not [t for t in threading.enumerate() if t.name.startswith("fastprep-loader")]
+    assert _same(got[1], _fresh(1))
+    assert loader.dataset.calls == 12 + 1 + 12 + 4  # the failed batch made again by epoch 1, then epoch 2's ahead
