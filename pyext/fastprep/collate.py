@@ -273,21 +273,24 @@ class CompactCollate:
         return out, Leaf(role)
 
     def _labels(self, items: list[Any], where: str) -> torch.Tensor:
-        for i, x in enumerate(items):
-            if not is_int_label(x):
-                raise ValueError(f"CompactCollate: {at(where, i)} is {type(x).__name__} {x!r:.60}, but the "
-                                 f"field is a label (sample 0's is an int); labels must all be ints")
-        values = [int(x) for x in items]
+        values = items
+        if set(map(type, items)) != {int}:  # Python ints (not bools) need no check one by one
+            for i, x in enumerate(items):
+                if not is_int_label(x):
+                    raise ValueError(f"CompactCollate: {at(where, i)} is {type(x).__name__} {x!r:.60}, but the "
+                                     f"field is a label (sample 0's is an int); labels must all be ints")
+            values = [int(x) for x in items]
         lo, hi = min(values), max(values)
         try:
             dtype = self.label_dtype or smallest_int_dtype(lo, hi)
         except ValueError as exc:
             raise ValueError(f"CompactCollate: {where}: {exc}") from None
         info = torch.iinfo(dtype)
-        for i, v in enumerate(values):
-            if not info.min <= v <= info.max:
-                raise ValueError(f"CompactCollate: label {v} ({at(where, i)}) does not fit "
-                                 f"label_dtype={dtype} [{info.min}, {info.max}]")
+        if lo < info.min or hi > info.max:
+            for i, v in enumerate(values):
+                if not info.min <= v <= info.max:
+                    raise ValueError(f"CompactCollate: label {v} ({at(where, i)}) does not fit "
+                                     f"label_dtype={dtype} [{info.min}, {info.max}]")
         out = _alloc([len(values)], dtype, self._batch_pool)
         out.copy_(torch.tensor(values, dtype=torch.int64))
         return out

@@ -50,6 +50,10 @@ class _Field:
             else None
         self.dtype = t.dtype if self.shape is not None else None
 
+    def kind(self) -> tuple:
+        """What the field's storage is: slots of equal kinds can hold either's batches."""
+        return self.shape, self.dtype, self.leaf.packed
+
     def storage(self, batch_size: int, pin: bool) -> torch.Tensor | None:
         if self.shape is None:
             return None  # labels and other fields are gathered per batch
@@ -63,12 +67,17 @@ class _Field:
 class SlotRing:
     """`count` batch slots, laid out from the first sample written and reused in turn. The layout
     (every field's role) comes from CompactCollate's rules and `fields`, so a Loader batch is the
-    batch compact_collate makes of the same samples."""
+    batch compact_collate makes of the same samples.
+
+    A Loader keeps its ring from one pass to the next (:meth:`reset`): fresh slots would cost the
+    first write of every epoch a page fault per 4 KiB (a 256 x 3 x 256^2 slot: 12,288 of them).
+    Each take of a slot is a lease: a batch of an earlier lease handing its slot back is ignored."""
 
     def __init__(self, count: int, batch_size: int, pin: bool, fields: dict[Any, str] | None = None):
         self.count, self.batch_size, self.pin = count, batch_size, pin
         self.collate = CompactCollate(fields=fields)
         self._free = list(range(count))
+        self._leases = [0] * count  # bumped by every take: which batch may hand the slot back
         self._lock = threading.Lock()
         self.structure: Any = None  # the first sample: the structure every batch has
         self.layout: Any = None
@@ -76,19 +85,47 @@ class SlotRing:
         self.first_index = -1
         self.flat = False
         self._storage: list[list[torch.Tensor | None]] = []
+        self._kept: tuple[Any, Any, list[_Field], list[list[torch.Tensor | None]]] | None = None  # reset()'s
 
     def has_free(self) -> bool:
         with self._lock:
             return bool(self._free)
 
+    def all_free(self) -> bool:
+        return self.free_count() == self.count
+
+    def free_count(self) -> int:
+        with self._lock:
+            return len(self._free)
+
     def take(self) -> int:
         with self._lock:
-            return self._free.pop(0)
+            slot = self._free.pop(0)
+            self._leases[slot] += 1
+            return slot
 
-    def give(self, slot: int) -> None:
+    def lease(self, slot: int) -> int:
+        return self._leases[slot]
+
+    def give(self, slot: int, lease: int | None = None) -> None:
         with self._lock:
+            if lease is not None and lease != self._leases[slot]:
+                return  # a batch of an earlier pass: the slot is another batch's now
             if slot not in self._free:
                 self._free.append(slot)
+
+    def reset(self, keep: int | None = None) -> None:
+        """Every slot free for a new pass (the batches of the last one are stale), the layout taken
+        again from the pass's first sample; the storage is kept for a layout of the same fields.
+        `keep`: a slot whose batch (made ahead for this pass) stays, and with it the layout."""
+        with self._lock:
+            self._free = [k for k in range(self.count) if k != keep]
+            self._leases = [n + (k != keep) for k, n in enumerate(self._leases)]
+            if keep is not None:
+                return
+            if self.structure is not None:
+                self._kept = (self.structure, self.layout, self.fields, self._storage)
+            self.structure, self.layout, self.fields, self.first_index, self._storage = None, None, [], -1, []
 
     def ensure_layout(self, sample: Any, index: int) -> None:
         if self.structure is not None:  # set once, under the lock below
@@ -96,12 +133,25 @@ class SlotRing:
         with self._lock:
             if self.structure is not None:
                 return
+            kept, self._kept = self._kept, None
+            if kept is not None and _signature(sample) == _signature(kept[0]) \
+                    and structure_difference(kept[0], sample, "") is None:
+                # The last pass's layout (collating the sample again would copy it, on torch's
+                # thread pool, whose threads then spin against the Loader's), slots paged in.
+                self.structure, self.layout, self.fields, self._storage = kept
+                self.flat, self.first_index = type(sample) in (tuple, list) and all(map(is_leaf, sample)), index
+                self.structure = sample
+                return
             try:
                 layout = self.collate([sample]).layout  # compact_collate's roles, field by field
             except (ValueError, TypeError) as exc:
                 raise ValueError(f"Loader: sample {index}: {exc}") from None
             self.fields = [_Field(leaf, x) for leaf, x in zip(leaves(layout), leaves(sample), strict=True)]
-            self._storage = [[f.storage(self.batch_size, self.pin) for f in self.fields] for _ in range(self.count)]
+            if kept is not None and [f.kind() for f in kept[2]] == [f.kind() for f in self.fields]:
+                self._storage = kept[3]  # the last pass's slots: already paged in
+            else:
+                self._storage = [[f.storage(self.batch_size, self.pin) for f in self.fields]
+                                 for _ in range(self.count)]
             # A flat tuple or list of leaves: a sample of its type and length whose elements are
             # leaves too has its structure (the usual (image, label)), without the tree walk.
             self.flat = type(sample) in (tuple, list) and all(map(is_leaf, sample))
@@ -123,14 +173,23 @@ class SlotRing:
         return self._storage[slot]
 
 
+def _signature(sample: Any) -> list[tuple]:
+    """What a sample's layout depends on: each leaf's type, and shape and dtype for a tensor or array."""
+    out = []
+    for x in leaves(sample):
+        t = as_tensor(x)
+        out.append((type(x), tuple(t.shape), t.dtype) if isinstance(t, torch.Tensor) else (type(x),))
+    return out
+
+
 class _SlotReturn:
     """CompactBatch's buffer-pool protocol: a released batch returns its slot to the ring."""
 
-    def __init__(self, ring: SlotRing, slot: int):
-        self.ring, self.slot = ring, slot
+    def __init__(self, ring: SlotRing, slot: int, lease: int | None = None):
+        self.ring, self.slot, self.lease = ring, slot, lease
 
     def give_batch(self, _tensors: Sequence[torch.Tensor]) -> None:
-        self.ring.give(self.slot)
+        self.ring.give(self.slot, self.lease)
 
 
 class BatchJob:
@@ -141,6 +200,7 @@ class BatchJob:
     def __init__(self, indices: list[int], ring: SlotRing, items: list[Any] | None = None):
         self.indices, self.ring, self.items = indices, ring, items
         self.slot = ring.take()
+        self.lease = ring.lease(self.slot)
         self._pending = 0
         self._lock = threading.Lock()
         self._done = threading.Event()
@@ -164,6 +224,13 @@ class BatchJob:
             pass
         if self.error is not None:
             reraise(self.error)
+
+    def settle(self) -> bool:
+        """Wait for the chunks; whether every one succeeded (a batch made ahead that failed is
+        dropped, not raised: the pass that needs it makes it again)."""
+        while not self._done.wait(_POLL_S):
+            pass
+        return self.error is None
 
     def write(self, j: int, index: int, sample: Any, skip_first: bool = False) -> None:
         """Sample `index` into position j of the batch (the first field already written when
@@ -202,22 +269,23 @@ class BatchJob:
         sample's field types, else one by one."""
         ring = self.ring
         first = ring.structure
-        types = tuple(map(type, first))[1:] if ring.flat else None
-        if types is None or not all(type(s) is type(first) and tuple(map(type, s))[1:] == types for s in samples):
-            for k, (key, sample) in enumerate(zip(keys, samples)):
-                self.write(j0 + k, key, sample, skip_first=True)
+        # Columns (zip: C loops, no per-sample Python) of samples of the first's type and length
+        # whose every field has the first's type; fields of other types go one sample at a time.
+        columns = list(zip(*samples)) if ring.flat and set(map(type, samples)) == {type(first)} \
+            and set(map(len, samples)) == {len(first)} else None
+        if columns is None or any(set(map(type, columns[k])) != {type(first[k])} for k in range(1, len(first))) \
+                or any(ring.fields[k].shape is not None or (ring.fields[k].leaf.role == "label"
+                                                            and not is_int_label(first[k]))
+                       for k in range(1, len(first))):
+            for j, (key, sample) in enumerate(zip(keys, samples)):  # tensors, and the error's text
+                self.write(j0 + j, key, sample, skip_first=True)
             return
         for k in range(1, len(first)):
-            field = ring.fields[k]
-            if field.shape is not None or (field.leaf.role == "label" and not is_int_label(first[k])):
-                for j, (key, sample) in enumerate(zip(keys, samples)):  # tensors, and the error's text
-                    self.write(j0 + j, key, sample, skip_first=True)
-                return
             column = self._columns.get(k)
             if column is None:
                 with self._lock:
                     column = self._columns.setdefault(k, [None] * len(self.indices))
-            column[j0:j0 + len(samples)] = [s[k] for s in samples]  # the same type as the first's: ints stay ints
+            column[j0:j0 + len(samples)] = columns[k]  # the same type as the first's: ints stay ints
 
     def image_rows(self, template: Any, index: int, a: int, b: int) -> torch.Tensor:
         """Rows a:b of the slot's first field (the fused path's images), laid out from `template`."""
@@ -229,7 +297,7 @@ class BatchJob:
 
     def slot_return(self) -> _SlotReturn:
         """The pool of a batch in this job's slot: releasing the batch gives the slot back to the ring."""
-        return _SlotReturn(self.ring, self.slot)
+        return _SlotReturn(self.ring, self.slot, self.lease)
 
     def data(self) -> Any:
         """The batch's fields in the samples' structure: the slot's rows and the collated columns."""

@@ -58,17 +58,23 @@ class ChunkRunner:
                 self._write(job, a + j, keys[j], sample)
             return
         seed_list, rows = seeds.tolist(), draws.tolist()
-        stream, raws, drawn = SampleStream(0), [], []  # drawn: the seeds each item's loading took
-        for j in range(len(keys)):
-            stopping()
-            with stream.reset(seed_list[j], rows[j]):
-                if self.deterministic:
-                    with GLOBAL_RNG, seeded(seed_list[j]):
+        stream = SampleStream(0)
+        if job.items is None and not self.deterministic:
+            raws, drawn = self._load_all(keys, stream, seed_list, rows, stopping)
+        else:
+            raws, drawn = [], []  # drawn: the seeds each item's loading took
+            for j in range(len(keys)):
+                stopping()
+                with stream.reset(seed_list[j], rows[j]):
+                    if self.deterministic:
+                        with GLOBAL_RNG, seeded(seed_list[j]):
+                            raws.append(self._load(job, a + j, keys[j]))
+                    else:
                         raws.append(self._load(job, a + j, keys[j]))
-                else:
-                    raws.append(self._load(job, a + j, keys[j]))
-            drawn.append(stream.pos)
+                drawn.append(stream.pos)
         done = self._fused(job, a, keys, raws, draws, drawn) if self.group is not None else ()
+        if len(done) == len(keys):
+            return
         for j in range(len(keys)):
             if j in done:
                 continue
@@ -112,6 +118,25 @@ class ChunkRunner:
         image = torch.empty(3, *run.out_size, dtype=self.group.out_dtype)
         rows = job.image_rows(run.output_like(0, image), key, j, j + len(run))
         self.group.fusion.run(self.group, run, rows)
+
+    def _load_all(self, keys: list[int], stream: SampleStream, seeds: list[int], rows: list[list[int]],
+                  stopping: Any) -> tuple[list[Any], list[int]]:
+        """The items of a map-style dataset's chunk, each loaded under its own seeds, and the seeds
+        each loading drew: the per-item loop of __call__ with the stream entered once (each item
+        resets it, as entering it per item did) and the dataset's method looked up once."""
+        load = self.dataset.__getitem__ if self.load_raw is None else self.load_raw
+        raws, drawn = [], []
+        j = 0
+        with stream:
+            try:
+                for j, key in enumerate(keys):
+                    stopping()
+                    stream.reset(seeds[j], rows[j])
+                    raws.append(load(key))
+                    drawn.append(stream.pos)
+            except Exception as exc:
+                raise SampleError(keys[j], "dataset", self.key) from exc
+        return raws, drawn
 
     def _load(self, job: BatchJob, j: int, key: int) -> Any:
         if job.items is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +19,11 @@ from fastprep.prefetch import check_device
 from fastprep.rng import check_epoch, draw_seed, seed_argument
 from fastprep.roles import check_fields
 from fastprep.transforms import FusionPlan, SeedByIndex
+
+
+class ResumePositionDropped(UserWarning):
+    """``set_epoch(e)`` after ``load_state_dict`` for an epoch other than the checkpoint's: the
+    samples the checkpoint had left of its epoch are not delivered; epoch e starts from its start."""
 
 
 class Loader:
@@ -70,6 +76,12 @@ class Loader:
             are made on that device (`device` must be None or the same); "cpu" runs the CPU decoder
             in the consumer's thread instead, with the bits of decode_on=None. A transform or item
             the split cannot take is a ValueError naming it; nothing falls back to the threads.
+        prestart: in a loop that calls set_epoch before each pass, make the next epoch's first
+            batch while the consumer takes this epoch's last, so epochs run back to back; the next
+            pass uses it only when it is exactly its own first batch (the same dataset, transform,
+            seed, epoch and order), else makes it afresh. Not with a sampler, an iterable dataset
+            or a device. False: every pass starts from nothing (a dataset changed in place
+            between epochs, say).
 
     Example:
         >>> loader = Loader(dataset, 256, transform=train_tf, shuffle=True, device="cuda", decode=True)
@@ -83,7 +95,7 @@ class Loader:
                  sampler: Sampler | Sequence[int] | None = None, drop_last: bool = False,
                  threads: int | None = None, device: Any = None, depth: int = 2, decode: Any = False,
                  seed: int | None = None, fields: dict[Any, str] | None = None, deterministic: bool = False,
-                 decode_on: Any = None):
+                 decode_on: Any = None, prestart: bool = True):
         self.epoch = 0
         if isinstance(dataset, SeedByIndex):
             seed = dataset.seed if seed is None else seed
@@ -108,6 +120,7 @@ class Loader:
         self.decode = bool(decode) if isinstance(decode, np.bool_) else decode
         self.seed = draw_seed() if seed is None else seed_argument("Loader", "seed", seed)
         self.deterministic = check_bool("Loader", "deterministic", deterministic)
+        self.prestart = check_bool("Loader", "prestart", prestart)
         self.decode_on = None
         if decode_on is not None:  # the GPU decode split (loader/device_split.py): batches are made there
             self.decode_on = self.device = check_decode_on(decode_on, self.device)
@@ -117,6 +130,8 @@ class Loader:
         self._keys: list[int] | None = None  # the order being iterated (a sampler's pass)
         self._resume: tuple[int, list[int] | None] | None = None
         self._current: Any = None
+        self.spare_ring: Any = None  # what the last whole pass left the next (loader/ahead.py)
+        self._stepped = False  # set_epoch was called since the last pass began: make epoch + 1's first ahead
 
     @property
     def plan(self) -> FusionPlan | None:
@@ -136,10 +151,36 @@ class Loader:
 
     def set_epoch(self, epoch: int) -> None:
         """Fresh, reproducible randomness (and order, with shuffle) for epoch `epoch`; a sampler
-        (or an iterable dataset) with ``set_epoch`` gets it too."""
-        self.epoch = check_epoch("Loader", epoch)
+        (or an iterable dataset) with ``set_epoch`` gets it too.
+
+        After ``load_state_dict``, the checkpoint's own epoch keeps its position (the usual loop,
+        ``set_epoch(epoch)`` at the top of every epoch, resumes where the checkpoint was); another
+        epoch drops it with a :class:`ResumePositionDropped` warning when samples of the
+        checkpoint's epoch were left, and starts from its start."""
+        epoch = check_epoch("Loader", epoch)
+        if self._resume is not None and epoch != self.epoch:
+            left = self._left(*self._resume)
+            if left:
+                warnings.warn(f"Loader.set_epoch({epoch}): the loaded state_dict was at sample {self._resume[0]} of "
+                              f"epoch {self.epoch} ({left} samples left); that position is dropped and epoch {epoch} "
+                              f"starts from its start. Call set_epoch({self.epoch}) (or none) to resume it",
+                              ResumePositionDropped, stacklevel=2)
+            self._resume = None
+        self.epoch, self._stepped = epoch, True
         self.order.set_epoch(self.epoch)
-        self._position, self._resume = 0, None
+        if self._resume is None:
+            self._position = 0
+
+    def _left(self, position: int, keys: list[int] | None) -> int | None:
+        """Samples the resumed epoch would still deliver from `position` (None: unknown, a
+        sampler without a length)."""
+        try:
+            n = len(keys) if keys is not None else self.order.samples()
+        except TypeError:
+            return None
+        if self.drop_last:
+            n -= n % self.batch_size
+        return max(0, n - position)
 
     def __iter__(self) -> Iteration:
         keys, start = None, 0
@@ -149,7 +190,8 @@ class Loader:
             keys = self.order.keys(self.seed, self.epoch)
         self.order.check_start(start, keys)
         self._keys, self._position = keys, start
-        iteration = Iteration(self, keys, start)
+        stepped, self._stepped = self._stepped, False
+        iteration = Iteration(self, keys, start, self.epoch + 1 if stepped else None)
         self._current = weakref.ref(iteration)
         return iteration
 
@@ -165,11 +207,23 @@ class Loader:
             raise TypeError("Loader.state_dict: an iterable dataset cannot be resumed mid-epoch by fastprep "
                             "(its stream is its own); resume by index needs a map-style dataset")
         state = {"seed": self.seed, "epoch": self.epoch, "position": self._position}
-        if self.sampler is not None and self._keys is not None:  # the pass being iterated
-            state["indices"] = list(self._keys)
+        keys = self._resume[1] if self._resume is not None else self._keys  # loaded, not yet iterated
+        if self.sampler is not None and keys is not None:  # the pass being iterated
+            state["indices"] = list(keys)
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from a :meth:`state_dict`: the next pass delivers exactly the samples of the
+        checkpoint's epoch the consumer had not received, with the same bits. ``set_epoch`` of that
+        epoch before the pass keeps the position; of another, drops it (with a warning).
+
+        Example:
+            >>> loader.load_state_dict(checkpoint["loader"])
+            >>> for epoch in range(loader.epoch, epochs):
+            ...     loader.set_epoch(epoch)  # the checkpoint's epoch: continues where it stopped
+            ...     for batch in loader:
+            ...         ...
+        """
         missing = [k for k in ("seed", "epoch", "position") if not isinstance(state, dict) or k not in state]
         if missing:
             raise ValueError(f"Loader.load_state_dict: expected a dict from Loader.state_dict(), "

@@ -14,6 +14,7 @@ from typing import Any
 
 from fastprep import slots
 from fastprep.batch import CompactBatch
+from fastprep.loader import ahead
 from fastprep.loader.apply import ChunkRunner
 from fastprep.loader.device_split import split_parts
 from fastprep.loader.pool import WorkerPool
@@ -23,8 +24,8 @@ from fastprep.prefetch import DevicePrefetcher
 class Iteration:
     """An iterator over the batches of one epoch from sample `start` on (see the module)."""
 
-    def __init__(self, loader: Any, keys: list[int] | None, start: int):
-        self.loader, self.keys, self.start = loader, keys, start
+    def __init__(self, loader: Any, keys: list[int] | None, start: int, next_epoch: int | None = None):
+        self.loader, self.keys, self.start, self.next_epoch = loader, keys, start, next_epoch
         self._out: Iterator[Any] | None = None
         self._pool: WorkerPool | None = None
         self._sizes: deque[int] = deque()  # samples of the batches made, not yet received
@@ -49,17 +50,21 @@ class Iteration:
     def _start(self) -> Iterator[Any]:
         loader = self.loader
         cuda = loader.device is not None and loader.device.type == "cuda"
+        first, keep, make = None, None, None
         if loader.decode_on is not None:  # the threads cut windows, the device stage decodes them
             ring, runner = split_parts(loader)
         else:
-            ring = slots.SlotRing(2 * loader.depth + 2 if cuda else loader.depth + 1, loader.batch_size, pin=cuda,
-                                  fields=loader.fields)
+            count = 2 * loader.depth + 2 if cuda else loader.depth + 1
+            ring, first = ahead.take(loader, count, cuda, self.keys, self.start)
             runner = ChunkRunner(loader.dataset, loader.plan, loader.seed, loader.epoch, loader.deterministic,
                                  loader.order.iterable)
+            keep = functools.partial(ahead.keep, loader, ring, loader.device is None)
+            make = ahead.maker(loader, runner, self.next_epoch)
         self._pool = WorkerPool(loader.threads)
         # Generators that do not hold this object: dropping it closes them (no reference cycle).
-        batches = loader.order.batches_from(self.keys, self.start, raw=runner.plan is not None)
-        host = _host(ring, runner, self._pool, batches, self._sizes)
+        start = self.start + (len(first.indices) if first is not None else 0)
+        batches = loader.order.batches_from(self.keys, start, raw=runner.plan is not None)
+        host = _host(ring, runner, self._pool, batches, self._sizes, keep, first, make)
         if loader.device is None:
             return _cpu(host, loader.decode)
         return iter(DevicePrefetcher(host, loader.device, loader.depth, decode=loader.decode, release=True))
@@ -80,10 +85,13 @@ class Iteration:
 
 
 def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: Iterator[tuple[list[int], Any]],
-          sizes: deque[int]) -> Iterator[CompactBatch]:
-    """Batches in order, as many in flight as the ring has free slots."""
-    inflight: deque[slots.BatchJob] = deque()
-    pending = True
+          sizes: deque[int], keep: Any = None, first: slots.BatchJob | None = None,
+          make_ahead: Any = None) -> Iterator[CompactBatch]:
+    """Batches in order (`first`: one made ahead, already complete), as many in flight as the ring
+    has free slots; once every batch of the epoch is in flight, the next epoch's first into a free
+    slot (`make_ahead`); at the end, `keep(last, ahead)`."""
+    inflight: deque[slots.BatchJob] = deque([first] if first is not None else [])
+    pending, last, made = True, None, None
     while True:
         while pending and ring.has_free():
             nxt = next(batches, None)  # an iterable dataset is read here, in order
@@ -92,16 +100,19 @@ def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: 
                 break
             keys, items = nxt
             job = runner.job_type(keys, ring, items)
-            chunk = max(1, -(-len(keys) // pool.threads))
-            for a in range(0, len(keys), chunk):
-                pool.submit(job, functools.partial(runner, job, a, min(a + chunk, len(keys)), pool.stopping))
+            ahead.submit(pool, runner, job)
             inflight.append(job)
+        if not pending and make_ahead is not None and ring.has_free():
+            made, make_ahead = make_ahead(ring, pool), None  # the threads go on while the consumer takes the rest
         if not inflight:
+            if keep is not None:
+                keep(last, made)
             return
         job = inflight.popleft()
         job.wait()
         sizes.append(len(job.indices))
-        yield job.batch()
+        last = job.batch()
+        yield last
 
 
 def _cpu(host: Iterator[CompactBatch], decode: Any) -> Iterator[Any]:

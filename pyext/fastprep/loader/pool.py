@@ -41,8 +41,15 @@ class WorkerPool:
             raise Stopped
 
     def submit(self, job: Any, fn: Callable[[], None]) -> None:
-        job.add_chunk()
-        self._tasks.put((job, fn))
+        self.submit_all(job, [fn])
+
+    def submit_all(self, job: Any, fns: list[Callable[[], None]]) -> None:
+        """A job's chunks, counted before any is queued: a chunk finished before the next was
+        counted would mark the job done with the rest of its samples unwritten."""
+        for _ in fns:
+            job.add_chunk()
+        for fn in fns:
+            self._tasks.put((job, fn))
 
     def _run(self) -> None:
         while True:

@@ -43,9 +43,25 @@ class Counting:
         return n
 
 
+class Step(Counting):
+    """A consumer whose step takes `seconds` without the CPU (time.sleep: a device's step), then counts."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def __call__(self, batch: Any) -> int:
+        if self.seconds:
+            time.sleep(self.seconds)
+        return super().__call__(batch)
+
+
 def own_rates(batch_size: int, threads: list[int], compose: Any, budget: Any, pool: int) -> dict[str, dict[int, float]]:
     """Samples/s into a Counting consumer, per thread count: the fused Loader ("fastprep") and a
-    Loader over a dataset applying the Compose itself ("dataset Compose"), numpy sources."""
+    Loader over a dataset applying the Compose itself ("dataset Compose"), numpy sources; the
+    fused Loader over epochs of one batch and of LONG_EPOCH batches, the same data and seconds
+    each, set_epoch between them, into a consumer whose step takes as long as the batch op's
+    ("one-batch epochs", "long epochs"); the batch op it calls, called by hand on one batch
+    ("batch op by hand", 1 thread)."""
     from fastprep.tools import feeds  # noqa: PLC0415
 
     out: dict[str, dict[int, float]] = {}
@@ -55,7 +71,64 @@ def own_rates(batch_size: int, threads: list[int], compose: Any, budget: Any, po
         for n in threads:
             batches, skip = feeds.fastprep_loader(dataset, batch_size, n, **LOADER_KWARGS[pipeline](compose))
             out[pipeline][n] = feeds.delivered_rate(batches, Counting(), skip, budget)
+    by_hand = batch_op_rate(batch_size, budget.min_seconds)
+    out["batch op by hand"] = {1: by_hand}
+    out.update(epoch_rates(batch_size, threads, compose, budget.min_seconds, pool, step_s=batch_size / by_hand))
     return out
+
+
+LONG_EPOCH = 8  # batches in a "long" epoch (issue 32 compared one-batch epochs with 8-batch ones)
+
+
+def epoch_rates(batch_size: int, threads: list[int], compose: Any, seconds: float, pool: int,
+                rounds: int = 2, step_s: float = 0.0) -> dict[str, dict[int, float]]:
+    """Samples/s of the fused Loader over epochs of one batch and of LONG_EPOCH batches (the same
+    sources), `set_epoch` before each, for `seconds` each after a warm-up epoch, the best of
+    `rounds` interleaved runs: what an epoch boundary costs. The consumer counts each batch after
+    a step of `step_s` seconds that takes no CPU (a training step on the device): at an epoch's
+    end the threads have nothing to do during it unless the next epoch's first batch is made."""
+    import fastprep  # noqa: PLC0415
+
+    out: dict[str, dict[int, float]] = {"one-batch epochs": {}, "long epochs": {}}
+    for n in threads:
+        for _ in range(rounds):
+            for name, batches in (("one-batch epochs", 1), ("long epochs", LONG_EPOCH)):
+                dataset = pipelines.SyntheticImages(batch_size * batches, None, pool=pool)
+                loader = fastprep.Loader(dataset, batch_size, transform=compose, threads=n, seed=0)
+                count, done, epoch = Step(step_s), 0, 0
+                for batch in loader:  # warm-up: the slots' first touch
+                    count(batch)
+                t0 = time.perf_counter()
+                while done == 0 or time.perf_counter() - t0 < seconds:
+                    epoch += 1
+                    loader.set_epoch(epoch)
+                    done += sum(count(batch) for batch in loader)
+                rate = done / (time.perf_counter() - t0)
+                out[name][n] = max(rate, out[name].get(n, 0.0))
+    return out
+
+
+def batch_op_rate(batch_size: int, seconds: float) -> float:
+    """Samples/s of crop_mask_ycbcr_batch called by hand on one batch of the bench's sources (the
+    Loader's op without the Loader), in this thread."""
+    return _op_rate(_op_batch(batch_size), seconds)
+
+
+def _op_batch(n: int) -> tuple:
+    srcs = [torch.from_numpy(s) for s in pipelines.SyntheticImages(1, None, pool=8).pool]
+    crop, room = pipelines.CROP, pipelines.SOURCE_SIZE - pipelines.CROP
+    out = torch.empty(n, 3, crop, crop, dtype=torch.uint8)
+    return ([srcs[i % len(srcs)] for i in range(n)], [(i * 37) % room for i in range(n)],
+            [(i * 91) % room for i in range(n)], crop, crop, pipelines.P, list(range(n)), out)
+
+
+def _op_rate(args: tuple, seconds: float) -> float:
+    n = len(args[0])
+    done, t0 = 0, time.perf_counter()
+    while done == 0 or time.perf_counter() - t0 < seconds:
+        torch.ops.fastprep.crop_mask_ycbcr_batch.default(*args)
+        done += n
+    return done / (time.perf_counter() - t0)
 
 
 def consumer_rate(batch_size: int, repeat: int = 5) -> float:
@@ -89,8 +162,14 @@ def aims(rows: list[dict], variants: list[dict], kernel_rate: float, fused_name:
     fused, inside = (own or {}).get("fastprep", {}), (own or {}).get("dataset Compose", {})
     if fused.get(1):
         out["the same, into a counting consumer: t=1 share"] = (fused[1] / kernel_rate, ">= 85%")
+        by_hand = (own or {}).get("batch op by hand", {}).get(1)
+        if by_hand:
+            out["  t=1, counting: share of the batch op called by hand"] = (fused[1] / by_hand, ">= 90%")
         if fused.get(2):
             out["the same, into a counting consumer: t=2 / t=1"] = (fused[2] / fused[1], ">= 1.8x")
+    one, long = (own or {}).get("one-batch epochs", {}), (own or {}).get("long epochs", {})
+    for n in sorted(set(one) & set(long)):
+        out[f"one-batch epochs: share of {LONG_EPOCH}-batch epochs' rate, t={n}"] = (one[n] / long[n], ">= 90%")
     if op is not None and per.get("fastprep fused Compose") is not None:
         out["fused Compose: us of Python around the op"] = (per["fastprep fused Compose"] - op, "<= 5 us")
     if op is not None and by_hand_us is not None:
@@ -111,19 +190,13 @@ def floors(batch_size: int, seconds: float = 1.0) -> dict[str, float]:
     call, as a dataset's own transform runs) in one and two threads. What Loader threads can
     deliver on this machine."""
     srcs = [torch.from_numpy(s) for s in pipelines.SyntheticImages(1, None, pool=8).pool]
-    n, crop, room = batch_size, pipelines.CROP, pipelines.SOURCE_SIZE - pipelines.CROP
+    n = batch_size
 
     def batch() -> tuple:
-        out = torch.empty(n, 3, crop, crop, dtype=torch.uint8)
-        return ([srcs[i % len(srcs)] for i in range(n)], [(i * 37) % room for i in range(n)],
-                [(i * 91) % room for i in range(n)], crop, crop, pipelines.P, list(range(n)), out)
+        return _op_batch(n)
 
     def op_rate(args: tuple, rates: list[float]) -> None:
-        done, t0 = 0, time.perf_counter()
-        while done == 0 or time.perf_counter() - t0 < seconds:
-            torch.ops.fastprep.crop_mask_ycbcr_batch.default(*args)
-            done += n
-        rates.append(done / (time.perf_counter() - t0))
+        rates.append(_op_rate(args, seconds))
 
     def side_by_side(*targets: tuple) -> None:
         threads = [threading.Thread(target=fn, args=args, daemon=True) for fn, args in targets]

@@ -1,0 +1,103 @@
+"""From one pass of a fastprep.Loader to the next: the slot ring a whole pass leaves (its slots paged
+in, its layout known), and the next epoch's first batch, made while the consumer takes this epoch's
+last (``prestart``), so that epochs run back to back.
+
+What is made ahead is the first batch of the epoch the loop is expected to run next, in a loop
+that calls ``set_epoch`` before each pass (the README's): ``epoch + 1``. A pass not preceded by
+set_epoch makes nothing ahead (a loader iterated once, or a loop repeating one epoch). The next pass
+takes it only when it is exactly what that pass would make first: the same dataset, transform (and
+its plan), seed, epoch and keys, from the epoch's start; anything else drops it and the pass starts
+from nothing, as a fresh Loader. An order that is not known ahead (a sampler, an iterable dataset)
+and batches made for a device are never made ahead.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from fastprep import slots
+from fastprep.batch import CompactBatch
+from fastprep.loader.apply import ChunkRunner
+from fastprep.loader.pool import WorkerPool
+
+
+@dataclass
+class Spare:
+    """What a whole pass hands the next: its ring, the batch the consumer still holds (on the CPU),
+    and the next epoch's first batch (complete) with what it was made for."""
+
+    ring: slots.SlotRing
+    last: CompactBatch | None = None
+    ahead: slots.BatchJob | None = None
+    made_for: tuple = ()
+
+
+def made_for(loader: Any, epoch: int) -> tuple:
+    """What a batch made ahead depends on (objects compared by identity: a new transform, or a
+    Compose whose plan changed, is another)."""
+    transform = loader.transform
+    return (loader.dataset, transform, getattr(transform, "plan", None), loader.seed, epoch, loader.deterministic,
+            loader.batch_size)
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y or (type(x) is int and x == y) for x, y in zip(a, b))
+
+
+def take(loader: Any, count: int, pin: bool, keys: list[int] | None, start: int) -> tuple[slots.SlotRing, Any]:
+    """(the ring for this pass, the batch made ahead it starts with or None): the last whole pass's
+    ring when it fits (all its slots free but the batch made ahead), else a new one."""
+    spare, loader.spare_ring = loader.spare_ring, None
+    if spare is not None:
+        if spare.last is not None:
+            spare.last.release()  # the last pass's last batch: the next batch is being asked for
+        ring, ahead = spare.ring, spare.ahead
+        if ring.count == count and ring.pin == pin and ring.batch_size == loader.batch_size:
+            if ahead is not None and start == 0 and keys is not None and _same(spare.made_for,
+                                                                               made_for(loader, loader.epoch)) \
+                    and keys[:len(ahead.indices)] == ahead.indices and ring.free_count() == count - 1:
+                ring.reset(keep=ahead.slot)
+                return ring, ahead
+            if ring.free_count() >= count - (ahead is not None):
+                ring.reset()
+                return ring, None
+    return slots.SlotRing(count, loader.batch_size, pin=pin, fields=loader.fields), None
+
+
+def keep(loader: Any, ring: slots.SlotRing, cpu: bool, last: CompactBatch | None, ahead: Any) -> None:
+    """A whole pass ended: the loader keeps its ring for the next, with the batch the consumer still
+    holds (on the CPU; a device's batches are handed back by the prefetcher) and the batch made ahead,
+    once complete (one that failed is dropped: the next pass makes it again, and raises then)."""
+    job, what = ahead if ahead is not None else (None, ())
+    if job is not None and not job.settle():
+        job = None
+    loader.spare_ring = Spare(ring, last if cpu else None, job, what)
+
+
+def submit(pool: WorkerPool, runner: ChunkRunner, job: slots.BatchJob) -> None:
+    """A batch's chunks, one per thread, to the pool."""
+    n = len(job.indices)
+    chunk = max(1, -(-n // pool.threads))
+    pool.submit_all(job, [functools.partial(runner, job, a, min(a + chunk, n), pool.stopping)
+                          for a in range(0, n, chunk)])
+
+
+def maker(loader: Any, runner: ChunkRunner, epoch: int | None) -> Any:
+    """A function (ring, pool) -> (job, made_for) submitting epoch `epoch`'s first batch into the
+    ring, or None when nothing is made ahead (prestart=False, an order not known ahead, a device)."""
+    if epoch is None or not loader.prestart or loader.sampler is not None or loader.order.iterable \
+            or loader.device is not None or loader.decode_on is not None:
+        return None
+
+    def make(ring: slots.SlotRing, pool: WorkerPool) -> tuple[slots.BatchJob, tuple] | None:
+        keys = loader.order.keys(loader.seed, epoch)[:loader.batch_size]
+        if not keys or (len(keys) < loader.batch_size and loader.drop_last):
+            return None
+        ahead = ChunkRunner(loader.dataset, runner.plan, loader.seed, epoch, loader.deterministic, False)
+        job = ahead.job_type(keys, ring, None)
+        submit(pool, ahead, job)
+        return job, made_for(loader, epoch)
+
+    return make
