@@ -11,7 +11,7 @@ from fastprep._backend import NativeUnavailableWarning, backend, build_info, sel
 from fastprep._warnings import NumbaCacheWarning
 from fastprep.batch import CompactBatch
 from fastprep.collate import CompactCollate, compact_collate
-from fastprep.loader import Loader
+from fastprep.loader import Loader, ResumePositionDropped
 from fastprep.monitoring import Monitor, MonitorSummary, monitor
 from fastprep.ops import *  # noqa: F403  (the op wrappers, as listed in ops.__all__)
 from fastprep.prefetch import DevicePrefetcher
@@ -24,7 +24,7 @@ select_backend()
 
 __all__ = [
     "CompactBatch", "CompactCollate", "DevicePrefetcher", "Loader", "Monitor", "MonitorSummary",
-    "NativeUnavailableWarning", "NumbaCacheWarning",
+    "NativeUnavailableWarning", "NumbaCacheWarning", "ResumePositionDropped",
     "backend",
     "build_info", "compact_collate", "derive_seed", "draw_seed", "monitor", "random_word", "warmup",
 ]

@@ -69,10 +69,12 @@ class Loader:
         deterministic: run code that is not fastprep's one sample at a time with torch's generator
             seeded per sample (reproducible), instead of in parallel.
         decode_on: the GPU decode split (docs/real-files.md): a device ("cuda") where each batch's
-            JPEG windows are decoded, for the fused crop -> mask -> YCbCr transform over items that
-            cut windows (PackedDataset's JPEG records; JpegFiles hand their whole file). The threads
-            draw the same parameters and cut each window's restart intervals out of the shard (no
-            decoding), the device decodes the batch (nvJPEG), flips, masks and converts it. Batches
+            JPEG windows are decoded, for a transform that is one fused op of a row that splits
+            (crop -> mask -> YCbCr; RandomResizedCrop or Resize + CenterCrop with flips, ToDtype and
+            Normalize) over items that cut windows (PackedDataset's JPEG records; JpegFiles hand
+            their whole file). The threads draw the same parameters and cut each window's restart
+            intervals out of the shard (no decoding); the device decodes the batch (nvJPEG) and runs
+            the rest of the fused op there (resize, flips, masks, colour, dtype). Batches
             are made on that device (`device` must be None or the same); "cpu" runs the CPU decoder
             in the consumer's thread instead, with the bits of decode_on=None. A transform or item
             the split cannot take is a ValueError naming it; nothing falls back to the threads.
