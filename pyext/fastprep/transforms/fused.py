@@ -99,7 +99,8 @@ class FusedRun:
                 at_least = (place[0][k], place[1][k]) if reduced and place[0][k] else None
                 sources[k] = read_region(images[k], top, top + self.heights[k], left, left + self.widths[k], at_least)
                 self.tops[k] = self.lefts[k] = 0
-                self.heights[k], self.widths[k] = sources[k].shape[0], sources[k].shape[1]  # HWC
+                if at_least is not None and isinstance(sources[k], torch.Tensor):  # a scaled read: its HWC size
+                    self.heights[k], self.widths[k] = sources[k].shape[0], sources[k].shape[1]
         one = len(set(self.heights)) == 1 and len(set(self.widths)) == 1
         self.size = (self.heights[0], self.widths[0]) if one else None
 
