@@ -126,6 +126,13 @@ def write_beton(folder: str, dest: str, max_resolution: int | None) -> None:
     DatasetWriter(dest, {"image": field, "label": IntField()}, num_workers=2).from_indexed_dataset(Files())
 
 
+def beton_payload(beton: str) -> int:
+    """Bytes of the samples' data in a .beton (its JPEGs), without the file's page padding."""
+    from ffcv.reader import Reader  # noqa: PLC0415
+
+    return int(Reader(beton).alloc_table["size"].sum())
+
+
 def psnr_table(folder: str, ffcv: bool) -> dict:
     """PSNR and max |diff| against the exact result on the large set's photos, 6 windows each:
     fastprep's reduced decode, and (under the FFCV venv) FFCV's decode + resize_crop of the window."""
@@ -162,6 +169,51 @@ def psnr_table(folder: str, ffcv: bool) -> dict:
             for k, v in errs.items() if v}
 
 
+def floor_table(folder: str) -> list[str]:
+    """The floor of a reduced decode, one thread: a 700^2 window of each packed 1024^2 photo decoded
+    at M/8 (exact: 8/8) and resized to 224^2, best of 7 passes over 16 photos, ms a window; and the
+    scales RandomResizedCrop(224) draws pick on 1024^2 photos."""
+    from collections import Counter  # noqa: PLC0415
+
+    import torch  # noqa: PLC0415
+
+    import fastprep.io as fio  # noqa: PLC0415
+    from fastprep import transforms as T  # noqa: PLC0415
+    from fastprep.io.jpeg_scale import reduced_crop, scaled_crop  # noqa: PLC0415
+    from fastprep.ops.resize import resized_crop  # noqa: PLC0415
+
+    torch.set_num_threads(1)
+    dest = tempfile.mkdtemp(prefix="fastprep-floor-")
+    fio.pack(folder, dest, progress=False)
+    ds = fio.PackedDataset(dest, layout="HWC")
+    items = [ds.load_raw(i)[0] for i in range(min(16, len(ds)))]
+    lines, base = [], None
+    for m in (8, 4, 2, 1, 3, 6):
+        crop = scaled_crop((150, 170, 700, 700), 1024, 1024, m)
+        regions = [it.decode(crop, scale=m) for it in items]
+        timing = {}
+        jobs = {"decode": lambda m=m, crop=crop: [it.decode(crop, scale=m) for it in items],
+                "resize": lambda rs=regions: [resized_crop(r, 0, 0, *r.shape[:2], 224, 224, "HWC") for r in rs]}
+        for what, fn in jobs.items():
+            timing[what] = min(_timed(fn) for _ in range(7)) / len(items) * 1e3
+        total = timing["decode"] + timing["resize"] * (crop[2] >= 224)
+        base = base or total
+        lines.append(f"  {m}/8: window {crop[2]}x{crop[3]}, decode {timing['decode']:.3f} ms, resize to 224 "
+                     f"{timing['resize']:.3f} ms" + (f", together {total:.3f} ms ({base / total:.2f}x exact)"
+                                                      if crop[2] >= 224 else " (smaller than 224: not chosen)"))
+    rrc = T.RandomResizedCrop(224)
+    picks = Counter(reduced_crop(rrc.params(seed, 1024, 1024), 1024, 1024, (224, 224))[0] for seed in range(4000))
+    lines.append("  scales RandomResizedCrop(224) picks on 1024^2: " +
+                 ", ".join(f"{m}/8 {100 * n / 4000:.0f}%" for m, n in sorted(picks.items())))
+    return lines
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 def child(python: str, *args: str) -> str:
     env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "pyext") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     out = subprocess.run([python, os.path.abspath(__file__), *args], capture_output=True, text=True, env=env,
@@ -186,7 +238,9 @@ def main() -> None:
             print(ffcv_rate(rest[0], int(rest[1])))
         elif job == "beton":
             write_beton(rest[0], rest[1], None if rest[2] == "none" else int(rest[2]))
-            print("ok")
+            print(beton_payload(rest[1]))
+        elif job == "floor":
+            print("\n".join(floor_table(rest[0])))
         elif job == "psnr":
             print(json.dumps(psnr_table(rest[0], rest[1] == "ffcv")))
         return
@@ -215,8 +269,9 @@ def main() -> None:
                 rows[f"fastprep pack(max_side={side}) {decode}"] = (["fastprep", dest, decode, str(epochs)], sys.executable)
             if why is None and side is not None:  # FFCV's recipe shrinks (its full-resolution rows: README)
                 beton = os.path.join(tmp, f"{name}-{side or 'full'}.beton")
-                child(ffcv_python, "--worker", "beton", folder, beton, str(side or "none"))
-                sizes[f"FFCV max_resolution={side}"] = os.path.getsize(beton)
+                payload = int(child(ffcv_python, "--worker", "beton", folder, beton, str(side or "none")))
+                sizes[f"FFCV max_resolution={side}: its JPEGs"] = payload
+                sizes[f"FFCV max_resolution={side}: the file"] = os.path.getsize(beton)  # page-padded
                 rows[f"FFCV max_resolution={side}"] = (["ffcv", beton, str(epochs)], ffcv_python)
         best = {row: 0.0 for row in rows}
         for _ in range(a.repeats):  # interleaved: each repeat runs every row once
@@ -227,11 +282,13 @@ def main() -> None:
             print(f"  {row:42s} {rate:9.0f} samples/s")
         for side in (256,):
             if why is None:
-                ours = max(best[f"fastprep pack(max_side={side}) {d}"] for d in ("exact", "reduced"))
-                print(f"  ratio fastprep / FFCV at max side {side}: {ours / best[f'FFCV max_resolution={side}']:.2f}x")
+                ffcv = best[f"FFCV max_resolution={side}"]
+                for d in ("exact", "reduced"):
+                    print(f"  ratio fastprep {d} / FFCV at max side {side}: "
+                          f"{best[f'fastprep pack(max_side={side}) {d}'] / ffcv:.2f}x")
         print(f"  reduced / exact, full resolution: {best['fastprep pack(max_side=None) reduced'] / best['fastprep pack(max_side=None) exact']:.2f}x")
         for form, n in sizes.items():
-            print(f"  bytes: {form:32s} {n:12,d} ({100 * (n / sizes['folder (JPEG files)'] - 1):+.1f}% of the folder)")
+            print(f"  bytes: {form:40s} {n:12,d} ({100 * (n / sizes['folder (JPEG files)'] - 1):+.1f}% of the folder)")
     quality = child(ffcv_python if why is None else sys.executable, "--worker", "psnr", folders["large"],
                     "ffcv" if why is None else "none")
     print("\npixel difference from the exact result (large set, 96 windows of 300-1023 px to 224):")

@@ -53,12 +53,19 @@ def reduced_crop(crop: tuple[int, int, int, int], height: int, width: int,
         >>> reduced_crop((0, 0, 300, 300), 1024, 1024, (224, 224))[0]   # 1/2 would be 150 < 224
         8
     """
-    top, left, h, w = crop
-    out_h, out_w = at_least
     for m in DCT_SCALES:
-        sh, sw = scaled_size(height, width, m)
-        t, b = (top * m + 4) // DENOMINATOR, min(sh, ((top + h) * m + 4) // DENOMINATOR)
-        s, e = (left * m + 4) // DENOMINATOR, min(sw, ((left + w) * m + 4) // DENOMINATOR)
-        if b - t >= out_h and e - s >= out_w:
-            return m, (t, s, b - t, e - s)
-    return DENOMINATOR, (top, left, h, w)
+        scaled = scaled_crop(crop, height, width, m)
+        if scaled[2] >= at_least[0] and scaled[3] >= at_least[1]:
+            return m, scaled
+    return DENOMINATOR, tuple(crop)
+
+
+def scaled_crop(crop: tuple[int, int, int, int], height: int, width: int, scale: int) -> tuple[int, int, int, int]:
+    """Window `crop` = (top, left, h, w) of a height x width JPEG as a window of it decoded at
+    scale / 8: each edge times scale / 8, rounded half up, inside the scaled image (h or w 0
+    where it rounds away)."""
+    top, left, h, w = crop
+    sh, sw = scaled_size(height, width, scale)
+    t, b = (top * scale + 4) // DENOMINATOR, min(sh, ((top + h) * scale + 4) // DENOMINATOR)
+    s, e = (left * scale + 4) // DENOMINATOR, min(sw, ((left + w) * scale + 4) // DENOMINATOR)
+    return t, s, b - t, e - s
