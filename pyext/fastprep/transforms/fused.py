@@ -91,18 +91,22 @@ class FusedRun:
     def __init__(self, start: int, layout: str, images: list[Item | None], raws: list[Any],
                  sources: list[torch.Tensor | None], read: tuple[list[int], list[int], list[int], list[int]],
                  flips: tuple[list[bool], list[bool]], place: tuple[list[int], list[int], list[int], list[int]],
-                 seeds: dict[str, list[int]], out_size: tuple[int, int]):
+                 seeds: dict[str, list[int]], out_size: tuple[int, int], reduced: bool = False):
         self.start, self.layout, self.images, self.raws, self.sources = start, layout, images, raws, sources
         self.tops, self.lefts, self.heights, self.widths = read
         (self.hflips, self.vflips), self.place, self.seeds = flips, place, seeds
-        one = len(set(self.heights)) == 1 and len(set(self.widths)) == 1
-        self.size = (self.heights[0], self.widths[0]) if one else None
         self.out_size = out_size
         for k, src in enumerate(sources):
             if src is None:  # a PIL image or WindowedImage: only its window is read (or decoded)
                 top, left = self.tops[k], self.lefts[k]
-                sources[k] = read_region(images[k], top, top + self.heights[k], left, left + self.widths[k])
+                # reduced (decode="reduced"): a JPEG window read at a scale no smaller than its resize
+                at_least = (place[0][k], place[1][k]) if reduced and place[0][k] else None
+                sources[k] = read_region(images[k], top, top + self.heights[k], left, left + self.widths[k], at_least)
                 self.tops[k] = self.lefts[k] = 0
+                if at_least is not None and isinstance(sources[k], torch.Tensor):  # a scaled read: its HWC size
+                    self.heights[k], self.widths[k] = sources[k].shape[0], sources[k].shape[1]
+        one = len(set(self.heights)) == 1 and len(set(self.widths)) == 1
+        self.size = (self.heights[0], self.widths[0]) if one else None
 
     def __len__(self) -> int:
         return len(self.sources)

@@ -33,6 +33,8 @@ class FusedGroup:
         self.folds = [(FOLDS[s.fusion_role], s, _index(self.random, s)) for s in steps if s.fusion_role in FOLDS]
         self.seed_roles = [(s.fusion_role, k) for k, s in enumerate(self.random)]
         self.out_dtype = fusion.out_dtype(self)
+        resize = self.roles.get("resized_crop") or self.roles.get("resize")
+        self.reduced = getattr(resize, "decode", "exact") == "reduced"  # JPEG windows read at a reduced scale
         self.unfused = unfused  # the steps one by one: what a sample the op does not take runs
         # Every draw comes from the sample's stream (no step has a generator of its own): a chunk's
         # draws can be made for all its samples at once, and replayed.
@@ -106,7 +108,8 @@ class FusedGroup:
         """The op on one sample into a fresh [1, 3, h, w] output."""
         run = FusedRun(0, layout, [item], [sample], [t], ([g.top], [g.left], [g.height], [g.width]),
                        ([g.hflip], [g.vflip]), ([g.resized_height], [g.resized_width], [g.out_top], [g.out_left]),
-                       {role: [seeds[k]] for role, k in self.seed_roles}, (g.out_height, g.out_width))
+                       {role: [seeds[k]] for role, k in self.seed_roles}, (g.out_height, g.out_width),
+                       self.reduced)
         out = torch.empty(1, 3, *run.out_size, dtype=self.out_dtype)
         self.fusion.run(self, run, out)
         return out
@@ -161,7 +164,7 @@ class FusedGroup:
             runs.append(FusedRun(picked[a], found[a][2], [f[0] for f in found[cut]], [raws[j] for j in picked[cut]],
                                  [f[1] for f in found[cut]], (tops[cut], lefts[cut], heights[cut], widths[cut]),
                                  (hflips[cut], vflips[cut]), (rh[cut], rw[cut], ot[cut], ol[cut]),
-                                 {role: v[cut] for role, v in by_role}, (oh[a], ow[a])))
+                                 {role: v[cut] for role, v in by_role}, (oh[a], ow[a]), self.reduced))
             a = b
         return runs
 
