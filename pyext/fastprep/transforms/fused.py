@@ -29,9 +29,11 @@ class Geometry:
     the same code for both."""
 
     def __init__(self, H: Any, W: Any):
-        self.top, self.left, self.height, self.width = H * 0, W * 0, H, W
-        self.hflip = self.vflip = H < 0
-        self.fits = H >= 0
+        # A field no step has moved yet is one value for every sample (False: no flip, whose
+        # arithmetic crop skips): a chunk's fold makes only the arrays its steps need.
+        self.top, self.left, self.height, self.width = 0, 0, H, W
+        self.hflip = self.vflip = False
+        self.fits = True
         self.resized = False  # whether a step resized (every sample alike)
         self.resized_height, self.resized_width, self.out_top, self.out_left = 0, 0, 0, 0  # 0: not resized
         self.out_height, self.out_width = H, W
@@ -49,8 +51,10 @@ class Geometry:
         from the bottom when flipped vertically, its columns from the right when flipped horizontally."""
         self.fits = self.fits & (top >= 0) & (left >= 0) & (top + height <= self.out_height) & \
             (left + width <= self.out_width)
-        top = top + (self.out_height - 2 * top - height) * self.vflip
-        left = left + (self.out_width - 2 * left - width) * self.hflip
+        if self.vflip is not False:
+            top = top + (self.out_height - 2 * top - height) * self.vflip
+        if self.hflip is not False:
+            left = left + (self.out_width - 2 * left - width) * self.hflip
         if self.resized:
             self.out_top, self.out_left = self.out_top + top, self.out_left + left
         else:
