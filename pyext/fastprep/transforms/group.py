@@ -41,6 +41,7 @@ class FusedGroup:
         # Every draw comes from the sample's stream (no step has a generator of its own): a chunk's
         # draws can be made for all its samples at once, and replayed.
         self.vectorised = all(s.generator is None for s in self.random)
+        self._plain_kind: tuple | None = None  # the last chunk _plain_arrays took whole: its item types...
 
     def takes(self, item: Item, t: torch.Tensor | None = None) -> bool:
         """Whether the op takes this image (its pixels `t`, when read already)."""
@@ -196,17 +197,25 @@ class FusedGroup:
             fields = list(zip(*raws))
             if any(set(map(type, field)) != {type(first[k])} for k, field in enumerate(fields)):
                 return None
-            arrays = fields[0]
+            arrays, types = fields[0], (type(first), *map(type, first))
         elif type(first) is np.ndarray:
-            arrays = raws
+            arrays, types = raws, (np.ndarray,)
         else:
             return None
-        if set(map(_DTYPE, arrays)) != {arrays[0].dtype} or set(map(_NDIM, arrays)) != {3}:
+        dtype = arrays[0].dtype
+        if set(map(_DTYPE, arrays)) != {dtype} or set(map(_NDIM, arrays)) != {3}:
             return None
         n = len(arrays)
         shapes = np.fromiter(chain.from_iterable(map(_SHAPE, arrays)), np.int64, 3 * n).reshape(n, 3)
-        if (shapes[:, 2] != shapes[0, 2]).any() or self.loader_image(first, None)[0] is None:
+        if (shapes[:, 2] != shapes[0, 2]).any():
             return None
+        # The structure analysis and the op's check, once for the first item; once per Loader for
+        # a dataset whose chunks are all alike (the answer is kept per types, dtype and channels).
+        chunk_kind = (types, dtype, int(shapes[0, 2]))
+        if chunk_kind != self._plain_kind:
+            if self.loader_image(first, None)[0] is None:
+                return None
+            self._plain_kind = chunk_kind
         from_numpy = torch.from_numpy if all(map(_WRITEABLE, arrays)) else hwc_tensor
         return None, [None] * n, list(map(from_numpy, arrays)), "HWC", shapes[:, :2]
 
