@@ -47,15 +47,18 @@ uint8_t* scratch(size_t bytes) {
 
 }  // namespace
 
-Cut plan_cut(const JpegRecord& rec, const Window& w) {
+namespace {
+
+// The cut for window w with v_margin / h_margin pixels of context each side (where the image goes on).
+Cut plan_cut_with(const JpegRecord& rec, const Window& w, int64_t v_margin, int64_t h_margin) {
   const ScanLayout& L = rec.layout;
   check_window(w, L.height, L.width);
   const int64_t per_row = L.mcus_per_row / L.restart, interval_width = L.restart * L.mcu_width;
   Cut cut;
-  cut.r0 = std::max<int64_t>(0, w.top - L.v_margin) / L.mcu_height;
-  cut.r1 = ceil_div(std::min(L.height, w.top + w.height + L.v_margin), L.mcu_height);
-  cut.c0 = std::max<int64_t>(0, w.left - L.h_margin) / interval_width;
-  cut.c1 = ceil_div(std::min(L.width, w.left + w.width + L.h_margin), interval_width);
+  cut.r0 = std::max<int64_t>(0, w.top - v_margin) / L.mcu_height;
+  cut.r1 = ceil_div(std::min(L.height, w.top + w.height + v_margin), L.mcu_height);
+  cut.c0 = std::max<int64_t>(0, w.left - h_margin) / interval_width;
+  cut.c1 = ceil_div(std::min(L.width, w.left + w.width + h_margin), interval_width);
   cut.top = cut.r0 * L.mcu_height;
   cut.left = cut.c0 * interval_width;
   cut.height = cut.r1 == L.mcu_rows ? L.height - cut.top : (cut.r1 - cut.r0) * L.mcu_height;
@@ -73,6 +76,12 @@ Cut plan_cut(const JpegRecord& rec, const Window& w) {
   const bool ends_image = cut.r1 == L.mcu_rows && cut.c1 == per_row;  // no RST after its last interval
   cut.bytes = bytes + (ends_image ? 2 : 0);
   return cut;
+}
+
+}  // namespace
+
+Cut plan_cut(const JpegRecord& rec, const Window& w) {
+  return plan_cut_with(rec, w, rec.layout.v_margin, rec.layout.h_margin);
 }
 
 void write_cut(const JpegRecord& rec, const Cut& cut, uint8_t* out) {
@@ -106,17 +115,74 @@ void write_cut(const JpegRecord& rec, const Cut& cut, uint8_t* out) {
   }
 }
 
+namespace {
+
+// Whether libjpeg-turbo's decode at scale M / 8 still upsamples a component along an axis. It
+// scales subsampled chroma up in the inverse DCT instead where it can (jdmaster.c): a component's
+// scaled block size starts at M and doubles while it is under 8 and twice it still divides
+// max_samp * M along both axes; what that leaves short of the iMCU's share is upsampled. So 4:2:0
+// is never upsampled at M < 8, 4:2:2 always horizontally (its vertical factors stop the doubling).
+void scaled_upsampling(const ScanLayout& L, int scale, bool& vertical, bool& horizontal) {
+  int max_h = 1, max_v = 1;
+  for (int c = 0; c < L.components; ++c) max_h = std::max(max_h, L.h_samp[c]), max_v = std::max(max_v, L.v_samp[c]);
+  vertical = horizontal = false;
+  for (int c = 0; c < L.components; ++c) {
+    int size = scale;
+    while (size < kScaleDenom && (max_h * scale) % (L.h_samp[c] * size * 2) == 0 &&
+           (max_v * scale) % (L.v_samp[c] * size * 2) == 0) {
+      size *= 2;
+    }
+    horizontal = horizontal || L.h_samp[c] * size != max_h * scale;
+    vertical = vertical || L.v_samp[c] * size != max_v * scale;
+  }
+}
+
+// The image's pixels [lo, lo + n) along an axis of `size` pixels whose blocks give scaled pixels
+// [lo', lo' + n') at scale M / 8: every 8 pixels of a block make M scaled ones.
+void source_span(int64_t lo, int64_t n, int scale, int64_t size, int64_t& first, int64_t& count) {
+  first = lo / scale * kScaleDenom;
+  count = std::min(size, ceil_div(lo + n, scale) * kScaleDenom) - first;
+}
+
+}  // namespace
+
 std::vector<std::string> decode_record_window(const uint8_t* record, size_t size, uint32_t checksum,
                                               const Window& window, Mode mode, const Output& out, bool strict,
-                                              bool crcs) {
+                                              bool crcs, int scale) {
   const JpegRecord rec = open_jpeg_record(record, size, checksum);
-  const Cut cut = plan_cut(rec, window);
+  if (scale < 1 || scale > kScaleDenom) {
+    throw ArgumentError("scale: expected M of a scale M/8 in 1..8, got " + std::to_string(scale));
+  }
+  const ScanLayout& L = rec.layout;
+  Window source = window;  // the image's pixels the window's scaled pixels come from
+  if (scale != kScaleDenom) {
+    const int64_t sh = scaled_extent(L.height, scale), sw = scaled_extent(L.width, scale);
+    if (!(window.top >= 0 && window.left >= 0 && window.height >= 1 && window.width >= 1 &&
+          window.top <= sh - window.height && window.left <= sw - window.width)) {
+      throw ArgumentError(window_outside(window, sh, sw) + " (the image decoded at scale " + std::to_string(scale) +
+                          "/8)");
+    }
+    source_span(window.top, window.height, scale, L.height, source.top, source.height);
+    source_span(window.left, window.width, scale, L.width, source.left, source.width);
+  }
+  // Context for the fancy upsampling's neighbouring chroma samples, only along an axis the decode
+  // upsamples: at full scale, the record's margins; reduced, one MCU (a chroma block) each side.
+  int64_t v_margin = L.v_margin, h_margin = L.h_margin;
+  if (scale != kScaleDenom) {
+    bool vertical, horizontal;
+    scaled_upsampling(L, scale, vertical, horizontal);
+    v_margin = vertical ? L.mcu_height : 0;
+    h_margin = horizontal ? L.mcu_width : 0;
+  }
+  const Cut cut = plan_cut_with(rec, source, v_margin, h_margin);
   verify_rows(rec, cut.r0, cut.r1, crcs);
-  if (cut.whole) return decode(rec.jpeg, rec.jpeg_size, window, mode, out, strict);
+  if (cut.whole) return decode(rec.jpeg, rec.jpeg_size, window, mode, out, strict, scale);
   uint8_t* buffer = scratch(cut.bytes);
   write_cut(rec, cut, buffer);
-  const Window inside{window.top - cut.top, window.left - cut.left, window.height, window.width};
-  return decode(buffer, cut.bytes, inside, mode, out, strict);
+  // cut.top and cut.left are whole MCUs (multiples of 8): their scaled offsets are exact.
+  const Window inside{window.top - cut.top * scale / kScaleDenom, window.left - cut.left * scale / kScaleDenom,
+                      window.height, window.width};
+  return decode(buffer, cut.bytes, inside, mode, out, strict, scale);
 }
 
 namespace {

@@ -33,11 +33,12 @@ Cut plan_cut(const JpegRecord& rec, const Window& window);
 void write_cut(const JpegRecord& rec, const Cut& cut, uint8_t* out);
 
 // Checks the record (its checksum, then the CRCs of the rows the window uses: without `crcs`
-// only their structure), cuts and decodes `window` into out as decode() does. Throws
-// RecordError, ArgumentError or JpegError.
+// only their structure), cuts and decodes `window` into out as decode() does; at `scale` / 8
+// (decode.h) the window is in the scaled image's pixels and the cut holds the blocks those come
+// from. Throws RecordError, ArgumentError or JpegError.
 std::vector<std::string> decode_record_window(const uint8_t* record, size_t size, uint32_t checksum,
                                               const Window& window, Mode mode, const Output& out, bool strict,
-                                              bool crcs = true);
+                                              bool crcs = true, int scale = kScaleDenom);
 
 // Checks a raw record and the CRCs of the bands the window uses, and copies the window into out
 // ([channels, H, W] strides; channels must be the record's).

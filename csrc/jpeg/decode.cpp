@@ -85,24 +85,34 @@ struct DecodeJob {
   Window window;
   Mode mode;
   Output out;
+  int scale;  // M of the M / 8 scale
 };
 
 enum class Verdict { kOk, kFailed, kStalled, kWindowOutside, kNoDecoding, kYCbCrOfRGB };
 constexpr int kRows = 16;
 
-// Whether the job fits the image. Each test is a subtraction of in-range values: no overflow.
-Verdict check(const Header& h, const DecodeJob& job) {
-  const Window& w = job.window;
-  if (w.top < 0 || w.left < 0 || w.height < 1 || w.width < 1 || w.top > h.height - w.height ||
-      w.left > h.width - w.width) {
-    return Verdict::kWindowOutside;
-  }
+// Whether the job's mode fits the image's colour space.
+Verdict check_kind(const Header& h, const DecodeJob& job) {
   if (h.color_space != ColorSpace::kGray && h.color_space != ColorSpace::kYCbCr && h.color_space != ColorSpace::kRGB) {
     return Verdict::kNoDecoding;
   }
   if (job.mode == Mode::kYCbCr && h.color_space == ColorSpace::kRGB) return Verdict::kYCbCrOfRGB;
   return Verdict::kOk;
 }
+
+// Whether the window fits the (scaled) image. Each test is a subtraction of in-range values: no overflow.
+bool inside(const Window& w, int64_t height, int64_t width) {
+  return w.top >= 0 && w.left >= 0 && w.height >= 1 && w.width >= 1 && w.top <= height - w.height &&
+         w.left <= width - w.width;
+}
+
+#if JPEG_LIB_VERSION >= 70
+int dct_scaled_width(const jpeg_component_info& c) { return c.DCT_h_scaled_size; }
+int min_dct_scaled_width(const jpeg_decompress_struct& cinfo) { return cinfo.min_DCT_h_scaled_size; }
+#else
+int dct_scaled_width(const jpeg_component_info& c) { return c.DCT_scaled_size; }
+int min_dct_scaled_width(const jpeg_decompress_struct& cinfo) { return cinfo.min_DCT_scaled_size; }
+#endif
 
 Verdict run_decode(Session& s, const DecodeJob& job, Header& h) {
   if (setjmp(s.err.jump)) {
@@ -114,7 +124,7 @@ Verdict run_decode(Session& s, const DecodeJob& job, Header& h) {
   jpeg_mem_src(&cinfo, s.data, static_cast<unsigned long>(s.size));
   jpeg_read_header(&cinfo, TRUE);
   fill_header(cinfo, h);
-  const Verdict verdict = check(h, job);
+  const Verdict verdict = check_kind(h, job);
   if (verdict != Verdict::kOk) {
     jpeg_destroy_decompress(&cinfo);
     return verdict;
@@ -129,20 +139,34 @@ Verdict run_decode(Session& s, const DecodeJob& job, Header& h) {
   }
   cinfo.dct_method = JDCT_ISLOW;
   cinfo.do_fancy_upsampling = TRUE;
+  cinfo.scale_num = static_cast<unsigned int>(job.scale);
+  cinfo.scale_denom = kScaleDenom;
+  jpeg_calc_output_dimensions(&cinfo);  // the scaled size and each component's scaled DCT size
+  const Window& w = job.window;
+  if (!inside(w, cinfo.output_height, cinfo.output_width)) {
+    h.height = cinfo.output_height;  // the caller names the scaled image the window is outside of
+    h.width = cinfo.output_width;
+    jpeg_destroy_decompress(&cinfo);
+    return Verdict::kWindowOutside;
+  }
   jpeg_start_decompress(&cinfo);
 
-  const Window& w = job.window;
   const JDIMENSION image_width = cinfo.output_width;
   // jpeg_crop_scanline makes the columns it keeps an image of their own, and the fancy
   // horizontal upsampling (h2v1, h2v2) treats that image's first and last column as image edges:
   // those pixels come out different from a full decode (libjpeg.txt, "Partial image
   // decompression"). The filter reads one chroma sample each side, so one iMCU column of margin
-  // each side (kept only where the image goes on) makes every pixel of the window exact.
+  // each side (kept only where the image goes on) makes every pixel of the window exact. A reduced
+  // decode may need no upsampling: libjpeg-turbo scales subsampled chroma up in its inverse DCT
+  // where it can (4:2:0 at M <= 4), so a component is upsampled only where its scaled block is
+  // narrower than the iMCU's share of it.
+  const int64_t imcu_width = static_cast<int64_t>(cinfo.max_h_samp_factor) * min_dct_scaled_width(cinfo);
   bool h_upsampled = false;
   for (int c = 0; c < cinfo.num_components; ++c) {
-    h_upsampled = h_upsampled || cinfo.comp_info[c].h_samp_factor != cinfo.max_h_samp_factor;
+    const jpeg_component_info& comp = cinfo.comp_info[c];
+    h_upsampled = h_upsampled || static_cast<int64_t>(comp.h_samp_factor) * dct_scaled_width(comp) != imcu_width;
   }
-  const int64_t margin = h_upsampled ? static_cast<int64_t>(cinfo.max_h_samp_factor) * DCTSIZE : 0;
+  const int64_t margin = h_upsampled ? imcu_width : 0;
   const int64_t x0 = std::max<int64_t>(0, w.left - margin);
   const int64_t x1 = std::min<int64_t>(image_width, w.left + w.width + margin);
   JDIMENSION crop_x = static_cast<JDIMENSION>(x0), crop_w = static_cast<JDIMENSION>(x1 - x0);
@@ -223,19 +247,24 @@ Header read_header(const uint8_t* data, size_t size) {
 }
 
 std::vector<std::string> decode(const uint8_t* data, size_t size, const Window& window, Mode mode, const Output& out,
-                                bool strict) {
+                                bool strict, int scale) {
+  if (scale < 1 || scale > kScaleDenom) {
+    throw ArgumentError("scale: expected M of a scale M/8 in 1..8, got " + std::to_string(scale));
+  }
   Session s;
   start(s, data, size, strict);
   Header h;
-  switch (run_decode(s, DecodeJob{window, mode, out}, h)) {
+  switch (run_decode(s, DecodeJob{window, mode, out, scale}, h)) {
     case Verdict::kOk:
       break;
     case Verdict::kFailed:
       throw JpegError(failure(s, "corrupt JPEG"), s.failed_at);
     case Verdict::kStalled:
       throw JpegError("libjpeg stopped returning rows", -1);
-    case Verdict::kWindowOutside:
-      throw ArgumentError(window_outside(window, h.height, h.width));
+    case Verdict::kWindowOutside:  // h holds the scaled size
+      throw ArgumentError(
+          window_outside(window, h.height, h.width) +
+          (scale != kScaleDenom ? " (the image decoded at scale " + std::to_string(scale) + "/8)" : ""));
     case Verdict::kNoDecoding:
       throw ArgumentError(std::string("a ") + color_space_name(h.color_space) + " JPEG (" +
                           std::to_string(h.components) +

@@ -7,6 +7,11 @@
 // bits as a full decode cropped afterwards. DCT: JDCT_ISLOW; upsampling: libjpeg's default
 // "fancy" (triangular) filter, as Pillow and torchvision decode.
 //
+// With `scale` M < 8 (libjpeg-turbo's scale_num / scale_denom = M / 8) the image is decoded at M/8 of
+// its size by a reduced inverse DCT (fewer output pixels per 8x8 block; entropy decoding is not
+// reduced), and the window is in that scaled image's pixels (scaled_extent): the same bits as
+// libjpeg-turbo's own scaled decode of the whole image, cropped.
+//
 // libjpeg's fatal errors never exit(): they longjmp back into decode.cpp and become a JpegError.
 // Its warnings (corrupt data it recovered from) are returned as text.
 #pragma once
@@ -38,6 +43,12 @@ struct Header {
   int imcu_width = 0, imcu_height = 0;                     // pixels of one iMCU
 };
 
+// libjpeg-turbo's scale_denom for a reduced decode: scales are M / 8, M in 1..8.
+constexpr int kScaleDenom = 8;
+
+// The size of an n-pixel axis decoded at scale M / 8 (libjpeg-turbo's jdiv_round_up(n * M, 8)).
+inline int64_t scaled_extent(int64_t n, int scale) { return (n * scale + kScaleDenom - 1) / kScaleDenom; }
+
 struct Window {
   int64_t top, left, height, width;
 };
@@ -67,12 +78,13 @@ class ArgumentError : public std::invalid_argument {
 
 Header read_header(const uint8_t* data, size_t size);
 
-// Decodes `window` of the image into out ([mode_channels(mode), window.height, window.width]).
+// Decodes `window` of the image (at scale / 8 of its size: the window is in the scaled image's pixels)
+// into out ([mode_channels(mode), window.height, window.width]).
 // Returns libjpeg's warnings (corrupt data recovered from), at most kMaxWarnings of them, plus a
 // line counting the rest; with `strict`, the first warning is a JpegError instead. Throws
 // JpegError / ArgumentError. Thread-safe; holds no global state.
 std::vector<std::string> decode(const uint8_t* data, size_t size, const Window& window, Mode mode, const Output& out,
-                                bool strict);
+                                bool strict, int scale = kScaleDenom);
 
 constexpr int kMaxWarnings = 4;
 

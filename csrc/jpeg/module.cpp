@@ -63,8 +63,8 @@ PYBIND11_MODULE(_jpeg, m) {
 
   m.def(
       "decode_into",
-      [](const py::buffer& data, const py::buffer& out, int64_t top, int64_t left, const std::string& mode,
-         bool strict) {
+      [](const py::buffer& data, const py::buffer& out, int64_t top, int64_t left, const std::string& mode, bool strict,
+         int scale) {
         py::buffer_info in = jp::input_bytes(data);
         const jp::Mode m = jp::parse_mode(mode);
         const jp::OutputArg o = jp::output_arg(out, jp::mode_channels(m), mode);
@@ -75,7 +75,7 @@ PYBIND11_MODULE(_jpeg, m) {
           py::gil_scoped_release no_gil;
           try {
             warnings = jp::decode(static_cast<const uint8_t*>(in.ptr), static_cast<size_t>(in.size), window, m, target,
-                                  strict);
+                                  strict, scale);
           } catch (const jp::JpegError& e) {
             throw py::value_error(e.what());
           } catch (const jp::ArgumentError& e) {
@@ -85,8 +85,10 @@ PYBIND11_MODULE(_jpeg, m) {
         return warnings;
       },
       py::arg("data"), py::arg("out"), py::arg("top"), py::arg("left"), py::arg("mode"), py::arg("strict"),
+      py::arg("scale") = jp::kScaleDenom,
       "Decodes the window (top, left, out's height, out's width) into out ([C, H, W] strides, any order) without "
-      "the GIL; returns libjpeg's warnings. Corrupt data and bad windows raise ValueError.");
+      "the GIL, of the image at scale/8 of its size (8: full); returns libjpeg's warnings. Corrupt data and bad "
+      "windows raise ValueError.");
 
   bind_packed(m);
 }

@@ -121,20 +121,20 @@ void bind_packed(py::module_& m) {
   m.def(
       "decode_record_into",
       [](const py::buffer& record, uint32_t checksum, const py::buffer& out, int64_t top, int64_t left,
-         const std::string& mode, bool strict, bool verify) {
+         const std::string& mode, bool strict, bool verify, int scale) {
         py::buffer_info in = jp::input_bytes(record);
         const jp::Mode md = jp::parse_mode(mode);
         jp::OutputArg o = jp::output_arg(out, jp::mode_channels(md), mode);
         const jp::Window w{top, left, o.height, o.width};
         return without_gil([&] {
           return jp::decode_record_window(static_cast<const uint8_t*>(in.ptr), in.size, checksum, w, md, o.out, strict,
-                                          verify);
+                                          verify, scale);
         });
       },
       py::arg("record"), py::arg("checksum"), py::arg("out"), py::arg("top"), py::arg("left"), py::arg("mode"),
-      py::arg("strict"), py::arg("verify") = true,
-      "Decodes the window (top, left, out's height and width) of a JPEG record into out from the restart intervals "
-      "covering it; returns libjpeg's warnings.");
+      py::arg("strict"), py::arg("verify") = true, py::arg("scale") = jp::kScaleDenom,
+      "Decodes the window (top, left, out's height and width) of a JPEG record, at scale/8 of its size (8: full), "
+      "into out from the restart intervals covering it; returns libjpeg's warnings.");
 
   m.def(
       "read_raw_into",

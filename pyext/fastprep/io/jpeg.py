@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from fastprep.io.files import read_file
+from fastprep.io.jpeg_scale import check_scale, scaled_size
 from fastprep.ops.checks import has_internal_overlap
 from fastprep.ops.color import rgb_to_ycbcr
 
@@ -190,7 +191,7 @@ def ycbcr_in_layout(rgb: torch.Tensor, layout: str, out: torch.Tensor | None = N
 
 def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mode: str = "RGB",
                 layout: str = "CHW", out: torch.Tensor | None = None, strict: bool = False,
-                name: str | None = None) -> torch.Tensor:
+                name: str | None = None, scale: int = 8) -> torch.Tensor:
     """Decode a JPEG (or a window of it) into a uint8 tensor, without the GIL.
 
     Same bits as Pillow's ``Image.open(f).convert("RGB")`` (both run libjpeg-turbo with its
@@ -220,6 +221,9 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
         strict: raise ValueError on the corrupt data libjpeg would recover from, instead of a
             :class:`CorruptJpegWarning`.
         name: what to call the data in errors (default: the path, if one was given).
+        scale: M of libjpeg-turbo's reduced decode at M/8 of the image's size (8: full size, the
+            default); `crop` is then in the scaled image's pixels (fastprep.io.jpeg_scale.scaled_size).
+            The same bits as libjpeg-turbo's (Pillow's ``draft``) scaled decode of the whole image.
 
     Returns:
         uint8 tensor [C, height, width] (CHW) or [height, width, C] (HWC); `out` if given.
@@ -243,19 +247,20 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
     if MAX_IMAGE_PIXELS is not None and header.height * header.width > MAX_IMAGE_PIXELS:
         raise ValueError(f"{who}: {where}{header.height}x{header.width} pixels is over "
                          f"fastprep.io.jpeg.MAX_IMAGE_PIXELS ({MAX_IMAGE_PIXELS}): a decompression bomb?")
-    top, left, height, width = check_crop(who, crop, header.height, header.width, where)
+    scaled = scaled_size(header.height, header.width, check_scale(who, scale))
+    top, left, height, width = check_crop(who, crop, *scaled, where if scale == 8 else f"{where}at scale {scale}/8: ")
     channels = 1 if mode == "GRAY" else 3
     shape = (channels, height, width) if layout == "CHW" else (height, width, channels)
     if out is not None:
         check_out(who, out, shape, layout)
     if mode == "YCbCr" and header.color_space == "RGB":
-        return ycbcr_in_layout(decode_jpeg(buf, crop=crop, mode="RGB", layout=layout, strict=strict, name=name),
-                               layout, out)
+        return ycbcr_in_layout(decode_jpeg(buf, crop=crop, mode="RGB", layout=layout, strict=strict, name=name,
+                                           scale=scale), layout, out)
     if out is None:
         out = torch.empty(shape, dtype=torch.uint8)
     planes = out if layout == "CHW" else out.permute(2, 0, 1)
     try:
-        notes = mod.decode_into(buf, planes.numpy(), top, left, mode, strict)
+        notes = mod.decode_into(buf, planes.numpy(), top, left, mode, strict, scale)
     except ValueError as exc:
         raise ValueError(f"{who}: {where}{exc}") from None
     if notes:

@@ -45,11 +45,14 @@ class JpegFile(WindowedImage):
     def width(self) -> int:
         return self.header.width
 
+    scaled_decode = True  # decode(scale=M) takes libjpeg-turbo's M/8 scales (fastprep.io.jpeg_scale)
+
     def decode(self, crop: tuple[int, int, int, int] | None = None, *, layout: str | None = None,
-               out: torch.Tensor | None = None) -> torch.Tensor:
-        """The image, or its window `crop` = (top, left, height, width), as a uint8 tensor."""
+               out: torch.Tensor | None = None, scale: int = 8) -> torch.Tensor:
+        """The image, or its window `crop` = (top, left, height, width), as a uint8 tensor; with
+        `scale` M < 8, of the image decoded at M/8 of its size (decode_jpeg's `scale`)."""
         return decode_jpeg(self.data, crop=crop, mode=self.mode, layout=layout or self.layout, out=out,
-                           strict=self.strict, name=self.name)
+                           strict=self.strict, name=self.name, scale=scale)
 
     def cut(self, crop: tuple[int, int, int, int] | None = None) -> WindowCut:
         """The window `crop` for a device decoder (``Loader(decode_on=...)``, :func:`decode_window_batch`):

@@ -13,6 +13,7 @@ import torch
 
 from fastprep.io import shards as fmt
 from fastprep.io.jpeg import LAYOUTS, CorruptJpegWarning, check_crop, check_out, native, ycbcr_in_layout
+from fastprep.io.jpeg_scale import check_scale, scaled_size
 from fastprep.io.windowed import WindowedImage
 
 
@@ -76,29 +77,33 @@ class PackedJpeg(PackedImage):
     (the bits of a full decode, cropped); :meth:`cut` gives the window's small JPEG for a GPU decoder."""
 
     __slots__ = ()
+    scaled_decode = True  # decode(scale=M) takes libjpeg-turbo's M/8 scales (fastprep.io.jpeg_scale)
 
     def decode(self, crop: tuple[int, int, int, int] | None = None, *, layout: str | None = None,
-               out: torch.Tensor | None = None) -> torch.Tensor:
-        """The image, or its window `crop` = (top, left, height, width), as a uint8 tensor."""
+               out: torch.Tensor | None = None, scale: int = 8) -> torch.Tensor:
+        """The image, or its window `crop` = (top, left, height, width), as a uint8 tensor; with
+        `scale` M < 8, of the image decoded at M/8 of its size (`crop` in its pixels), from the
+        intervals holding the blocks of the window: decode_jpeg's scaled decode's bits."""
         who = "PackedJpeg.decode"
         layout = layout or self.layout
         if layout not in LAYOUTS:
             raise ValueError(f"{who}: expected layout to be one of {LAYOUTS}, got {layout!r}")
-        top, left, h, w = check_crop(who, crop, self.height, self.width)
+        scaled = scaled_size(self.height, self.width, check_scale(who, scale))
+        top, left, h, w = check_crop(who, crop, *scaled, "" if scale == 8 else f"at scale {scale}/8: ")
         mode = self.mode
         if mode == "YCbCr" and self.color == fmt.COLORS["RGB"]:  # an RGB-coded JPEG, as decode_jpeg does it
             if out is not None:
                 self._output(who, (h, w), 3, layout, out)
-            return ycbcr_in_layout(self._decode(who, top, left, h, w, "RGB", layout, None), layout, out)
-        return self._decode(who, top, left, h, w, mode, layout, out)
+            return ycbcr_in_layout(self._decode(who, top, left, h, w, "RGB", layout, None, scale), layout, out)
+        return self._decode(who, top, left, h, w, mode, layout, out, scale)
 
     def _decode(self, who: str, top: int, left: int, h: int, w: int, mode: str, layout: str,
-                out: torch.Tensor | None) -> torch.Tensor:
+                out: torch.Tensor | None, scale: int = 8) -> torch.Tensor:
         out = self._output(who, (h, w), 1 if mode == "GRAY" else 3, layout, out)
         planes = out if layout == "CHW" else out.permute(2, 0, 1)
         try:
             notes = native(who).decode_record_into(self.record, self.checksum, planes.numpy(), top, left, mode,
-                                                   self.strict, self.verify)
+                                                   self.strict, self.verify, scale)
         except ValueError as exc:
             raise self._corrupt(who, exc) from None
         if notes:

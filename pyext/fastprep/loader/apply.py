@@ -85,15 +85,16 @@ class ChunkRunner:
             self._write(job, a + j, keys[j], sample)
 
     def _fused(self, job: BatchJob, a: int, keys: list[int], raws: list[Any], draws: np.ndarray,
-               drawn: list[int]) -> set[int]:
+               drawn: list[int]) -> range | set[int]:
         """The items the group's op takes, straight into the slot's image rows: one call per run
-        of them. An item whose loading drew seeds goes item by item (its draws start later)."""
+        of them; their positions (every item: a range). An item whose loading drew seeds goes item
+        by item (its draws start later)."""
         staged = self._staged(keys, raws, drawn)
         try:
             runs = self.group.batch(staged, draws)
         except Exception as exc:
             raise SampleError(keys[0], "transform", self.key) from exc
-        done = set()
+        done: list[int] = []
         for run in runs:
             j0, n = run.start, len(run)
             try:
@@ -106,12 +107,12 @@ class ChunkRunner:
                 raise  # the layout's own message names both samples
             except Exception as exc:
                 raise SampleError(keys[j0], "batching", self.key) from exc
-            done.update(range(j0, j0 + n))
-        return done
+            done.extend(range(j0, j0 + n))
+        return range(len(keys)) if len(done) == len(keys) else set(done)
 
     def _staged(self, keys: list[int], raws: list[Any], drawn: list[int]) -> list[Any]:
         """The items handed to the group's batch path (an item whose loading drew seeds is left out)."""
-        return [r if not d else _SKIP for r, d in zip(raws, drawn)]
+        return raws if not any(drawn) else [r if not d else _SKIP for r, d in zip(raws, drawn)]
 
     def _write_run(self, job: BatchJob, j: int, key: int, run: Any) -> None:
         """The op on a run of samples, straight into rows j, j + 1, ... of the slot's images."""

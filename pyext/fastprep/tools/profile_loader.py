@@ -4,7 +4,8 @@ time (robust on a shared machine): ``python -m fastprep.tools.profile_loader [ba
 One Loader chunk (the seed workload: RandomCrop -> RandomDilatedMask -> RGBToYCbCr over the bench's
 1024^2 numpy sources) is run in this thread, as a worker runs it, with its stages timed: with the op
 skipped (the Python alone, caches warm), then with the op, beside the same op called by hand with
-the same draws (the plan's own runs, replayed into a batch-sized output)."""
+the same draws (the plan's own runs, replayed into a batch-sized output); the stages are timed in
+both rounds: beside the op, the Python finds its data out of cache."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ STAGES = (("fastprep.loader.apply", None, "item_seeds", "item_seeds"),
           ("fastprep.loader.apply", None, "seeded_draws", "seeded_draws"),
           ("fastprep.loader.apply", "ChunkRunner", "_load_all", "loading the items under their streams"),
           ("fastprep.transforms.group", "FusedGroup", "batch", "window fold (FusedGroup.batch)"),
-          ("fastprep.loader.apply", "ChunkRunner", "_write_run", "the op's call (its work skipped)"),
+          ("fastprep.loader.apply", "ChunkRunner", "_write_run", "the op's call (ChunkRunner._write_run)"),
           ("fastprep.slots", "BatchJob", "write_rest", "writing the labels"),
           ("fastprep.loader.apply", "ChunkRunner", "__call__", "the chunk, in all"),
           ("fastprep.slots", "BatchJob", "batch", "hand-off: BatchJob.batch (consumer's thread)"))
@@ -53,8 +54,9 @@ def _timed(spent: Counter) -> Iterator[None]:
 
 
 def profile(batch_size: int = 256, batches: int = 20, repeat: int = 7) -> dict[str, float]:
-    """us per sample of each stage (best of `repeat` rounds of `batches` chunks), with the op skipped;
-    then "op by hand", "op in the Loader" and "chunk with the op" (+ hand-off), with it."""
+    """us per sample of each stage (best of `repeat` rounds of `batches` chunks) and of a whole round,
+    with the op skipped (the Python alone, caches warm); the same, f"{stage}, beside the op", with
+    it (caches emptied by the op's 50 MB a batch); "op by hand", "op in the Loader"."""
     import fastprep  # noqa: PLC0415
     from fastprep import slots  # noqa: PLC0415
     from fastprep.loader import apply  # noqa: PLC0415
@@ -65,7 +67,7 @@ def profile(batch_size: int = 256, batches: int = 20, repeat: int = 7) -> dict[s
     plan = fastprep.Loader(dataset, batch_size, transform=bench.fused_compose(), seed=0).plan
     runner, ring = apply.ChunkRunner(dataset, plan, 0, 0, False, False), slots.SlotRing(2, batch_size, pin=False)
     fusion, op = plan.fused.fusion, plan.fused.fusion.run
-    replay, in_op = [], Counter()
+    replay, spent = [], Counter()
 
     def chunk(k: int) -> None:
         job = runner.job_type(list(range(k * batch_size % n, k * batch_size % n + batch_size)), ring, None)
@@ -75,14 +77,14 @@ def profile(batch_size: int = 256, batches: int = 20, repeat: int = 7) -> dict[s
         job.wait()
         job.batch().release()
 
-    def rounds(fn: Any, spent: Counter) -> dict[str, float]:
+    def rounds(fn: Any) -> dict[str, float]:
         best: dict[str, float] = {}
         for _ in range(repeat):
             spent.clear()
             t0 = time.thread_time()
             for k in range(batches):
                 fn(k)
-            spent["all"] = time.thread_time() - t0
+            spent[ROUND] = time.thread_time() - t0
             for key, s in spent.items():
                 best[key] = min(best.get(key, float("inf")), 1e6 * s / (batches * batch_size))
         return best
@@ -90,33 +92,34 @@ def profile(batch_size: int = 256, batches: int = 20, repeat: int = 7) -> dict[s
     def keep(group: Any, run: Any, out: torch.Tensor) -> None:
         t0 = time.thread_time()
         op(group, run, out)
-        in_op["op"] += time.thread_time() - t0
+        spent[IN_LOADER] += time.thread_time() - t0
         replay[:] = [*replay[-7:], (group, run)]
 
-    out, spent = {}, Counter()
-    object.__setattr__(fusion, "run", lambda group, run, rows: None)
+    result = {}
     try:
-        for k in range(4):
-            chunk(k)
-        with _timed(spent):
-            out.update(rounds(chunk, spent))
-        out.pop("all")
-        object.__setattr__(fusion, "run", keep)
-        for k in range(8):
-            chunk(k)
-        with_op = rounds(chunk, in_op)
+        for run, suffix in ((lambda group, run, rows: None, ""), (keep, BESIDE)):
+            object.__setattr__(fusion, "run", run)
+            for k in range(8):
+                chunk(k)
+            with _timed(spent):
+                result.update({f"{key}{suffix if key != IN_LOADER else ''}": us for key, us in rounds(chunk).items()})
     finally:
         object.__setattr__(fusion, "run", op)
     rows = torch.empty(batch_size, 3, pipelines.CROP, pipelines.CROP, dtype=torch.uint8)
-    by_hand = rounds(lambda k: op(*replay[k % len(replay)], rows), Counter())
-    out.update({"op by hand (the same draws)": by_hand["all"], "op in the Loader": with_op["op"],
-                "chunk with the op, and the hand-off": with_op["all"]})
-    return out
+    result[BY_HAND] = rounds(lambda k: op(*replay[k % len(replay)], rows))[ROUND]
+    return result
+
+
+ROUND, BESIDE = "a round in all (job, chunk, wait, hand-off)", ", beside the op"
+BY_HAND, IN_LOADER = "op by hand (the same draws)", "op in the Loader"
 
 
 if __name__ == "__main__":
     result = profile(int(sys.argv[1]) if len(sys.argv) > 1 else 256)
-    for what, us in result.items():
-        print(f"{what:<50}{us:7.2f} us/sample")
-    hand, loader = result["op by hand (the same draws)"], result["chunk with the op, and the hand-off"]
-    print(f"{'the Loader around the op':<50}{loader - hand:7.2f} us/sample: op by hand / Loader {hand / loader:.1%}")
+    print(f"{'us per sample':<50}{'op skipped':>12}{'beside the op':>15}  (skipped: the op's work, not its call)")
+    for *_, label in (*STAGES, (ROUND,)):
+        print(f"{label:<50}{result[label]:12.2f}{result[label + BESIDE]:15.2f}")
+    hand, loader = result[BY_HAND], result[ROUND + BESIDE]
+    print(f"{BY_HAND:<50}{hand:27.2f}\n{IN_LOADER:<50}{result[IN_LOADER]:27.2f}")
+    print(f"the Loader around the op (round - op by hand): {loader - hand:.2f} us/sample; op by hand / round "
+          f"{hand / loader:.1%}")

@@ -29,9 +29,11 @@ class Geometry:
     the same code for both."""
 
     def __init__(self, H: Any, W: Any):
-        self.top, self.left, self.height, self.width = H * 0, W * 0, H, W
-        self.hflip = self.vflip = H < 0
-        self.fits = H >= 0
+        # A field no step has moved yet is one value for every sample (False: no flip, whose
+        # arithmetic crop skips): a chunk's fold makes only the arrays its steps need.
+        self.top, self.left, self.height, self.width = 0, 0, H, W
+        self.hflip = self.vflip = False
+        self.fits = True
         self.resized = False  # whether a step resized (every sample alike)
         self.resized_height, self.resized_width, self.out_top, self.out_left = 0, 0, 0, 0  # 0: not resized
         self.out_height, self.out_width = H, W
@@ -49,8 +51,10 @@ class Geometry:
         from the bottom when flipped vertically, its columns from the right when flipped horizontally."""
         self.fits = self.fits & (top >= 0) & (left >= 0) & (top + height <= self.out_height) & \
             (left + width <= self.out_width)
-        top = top + (self.out_height - 2 * top - height) * self.vflip
-        left = left + (self.out_width - 2 * left - width) * self.hflip
+        if self.vflip is not False:
+            top = top + (self.out_height - 2 * top - height) * self.vflip
+        if self.hflip is not False:
+            left = left + (self.out_width - 2 * left - width) * self.hflip
         if self.resized:
             self.out_top, self.out_left = self.out_top + top, self.out_left + left
         else:
@@ -91,18 +95,22 @@ class FusedRun:
     def __init__(self, start: int, layout: str, images: list[Item | None], raws: list[Any],
                  sources: list[torch.Tensor | None], read: tuple[list[int], list[int], list[int], list[int]],
                  flips: tuple[list[bool], list[bool]], place: tuple[list[int], list[int], list[int], list[int]],
-                 seeds: dict[str, list[int]], out_size: tuple[int, int]):
+                 seeds: dict[str, list[int]], out_size: tuple[int, int], reduced: bool = False):
         self.start, self.layout, self.images, self.raws, self.sources = start, layout, images, raws, sources
         self.tops, self.lefts, self.heights, self.widths = read
         (self.hflips, self.vflips), self.place, self.seeds = flips, place, seeds
-        one = len(set(self.heights)) == 1 and len(set(self.widths)) == 1
-        self.size = (self.heights[0], self.widths[0]) if one else None
         self.out_size = out_size
         for k, src in enumerate(sources):
             if src is None:  # a PIL image or WindowedImage: only its window is read (or decoded)
                 top, left = self.tops[k], self.lefts[k]
-                sources[k] = read_region(images[k], top, top + self.heights[k], left, left + self.widths[k])
+                # reduced (decode="reduced"): a JPEG window read at a scale no smaller than its resize
+                at_least = (place[0][k], place[1][k]) if reduced and place[0][k] else None
+                sources[k] = read_region(images[k], top, top + self.heights[k], left, left + self.widths[k], at_least)
                 self.tops[k] = self.lefts[k] = 0
+                if at_least is not None and isinstance(sources[k], torch.Tensor):  # a scaled read: its HWC size
+                    self.heights[k], self.widths[k] = sources[k].shape[0], sources[k].shape[1]
+        one = len(set(self.heights)) == 1 and len(set(self.widths)) == 1
+        self.size = (self.heights[0], self.widths[0]) if one else None
 
     def __len__(self) -> int:
         return len(self.sources)

@@ -4,6 +4,8 @@ runs of a chunk (fastprep.Loader)."""
 
 from __future__ import annotations
 
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -33,10 +35,13 @@ class FusedGroup:
         self.folds = [(FOLDS[s.fusion_role], s, _index(self.random, s)) for s in steps if s.fusion_role in FOLDS]
         self.seed_roles = [(s.fusion_role, k) for k, s in enumerate(self.random)]
         self.out_dtype = fusion.out_dtype(self)
+        resize = self.roles.get("resized_crop") or self.roles.get("resize")
+        self.reduced = getattr(resize, "decode", "exact") == "reduced"  # JPEG windows read at a reduced scale
         self.unfused = unfused  # the steps one by one: what a sample the op does not take runs
         # Every draw comes from the sample's stream (no step has a generator of its own): a chunk's
         # draws can be made for all its samples at once, and replayed.
         self.vectorised = all(s.generator is None for s in self.random)
+        self._plain_kind: tuple | None = None  # the last chunk _plain_arrays took whole: its item types...
 
     def takes(self, item: Item, t: torch.Tensor | None = None) -> bool:
         """Whether the op takes this image (its pixels `t`, when read already)."""
@@ -106,7 +111,8 @@ class FusedGroup:
         """The op on one sample into a fresh [1, 3, h, w] output."""
         run = FusedRun(0, layout, [item], [sample], [t], ([g.top], [g.left], [g.height], [g.width]),
                        ([g.hflip], [g.vflip]), ([g.resized_height], [g.resized_width], [g.out_top], [g.out_left]),
-                       {role: [seeds[k]] for role, k in self.seed_roles}, (g.out_height, g.out_width))
+                       {role: [seeds[k]] for role, k in self.seed_roles}, (g.out_height, g.out_width),
+                       self.reduced)
         out = torch.empty(1, 3, *run.out_size, dtype=self.out_dtype)
         self.fusion.run(self, run, out)
         return out
@@ -127,7 +133,94 @@ class FusedGroup:
         """The runs of consecutive items of a chunk the op takes, their parameters drawn at once:
         `draws` holds each item's seeds (seeded_draws of its item seed, one column per random
         step). Items it does not take (another structure, dtype or size, a crop that does not fit)
-        are left out: run them one by one through the plan, under the same seeds."""
+        are left out: run them one by one through the plan, under the same seeds. Array operations
+        over the chunk, a Python step per run (the common chunk, numpy images alike: one run)."""
+        found = self._plain_arrays(raws) or self._loader_images(raws)
+        if found is None:
+            return []
+        index, images, sources, layouts, sizes = found
+        n = len(sources)
+        chosen = draws if index is None else draws[index]
+        g = self.geometry([chosen[:, k].view(np.uint64) for k in range(chosen.shape[1])], sizes[:, 0], sizes[:, 1])
+        keep = None if np.all(g.fits) else np.flatnonzero(np.broadcast_to(g.fits, n))
+        if keep is not None and not len(keep):
+            return []
+        picked = np.arange(n) if index is None else index
+        picked = picked if keep is None else picked[keep]
+        m = len(picked)
+
+        def column(v: Any) -> np.ndarray | None:
+            """The kept samples' values of a Geometry field (None: one value for all)."""
+            if type(v) is not np.ndarray or not v.ndim:
+                return None
+            return v if keep is None else v[keep]
+
+        def values(v: Any) -> list:
+            kept = column(v)
+            return [np.asarray(v).item()] * m if kept is None else kept.tolist()
+
+        ends = np.diff(picked) != 1  # cut where items stop being consecutive, change layout or output size
+        for v in (g.out_height, g.out_width, None if type(layouts) is str else np.array(layouts)):
+            kept = column(v)
+            if kept is not None:
+                ends |= kept[1:] != kept[:-1]
+        cuts = [0, *(np.flatnonzero(ends) + 1).tolist(), m]
+        tops, lefts, heights, widths, hflips, vflips, rh, rw, ot, ol, oh, ow = map(values, (
+            g.top, g.left, g.height, g.width, g.hflip, g.vflip, g.resized_height, g.resized_width, g.out_top,
+            g.out_left, g.out_height, g.out_width))
+        by_role = [(role, (chosen[:, k] if keep is None else chosen[keep, k]).tolist()) for role, k in self.seed_roles]
+        if keep is not None:
+            images, sources = [images[i] for i in keep], [sources[i] for i in keep]
+            layouts = layouts if type(layouts) is str else [layouts[i] for i in keep]
+        starts = picked[cuts[:-1]].tolist()
+        runs = []
+        for a, b, start in zip(cuts, cuts[1:], starts):
+            cut = slice(a, b)
+            runs.append(FusedRun(start, layouts if type(layouts) is str else layouts[a], images[cut],
+                                 raws[start:start + b - a], sources[cut], (tops[cut], lefts[cut], heights[cut],
+                                                                           widths[cut]),
+                                 (hflips[cut], vflips[cut]), (rh[cut], rw[cut], ot[cut], ol[cut]),
+                                 {role: v[cut] for role, v in by_role}, (oh[a], ow[a]), self.reduced))
+        return runs
+
+    def _plain_arrays(self, raws: list[Any]) -> tuple | None:
+        """The common chunk without looking at each item: numpy HWC images alone, or each first in
+        a flat tuple or list of the same types as the first item's, of one dtype and channel count
+        the op takes (what loader_image decides for the first decides for all). None: the item by
+        item path (_loader_images) decides. (index: None, every item; images; sources; layout; sizes)."""
+        first = raws[0] if raws else None
+        if set(map(type, raws)) != {type(first)}:
+            return None  # includes _SKIP, an item to leave alone
+        if type(first) in (tuple, list) and first and type(first[0]) is np.ndarray:
+            if set(map(len, raws)) != {len(first)}:
+                return None
+            fields = list(zip(*raws))
+            if any(set(map(type, field)) != {type(first[k])} for k, field in enumerate(fields)):
+                return None
+            arrays, types = fields[0], (type(first), *map(type, first))
+        elif type(first) is np.ndarray:
+            arrays, types = raws, (np.ndarray,)
+        else:
+            return None
+        dtype = arrays[0].dtype
+        if set(map(_DTYPE, arrays)) != {dtype} or set(map(_NDIM, arrays)) != {3}:
+            return None
+        n = len(arrays)
+        shapes = np.fromiter(chain.from_iterable(map(_SHAPE, arrays)), np.int64, 3 * n).reshape(n, 3)
+        if (shapes[:, 2] != shapes[0, 2]).any():
+            return None
+        # The structure analysis and the op's check, once for the first item; once per Loader for
+        # a dataset whose chunks are all alike (the answer is kept per types, dtype and channels).
+        chunk_kind = (types, dtype, int(shapes[0, 2]))
+        if chunk_kind != self._plain_kind:
+            if self.loader_image(first, None)[0] is None:
+                return None
+            self._plain_kind = chunk_kind
+        from_numpy = torch.from_numpy if all(map(_WRITEABLE, arrays)) else hwc_tensor
+        return None, [None] * n, list(map(from_numpy, arrays)), "HWC", shapes[:, :2]
+
+    def _loader_images(self, raws: list[Any]) -> tuple | None:
+        """_plain_arrays' tuple for any chunk, item by item (loader_image); None: the op takes none."""
         found, index = [], []
         kind = None
         for j, raw in enumerate(raws):
@@ -136,34 +229,10 @@ class FusedGroup:
                 found.append(image)
                 index.append(j)
         if not found:
-            return []
+            return None
         sizes = np.array([item.size() if t is None else hw(t, layout) for item, t, layout in found], dtype=np.int64)
-        chosen = draws[index]
-        g = self.geometry([chosen[:, k].view(np.uint64) for k in range(chosen.shape[1])], sizes[:, 0], sizes[:, 1])
-        keep = np.flatnonzero(np.broadcast_to(g.fits, len(found)))
-        if not len(keep):
-            return []
-
-        def column(v: Any) -> list:
-            return np.broadcast_to(v, len(found))[keep].tolist()
-
-        tops, lefts, heights, widths, hflips, vflips, rh, rw, ot, ol, oh, ow = map(column, (
-            g.top, g.left, g.height, g.width, g.hflip, g.vflip, g.resized_height, g.resized_width, g.out_top,
-            g.out_left, g.out_height, g.out_width))
-        by_role = [(role, chosen[keep, k].tolist()) for role, k in self.seed_roles]
-        picked, found = [index[i] for i in keep], [found[i] for i in keep]
-        runs, a = [], 0
-        for b in range(1, len(picked) + 1):  # cut where items stop being consecutive, change layout or output size
-            if b < len(picked) and picked[b] == picked[b - 1] + 1 and found[b][2] == found[a][2] and \
-                    (oh[b], ow[b]) == (oh[a], ow[a]):
-                continue
-            cut = slice(a, b)
-            runs.append(FusedRun(picked[a], found[a][2], [f[0] for f in found[cut]], [raws[j] for j in picked[cut]],
-                                 [f[1] for f in found[cut]], (tops[cut], lefts[cut], heights[cut], widths[cut]),
-                                 (hflips[cut], vflips[cut]), (rh[cut], rw[cut], ot[cut], ol[cut]),
-                                 {role: v[cut] for role, v in by_role}, (oh[a], ow[a])))
-            a = b
-        return runs
+        images, sources, layouts = (list(v) for v in zip(*found))
+        return np.array(index), images, sources, layouts[0] if len(set(layouts)) == 1 else layouts, sizes
 
     def loader_image(self, raw: Any, kind: Any) -> tuple[tuple | None, Any]:
         """(item or None, pixels or None, layout) of a loaded item's image when the batch path takes
@@ -213,3 +282,6 @@ def _index(steps: list, step: Any) -> int | None:
 def _loaded(raw: Any) -> bool:
     """An item the batch path may look at (a sentinel object marks items to leave alone)."""
     return type(raw) is not object
+
+
+_DTYPE, _NDIM, _SHAPE, _WRITEABLE = (attrgetter(a) for a in ("dtype", "ndim", "shape", "flags.writeable"))

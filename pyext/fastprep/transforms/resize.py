@@ -10,7 +10,7 @@ from fastprep.transforms.base import trunc_int, where
 from fastprep.transforms.geometry import GeometricTransform
 from fastprep.transforms.inputs import check_interpolation, check_layout, check_size, is_int
 from fastprep.transforms.sample import Item
-from fastprep.transforms.window import INTERPOLATIONS, Window, crop_dense, resize_region, tv_functional
+from fastprep.transforms.window import INTERPOLATIONS, Window, check_decode, crop_dense, resize_region, tv_functional
 
 
 class Resize(GeometricTransform):
@@ -32,6 +32,9 @@ class Resize(GeometricTransform):
         max_size: the longer edge's bound with an int size (or None size), as torchvision's.
         antialias: torchvision's default True (None: False, as torchvision's for tensors).
         layout: "CHW", or "HWC" for plain HWC tensors.
+        decode: "exact" (default) or "reduced": a JPEG image (a packed record, a JpegFile) that is
+            shrunk is decoded at the smallest of libjpeg-turbo's 1/8, 2/8, 4/8 scales that keeps it
+            at least the output size, then resized, as RandomResizedCrop's `decode`.
 
     Example:
         >>> Resize(256)(torch.zeros(3, 480, 640, dtype=torch.uint8)).shape
@@ -39,8 +42,9 @@ class Resize(GeometricTransform):
     """
 
     def __init__(self, size: Any, interpolation: Any = "bilinear", max_size: int | None = None,
-                 antialias: bool | None = True, layout: str = "CHW"):
+                 antialias: bool | None = True, layout: str = "CHW", decode: str = "exact"):
         super().__init__()
+        self.decode = check_decode("Resize", decode)
         if size is None:
             if not is_int(max_size):
                 raise ValueError(f"Resize: expected max_size to be an int when size is None, got {max_size!r}")
@@ -70,6 +74,7 @@ class Resize(GeometricTransform):
             args["max_size"] = self.max_size
         if not self.antialias:
             args["antialias"] = False
+        args |= {"decode": self.decode} if self.decode != "exact" else {}
         return args | ({"layout": self.layout} if self.layout != "CHW" else {})
 
     @property
@@ -99,7 +104,7 @@ class Resize(GeometricTransform):
         size = self.output_size(H, W)
         if not item.dense:
             return tv_functional().resize(item.value, size=list(size))
-        return item.wrap(resize_region(item, win, W, size, self.antialias, self.interpolation))
+        return item.wrap(resize_region(item, win, W, size, self.antialias, self.interpolation, self.decode))
 
 
 class CenterCrop(GeometricTransform):

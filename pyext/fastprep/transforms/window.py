@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastprep.io.jpeg_scale import DENOMINATOR, reduced_crop
 from fastprep.ops.crop import crop
 from fastprep.ops.resize import resized_crop
 from fastprep.transforms.inputs import hwc_tensor
@@ -76,16 +77,37 @@ def index_map(start: int, n: int, size: int, mode: str) -> torch.Tensor:
     return torch.where((q >= 0) & (q < size), q, -1)
 
 
-def read_region(item: Item, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+DECODES = ("exact", "reduced")
+"""How RandomResizedCrop and Resize read a JPEG window they shrink: "exact" (the full decode's
+pixels) or "reduced" (libjpeg-turbo's M/8 scaled decode, no smaller than the output: docs/resize.md)."""
+
+
+def check_decode(owner: str, decode: Any) -> str:
+    if decode not in DECODES:
+        raise ValueError(f"{owner}: expected decode to be one of {DECODES}, got {decode!r}")
+    return decode
+
+
+def read_region(item: Item, r0: int, r1: int, c0: int, c1: int,
+                at_least: tuple[int, int] | None = None) -> torch.Tensor:
     """Rows r0:r1, columns c0:c1 of a dense item, in its layout: a view of a tensor; for a PIL
     image, only that region is converted (Image.crop copies the box, not the image); for a
-    WindowedImage (a JpegFile, ...), only that region is decoded (the bits of the full decode's region)."""
+    WindowedImage (a JpegFile, ...), only that region is decoded (the bits of the full decode's region).
+
+    `at_least` (out_h, out_w), for a region about to be resized to that size: a JPEG that decodes
+    at reduced scales (``scaled_decode``) gives the region decoded at the smallest M/8 that keeps it
+    at least that size (fastprep.io.jpeg_scale.reduced_crop): fewer pixels, not the same ones."""
     if item.pil:
         return hwc_tensor(np.asarray(item.value.crop((c0, r0, c1, r1))))
     if item.lazy:
         if r1 <= r0 or c1 <= c0:  # an empty probe: the dtype and channels, nothing decoded
             return torch.empty(max(r1 - r0, 0), max(c1 - c0, 0), item.channels(), dtype=torch.uint8)
-        return item.value.decode((r0, c0, r1 - r0, c1 - c0), layout="HWC")
+        crop = (r0, c0, r1 - r0, c1 - c0)
+        if at_least is not None and getattr(type(item.value), "scaled_decode", False):
+            scale, scaled = reduced_crop(crop, item.value.height, item.value.width, at_least)
+            if scale != DENOMINATOR:
+                return item.value.decode(scaled, layout="HWC", scale=scale)
+        return item.value.decode(crop, layout="HWC")
     t = item.tensor()
     return t[..., r0:r1, c0:c1, :] if item.layout == "HWC" else t[..., r0:r1, c0:c1]
 
@@ -208,17 +230,19 @@ def resize_dense(x: torch.Tensor, size: tuple[int, int], kind: str, antialias: b
 
 
 def resize_region(item: Item, win: Window, W: int, size: tuple[int, int], antialias: bool,
-                  mode: str = "bilinear") -> torch.Tensor:
+                  mode: str = "bilinear", decode: str = "exact") -> torch.Tensor:
     """An in-image window of a dense item (of its image flipped first, when win.flip), resized to
     `size` as torchvision's resized_crop does (masks nearest), as a contiguous CHW tensor; only the
-    window is read (of a PIL image or WindowedImage too). The op where it gives torchvision's bits
-    (the window and its flip in one pass), else interpolate on the window."""
+    window is read (of a PIL image or WindowedImage too; `decode` "reduced": a JPEG's at a reduced
+    scale no smaller than `size`, read_region). The op where it gives torchvision's bits (the window
+    and its flip in one pass), else interpolate on the window."""
     w2 = win.unflipped(W)
-    region = read_region(item, w2.top, w2.top + w2.height, w2.left, w2.left + w2.width)
+    at_least = tuple(size) if decode == "reduced" and item.kind != "mask" else None
+    region = read_region(item, w2.top, w2.top + w2.height, w2.left, w2.left + w2.width, at_least)
     view = region.movedim(-1, -3) if item.layout == "HWC" else region
     if item.kind != "mask" and tuple(view.shape[-2:]) != tuple(size) and op_resizes(view, mode):
-        return resized_crop(region, 0, 0, w2.height, w2.width, size[0], size[1], item.layout, hflip=win.flip,
-                            antialias=antialias)
+        return resized_crop(region, 0, 0, view.shape[-2], view.shape[-1], size[0], size[1], item.layout,
+                            hflip=win.flip, antialias=antialias)
     view = view.flip(-1) if win.flip else view
     return resize_dense(view, size, item.kind, antialias, mode).contiguous()
 
