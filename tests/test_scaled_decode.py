@@ -7,6 +7,7 @@ the opt-in must give the same bits in the fused batch path as one sample at a ti
 what is not a JPEG, and refuse bad arguments by name."""
 
 import io
+import os
 
 import numpy as np
 import pytest
@@ -116,12 +117,21 @@ def _samples(batches):
     return [img.clone() for b in batches for img in b.data[0]]
 
 
+def _source(packed, kind, transform=None):
+    """The pack, or the files it was packed from as JpegFiles (ImageFolder(roi=True))."""
+    path = packed[0].path
+    if kind == "packed":
+        return fio.PackedDataset(path, transform=transform)
+    return fio.ImageFolder(os.path.join(os.path.dirname(path), "src"), roi=True, transform=transform)
+
+
+@pytest.mark.parametrize("kind", ["packed", "files"])
 @pytest.mark.parametrize("resize", [True, False], ids=["RandomResizedCrop", "Resize+CenterCrop"])
-def test_reduced_decode_batch_path_is_the_per_sample_path(packed, resize):
+def test_reduced_decode_batch_path_is_the_per_sample_path(packed, resize, kind):
     """The Loader's fused chunks read the same scaled windows as the steps one by one (SeedByIndex
     + DataLoader), the same bits on every run; and they are not the exact decode's."""
-    ds, _ = packed
-    ref = fio.PackedDataset(ds.path, transform=T.Compose(_pipeline("reduced", resize), fuse=False))
+    ds = _source(packed, kind)
+    ref = _source(packed, kind, T.Compose(_pipeline("reduced", resize), fuse=False))
     want = [img for b in DataLoader(T.SeedByIndex(ref, seed=5), batch_size=4, collate_fn=fastprep.compact_collate)
             for img in b[0]]
     runs = [_samples(fastprep.Loader(ds, 4, transform=T.Compose(_pipeline("reduced", resize)), seed=5, threads=2))
