@@ -19,7 +19,7 @@ import fastprep.io as fio
 from fastprep import transforms as T
 from fastprep.io.jpeg_scale import reduced_crop, scaled_size
 
-from jpeg_photos import encode, needs_decoder, photo, write_tree
+from jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree
 
 PIL = pytest.importorskip("PIL.Image")
 
@@ -59,6 +59,18 @@ def test_scaled_decode_is_libjpeg_turbos_scaled_decode_cropped(subsampling):
             for t, left, h, w in _windows(*whole.shape[1:], rng):
                 got = fio.decode_jpeg(data, crop=(t, left, h, w), scale=m, layout="HWC")
                 assert torch.equal(got.permute(2, 0, 1), whole[:, t:t + h, left:left + w]), (name, m, (t, left, h, w))
+
+
+@pytest.mark.one_backend
+def test_grey_progressive_and_every_mode_too():
+    rng = np.random.default_rng(2)
+    for data in (grey_jpeg(), grey_jpeg(progressive=True), photo_jpeg("coffee", "4:2:2", True, (301, 411))):
+        for mode in ("RGB", "YCbCr", "GRAY"):
+            for m in (2, 3, 4):
+                whole = fio.decode_jpeg(data, scale=m, mode=mode)
+                for t, left, h, w in _windows(*whole.shape[1:], rng, n=3):
+                    got = fio.decode_jpeg(data, crop=(t, left, h, w), scale=m, mode=mode)
+                    assert torch.equal(got, whole[:, t:t + h, left:left + w]), (mode, m, (t, left, h, w))
 
 
 @pytest.fixture(scope="module")
