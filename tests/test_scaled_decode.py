@@ -7,6 +7,7 @@ the opt-in must give the same bits in the fused batch path as one sample at a ti
 what is not a JPEG, and refuse bad arguments by name."""
 
 import io
+import os
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ import fastprep.io as fio
 from fastprep import transforms as T
 from fastprep.io.jpeg_scale import reduced_crop, scaled_size
 
-from jpeg_photos import encode, needs_decoder, photo, write_tree
+from jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree
 
 PIL = pytest.importorskip("PIL.Image")
 
@@ -58,6 +59,18 @@ def test_scaled_decode_is_libjpeg_turbos_scaled_decode_cropped(subsampling):
             for t, left, h, w in _windows(*whole.shape[1:], rng):
                 got = fio.decode_jpeg(data, crop=(t, left, h, w), scale=m, layout="HWC")
                 assert torch.equal(got.permute(2, 0, 1), whole[:, t:t + h, left:left + w]), (name, m, (t, left, h, w))
+
+
+@pytest.mark.one_backend
+def test_grey_progressive_and_every_mode_too():
+    rng = np.random.default_rng(2)
+    for data in (grey_jpeg(), grey_jpeg(progressive=True), photo_jpeg("coffee", "4:2:2", True, (301, 411))):
+        for mode in ("RGB", "YCbCr", "GRAY"):
+            for m in (2, 3, 4):
+                whole = fio.decode_jpeg(data, scale=m, mode=mode)
+                for t, left, h, w in _windows(*whole.shape[1:], rng, n=3):
+                    got = fio.decode_jpeg(data, crop=(t, left, h, w), scale=m, mode=mode)
+                    assert torch.equal(got, whole[:, t:t + h, left:left + w]), (mode, m, (t, left, h, w))
 
 
 @pytest.fixture(scope="module")
@@ -116,12 +129,21 @@ def _samples(batches):
     return [img.clone() for b in batches for img in b.data[0]]
 
 
+def _source(packed, kind, transform=None):
+    """The pack, or the files it was packed from as JpegFiles (ImageFolder(roi=True))."""
+    path = packed[0].path
+    if kind == "packed":
+        return fio.PackedDataset(path, transform=transform)
+    return fio.ImageFolder(os.path.join(os.path.dirname(path), "src"), roi=True, transform=transform)
+
+
+@pytest.mark.parametrize("kind", ["packed", "files"])
 @pytest.mark.parametrize("resize", [True, False], ids=["RandomResizedCrop", "Resize+CenterCrop"])
-def test_reduced_decode_batch_path_is_the_per_sample_path(packed, resize):
+def test_reduced_decode_batch_path_is_the_per_sample_path(packed, resize, kind):
     """The Loader's fused chunks read the same scaled windows as the steps one by one (SeedByIndex
     + DataLoader), the same bits on every run; and they are not the exact decode's."""
-    ds, _ = packed
-    ref = fio.PackedDataset(ds.path, transform=T.Compose(_pipeline("reduced", resize), fuse=False))
+    ds = _source(packed, kind)
+    ref = _source(packed, kind, T.Compose(_pipeline("reduced", resize), fuse=False))
     want = [img for b in DataLoader(T.SeedByIndex(ref, seed=5), batch_size=4, collate_fn=fastprep.compact_collate)
             for img in b[0]]
     runs = [_samples(fastprep.Loader(ds, 4, transform=T.Compose(_pipeline("reduced", resize)), seed=5, threads=2))

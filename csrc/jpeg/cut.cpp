@@ -10,11 +10,8 @@
 namespace fastprep::jpeg {
 namespace {
 
-// Each test is a subtraction of in-range values: no overflow for any int64 window.
 void check_window(const Window& w, int64_t height, int64_t width) {
-  if (w.top < 0 || w.left < 0 || w.height < 1 || w.width < 1 || w.top > height - w.height || w.left > width - w.width) {
-    throw ArgumentError(window_outside(w, height, width));
-  }
+  if (!window_inside(w, height, width)) throw ArgumentError(window_outside(w, height, width));
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -157,8 +154,7 @@ std::vector<std::string> decode_record_window(const uint8_t* record, size_t size
   Window source = window;  // the image's pixels the window's scaled pixels come from
   if (scale != kScaleDenom) {
     const int64_t sh = scaled_extent(L.height, scale), sw = scaled_extent(L.width, scale);
-    if (!(window.top >= 0 && window.left >= 0 && window.height >= 1 && window.width >= 1 &&
-          window.top <= sh - window.height && window.left <= sw - window.width)) {
+    if (!window_inside(window, sh, sw)) {
       throw ArgumentError(window_outside(window, sh, sw) + " (the image decoded at scale " + std::to_string(scale) +
                           "/8)");
     }

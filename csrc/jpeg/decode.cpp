@@ -100,12 +100,6 @@ Verdict check_kind(const Header& h, const DecodeJob& job) {
   return Verdict::kOk;
 }
 
-// Whether the window fits the (scaled) image. Each test is a subtraction of in-range values: no overflow.
-bool inside(const Window& w, int64_t height, int64_t width) {
-  return w.top >= 0 && w.left >= 0 && w.height >= 1 && w.width >= 1 && w.top <= height - w.height &&
-         w.left <= width - w.width;
-}
-
 #if JPEG_LIB_VERSION >= 70
 int dct_scaled_width(const jpeg_component_info& c) { return c.DCT_h_scaled_size; }
 int min_dct_scaled_width(const jpeg_decompress_struct& cinfo) { return cinfo.min_DCT_h_scaled_size; }
@@ -143,7 +137,7 @@ Verdict run_decode(Session& s, const DecodeJob& job, Header& h) {
   cinfo.scale_denom = kScaleDenom;
   jpeg_calc_output_dimensions(&cinfo);  // the scaled size and each component's scaled DCT size
   const Window& w = job.window;
-  if (!inside(w, cinfo.output_height, cinfo.output_width)) {
+  if (!window_inside(w, cinfo.output_height, cinfo.output_width)) {
     h.height = cinfo.output_height;  // the caller names the scaled image the window is outside of
     h.width = cinfo.output_width;
     jpeg_destroy_decompress(&cinfo);
@@ -158,7 +152,7 @@ Verdict run_decode(Session& s, const DecodeJob& job, Header& h) {
   // decompression"). The filter reads one chroma sample each side, so one iMCU column of margin
   // each side (kept only where the image goes on) makes every pixel of the window exact. A reduced
   // decode may need no upsampling: libjpeg-turbo scales subsampled chroma up in its inverse DCT
-  // where it can (4:2:0 at M <= 4), so a component is upsampled only where its scaled block is
+  // where it can (4:2:0 at every M < 8), so a component is upsampled only where its scaled block is
   // narrower than the iMCU's share of it.
   const int64_t imcu_width = static_cast<int64_t>(cinfo.max_h_samp_factor) * min_dct_scaled_width(cinfo);
   bool h_upsampled = false;

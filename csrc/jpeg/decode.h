@@ -53,6 +53,13 @@ struct Window {
   int64_t top, left, height, width;
 };
 
+// Whether window w lies inside a height x width image. Each test is a subtraction of in-range
+// values: no overflow for any int64 window.
+inline bool window_inside(const Window& w, int64_t height, int64_t width) {
+  return w.top >= 0 && w.left >= 0 && w.height >= 1 && w.width >= 1 && w.top <= height - w.height &&
+         w.left <= width - w.width;
+}
+
 // "crop (top=.., left=.., height=.., width=..) is not inside the HxW image": the refusal of a window
 // outside its image, for the decoder and the restart-interval cut alike.
 std::string window_outside(const Window& w, int64_t height, int64_t width);
