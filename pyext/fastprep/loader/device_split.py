@@ -149,7 +149,8 @@ class SplitRunner(ChunkRunner):
     def _write_run(self, job: WindowJob, j: int, key: int, run: Any) -> None:
         job.write_run(j, key, run)
 
-    def _fused(self, job: BatchJob, a: int, keys: list[int], raws: list[Any], draws: Any, drawn: list[int]) -> set[int]:
+    def _fused(self, job: BatchJob, a: int, keys: list[int], raws: list[Any], draws: Any,
+               drawn: list[int]) -> range | set[int]:
         done = super()._fused(job, a, keys, raws, draws, drawn)
         for j, key in enumerate(keys):
             if j in done:
