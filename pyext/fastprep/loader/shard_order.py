@@ -31,7 +31,8 @@ def check_shuffle(shuffle: Any, dataset: Any) -> bool | str:
     if isinstance(shuffle, (bool, np.bool_)):
         return bool(shuffle)
     if shuffle != "shards":
-        raise ValueError(f"Loader: expected shuffle to be a bool or 'shards', got {shuffle!r}")
+        raise ValueError(f"Loader: expected shuffle to be a bool, got {shuffle!r} (or 'shards': the shard-aware "
+                         f"order)")
     if getattr(dataset, "item_shards", None) is None:
         raise ValueError(f"Loader: shuffle='shards' needs a dataset that says which shard each item is in "
                          f"(an item_shards array, as PackedDataset has); {type(dataset).__name__} has none")
