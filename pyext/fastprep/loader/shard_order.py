@@ -69,10 +69,13 @@ def shard_order(shards: np.ndarray, seed: int, epoch: int, window: int, world: i
     starts = np.concatenate([[0], np.cumsum(counts)])
     groups: list[list[int]] = [[] for _ in range(world)]
     load = np.zeros(world, dtype=np.int64)
-    for s in present[rng.permutation(len(present))]:  # each shard to the rank with the fewest samples yet
+    dealt = present[rng.permutation(len(present))]
+    dealt = dealt[np.argsort(-counts[dealt], kind="stable")]  # largest first: the ranks' loads end even
+    for s in dealt:  # each shard to the rank with the fewest samples yet
         r = int(np.argmin(load))
         groups[r].append(int(s))
         load[r] += counts[s]
+    groups = [[group[k] for k in rng.permutation(len(group))] for group in groups]  # each rank's own order
     streams = []
     for group in groups:
         blocks = []
