@@ -99,3 +99,29 @@ def test_an_old_state_dict_resumes_over_ranks():
         loader.load_state_dict(old)
     delivered = head + [y for loader in ranks for y in _take(loader, None)]
     assert set(delivered) == set(range(ITEMS)) and len(delivered) - ITEMS == (ITEMS - 12) % 2
+
+
+def test_a_resumed_pass_checkpoints_again_and_resumes_at_a_third_world_size():
+    """2 ranks -> 3 -> 1, a checkpoint on each, over the shard order: still every sample once."""
+    first = _loaders(Sharded(), 2, "shards", False)
+    delivered = [y for loader in first for y in _take(loader, 2)]
+    second = _loaders(Sharded(), 3, "shards", False)
+    for loader in second:
+        loader.load_state_dict(first[1].state_dict())
+    delivered += [y for loader in second for y in _take(loader, 3)]
+    state = second[2].state_dict()
+    assert state["consumed"] == 2 * BATCH * 2 + 3 * BATCH * 3 and state["order_world"] == 2
+    last = _loaders(Sharded(), 1, "shards", False)[0]
+    last.load_state_dict(state)
+    delivered += _take(last, None)
+    assert sorted(delivered) == list(range(ITEMS))
+    assert last.state_dict()["consumed"] == ITEMS  # the epoch is over: a resume delivers nothing
+    again = _loaders(Sharded(), 4, "shards", False)[0]
+    again.load_state_dict(last.state_dict())
+    assert _take(again, None) == []
+
+
+def test_a_state_dict_over_ranks_is_refused_by_a_loader_with_a_sampler():
+    state = _loaders(Sharded(), 2, True, False)[0].state_dict()
+    with pytest.raises(ValueError, match="written over 2 ranks"):
+        fastprep.Loader(Sharded(), BATCH, sampler=list(range(ITEMS))).load_state_dict(state)

@@ -170,8 +170,8 @@ class Loader:
         return self.order.batches()
 
     def indices(self, epoch: int | None = None) -> list[int]:
-        """The dataset indices of epoch `epoch` (default: the current one), in the order batched
-        (a sampler's: a fresh pass of it)."""
+        """This rank's dataset indices of epoch `epoch` (default: the current one), in the order
+        batched, from the epoch's start (a sampler's: a fresh pass of it)."""
         keys = self.order.keys(self.seed, self.epoch if epoch is None else check_epoch("Loader", epoch))
         if keys is None:
             raise TypeError("Loader.indices: an iterable dataset has no indices; it is read in its own order")
@@ -272,6 +272,9 @@ class Loader:
         self.epoch = check_epoch("Loader.load_state_dict", state["epoch"])
         position = check_int("Loader.load_state_dict", "position", state["position"], 0)
         saved_world = check_int("Loader.load_state_dict", "world_size", state.get("world_size", 1), 1)
+        if saved_world != 1 and self.sampler is not None:
+            raise ValueError(f"Loader.load_state_dict: the state_dict was written over {saved_world} ranks that "
+                             f"split the epoch themselves; it resumes in a Loader without a sampler")
         if self.sampler is None and (saved_world != 1 or self.world_size != 1):  # elastic (loader/ranks.py)
             consumed = check_int("Loader.load_state_dict", "consumed", state.get("consumed", position), 0)
             if consumed > len(self.dataset):
