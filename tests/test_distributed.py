@@ -1,6 +1,7 @@
 """Many machines: 2 processes on gloo (started as torchrun starts them: RANK, WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT) read disjoint parts that together are every sample exactly once:
-a map-style source through DistributedSampler (DataLoader and fastprep.Loader), and
+a map-style source through DistributedSampler (DataLoader and fastprep.Loader) and through
+fastprep.Loader without a sampler (it splits by the process group itself), and
 fastprep.io.WebDataset, its rank taken from the process group, with 2 DataLoader workers a rank."""
 
 import os
@@ -31,6 +32,9 @@ def _rank_main(rank: int, port: int, root: str) -> None:
         sampler.set_epoch(1)
         by_dataloader = [int(y) for _, ys in DataLoader(images, batch_size=4, sampler=sampler) for y in ys]
         by_loader = [int(y) for b in fastprep.Loader(images, 4, sampler=sampler, threads=2) for y in b.data[1]]
+        by_itself = fastprep.Loader(images, 4, shuffle=True, seed=0, threads=2)  # no sampler: split by rank
+        by_itself.set_epoch(1)
+        split = [int(y) for b in by_itself for y in b.data[1]]
         shards = fio.WebDataset(os.path.join(root, f"s-{{000..{SHARDS - 1:03d}}}.tar"), fields="cls", shuffle=True,
                                 seed=0)
         shards.set_epoch(1)
@@ -39,7 +43,8 @@ def _rank_main(rank: int, port: int, root: str) -> None:
         workers = DataLoader(shards, batch_size=None, num_workers=2, multiprocessing_context="fork")
         by_shards = [int(y) for y in workers]
         gathered = [None] * WORLD
-        dist.all_gather_object(gathered, (shards.rank, by_dataloader, by_loader, by_shards))
+        dist.all_gather_object(gathered, (shards.rank, by_dataloader, by_loader, by_shards, split,
+                                          (by_itself.rank, by_itself.world_size)))
         if rank == 0:
             with open(os.path.join(root, "seen.pkl"), "wb") as f:
                 pickle.dump(gathered, f)
@@ -64,8 +69,10 @@ def test_two_ranks_together_read_every_sample_exactly_once(tmp_path):
         gathered = pickle.load(f)
     assert [g[0] for g in gathered] == [0, 1]  # WebDataset took each rank from the process group
     for what, k, n in (("DataLoader + DistributedSampler", 1, ITEMS), ("Loader + DistributedSampler", 2, ITEMS),
-                       ("WebDataset, 2 workers a rank", 3, SHARDS * PER_SHARD)):
+                       ("WebDataset, 2 workers a rank", 3, SHARDS * PER_SHARD),
+                       ("Loader, split by itself", 4, ITEMS)):
         parts = [g[k] for g in gathered]
         assert all(parts) and sorted(parts[0] + parts[1]) == list(range(n)), (what, parts)
     assert gathered[0][1] == gathered[0][2]  # the Loader follows the sampler's order
     assert len(gathered[0][3]) == len(gathered[1][3])  # equal shards, as many on each rank: DDP's lock-step
+    assert [g[5] for g in gathered] == [(0, 2), (1, 2)] and len(gathered[0][4]) == len(gathered[1][4])

@@ -85,6 +85,14 @@ class PackedDataset(ImageSource):
     def __len__(self) -> int:
         return len(self._entries)
 
+    @property
+    def item_shards(self) -> np.ndarray:
+        """The shard of each record (a read-only int array, one per record): what the Loader's
+        ``shuffle="shards"`` order and its rank split read (docs/loader.md)."""
+        shards = self._entries["shard"].astype(np.int64)
+        shards.flags.writeable = False
+        return shards
+
     def _view(self, k: int, i: int | None = None) -> memoryview:
         """Shard k's bytes (mapped on first use) for record i; ShardFormatError names them if unreadable."""
         view = self._maps.views[k]

@@ -12,9 +12,11 @@ import numpy as np
 from torch.utils.data import Sampler
 
 from fastprep.args import check_bool, check_int
+from fastprep.loader import ranks
 from fastprep.loader.device_split import check_decode_on, check_splittable
 from fastprep.loader.iteration import Iteration
-from fastprep.loader.order import Order, saved_keys
+from fastprep.loader.order import Order, is_iterable, saved_keys
+from fastprep.loader.shard_order import check_shuffle, window_of
 from fastprep.prefetch import check_device
 from fastprep.rng import check_epoch, draw_seed, seed_argument
 from fastprep.roles import check_fields
@@ -57,9 +59,20 @@ class Loader:
             the consumer's thread, its items transformed by the threads; no shuffle, sampler or resume).
         batch_size: samples per batch.
         transform: applied to each item in the loader threads (see above).
-        shuffle: a fresh order each epoch, drawn from (seed, epoch).
+        shuffle: a fresh order each epoch, drawn from (seed, epoch); "shards": the shard-aware order
+            for data larger than the cache (loader/shard_order.py: shards shuffled, samples shuffled
+            within `shard_window` shards at a time; the dataset says each item's shard by ``item_shards``).
         sampler: an iterable of indices instead (not with shuffle); its ``set_epoch`` is called by ours.
-        drop_last: drop the last incomplete batch.
+        drop_last: drop the last incomplete batch (over ranks: cut the epoch to a multiple of the
+            world size instead of padding it, see `rank`).
+        shard_window: with shuffle="shards", the shards whose samples are shuffled together (default:
+            half the dataset's ``cache_limit`` over its largest shard when it says both, else 8).
+        rank, world_size: this process's part of each epoch (both or neither; default: the
+            torch.distributed process group's when initialised, else the RANK / WORLD_SIZE environment
+            variables torchrun sets, else 0 and 1). The ranks split one global order in lock-step,
+            every rank as many batches (padded by wrapping around, or cut with drop_last); the
+            state_dict of any rank resumes at any world size (loader/ranks.py). world_size=1 reads
+            everything on every rank. Not with a sampler (a DistributedSampler splits by itself).
         threads: worker threads (default: the CPUs this process may use).
         device: where batches go ("cuda", ...); None keeps them on the CPU.
         depth: batches prepared ahead of the consumer.
@@ -93,11 +106,12 @@ class Loader:
         ...         ...
     """
 
-    def __init__(self, dataset: Any, batch_size: int, *, transform: Any = None, shuffle: bool = False,
+    def __init__(self, dataset: Any, batch_size: int, *, transform: Any = None, shuffle: bool | str = False,
                  sampler: Sampler | Sequence[int] | None = None, drop_last: bool = False,
                  threads: int | None = None, device: Any = None, depth: int = 2, decode: Any = False,
                  seed: int | None = None, fields: dict[Any, str] | None = None, deterministic: bool = False,
-                 decode_on: Any = None, prestart: bool = True):
+                 decode_on: Any = None, prestart: bool = True, shard_window: int | None = None,
+                 rank: int | None = None, world_size: int | None = None):
         self.epoch = 0
         if isinstance(dataset, SeedByIndex):
             seed = dataset.seed if seed is None else seed
@@ -107,7 +121,9 @@ class Loader:
         self.batch_size = check_int("Loader", "batch_size", batch_size, 1)
         if transform is not None and not callable(transform):
             raise ValueError(f"Loader: expected transform to be callable or None, got {transform!r}")
-        self.shuffle = check_bool("Loader", "shuffle", shuffle)
+        self.shuffle = check_shuffle(shuffle, dataset)
+        if shard_window is not None and self.shuffle != "shards":
+            raise ValueError(f"Loader: shard_window={shard_window!r} is for shuffle='shards', got shuffle={shuffle!r}")
         if self.shuffle and sampler is not None:
             raise ValueError("Loader: shuffle=True and a sampler are exclusive (the sampler sets the order)")
         self.transform, self.sampler = transform, sampler
@@ -127,7 +143,17 @@ class Loader:
         if decode_on is not None:  # the GPU decode split (loader/device_split.py): batches are made there
             self.decode_on = self.device = check_decode_on(decode_on, self.device)
             check_splittable(self.plan, decode_on)
-        self.order = Order(dataset, self.batch_size, self.shuffle, sampler, self.drop_last)
+        if sampler is not None or is_iterable(dataset):
+            if world_size is not None or rank is not None:
+                raise ValueError(f"Loader: rank={rank!r}, world_size={world_size!r} split a map-style dataset's "
+                                 f"order; a sampler or an iterable dataset splits by itself")
+            self.rank, self.world_size = 0, 1
+        else:
+            self.rank, self.world_size = ranks.resolve(rank, world_size)
+        window = window_of(shard_window, dataset) if self.shuffle == "shards" else 1
+        self.order = Order(dataset, self.batch_size, self.shuffle, sampler, self.drop_last, self.rank,
+                           self.world_size, window)
+        self._base, self._order_world = 0, self.world_size  # where this pass began in the global order
         self._position = 0  # samples of this epoch the consumer received (state_dict)
         self._keys: list[int] | None = None  # the order being iterated (a sampler's pass)
         self._resume: tuple[int, list[int] | None] | None = None
@@ -144,8 +170,8 @@ class Loader:
         return self.order.batches()
 
     def indices(self, epoch: int | None = None) -> list[int]:
-        """The dataset indices of epoch `epoch` (default: the current one), in the order batched
-        (a sampler's: a fresh pass of it)."""
+        """This rank's dataset indices of epoch `epoch` (default: the current one), in the order
+        batched, from the epoch's start (a sampler's: a fresh pass of it)."""
         keys = self.order.keys(self.seed, self.epoch if epoch is None else check_epoch("Loader", epoch))
         if keys is None:
             raise TypeError("Loader.indices: an iterable dataset has no indices; it is read in its own order")
@@ -168,6 +194,7 @@ class Loader:
                               f"starts from its start. Call set_epoch({self.epoch}) (or none) to resume it",
                               ResumePositionDropped, stacklevel=2)
             self._resume = None
+            self._base, self._order_world = 0, self.world_size
         self.epoch, self._stepped = epoch, True
         self.order.set_epoch(self.epoch)
         if self._resume is None:
@@ -188,9 +215,14 @@ class Loader:
         keys, start = None, 0
         if self._resume is not None:
             (start, keys), self._resume = self._resume, None
+        else:
+            self._base, self._order_world = 0, self.world_size
         if keys is None:
             keys = self.order.keys(self.seed, self.epoch)
         self.order.check_start(start, keys)
+        prefetch = getattr(self.dataset, "prefetch", None)
+        if keys is not None and callable(prefetch):  # a remote pack downloads its shards in this order
+            prefetch(keys[start:])
         self._keys, self._position = keys, start
         stepped, self._stepped = self._stepped, False
         iteration = Iteration(self, keys, start, self.epoch + 1 if stepped else None)
@@ -212,6 +244,10 @@ class Loader:
         keys = self._resume[1] if self._resume is not None else self._keys  # loaded, not yet iterated
         if self.sampler is not None and keys is not None:  # the pass being iterated
             state["indices"] = list(keys)
+        elif self.sampler is None:  # where the ranks are in the epoch's global order: any world size resumes
+            consumed = self._base + self._position * self.world_size if keys is None else ranks.consumed(
+                self._base, self._position, self.world_size, keys, self.batch_size, self.drop_last, len(self.dataset))
+            state.update(world_size=self.world_size, rank=self.rank, consumed=consumed, order_world=self._order_world)
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -235,5 +271,18 @@ class Loader:
         self.seed = seed_argument("Loader.load_state_dict", "seed", state["seed"])
         self.epoch = check_epoch("Loader.load_state_dict", state["epoch"])
         position = check_int("Loader.load_state_dict", "position", state["position"], 0)
+        saved_world = check_int("Loader.load_state_dict", "world_size", state.get("world_size", 1), 1)
+        if saved_world != 1 and self.sampler is not None:
+            raise ValueError(f"Loader.load_state_dict: the state_dict was written over {saved_world} ranks that "
+                             f"split the epoch themselves; it resumes in a Loader without a sampler")
+        if self.sampler is None and (saved_world != 1 or self.world_size != 1):  # elastic (loader/ranks.py)
+            consumed = check_int("Loader.load_state_dict", "consumed", state.get("consumed", position), 0)
+            if consumed > len(self.dataset):
+                raise ValueError(f"Loader.load_state_dict: consumed={consumed} is past the epoch's "
+                                 f"{len(self.dataset)} samples: a state_dict of another dataset?")
+            order_world = check_int("Loader.load_state_dict", "order_world", state.get("order_world", saved_world), 1)
+            self._resume = (0, self.order.keys(self.seed, self.epoch, consumed, order_world))
+            self._base, self._order_world, self._position = consumed, order_world, 0
+            return
         self._resume = (position, saved_keys(state.get("indices"), self.dataset))
-        self._position = position
+        self._base, self._order_world, self._position = 0, self.world_size, position

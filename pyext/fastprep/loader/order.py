@@ -1,6 +1,7 @@
 """An epoch's order for fastprep.Loader: its keys (indices of a map-style dataset, in order,
-shuffled by (seed, epoch) or from a sampler; positions in an iterable dataset's stream), cut into
-batches, and the keys a resumed epoch starts from."""
+shuffled by (seed, epoch), shard-aware (loader/shard_order.py) or from a sampler; positions in an
+iterable dataset's stream), this rank's part of them (loader/ranks.py), cut into batches, and the
+keys a resumed epoch starts from."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset
 
+from fastprep.loader import ranks
+from fastprep.loader.shard_order import item_shards, shard_order
 from fastprep.rng import item_seed
 from fastprep.roles import is_int_label
 
@@ -27,9 +30,10 @@ class Order:
     """The samples of an epoch, for a map-style dataset (keys: dataset indices) or an iterable one
     (keys: positions 0, 1, ... in the stream; its items are read by :meth:`read` in order)."""
 
-    def __init__(self, dataset: Any, batch_size: int, shuffle: bool, sampler: Any, drop_last: bool):
+    def __init__(self, dataset: Any, batch_size: int, shuffle: bool | str, sampler: Any, drop_last: bool,
+                 rank: int = 0, world: int = 1, window: int = 1):
         self.dataset, self.batch_size, self.shuffle, self.sampler = dataset, batch_size, shuffle, sampler
-        self.drop_last = drop_last
+        self.drop_last, self.rank, self.world, self.window = drop_last, rank, world, window
         self.iterable = is_iterable(dataset)
         if self.iterable and (shuffle or sampler is not None):
             raise ValueError(f"Loader: an iterable dataset ({type(dataset).__name__}) sets its own order: expected "
@@ -43,19 +47,32 @@ class Order:
         if not hasattr(source, "__len__"):
             what = "sampler" if self.sampler is not None else "dataset"
             raise TypeError(f"Loader: len() needs a {what} with a length; {type(source).__name__} has none")
-        return len(source)
+        n = len(source)
+        if self.sampler is not None or self.world == 1:
+            return n
+        return n // self.world if self.drop_last else -(-n // self.world)
 
     def batches(self) -> int:
         n = self.samples()
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
-    def keys(self, seed: int, epoch: int) -> list[int] | None:
-        """The dataset indices of the epoch, in order (None for an iterable dataset)."""
+    def keys(self, seed: int, epoch: int, consumed: int = 0, order_world: int | None = None) -> list[int] | None:
+        """This rank's dataset indices of the epoch, in order, from global position `consumed` of an
+        order made for `order_world` ranks (default: this world); None for an iterable dataset."""
         if self.iterable:
             return None
         if self.sampler is not None:
             return [sampler_index(i, self.dataset) for i in self.sampler]
+        order = self.global_keys(seed, epoch, self.world if order_world is None else order_world)
+        if self.world == 1 and consumed == 0:
+            return order if isinstance(order, list) else order.tolist()
+        return ranks.part(order, consumed, self.world, self.rank, self.drop_last)
+
+    def global_keys(self, seed: int, epoch: int, world: int) -> list[int] | np.ndarray:
+        """The epoch's order over every rank (shuffle="shards": the one made for `world` ranks)."""
         n = len(self.dataset)
+        if self.shuffle == "shards":
+            return shard_order(item_shards(self.dataset), seed, epoch, self.window, world)
         if not self.shuffle:
             return list(range(n))
         g = torch.Generator()

@@ -1,0 +1,81 @@
+"""fastprep.Loader over many ranks: which rank this process is, and its part of an epoch.
+
+Every rank computes the same global order of the epoch (from seed, epoch and the world size the
+epoch began with); the ranks consume it in lock-step: rank r takes global positions
+``c + r, c + r + world, ...`` (`c`: where the pass starts, 0 or a checkpoint's), so that after each
+rank has received p samples the first ``c + p * world`` of the global order are consumed, whatever
+the rank. A checkpoint from any rank records that number; a pass resumed at another world size
+splits the rest of the global order among its own ranks (elastic resume: every sample of the
+epoch exactly once overall).
+
+Every rank gets as many samples, hence batches (DDP's collectives need equal counts): with
+``drop_last=False`` the rest is padded by wrapping around to the epoch's first samples (fewer
+than `world` samples repeated, as DistributedSampler pads; nothing lost); with ``drop_last=True``
+the rest is cut to a multiple of `world` (fewer than `world` samples left out; nothing repeated).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import numpy as np
+import torch.distributed as dist
+
+from fastprep.args import check_int
+
+log = logging.getLogger("fastprep")
+_told: set[tuple[int, int, str]] = set()
+
+
+def resolve(rank: Any, world_size: Any) -> tuple[int, int]:
+    """(rank, world size): the arguments when given (both, or neither), else the initialised
+    process group's, else the RANK / WORLD_SIZE environment variables (torchrun's), else (0, 1)."""
+    if (rank is None) != (world_size is None):
+        raise ValueError(f"Loader: rank and world_size go together: got rank={rank!r}, world_size={world_size!r}")
+    if world_size is not None:
+        world = check_int("Loader", "world_size", world_size, 1)
+        rank = check_int("Loader", "rank", rank, 0)
+        if rank >= world:
+            raise ValueError(f"Loader: expected rank in [0, world_size={world}), got rank={rank}")
+        return rank, world
+    source = None
+    if dist.is_available() and dist.is_initialized():
+        rank, world, source = dist.get_rank(), dist.get_world_size(), "the torch.distributed process group"
+    if source is None and "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        try:
+            rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        except ValueError:
+            raise ValueError(f"Loader: expected the RANK and WORLD_SIZE environment variables to be ints, got "
+                             f"RANK={os.environ['RANK']!r}, WORLD_SIZE={os.environ['WORLD_SIZE']!r}") from None
+        if not 0 <= rank < world:
+            raise ValueError(f"Loader: the RANK environment variable {rank} is outside [0, WORLD_SIZE={world})")
+        source = "the RANK / WORLD_SIZE environment variables"
+    if source is None or world == 1:
+        return 0, 1
+    if (rank, world, source) not in _told:  # once per process
+        _told.add((rank, world, source))
+        log.info("fastprep.Loader: rank %d of %d (from %s): each epoch's order is split by rank; pass "
+                 "world_size=1 to read everything on every rank", rank, world, source)
+    return rank, world
+
+
+def part(order: np.ndarray | list[int], consumed: int, world: int, rank: int, drop_last: bool) -> list[int]:
+    """Rank `rank`'s keys of the global `order` from global position `consumed` on (see the module)."""
+    order = np.asarray(order, dtype=np.int64)
+    n = len(order)
+    rest = max(0, n - consumed)
+    if drop_last:
+        positions = np.arange(consumed, consumed + rest - rest % world)
+    else:
+        positions = (consumed + np.arange(rest + (-rest) % world)) % max(n, 1)
+    return order[positions[rank::world]].tolist()
+
+
+def consumed(start: int, position: int, world: int, keys: list[int], batch_size: int, drop_last: bool,
+             total: int) -> int:
+    """Global samples of the epoch consumed once this rank has received `position` of `keys` (its
+    part from global position `start`): `total` when the rank's part is over."""
+    deliverable = len(keys) - len(keys) % batch_size if drop_last else len(keys)
+    return total if position >= deliverable else start + position * world

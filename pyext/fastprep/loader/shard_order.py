@@ -1,0 +1,90 @@
+"""The shard-aware shuffle of fastprep.Loader (``shuffle="shards"``): an epoch's order for data
+larger than the local cache.
+
+The shards are shuffled, dealt to the ranks (each rank's shards hold about as many samples as the
+others'), and each rank's shards are taken `window` at a time: the samples of those `window` shards
+are shuffled together, then the next `window` shards', and so on (the quasi-random order of FFCV,
+litdata's shard-block shuffle). A rank therefore reads `window` shards at a time, its own; the
+ranks' streams are interleaved into the epoch's global order so that the strided split of
+loader/ranks.py hands each rank back its own stream (position ``p * world + r`` is rank r's p-th
+sample, while every rank's stream lasts). Deterministic from (seed, epoch, world); every index once.
+
+A dataset takes part through a small protocol: ``item_shards``, the shard of each item (an int
+array, as long as the dataset); optionally ``cache_limit`` (bytes) and ``shard_sizes`` (bytes of
+each shard), from which the window is sized to half the cache (the other half: downloads ahead).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fastprep.args import check_int
+from fastprep.rng import item_seed
+
+DEFAULT_WINDOW = 8  # shards shuffled together when neither the Loader nor the dataset says
+
+
+def check_shuffle(shuffle: Any, dataset: Any) -> bool | str:
+    """shuffle as the Loader keeps it: False, True or "shards" (the last needs ``item_shards``)."""
+    if isinstance(shuffle, (bool, np.bool_)):
+        return bool(shuffle)
+    if shuffle != "shards":
+        raise ValueError(f"Loader: expected shuffle to be a bool, got {shuffle!r} (or 'shards': the shard-aware "
+                         f"order)")
+    if getattr(dataset, "item_shards", None) is None:
+        raise ValueError(f"Loader: shuffle='shards' needs a dataset that says which shard each item is in "
+                         f"(an item_shards array, as PackedDataset has); {type(dataset).__name__} has none")
+    return "shards"
+
+
+def item_shards(dataset: Any) -> np.ndarray:
+    """The dataset's ``item_shards``, checked: one non-negative int per item."""
+    shards = np.asarray(dataset.item_shards)
+    if shards.ndim != 1 or len(shards) != len(dataset) or not np.issubdtype(shards.dtype, np.integer) \
+            or (len(shards) and shards.min() < 0):
+        raise ValueError(f"Loader: {type(dataset).__name__}.item_shards must be a 1-d array of {len(dataset)} "
+                         f"non-negative ints (the shard of each item), got {shards.dtype} of shape {shards.shape}")
+    return shards.astype(np.int64, copy=False)
+
+
+def window_of(window: Any, dataset: Any) -> int:
+    """Shards shuffled together: `window` when given, else what half the dataset's cache_limit holds
+    of its largest shards (at least 1), else DEFAULT_WINDOW."""
+    if window is not None:
+        return check_int("Loader", "shard_window", window, 1)
+    limit, sizes = getattr(dataset, "cache_limit", None), getattr(dataset, "shard_sizes", None)
+    if limit is not None and sizes is not None and len(sizes):
+        return max(1, int(limit) // 2 // max(1, int(np.max(sizes))))
+    return DEFAULT_WINDOW
+
+
+def shard_order(shards: np.ndarray, seed: int, epoch: int, window: int, world: int = 1) -> np.ndarray:
+    """The epoch's global order (item indices) for items in `shards` (see the module)."""
+    rng = np.random.Generator(np.random.PCG64(item_seed(seed, "shards", epoch) & (2**64 - 1)))
+    present = np.unique(shards)
+    counts = np.bincount(shards)
+    by_shard = np.argsort(shards, kind="stable")  # items of each shard, in index order
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    groups: list[list[int]] = [[] for _ in range(world)]
+    load = np.zeros(world, dtype=np.int64)
+    dealt = present[rng.permutation(len(present))]
+    dealt = dealt[np.argsort(-counts[dealt], kind="stable")]  # largest first: the ranks' loads end even
+    for s in dealt:  # each shard to the rank with the fewest samples yet
+        r = int(np.argmin(load))
+        groups[r].append(int(s))
+        load[r] += counts[s]
+    groups = [[group[k] for k in rng.permutation(len(group))] for group in groups]  # each rank's own order
+    streams = []
+    for group in groups:
+        blocks = []
+        for b in range(0, len(group), window):
+            block = np.concatenate([by_shard[starts[s]:starts[s + 1]] for s in group[b:b + window]])
+            blocks.append(block[rng.permutation(len(block))])
+        streams.append(np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64))
+    table = np.full((int(load.max(initial=0)), world), -1, dtype=np.int64)
+    for r, stream in enumerate(streams):
+        table[:len(stream), r] = stream
+    order = table.ravel()
+    return order[order >= 0]
