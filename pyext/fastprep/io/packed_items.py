@@ -55,6 +55,11 @@ class PackedImage(WindowedImage):
         check_out(who, out, shape, layout)
         return out
 
+    def _bytes(self, window: tuple[int, int, int, int]) -> Any:
+        """The record's bytes for a read of `window`: the mapped record, or (a remote pack's shard
+        not cached) a buffer with only the bytes the window needs, fetched by range."""
+        return self.record if self.record is not None else self.dataset.window_record(self.index, window)
+
     def _corrupt(self, who: str, exc: Exception) -> fmt.ShardFormatError:
         return fmt.ShardFormatError(f"{who}: {self.name}: {exc}")
 
@@ -97,7 +102,7 @@ class PackedJpeg(PackedImage):
         out = self._output(who, (h, w), 1 if mode == "GRAY" else 3, layout, out)
         planes = out if layout == "CHW" else out.permute(2, 0, 1)
         try:
-            notes = native(who).decode_record_into(self.record, self.checksum, planes.numpy(), top, left, mode,
+            notes = native(who).decode_record_into(self._bytes((top, left, h, w)), self.checksum, planes.numpy(), top, left, mode,
                                                    self.strict, self.verify)
         except ValueError as exc:
             raise self._corrupt(who, exc) from None
@@ -113,7 +118,8 @@ class PackedJpeg(PackedImage):
         who = "PackedJpeg.cut"
         top, left, h, w = check_crop(who, crop, self.height, self.width)
         try:
-            data, sub_top, sub_left = native(who).cut_record(self.record, self.checksum, top, left, h, w, self.verify)
+            data, sub_top, sub_left = native(who).cut_record(self._bytes((top, left, h, w)), self.checksum, top, left,
+                                                             h, w, self.verify)
         except ValueError as exc:
             raise self._corrupt(who, exc) from None
         return WindowCut(data, sub_top, sub_left, h, w)

@@ -1,0 +1,127 @@
+"""What a :class:`fastprep.io.PackedDataset` over a URL adds to a local one: the index fetched into
+the cache, the shards resolved through the :class:`ShardCache` (downloaded whole, ahead of use by
+the :class:`Prefetcher`), and JPEG windows of shards that are not cached read by byte range.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+
+from fastprep.io import shards as fmt
+from fastprep.io.remote import ranges as rr
+from fastprep.io.remote.cache import ShardCache
+from fastprep.io.remote.prefetch import Prefetcher, first_use
+from fastprep.io.remote.retry import Retry
+from fastprep.io.remote.store import RemoteStore
+
+FETCH = ("auto", "shards", "ranges")
+
+
+def default_cache_dir() -> str:
+    """$FASTPREP_CACHE, else ~/.cache/fastprep/packs."""
+    return os.environ.get("FASTPREP_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "fastprep", "packs")
+
+
+class RemotePack:
+    """A remote pack's store, cache and fetch policy (one per PackedDataset; pickles to workers).
+
+    Args:
+        url: the pack's URL.
+        cache_dir: the cache's root folder (default :func:`default_cache_dir`).
+        cache_limit: bytes of shards the cache may hold (None: no limit).
+        fetch: "shards", "ranges" or "auto" (see PackedDataset).
+        storage_options, retry: as :class:`RemoteStore`.
+        workers: parallel shard downloads when prefetching.
+    """
+
+    def __init__(self, url: str, cache_dir: str | os.PathLike | None, cache_limit: int | None, fetch: str,
+                 storage_options: dict | None, retry: Retry | None, workers: int):
+        if fetch not in FETCH:
+            raise ValueError(f"PackedDataset: expected fetch to be one of {FETCH}, got {fetch!r}")
+        if cache_limit is not None and (isinstance(cache_limit, bool) or not isinstance(cache_limit, int)
+                                        or cache_limit < 1):
+            raise ValueError(f"PackedDataset: expected cache_limit to be a positive int (bytes) or None, "
+                             f"got {cache_limit!r}")
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"PackedDataset: expected workers to be an int >= 1, got {workers!r}")
+        self.store = RemoteStore(url, storage_options, retry)
+        self.fetch, self.limit, self.workers = fetch, cache_limit, workers
+        self.root = os.fspath(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.key = hashlib.sha256(self.store.url.encode()).hexdigest()[:16]
+        self.cache: ShardCache | None = None
+        self._prefetcher: Prefetcher | None = None
+        self._ordered = False
+
+    def fetch_index(self) -> str:
+        """The index downloaded (and checked) into the cache; its local path."""
+        os.makedirs(self.root, exist_ok=True)
+        size = self.store.size(fmt.INDEX_NAME)
+        if size is None:
+            raise FileNotFoundError(f"PackedDataset: no {fmt.INDEX_NAME} at {self.store.url}: not a pack, or its "
+                                    f"packing or upload was interrupted (run fastprep.io.pack again to finish it)")
+        part = os.path.join(self.root, f"{self.key}.{os.getpid()}.{threading.get_ident()}.index.part")
+        self.store.download(fmt.INDEX_NAME, part, size, check=fmt.read_index, what="the index")
+        return part
+
+    def attach(self, part: str, pack_id: bytes, shards: list[tuple[str, int]]) -> str:
+        """Moves the downloaded index into the pack's cache folder; makes the shard cache."""
+        folder = os.path.join(self.root, f"{self.key}-{pack_id.hex()[:16]}")
+        self.cache = ShardCache(self.store, folder, shards, pack_id, self.limit)
+        index = os.path.join(folder, fmt.INDEX_NAME)
+        os.replace(part, index)
+        return index
+
+    @property
+    def keep_bytes(self) -> int | None:
+        """Bytes of mapped shards a process keeps (half the limit: the other half is the prefetcher's)."""
+        return None if self.limit is None else self.limit // 2
+
+    def uses_ranges(self, k: int, total: int) -> bool:
+        """Whether a JPEG record of shard k is read by range rather than from the cached shard."""
+        if self.fetch == "shards" or self.cache.cached(k):
+            return False
+        if self.fetch == "ranges":
+            return True
+        # auto: whole shards when the pack fits the cache or an epoch's order is known (prefetch);
+        # a random read of a pack larger than the cache would fetch a whole shard per sample
+        return not self._ordered and self.limit is not None and total > self.limit
+
+    def prefetch(self, shard_of_record, order) -> list[int]:
+        """Starts downloading the shards of `order` (record indices) in first-use order; returns it."""
+        shards = first_use(shard_of_record, order)
+        if self._prefetcher is None:
+            self._prefetcher = Prefetcher(self.cache, self.workers, self.keep_bytes)
+        self._ordered = True
+        self._prefetcher.start(shards)
+        return shards
+
+    def opened(self, k: int) -> None:
+        if self._prefetcher is not None:
+            self._prefetcher.reached(k)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return True if self._prefetcher is None else self._prefetcher.wait(timeout)
+
+    def window_record(self, name: str, offset: int, length: int, window: tuple[int, int, int, int],
+                      where: str) -> bytearray:
+        """The record at [offset, offset + length) of shard `name` with only the bytes a decode of
+        `window` reads filled in (two rounds of range requests: the head, then the rows)."""
+        what = f"{where} (by range)"
+        head = self.store.read(name, offset, offset + min(length, rr.FIRST_READ), what)
+        need = rr.needed_head(head, length, where)
+        if need > len(head):
+            head += self.store.read(name, offset + len(head), offset + need, what)
+        todo = []
+        for a, b in rr.window_ranges(head, length, window, where):
+            a = max(a, len(head))
+            if b > a:
+                todo.append((a, b))
+        parts = self.store.read_ranges(name, [(offset + a, offset + b) for a, b in todo], what) if todo else []
+        return rr.sparse_record(length, [(0, head), *((a, p) for (a, _), p in zip(todo, parts))])
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_prefetcher"] = None  # each process prefetches for itself
+        return state
