@@ -173,7 +173,7 @@ class PackedDataset(ImageSource):
         e = self._entries[i]
         shard = int(e["shard"])
         return self._remote.window_record(self._shards[shard][0], int(e["offset"]), int(e["length"]), window,
-                                          self.where(i))
+                                          f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})")
 
     def cut_window(self, i: int, crop: tuple[int, int, int, int] | None = None) -> WindowCut:
         """Record i's window as a small JPEG (see :meth:`PackedJpeg.cut`); raw records have none."""

@@ -55,21 +55,21 @@ class ShardMaps:
         with self._lock:
             view = self.views[k]
             if view is None:
+                if self.remote is not None:
+                    self._drop_old(k)
                 view = self._map(k)
                 self._tensors[k] = torch.frombuffer(view, dtype=torch.uint8)
                 self.views[k] = view  # published last: a reader that sees it sees its tensor too
-                if self.remote is not None:
-                    self._drop_old(k)
         if self.remote is not None:
             self.remote.opened(k)
         return view
 
     def _drop_old(self, k: int) -> None:
-        """Past the bytes a remote pack's process keeps mapped, drops the least recently mapped
-        shards' maps and holds (under the lock)."""
+        """Before shard k is mapped: drops the least recently mapped shards' maps and holds until k
+        fits the bytes a remote pack's process keeps mapped (under the lock)."""
         keep = self.remote.keep_bytes
-        while keep is not None and len(self._held) > 1 and sum(self.shards[j][1] for j in self._held) > keep:
-            old = next(j for j in self._held if j != k)
+        while keep is not None and self._held and sum(self.shards[j][1] for j in (*self._held, k)) > keep:
+            old = next(iter(self._held))
             self.views[old] = self._tensors[old] = None
             self.remote.cache.release(self._held.pop(old))
 

@@ -34,6 +34,11 @@ class Held:
     def __init__(self, k: int, path: str, fd: int):
         self.k, self.path, self.fd = k, path, fd
 
+    def __del__(self):  # a dataset dropped without releasing: the hold ends with it
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
 
 class ShardCache:
     """The shards of one remote pack in a local folder.

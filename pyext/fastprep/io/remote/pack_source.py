@@ -108,7 +108,7 @@ class RemotePack:
                       where: str) -> bytearray:
         """The record at [offset, offset + length) of shard `name` with only the bytes a decode of
         `window` reads filled in (two rounds of range requests: the head, then the rows)."""
-        what = f"{where} (by range)"
+        what = f"reading {where} by range"
         head = self.store.read(name, offset, offset + min(length, rr.FIRST_READ), what)
         need = rr.needed_head(head, length, where)
         if need > len(head):

@@ -18,6 +18,8 @@ T = TypeVar("T")
 # Errors no retry can mend: the object is not there, or this client may not read it.
 FATAL = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, KeyboardInterrupt,
          MemoryError, TypeError)
+# ... and the clients' errors of that kind (botocore's missing credentials, bad parameters).
+FATAL_NAMES = ("Credentials", "ParamValidation", "NoSuchBucket", "AccessDenied")
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,9 @@ class Retry:
                 return fn()
             except FATAL:
                 raise
-            except Exception as exc:  # noqa: BLE001 (any transport error is retried, then named)
+            except Exception as exc:
+                if any(w in type(exc).__name__ for w in FATAL_NAMES):
+                    raise
                 last = exc
                 if attempt + 1 < self.tries:
                     time.sleep(self.wait(attempt))

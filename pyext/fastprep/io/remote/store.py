@@ -113,7 +113,7 @@ class RemoteStore:
         def call() -> list[bytes]:
             path = self._path(name)
             if len(ranges) == 1:
-                parts = [self.fs.cat_file(path, ranges[0][0], ranges[0][1])]
+                parts = [self.fs.cat_file(path, start=ranges[0][0], end=ranges[0][1])]
             else:
                 parts = self.fs.cat_ranges([path] * len(ranges), [a for a, _ in ranges], [b for _, b in ranges],
                                            on_error="raise")
