@@ -1,7 +1,7 @@
 """A small HTTP proxy on 127.0.0.1 in front of an S3-API server, for the remote tests: it counts
 the requests, adds latency and a bandwidth limit, and injects faults into the next N requests that
 match: a 503 SlowDown, a stall past the client's timeout, a connection dropped mid-body, a body cut
-short (a complete response of fewer bytes than asked). Standard library only; loopback only.
+short (a complete response of fewer bytes than asked), a body with one byte changed. Standard library only; loopback only.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 SLOWDOWN = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
             b"<Message>Please reduce your request rate.</Message></Error>")
-FAULTS = ("503", "stall", "drop", "short")
+FAULTS = ("503", "stall", "drop", "short", "flip")
 
 
 @dataclass
@@ -119,6 +119,8 @@ class FaultProxy:
             return None
         if fault == "short" and h.command == "GET" and len(data) > 1:
             data = data[:len(data) // 2]  # a complete response, of half the bytes asked
+        if fault == "flip" and h.command == "GET" and data:
+            data = data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 0x55]) + data[len(data) // 2 + 1:]
         return _reply(h, resp.status, out, data)
 
 

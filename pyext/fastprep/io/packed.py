@@ -172,7 +172,8 @@ class PackedDataset(ImageSource):
         PackedJpeg whose shard is not cached decodes from."""
         e = self._entries[i]
         shard = int(e["shard"])
-        return self._remote.window_record(self._shards[shard][0], int(e["offset"]), int(e["length"]), window,
+        return self._remote.window_record(self._shards[shard][0], int(e["offset"]), int(e["length"]),
+                                          int(e["checksum"]), window,
                                           f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})")
 
     def cut_window(self, i: int, crop: tuple[int, int, int, int] | None = None) -> WindowCut:

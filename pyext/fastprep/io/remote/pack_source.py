@@ -104,22 +104,32 @@ class RemotePack:
     def wait(self, timeout: float | None = None) -> bool:
         return True if self._prefetcher is None else self._prefetcher.wait(timeout)
 
-    def window_record(self, name: str, offset: int, length: int, window: tuple[int, int, int, int],
+    def window_record(self, name: str, offset: int, length: int, checksum: int, window: tuple[int, int, int, int],
                       where: str) -> bytearray:
         """The record at [offset, offset + length) of shard `name` with only the bytes a decode of
-        `window` reads filled in (two rounds of range requests: the head, then the rows)."""
+        `window` reads filled in (two rounds of range requests: the head, then the rows), checked
+        (the record's CRCs over those bytes): bytes changed in transit are fetched again."""
+        from fastprep.io.jpeg import native  # noqa: PLC0415 (the native module, with its install hint)
+
         what = f"reading {where} by range"
-        head = self.store.read(name, offset, offset + min(length, rr.FIRST_READ), what)
-        need = rr.needed_head(head, length, where)
-        if need > len(head):
-            head += self.store.read(name, offset + len(head), offset + need, what)
-        todo = []
-        for a, b in rr.window_ranges(head, length, window, where):
-            a = max(a, len(head))
-            if b > a:
-                todo.append((a, b))
-        parts = self.store.read_ranges(name, [(offset + a, offset + b) for a, b in todo], what) if todo else []
-        return rr.sparse_record(length, [(0, head), *((a, p) for (a, _), p in zip(todo, parts))])
+        top, left, h, w = window
+
+        def fetch() -> bytearray:
+            head = self.store.read(name, offset, offset + min(length, rr.FIRST_READ), what)
+            need = rr.needed_head(head, length, where)
+            if need > len(head):
+                head += self.store.read(name, offset + len(head), offset + need, what)
+            todo = [(max(a, len(head)), b) for a, b in rr.window_ranges(head, length, window, where)
+                    if b > max(a, len(head))]
+            parts = self.store.read_ranges(name, [(offset + a, offset + b) for a, b in todo], what) if todo else []
+            record = rr.sparse_record(length, [(0, head), *((a, p) for (a, _), p in zip(todo, parts))])
+            try:
+                native("PackedJpeg.decode").cut_record(record, checksum, top, left, h, w, True)
+            except ValueError as exc:
+                raise fmt.ShardFormatError(f"{where}: {exc}") from None
+            return record
+
+        return self.store.retry.call(what, self.store.where(name), fetch)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

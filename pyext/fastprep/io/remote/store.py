@@ -74,7 +74,7 @@ class RemoteStore:
         own_retries = s3 and "config_kwargs" not in options
         if own_retries:
             t = self.retry.timeout
-            options["config_kwargs"] = {"retries": {"max_attempts": 1}, "connect_timeout": t, "read_timeout": t}
+            options["config_kwargs"] = {"retries": {"total_max_attempts": 1}, "connect_timeout": t, "read_timeout": t}
         try:
             fs, root = fsspec.core.url_to_fs(self.url, skip_instance_cache=True, **options)
         except ImportError as exc:

@@ -1,0 +1,73 @@
+"""Remote reads under faults injected by tests/fault_proxy.py in front of the loopback S3 server:
+throttling (503 SlowDown), a stall past the timeout, a connection dropped mid-body, a body cut
+short, a byte changed in transit: retried and read correctly, or, after the last try, a named
+error (RemoteReadError naming the URL and shard) with nothing corrupt or partial left in the cache."""
+
+import pytest
+import torch
+
+import fastprep.io as fio
+from fastprep.io.remote import Retry
+
+from jpeg_photos import grey_jpeg, needs_decoder, photo_jpeg, write_tree
+from s3_server import s3  # noqa: F401 (the session's server fixture)
+
+pytestmark = [needs_decoder, pytest.mark.one_backend]
+
+FILES = {"a/1.jpg": lambda: photo_jpeg("coffee", "4:2:0", False, (301, 333)),
+         "b/2.jpg": lambda: grey_jpeg(False, (91, 130))}
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory, s3):  # noqa: F811
+    if s3.proxy is None:
+        pytest.skip("fault injection needs the loopback proxy (an http:// endpoint)")
+    root = tmp_path_factory.mktemp("faults")
+    (root / "src").mkdir()
+    write_tree(root / "src", FILES)
+    fio.pack(root / "src", s3.url("faults"), storage_options=s3.options(), staging=root / "local", progress=False,
+             shard_bytes=1 << 14)
+    return fio.PackedDataset(root / "local")
+
+
+def remote(s3, tmp_path, fetch, tries=4):  # noqa: F811
+    retry = Retry(tries=tries, backoff=0.01, max_backoff=0.05, timeout=1)
+    return fio.PackedDataset(s3.url("faults"), cache_dir=tmp_path, storage_options=s3.options(), retry=retry,
+                             fetch=fetch)
+
+
+def leftovers(tmp_path):
+    return sorted(p.name for p in tmp_path.rglob("*") if p.suffix in (".part", ".fpk"))
+
+
+CASES = [("503", 2), ("stall", 1), ("drop", 1), ("short", 1), ("flip", 1)]
+
+
+@pytest.mark.parametrize("fetch", ["shards", "ranges"])
+@pytest.mark.parametrize(("fault", "count"), CASES)
+def test_a_fault_is_retried_and_the_read_is_correct(pack, s3, tmp_path, fault, count, fetch):  # noqa: F811
+    ds = remote(s3, tmp_path, fetch)
+    s3.proxy.clear()
+    s3.proxy.stall = 2.0
+    s3.proxy.inject(fault, count, match="GET /" + s3.bucket)
+    crop = (40, 30, 64, 80)
+    assert torch.equal(ds.load_raw(0)[0].decode(crop), pack.load_raw(0)[0].decode(crop))
+    assert s3.proxy.requests("GET") > count  # the failed ones, then the good one(s)
+    assert torch.equal(ds.load_raw(0)[0].decode(crop), pack.load_raw(0)[0].decode(crop))  # and again, clean
+    assert not any(n.endswith(".part") for n in leftovers(tmp_path))
+
+
+@pytest.mark.parametrize(("fault", "error"), [("503", fio.RemoteReadError), ("drop", fio.RemoteReadError),
+                                              ("short", fio.RemoteReadError),
+                                              ("flip", (fio.RemoteReadError, fio.ShardFormatError))])
+def test_after_the_last_try_a_named_error_and_nothing_cached(pack, s3, tmp_path, fault, error):  # noqa: F811
+    ds = remote(s3, tmp_path, "shards", tries=3)
+    s3.proxy.clear()
+    s3.proxy.inject(fault, 3, match="/shard-00000.fpk")
+    name = pack._shards[0][0]
+    with pytest.raises(error, match=f"shard 0 \\({name}\\) at s3://{s3.bucket}/.*/{name}.*3 tries"):
+        ds.load_raw(0)[0].decode()
+    assert s3.proxy.requests(f"/{name}") == 3
+    assert leftovers(tmp_path) == []  # nothing partial, nothing corrupt
+    assert torch.equal(ds.load_raw(0)[0].decode(), pack.load_raw(0)[0].decode())  # the store recovered
+    assert leftovers(tmp_path) == [name]
