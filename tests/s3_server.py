@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import pytest
-
 from fault_proxy import FaultProxy
 
 

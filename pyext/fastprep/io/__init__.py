@@ -46,7 +46,7 @@ from fastprep.io.windowed import WindowedImage
 __all__ = [
     "HDF5Dataset", "HDF5Image", "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader",
     "LMDBDataset", "PackLockedError", "PackSourceError", "PackSummary", "PackWarning", "PackWriteError",
-    "PackedDataset", "PackedImage", "PackedJpeg", "PackedRaw", "RemoteReadError", "ShardFormatError", "WebDataset", "WindowCut",
-    "WindowedImage", "available", "decode_jpeg", "decode_jpeg_batch", "decode_window_batch", "find_classes",
-    "libjpeg_turbo_version", "make_dataset", "pack", "read_jpeg_header", "write_webdataset",
+    "PackedDataset", "PackedImage", "PackedJpeg", "PackedRaw", "RemoteReadError", "ShardFormatError", "WebDataset",
+    "WindowCut", "WindowedImage", "available", "decode_jpeg", "decode_jpeg_batch", "decode_window_batch",
+    "find_classes", "libjpeg_turbo_version", "make_dataset", "pack", "read_jpeg_header", "write_webdataset",
 ]

@@ -102,8 +102,8 @@ class PackedJpeg(PackedImage):
         out = self._output(who, (h, w), 1 if mode == "GRAY" else 3, layout, out)
         planes = out if layout == "CHW" else out.permute(2, 0, 1)
         try:
-            notes = native(who).decode_record_into(self._bytes((top, left, h, w)), self.checksum, planes.numpy(), top, left, mode,
-                                                   self.strict, self.verify)
+            notes = native(who).decode_record_into(self._bytes((top, left, h, w)), self.checksum, planes.numpy(), top,
+                                                   left, mode, self.strict, self.verify)
         except ValueError as exc:
             raise self._corrupt(who, exc) from None
         if notes:
