@@ -1,0 +1,124 @@
+"""A pack read from object storage (issue 33): samples/s and bytes fetched per sample through moto's
+S3 server on loopback behind tests/fault_proxy.py's proxy adding LATENCY per request, cold cache
+(shards downloaded ahead by prefetch) and warm cache, and by range (no cache), against the same
+pack on local disk; and the bytes a 256^2 window of a 1024^2 photo moves by range.
+
+Files: FILES 1024x1024 quality-90 4:2:0 JPEG photo mosaics (fastprep.tools.photos), packed in
+shards of SHARD bytes. Workload: RandomCrop(256) windows through fastprep.Loader (THREADS threads,
+batch BATCH), ROUNDS epochs of a shuffled order, the best round reported.
+
+Run: python benchmarks/bench_remote.py   (needs the test extra: s3fs, moto[s3], flask)
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import fastprep
+import fastprep.io as fio
+from fastprep import transforms as T
+from fastprep.tools.file_sources import FileSet
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+
+FILES, SHARD, CROP, BATCH, THREADS, ROUNDS, LATENCY = 48, 4 << 20, 256, 16, 2, 3, 0.020
+
+
+def epoch_rate(ds, order: list[int]) -> float:
+    """Samples/s of one pass over `order` through the Loader."""
+    loader = fastprep.Loader(ds, BATCH, transform=T.RandomCrop(CROP, layout="HWC"), sampler=order,
+                             threads=THREADS, seed=0)
+    start, n = time.perf_counter(), 0
+    for batch in loader:
+        n += len(batch[1])
+    return n / (time.perf_counter() - start)
+
+
+def best(fn, rounds: int = ROUNDS) -> float:
+    return max(fn() for _ in range(rounds))
+
+
+def window_bytes(url: str, opts: dict, local, cache: str) -> tuple[float, float]:
+    """Mean bytes moved by range per 256^2 window at a random place, and as a share of the record."""
+    ds = fio.PackedDataset(url, cache_dir=cache, storage_options=opts, fetch="ranges", layout="HWC")
+    rng, moved, share = random.Random(0), [], []
+    for i in range(len(ds)):
+        img = ds.load_raw(i)[0]
+        top, left = rng.randrange(img.height - CROP + 1), rng.randrange(img.width - CROP + 1)
+        before = ds.bytes_fetched
+        img.decode((top, left, CROP, CROP))
+        moved.append(ds.bytes_fetched - before)
+        share.append(moved[-1] / int(local._entries["length"][i]))
+    return float(np.mean(moved)), float(np.mean(share))
+
+
+def main() -> None:
+    import s3_server  # noqa: PLC0415 (tests/: the loopback server and the fault proxy)
+
+    where, handle = s3_server.start()
+    tmp = tempfile.mkdtemp(prefix="fastprep-bench-remote-")
+    files = FileSet(FILES)
+    try:
+        local_path = os.path.join(tmp, "local")
+        fio.pack(files.folder, where.url("photos"), storage_options=where.options(), staging=local_path,
+                 shard_bytes=SHARD, progress=False)
+        local = fio.PackedDataset(local_path, layout="HWC")
+        n = len(local)
+        order = list(range(n)) * 4
+        random.Random(1).shuffle(order)
+        if where.proxy is not None:
+            where.proxy.latency = LATENCY
+        opts = where.options()
+        print(f"{n} photos 1024^2 q90 in {len(local._shards)} shards ({sum(s for _, s in local._shards) / 1e6:.1f} "
+              f"MB), {len(order)} samples per epoch, crop {CROP}, {THREADS} Loader threads, +{LATENCY * 1e3:.0f} "
+              f"ms per request; best of {ROUNDS}")
+        rows = [("local disk", best(lambda: epoch_rate(local, order)), 0.0)]
+
+        def remote_cold(fetch: str) -> tuple[float, float]:
+            rates, per = [], []
+            for r in range(ROUNDS):
+                cache = os.path.join(tmp, f"cache-{fetch}-{r}")
+                ds = fio.PackedDataset(where.url("photos"), cache_dir=cache, storage_options=opts, fetch=fetch,
+                                       layout="HWC")
+                b0 = ds.bytes_fetched
+                start = time.perf_counter()
+                if fetch == "shards":
+                    ds.prefetch(order)
+                rate = epoch_rate(ds, order)
+                if fetch == "shards":  # the prefetch's start is part of the cold epoch
+                    rate = len(order) / (time.perf_counter() - start)
+                rates.append(rate)
+                per.append((ds.bytes_fetched - b0) / len(order))
+            return max(rates), float(np.mean(per))
+
+        rate, per = remote_cold("shards")
+        rows.append(("remote, cold cache (whole shards, prefetch)", rate, per))
+        warm = fio.PackedDataset(where.url("photos"), cache_dir=os.path.join(tmp, "cache-shards-0"),
+                                 storage_options=opts, fetch="shards", layout="HWC")
+        epoch_rate(warm, order)
+        b0 = warm.bytes_fetched
+        rows.append(("remote, warm cache", best(lambda: epoch_rate(warm, order)),
+                     (warm.bytes_fetched - b0) / len(order) / ROUNDS))
+        rate, per = remote_cold("ranges")
+        rows.append(("remote, by range (no cache)", rate, per))
+        for name, rate, per in rows:
+            print(f"  {name:45s} {rate:8.1f} samples/s  {rate / rows[0][1]:6.1%} of local  "
+                  f"{per / 1e3:8.1f} kB fetched/sample")
+        moved, share = window_bytes(where.url("photos"), opts, local, os.path.join(tmp, "cache-window"))
+        print(f"  a {CROP}^2 window of a 1024^2 photo by range: {moved / 1e3:.1f} kB moved, {share:.1%} of its "
+              f"record (mean over {n} photos, random places)")
+    finally:
+        files.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+        s3_server.stop(handle)
+
+
+if __name__ == "__main__":
+    main()
