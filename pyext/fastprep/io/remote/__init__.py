@@ -12,5 +12,6 @@ from fastprep.io.remote.cache import ShardCache
 from fastprep.io.remote.prefetch import Prefetcher
 from fastprep.io.remote.retry import Retry
 from fastprep.io.remote.store import RemoteStore, is_url
+from fastprep.io.remote.upload import upload_pack
 
-__all__ = ["Prefetcher", "RemoteStore", "Retry", "ShardCache", "is_url"]
+__all__ = ["Prefetcher", "RemoteStore", "Retry", "ShardCache", "is_url", "upload_pack"]

@@ -146,6 +146,16 @@ class RemoteStore:
         """The local file `local` to the object `name` (replaced)."""
         self.retry.call(f"uploading {name}", self.where(name), lambda: self.fs.put_file(local, self._path(name)))
 
+    def remove(self, name: str) -> None:
+        """Deletes the object `name`."""
+        self.retry.call(f"removing {name}", self.where(name), lambda: self.fs.rm_file(self._path(name)))
+
+    def make_folder(self) -> None:
+        """Creates the URL's folder where the store has folders (file://); object stores have none."""
+        protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
+        if "file" in protocols or "local" in protocols:
+            self.fs.makedirs(self._root, exist_ok=True)
+
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_fs"], state["_root"], state["_pid"] = None, None, -1

@@ -37,9 +37,9 @@ def upload_pack(local: str | os.PathLike, url: str, *, storage_options: dict | N
         raise FileNotFoundError(f"upload_pack: no {fmt.INDEX_NAME} in {local!r}: not a finished pack")
     _, pack_id, meta, _ = fmt.read_index(index)
     store = RemoteStore(url, storage_options, retry)
+    store.make_folder()
     if store.size(fmt.INDEX_NAME) is not None and _remote_id(store, fmt.INDEX_NAME, 16) != pack_id:
-        store.retry.call("removing the old index", store.where(fmt.INDEX_NAME),
-                         lambda: store.fs.rm_file(f"{store._root}/{fmt.INDEX_NAME}"))  # noqa: SLF001
+        store.remove(fmt.INDEX_NAME)  # another pack's: readers must not pair it with the new shards
     sent = 0
     for name, size, _ in meta["shards"]:
         if store.size(name) == size and _remote_id(store, name, 16) == pack_id:
