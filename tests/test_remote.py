@@ -150,6 +150,15 @@ def test_two_processes_sharing_a_cache_download_each_shard_once(packs, s3, tmp_p
         assert len(gets) == 1, gets
 
 
+def test_dataloader_workers_read_a_remote_pack(packs, s3, tmp_path, capfd):  # noqa: F811
+    local = fio.PackedDataset(packs / "jpeg")
+    ds = remote(s3, "jpeg", tmp_path, fetch="shards")
+    ds.load_raw(0)[0].decode()  # the parent's client in use before the workers fork
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, collate_fn=lambda x: x, timeout=60)
+    assert all(torch.equal(a[0], local[i][0]) for i, a in enumerate(loader))
+    assert "loop" not in capfd.readouterr().err  # no worker closes its parent's connections
+
+
 def test_pack_to_s3_resumes_and_uploads_only_what_is_missing(packs, s3, tmp_path):  # noqa: F811
     from fastprep.io.remote.upload import upload_pack
 

@@ -64,6 +64,15 @@ class ShardCache:
         self._count_lock = threading.Lock()
         os.makedirs(folder, exist_ok=True)
 
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        del state["_count_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._count_lock = threading.Lock()
+
     def path(self, k: int) -> str:
         return os.path.join(self.folder, self.shards[k][0])
 

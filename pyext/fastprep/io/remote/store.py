@@ -9,8 +9,10 @@ with no network at all (the docs' examples).
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
+import weakref
 from typing import Any
 
 from fastprep.io.remote.retry import Retry
@@ -21,6 +23,39 @@ INSTALL_HINT = "pip install 'fastprep[remote]' (fsspec and s3fs; gcsfs or adlfs 
 def is_url(path: Any) -> bool:
     """Whether a pack path is a URL (read through fsspec) rather than a local folder."""
     return isinstance(path, str) and "://" in path
+
+
+def _finalizers(client: Any) -> list:
+    """The weakref.finalize callbacks a client (s3fs) registered to close its session."""
+    registry = getattr(weakref.finalize, "_registry", {})
+    return [fin for fin, info in list(registry.items()) if getattr(info, "weakref", lambda: None)() is client]
+
+
+_clients: weakref.WeakSet = weakref.WeakSet()  # the clients this process made
+_kept: list = []  # a forked child's copies of its parent's clients: never closed, never collected here
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (a DataLoader worker) must not close its parent's connections: collecting or
+    finalizing an async client here would run its parent's event loop's close in this process
+    ("attached to a different loop", "Unclosed client session"). Kept alive, finalizers detached."""
+    _kept.extend(_clients)
+    for client in _kept:
+        for fin in _finalizers(client):
+            fin.detach()
+    _clients.clear()
+
+
+def _before_fork() -> None:
+    """Clients (and the session objects they leave behind) that are garbage are collected in the
+    parent, where their loop runs, not in a child that would finalize them on a loop it lacks."""
+    if _made[0]:
+        gc.collect()
+
+
+_made = [False]
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
 class RemoteStore:
@@ -59,8 +94,10 @@ class RemoteStore:
 
     @property
     def fs(self) -> Any:
-        if self._pid != os.getpid():
+        if self._pid != os.getpid():  # first use, or first in a forked child (the parent's client: _kept)
             self._fs, self._root = self._connect()
+            _clients.add(self._fs)
+            _made[0] = True
             self._pid, self._lock = os.getpid(), threading.Lock()
         return self._fs
 
