@@ -85,10 +85,10 @@ def test_a_window_read_by_range_moves_only_its_rows(s3, tmp_path):  # noqa: F811
     assert moved <= 0.40 * record, f"{moved} of {record} bytes"
     before = ds.bytes_fetched
     assert ds.load_raw(0)[0].cut(crop) == local.load_raw(0)[0].cut(crop)
-    assert ds.bytes_fetched - before == moved  # the same bytes for the GPU split's cut
+    assert 0 < ds.bytes_fetched - before < moved  # the GPU split's cut: the same rows, the head kept
     before = ds.bytes_fetched
-    ds.load_raw(0)[0].decode()
-    assert ds.bytes_fetched - before == record  # a whole image: the whole record, once
+    assert torch.equal(ds.load_raw(0)[0].decode(), local.load_raw(0)[0].decode())
+    assert record - 8192 < ds.bytes_fetched - before < record  # a whole image: the rest of the record, once
 
 
 def test_the_cache_evicts_least_recently_used_past_its_limit(packs, s3, tmp_path):  # noqa: F811

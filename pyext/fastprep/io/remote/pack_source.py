@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections import OrderedDict
 
 from fastprep.io import shards as fmt
 from fastprep.io.remote import ranges as rr
@@ -17,6 +18,7 @@ from fastprep.io.remote.retry import Retry
 from fastprep.io.remote.store import RemoteStore
 
 FETCH = ("auto", "shards", "ranges")
+HEAD_CACHE_BYTES = 32 << 20  # records' heads kept per process: a later read of the record needs one request
 
 
 def default_cache_dir() -> str:
@@ -53,6 +55,39 @@ class RemotePack:
         self.cache: ShardCache | None = None
         self._prefetcher: Prefetcher | None = None
         self._ordered = False
+        self._reset_heads()
+
+    def _reset_heads(self) -> None:
+        self._heads: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._heads_bytes = 0
+        self._heads_lock = threading.Lock()
+
+    def _head(self, name: str, offset: int, length: int, where: str, what: str) -> bytes:
+        """The record's meta block, restart index and JPEG header: from memory, or fetched (one
+        request, two for an unusually large header) and kept, least recently used out first."""
+        key = (name, offset)
+        with self._heads_lock:
+            head = self._heads.get(key)
+            if head is not None:
+                self._heads.move_to_end(key)
+                return head
+        head = self.store.read(name, offset, offset + min(length, rr.FIRST_READ), what)
+        need = rr.needed_head(head, length, where)
+        if need > len(head):
+            head += self.store.read(name, offset + len(head), offset + need, what)
+        with self._heads_lock:
+            if key not in self._heads:
+                self._heads[key] = head
+                self._heads_bytes += len(head)
+                while self._heads_bytes > HEAD_CACHE_BYTES:
+                    self._heads_bytes -= len(self._heads.popitem(last=False)[1])
+        return head
+
+    def _forget_head(self, name: str, offset: int) -> None:
+        with self._heads_lock:
+            head = self._heads.pop((name, offset), None)
+            if head is not None:
+                self._heads_bytes -= len(head)
 
     def fetch_index(self) -> str:
         """The index downloaded (and checked) into the cache; its local path."""
@@ -115,10 +150,7 @@ class RemotePack:
         top, left, h, w = window
 
         def fetch() -> bytearray:
-            head = self.store.read(name, offset, offset + min(length, rr.FIRST_READ), what)
-            need = rr.needed_head(head, length, where)
-            if need > len(head):
-                head += self.store.read(name, offset + len(head), offset + need, what)
+            head = self._head(name, offset, length, where, what)
             todo = [(max(a, len(head)), b) for a, b in rr.window_ranges(head, length, window, where)
                     if b > max(a, len(head))]
             parts = self.store.read_ranges(name, [(offset + a, offset + b) for a, b in todo], what) if todo else []
@@ -126,6 +158,7 @@ class RemotePack:
             try:
                 native("PackedJpeg.decode").cut_record(record, checksum, top, left, h, w, True)
             except ValueError as exc:
+                self._forget_head(name, offset)  # fetched again on the next try, with the rest
                 raise fmt.ShardFormatError(f"{where}: {exc}") from None
             return record
 
@@ -134,4 +167,10 @@ class RemotePack:
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_prefetcher"] = None  # each process prefetches for itself
+        for key in ("_heads", "_heads_bytes", "_heads_lock"):
+            del state[key]
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._reset_heads()
