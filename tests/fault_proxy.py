@@ -40,6 +40,7 @@ class FaultProxy:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK stall between them
 
             def log_message(self, *args):  # quiet
                 pass
@@ -148,3 +149,11 @@ def _reply(h: http.server.BaseHTTPRequestHandler, status: int, headers: dict, da
     h.end_headers()
     if h.command != "HEAD":
         h.wfile.write(data)
+
+
+if __name__ == "__main__":  # a proxy process (benchmarks): fault_proxy.py UPSTREAM_PORT LATENCY_S; prints its port
+    import sys
+
+    p = FaultProxy(int(sys.argv[1]), latency=float(sys.argv[2])).start()
+    print(p.port, flush=True)
+    threading.Event().wait()

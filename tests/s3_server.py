@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
+import time
 import uuid
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -44,6 +47,50 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class Child:
+    """A server process (stop() ends it)."""
+
+    def __init__(self, args: list[str], ready: str | None = None):
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.line = self.proc.stdout.readline().strip() if ready is None else ready
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def _wait_for(port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.5).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def start_processes(latency: float) -> tuple[S3, object]:
+    """moto and the proxy (adding `latency` per request) in processes of their own (a benchmark's:
+    in-process servers would share its GIL); no fault injection."""
+    pytest.importorskip("moto.server", reason="needs moto's S3 server: pip install 'moto[s3]' flask flask-cors")
+    for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
+                       ("AWS_DEFAULT_REGION", "us-east-1")):
+        os.environ.setdefault(key, value)
+    port = free_port()
+    server = Child([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], ready="")
+    _wait_for(port)
+    import boto3  # noqa: PLC0415 (moto's dependency)
+
+    boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1").create_bucket(
+        Bucket="fastprep-test")
+    proxy = Child([sys.executable, os.path.join(os.path.dirname(__file__), "fault_proxy.py"), str(port),
+                   str(latency)])
+    return S3("fastprep-test", f"bench-{uuid.uuid4().hex[:8]}", f"http://127.0.0.1:{proxy.line}", None), \
+        (proxy, server)
 
 
 def start() -> tuple[S3, object]:

@@ -1,7 +1,12 @@
 """Which bytes of a packed JPEG record a window's decode reads, so that a record in a shard that is
 not cached can be read by HTTP range: its meta block, restart index and JPEG header, the MCU rows
 the window's cut covers (with the rows libjpeg's upsampling reads around it: csrc/jpeg/cut.cpp
-plan_cut), and the EOI marker. The record format is csrc/jpeg/record.h's.
+plan_cut). The record format is csrc/jpeg/record.h's.
+
+The JPEG's last two bytes (its EOI marker) are not fetched unless the window's rows reach them:
+opening a record checks they are FF D9, and nothing else reads them (a cut ends in its own EOI),
+so :func:`sparse_record` writes FF D9 there; when the last MCU row is fetched, they arrive with it,
+under its CRC.
 
 Whole MCU rows are fetched, not only the window's restart intervals in them: each row's CRC covers
 the whole row, and a read checks it, so every byte decoded is checked as on local disk.
@@ -71,8 +76,7 @@ def window_ranges(head: bytes, length: int, window: tuple[int, int, int, int], w
     if r0 == 0 and r1 == rows and c0 == 0 and c1 >= per_row:
         return [(0, length)]
     row_end = starts[r1] if r1 < rows else jpeg_size
-    ranges = [(0, jpeg_at + starts[0]), (jpeg_at + starts[r0], jpeg_at + row_end),
-              (jpeg_at + jpeg_size - 2, jpeg_at + jpeg_size)]
+    ranges = [(0, jpeg_at + starts[0]), (jpeg_at + starts[r0], jpeg_at + row_end)]
     return [(min(a, length), min(b, length)) for a, b in coalesce(ranges)]
 
 
@@ -99,9 +103,12 @@ def coalesce(ranges: list[tuple[int, int]], gap: int = GAP) -> list[tuple[int, i
 
 
 def sparse_record(length: int, parts: list[tuple[int, bytes]]) -> bytearray:
-    """A record-sized buffer holding `parts` (offset, bytes) at their offsets, zeros elsewhere: the
-    decoder reads only the bytes the window needs, each under its CRC."""
+    """A record-sized buffer holding `parts` (offset, bytes) at their offsets (parts[0]: the head),
+    the JPEG's EOI marker at its end, zeros elsewhere: the decoder reads only the bytes the window
+    needs, each under its CRC."""
     buf = bytearray(length)
+    jpeg_at, jpeg_size = struct.unpack_from("<II", parts[0][1], 8)
+    buf[jpeg_at + jpeg_size - 2:jpeg_at + jpeg_size] = b"\xff\xd9"  # fetched bytes (rows) overwrite it
     for at, data in parts:
         buf[at:at + len(data)] = data
     return buf
