@@ -71,3 +71,14 @@ def test_after_the_last_try_a_named_error_and_nothing_cached(pack, s3, tmp_path,
     assert leftovers(tmp_path) == []  # nothing partial, nothing corrupt
     assert torch.equal(ds.load_raw(0)[0].decode(), pack.load_raw(0)[0].decode())  # the store recovered
     assert leftovers(tmp_path) == [name]
+
+
+def test_a_range_read_gives_up_after_its_tries_too(pack, s3, tmp_path):  # noqa: F811
+    ds = remote(s3, tmp_path, "ranges", tries=3)
+    s3.proxy.clear()
+    s3.proxy.inject("503", 100, match="/shard-00000.fpk")
+    name = pack._shards[0][0]
+    with pytest.raises(fio.RemoteReadError, match=f"record 0 .* by range at s3://.*/{name} failed after 3 tries"):
+        ds.load_raw(0)[0].decode((0, 0, 8, 8))
+    assert s3.proxy.requests(f"/{name}") == 3  # bounded: the check's retry does not repeat a spent read's tries
+    assert leftovers(tmp_path) == []

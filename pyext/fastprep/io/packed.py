@@ -95,7 +95,10 @@ class PackedDataset(ImageSource):
         self.mode, self.layout, self.strict, self.verify = mode, layout, strict, verify
         entries, self.pack_id, meta, self._names_at = fmt.read_index(self.index_path)
         self._shards = [(str(name), int(size)) for name, size, _ in meta["shards"]]
-        _check_entries(entries, self._shards, self.index_path)
+        if self._remote is not None:  # into the pack's cache folder (it replaces an older copy there)
+            self.index_path = self._remote.attach(self.index_path, self.pack_id, self._shards)
+        where = self.index_path if self._remote is None else f"{self.path}/{fmt.INDEX_NAME}"
+        _check_entries(entries, self._shards, where)
         self._entries = entries
         self._total = sum(size for _, size in self._shards)
         self.classes = list(meta["classes"] or [])
@@ -104,8 +107,6 @@ class PackedDataset(ImageSource):
         self.skipped = [(name, why) for _, name, why in meta["skipped"]]
         self.options = meta["options"]
         self._extras = meta["extras"]
-        if self._remote is not None:
-            self.index_path = self._remote.attach(self.index_path, self.pack_id, self._shards)
         self._maps = ShardMaps(self.path, self._shards, self.pack_id, self._remote)
 
     def __len__(self) -> int:

@@ -61,7 +61,7 @@ class Retry:
         for attempt in range(self.tries):
             try:
                 return fn()
-            except FATAL:
+            except (*FATAL, RemoteReadError):  # a RemoteReadError: an inner call used up its own tries
                 raise
             except Exception as exc:
                 if any(w in type(exc).__name__ for w in FATAL_NAMES):
