@@ -130,6 +130,8 @@ def test_prefetch_downloads_in_first_use_order_within_the_budget(packs, s3, tmp_
 CHILD = """
 import sys, fastprep.io as fio
 from fastprep.io.remote import Retry
+print("ready", flush=True)
+sys.stdin.readline()
 ds = fio.PackedDataset(sys.argv[1], cache_dir=sys.argv[2], storage_options={"endpoint_url": sys.argv[3]},
                        fetch="shards", retry=Retry(tries=4, backoff=0.01))
 print(sum(int(ds.load_raw(i)[0].decode().sum()) for i in range(len(ds))))
@@ -139,12 +141,22 @@ print(sum(int(ds.load_raw(i)[0].decode().sum()) for i in range(len(ds))))
 def test_two_processes_sharing_a_cache_download_each_shard_once(packs, s3, tmp_path):  # noqa: F811
     if s3.proxy is None:
         pytest.skip("counting requests needs the loopback proxy (an http:// endpoint)")
-    s3.proxy.clear()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     args = [sys.executable, "-c", CHILD, s3.url("jpeg"), str(tmp_path / "cache"), s3.endpoint]
-    kids = [subprocess.Popen(args, stdout=subprocess.PIPE, env=env) for _ in range(2)]  # two ranks of a node
-    outs = [k.communicate(timeout=120)[0] for k in kids]
-    assert all(k.returncode == 0 for k in kids) and outs[0] == outs[1]
+    kid = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)  # rank 1
+    try:
+        assert kid.stdout.readline().strip() == "ready"
+        s3.proxy.clear()
+        s3.proxy.latency, s3.proxy.bandwidth = 0.3, 100_000  # slow downloads overlap: one waits on the other's lock
+        kid.stdin.write("go\n")
+        kid.stdin.flush()
+        ds = remote(s3, "jpeg", tmp_path, fetch="shards")  # rank 0: this process
+        here = sum(int(ds.load_raw(i)[0].decode().sum()) for i in range(len(ds)))
+        out, _ = kid.communicate(timeout=120)
+    finally:
+        s3.proxy.latency, s3.proxy.bandwidth = 0.0, None
+        kid.kill()
+    assert kid.returncode == 0 and int(out) == here
     for name, _ in fio.PackedDataset(packs / "jpeg")._shards:
         gets = [line for line in s3.proxy.log if line.startswith("GET") and f"/{name}" in line]
         assert len(gets) == 1, gets
