@@ -82,3 +82,21 @@ def test_a_range_read_gives_up_after_its_tries_too(pack, s3, tmp_path):  # noqa:
         ds.load_raw(0)[0].decode((0, 0, 8, 8))
     assert s3.proxy.requests(f"/{name}") == 3  # bounded: the check's retry does not repeat a spent read's tries
     assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize(("where", "why"), [(20, "header checksum"), (-100, "table checksum")])
+def test_a_corrupt_remote_shard_is_never_cached(tmp_path, where, why):
+    # file:// has no transport checksum of its own: the cache's check (header, footer, table CRCs) is what refuses it
+    (tmp_path / "src").mkdir()
+    write_tree(tmp_path / "src", FILES)
+    bucket = tmp_path / "bucket"
+    fio.pack(tmp_path / "src", f"file://{bucket}/p", staging=tmp_path / "local", progress=False, shard_bytes=1 << 14)
+    shard = bucket / "p" / "shard-00000.fpk"
+    data = bytearray(shard.read_bytes())
+    data[where] ^= 0x40
+    shard.write_bytes(bytes(data))
+    ds = fio.PackedDataset(f"file://{bucket}/p", cache_dir=tmp_path / "cache", fetch="shards",
+                           retry=Retry(tries=2, backoff=0.01))
+    with pytest.raises(fio.ShardFormatError, match=f"{why} mismatch.*2 tries"):
+        ds.load_raw(0)[0].decode()
+    assert leftovers(tmp_path / "cache") == []
