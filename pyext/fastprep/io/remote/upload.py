@@ -58,12 +58,29 @@ def _remote_id(store: RemoteStore, name: str, at: int) -> bytes:
 
 def pack(src: Any, dest: str | os.PathLike, *, storage_options: dict | None = None,
          staging: str | os.PathLike | None = None, retry: Retry | None = None, **options: Any) -> PackSummary:
-    """:func:`fastprep.io.pack`, whose `dest` may be a URL: the pack is written to `staging` (default
-    a folder under $FASTPREP_CACHE named after the URL, kept for a resume), then uploaded by
-    :func:`upload_pack`. A local `dest` is packed in place as before. Other keyword arguments are
-    pack's.
+    """Pack an image folder or a map-style dataset into shards + an index for :class:`PackedDataset`,
+    in a local folder or at a URL (s3://, gs://, az://, file://: whatever fsspec writes).
+
+    A local `dest` is packed in place, by :func:`fastprep.io.pack.pack` (restart-indexed JPEGs or raw
+    pixels, resumable: its docstring and docs/real-files.md say how). A URL `dest` is packed into
+    `staging`, then uploaded by :func:`fastprep.io.remote.upload_pack`: shards first, the index last,
+    only the shards the URL lacks (a re-run resumes both the packing and the upload).
+
+    Args:
+        src: a folder of class subfolders, or a map-style dataset of ``(image, label, ...)``.
+        dest: the folder or URL to write, e.g. "s3://bucket/train.packed".
+        storage_options: for a URL: keyword arguments of the fsspec filesystem (an endpoint_url...).
+        staging: for a URL: the local folder packed first (default: under $FASTPREP_CACHE, named
+            after the URL, kept for a resume).
+        retry: for a URL: how failed uploads are retried (:class:`fastprep.io.remote.Retry`).
+        **options: :func:`fastprep.io.pack.pack`'s: mode, max_side, threads, quality, non_jpeg,
+            shard_bytes, restart, progress.
+
+    Returns:
+        a :class:`PackSummary` (its `dest` the URL).
 
     Example:
+        >>> fastprep.io.pack("train/", "train.packed")
         >>> fastprep.io.pack("train/", "s3://bucket/train.packed")
     """
     if not is_url(os.fspath(dest) if isinstance(dest, os.PathLike) else dest):
