@@ -27,7 +27,7 @@ FILES = {
     "b/420.jpg": lambda: photo_jpeg("coffee", "4:2:0", False, (301, 333)),
     "c/grey.jpg": lambda: grey_jpeg(False, (91, 130)),
 }
-FAST = Retry(tries=4, backoff=0.01, max_backoff=0.05, timeout=5)
+FAST = Retry(tries=4, backoff=0.01, max_backoff=0.05, timeout=30)  # generous: CI machines are loaded
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +65,21 @@ def test_remote_reads_equal_local_reads(packs, s3, tmp_path, mode, fetch):  # no
     assert ds.bytes_fetched > 0
     cached = list((tmp_path / "cache").glob("*/shard-*.fpk"))
     assert len(cached) == (0 if (mode, fetch) == ("jpeg", "ranges") else len(local._shards))  # raw: never by range
+
+
+def test_the_index_is_fetched_once_while_it_is_unchanged(packs, s3, tmp_path):  # noqa: F811
+    if s3.proxy is None:
+        pytest.skip("counting requests needs the loopback proxy (an http:// endpoint)")
+    s3.proxy.clear()
+    for _ in range(3):  # three ranks opening the pack
+        assert len(remote(s3, "jpeg", tmp_path)) == len(fio.PackedDataset(packs / "jpeg"))
+    assert s3.proxy.requests("GET") == 1 and s3.proxy.requests("HEAD") == 3
+    index = next(tmp_path.glob("cache/*/index.fpi"))
+    data = bytearray(index.read_bytes())
+    data[70] ^= 1  # a damaged local copy (its table): fetched again
+    index.write_bytes(bytes(data))
+    assert len(remote(s3, "jpeg", tmp_path)) == len(fio.PackedDataset(packs / "jpeg"))
+    assert s3.proxy.requests("GET") == 2
 
 
 def test_auto_reads_by_range_until_an_order_is_known(packs, s3, tmp_path):  # noqa: F811

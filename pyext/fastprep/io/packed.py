@@ -83,7 +83,7 @@ class PackedDataset(ImageSource):
         if is_url(self.path):
             self._remote = RemotePack(self.path, cache_dir, cache_limit, fetch, storage_options, retry, workers)
             self.path = self._remote.store.url
-            self.index_path = self._remote.fetch_index()
+            self.index_path = self._remote.fetch_index()[0]
         else:
             self.index_path = os.path.join(self.path, fmt.INDEX_NAME)
         if not os.path.isfile(self.index_path):
@@ -95,8 +95,8 @@ class PackedDataset(ImageSource):
         self.mode, self.layout, self.strict, self.verify = mode, layout, strict, verify
         entries, self.pack_id, meta, self._names_at = fmt.read_index(self.index_path)
         self._shards = [(str(name), int(size)) for name, size, _ in meta["shards"]]
-        if self._remote is not None:  # into the pack's cache folder (it replaces an older copy there)
-            self.index_path = self._remote.attach(self.index_path, self.pack_id, self._shards)
+        if self._remote is not None:
+            self._remote.attach(self.pack_id, self._shards)
         where = self.index_path if self._remote is None else f"{self.path}/{fmt.INDEX_NAME}"
         _check_entries(entries, self._shards, where)
         self._entries = entries

@@ -5,7 +5,9 @@ the :class:`Prefetcher`), and JPEG windows of shards that are not cached read by
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
 import os
 import threading
 from collections import OrderedDict
@@ -24,6 +26,15 @@ HEAD_CACHE_BYTES = 32 << 20  # records' heads kept per process: a later read of 
 def default_cache_dir() -> str:
     """$FASTPREP_CACHE, else ~/.cache/fastprep/packs."""
     return os.environ.get("FASTPREP_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "fastprep", "packs")
+
+
+def _read_json(path: str) -> dict:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
 
 
 class RemotePack:
@@ -89,24 +100,46 @@ class RemotePack:
             if head is not None:
                 self._heads_bytes -= len(head)
 
-    def fetch_index(self) -> str:
-        """The index downloaded (and checked) into the cache; its local path."""
+    def fetch_index(self) -> tuple[str, bytes]:
+        """The index in the cache (its local path and pack id): downloaded and checked, unless the
+        copy there is of the same object (size and ETag or modification time), which several ranks
+        opening the pack then share. One download per node: a lock file per URL."""
         os.makedirs(self.root, exist_ok=True)
-        size = self.store.size(fmt.INDEX_NAME)
-        if size is None:
+        info = self.store.info(fmt.INDEX_NAME)
+        if info is None:
             raise FileNotFoundError(f"PackedDataset: no {fmt.INDEX_NAME} at {self.store.url}: not a pack, or its "
                                     f"packing or upload was interrupted (run fastprep.io.pack again to finish it)")
-        part = os.path.join(self.root, f"{self.key}.{os.getpid()}.{threading.get_ident()}.index.part")
-        self.store.download(fmt.INDEX_NAME, part, size, check=fmt.read_index, what="the index")
-        return part
+        version = str(info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified") or "")
+        tag = {"size": int(info["size"]), "version": version}
+        pointer = os.path.join(self.root, f"{self.key}.index.json")
+        fd = os.open(os.path.join(self.root, f"{self.key}.index.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            known = _read_json(pointer)
+            if version and known.get("tag") == tag:
+                try:  # checked again (CRCs): a damaged copy is fetched anew
+                    return known["index"], fmt.read_index(known["index"])[1]
+                except (OSError, ValueError):
+                    pass
+            part = os.path.join(self.root, f"{self.key}.{os.getpid()}.{threading.get_ident()}.index.part")
+            self.store.download(fmt.INDEX_NAME, part, tag["size"], check=fmt.read_index, what="the index")
+            pack_id = fmt.read_index(part)[1]
+            folder = self.folder(pack_id)
+            os.makedirs(folder, exist_ok=True)
+            index = os.path.join(folder, fmt.INDEX_NAME)
+            os.replace(part, index)
+            fmt.write_durably(pointer, [json.dumps({"tag": tag, "index": index, "pack_id": pack_id.hex()}).encode()])
+            return index, pack_id
+        finally:
+            os.close(fd)
 
-    def attach(self, part: str, pack_id: bytes, shards: list[tuple[str, int]]) -> str:
-        """Moves the downloaded index into the pack's cache folder; makes the shard cache."""
-        folder = os.path.join(self.root, f"{self.key}-{pack_id.hex()[:16]}")
-        self.cache = ShardCache(self.store, folder, shards, pack_id, self.limit)
-        index = os.path.join(folder, fmt.INDEX_NAME)
-        os.replace(part, index)
-        return index
+    def folder(self, pack_id: bytes) -> str:
+        """The pack's folder in the cache: its URL's and its pack id's (a re-packed URL gets another)."""
+        return os.path.join(self.root, f"{self.key}-{pack_id.hex()[:16]}")
+
+    def attach(self, pack_id: bytes, shards: list[tuple[str, int]]) -> None:
+        """Makes the shard cache, once the index is read."""
+        self.cache = ShardCache(self.store, self.folder(pack_id), shards, pack_id, self.limit)
 
     @property
     def keep_bytes(self) -> int | None:

@@ -132,14 +132,20 @@ class RemoteStore:
             self.bytes_fetched += nbytes
             self.requests += requests
 
-    def size(self, name: str) -> int | None:
-        """The object's size in bytes, or None if there is none."""
-        def call() -> int | None:
+    def info(self, name: str) -> dict | None:
+        """The object's metadata (fsspec's info: "size", and an "ETag" or "mtime" where the store
+        has one), or None if there is none."""
+        def call() -> dict | None:
             try:
-                return int(self.fs.info(self._path(name))["size"])
+                return dict(self.fs.info(self._path(name)))
             except FileNotFoundError:
                 return None
         return self.retry.call(f"looking up {name}", self.where(name), call)
+
+    def size(self, name: str) -> int | None:
+        """The object's size in bytes, or None if there is none."""
+        info = self.info(name)
+        return None if info is None else int(info["size"])
 
     def read(self, name: str, start: int, end: int, what: str | None = None) -> bytes:
         """Bytes [start, end) of the object; a short body is retried."""
