@@ -10,6 +10,10 @@ batch BATCH; RANGE_THREADS for a second range-read row), the best of ROUNDS epoc
 reads each photo once from a fresh cache, local and warm epochs read PASSES shuffled passes,
 alternated round by round (the machine's load shifts).
 
+Where litdata imports, a row for its StreamingDataset over the same photos from the same server
+(cold, in-process). It is not in any extra (its pins would replace this torch): in a separate venv
+that sees this one, ``pip install --no-deps litdata lightning-utilities obstore``.
+
 Run: python benchmarks/bench_remote.py   (needs the test extra: s3fs, moto[s3], flask)
 """
 
@@ -44,6 +48,44 @@ def epoch_rate(ds, order: list[int], threads: int = THREADS) -> float:
     for batch in loader:
         n += len(batch[1])
     return n / (time.perf_counter() - start)
+
+
+def litdata_cold(where, folder: str, tmp: str) -> float | None:
+    """litdata's StreamingDataset over the same photos from the same server, cold (a fresh cache,
+    one pass, shuffled, in this process: its chunk-download thread plus one reading loop), each
+    window decoded by fastprep's ROI decoder (as bench_sources does); None where litdata is absent."""
+    try:
+        import litdata  # noqa: PLC0415 (a peer: not in any extra)
+        import litdata.streaming.downloader as dl  # noqa: PLC0415
+    except ImportError:
+        return None
+    import s3fs  # noqa: PLC0415
+
+    os.environ["AWS_ENDPOINT_URL"] = where.endpoint
+    dl._OBSTORE_CLIENT_OPTIONS["allow_http"] = "true"  # noqa: SLF001 (the loopback server is http://)
+    out = os.path.join(tmp, "litdata")
+    paths = sorted(os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs if f.endswith(".jpg"))
+    litdata.optimize(fn=_lit_item, inputs=paths, output_dir=out, chunk_bytes=SHARD, num_workers=1)
+    s3fs.S3FileSystem(endpoint_url=where.endpoint).put(out + "/", f"{where.bucket}/{where.prefix}/litdata/",
+                                                       recursive=True)
+    rng, rates = random.Random(0), []
+    for r in range(ROUNDS):
+        ds = litdata.StreamingDataset(f"s3://{where.bucket}/{where.prefix}/litdata", shuffle=True, seed=r,
+                                      cache_dir=os.path.join(tmp, f"litdata-cache-{r}"),
+                                      storage_options={"endpoint_url": where.endpoint})
+        start, n = time.perf_counter(), 0
+        for item in ds:
+            h = fio.read_jpeg_header(item["image"])
+            top, left = rng.randrange(h.height - CROP + 1), rng.randrange(h.width - CROP + 1)
+            fio.decode_jpeg(item["image"], crop=(top, left, CROP, CROP))
+            n += 1
+        rates.append(n / (time.perf_counter() - start))
+    return max(rates)
+
+
+def _lit_item(path: str) -> dict:
+    with open(path, "rb") as f:
+        return {"image": f.read(), "label": 0}
 
 
 def window_bytes(url: str, opts: dict, local, cache: str) -> tuple[float, float]:
@@ -94,7 +136,7 @@ def main() -> None:
         def remote_cold(fetch: str, threads: int = THREADS) -> tuple[float, float]:
             rates, per = [], []
             for r in range(ROUNDS):
-                cache = os.path.join(tmp, f"cache-{fetch}-{r}")
+                cache = os.path.join(tmp, f"cache-{fetch}-{threads}-{r}")
                 ds = fio.PackedDataset(where.url("photos"), cache_dir=cache, storage_options=opts, fetch=fetch,
                                        layout="HWC")
                 b0 = ds.bytes_fetched
@@ -110,13 +152,18 @@ def main() -> None:
 
         rate, per = remote_cold("shards")
         rows.append(("remote, cold cache (whole shards, prefetch)", rate, per))
+        rate, per = remote_cold("shards", 1)
+        rows.append(("remote, cold cache, 1 Loader thread", rate, per))
+        lit = litdata_cold(where, files.folder, tmp)
+        if lit is not None:
+            rows.append(("litdata StreamingDataset, cold, 1 reading loop", lit, float("nan")))
         rate, per = remote_cold("ranges")
         rows.append(("remote, by range (no cache)", rate, per))
         rate, per = remote_cold("ranges", RANGE_THREADS)
         rows.append((f"remote, by range, {RANGE_THREADS} Loader threads", rate, per))
         for name, rate, per in rows:
-            print(f"  {name:45s} {rate:8.1f} samples/s  {rate / rows[0][1]:6.1%} of local  "
-                  f"{per / 1e3:8.1f} kB fetched/sample")
+            fetched = "" if per != per else f"{per / 1e3:8.1f} kB fetched/sample"  # nan: not counted
+            print(f"  {name:48s} {rate:8.1f} samples/s  {rate / rows[0][1]:6.1%} of local  {fetched}")
         moved, share = window_bytes(where.url("photos"), opts, local, os.path.join(tmp, "cache-window"))
         print(f"  a {CROP}^2 window of a 1024^2 photo by range: {moved / 1e3:.1f} kB moved, {share:.1%} of its "
               f"record (mean over {n} photos, random places)")
