@@ -105,7 +105,7 @@ def start() -> tuple[S3, object]:
             return S3(bucket, prefix, proxy.url, proxy), proxy
         return S3(bucket, prefix, endpoint, None), None
     server_mod = pytest.importorskip("moto.server", reason="the remote tests start moto's S3 server: "
-                                                           "pip install 'moto[server]' (in the test extra)")
+                                                           "pip install 'moto[s3]' flask flask-cors (in the test extra)")
     for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
                        ("AWS_DEFAULT_REGION", "us-east-1")):
         os.environ.setdefault(key, value)
