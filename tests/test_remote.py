@@ -8,6 +8,7 @@ import gc
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -141,6 +142,17 @@ def test_the_cache_evicts_least_recently_used_past_its_limit(packs, s3, tmp_path
     cache.release(held)
     cache.make_room(10 * limit)
     assert not cache.cached(0)
+
+
+@pytest.mark.parametrize("mode", ["jpeg", "raw"])
+def test_threads_share_a_small_cache(packs, s3, tmp_path, mode):  # noqa: F811
+    local = fio.PackedDataset(packs / mode)
+    want = [local[i][0] for i in range(len(local))]
+    limit = sum(s for _, s in local._shards) - 1  # shards are dropped, evicted and fetched again while in use
+    ds = remote(s3, mode, tmp_path, cache_limit=limit, fetch="shards")
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda i: ds[i % len(ds)][0], range(4 * len(ds))))
+    assert all(torch.equal(g, want[i % len(want)]) for i, g in enumerate(got))
 
 
 def test_prefetch_downloads_in_first_use_order_within_the_budget(packs, s3, tmp_path):  # noqa: F811

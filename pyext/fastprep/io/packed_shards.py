@@ -52,14 +52,27 @@ class ShardMaps:
         cannot be read), raised from the OSError where there is one."""
         if self._pid != os.getpid():  # a forked child: the parent's lock may have been held by another thread
             self._lock, self._pid = threading.Lock(), os.getpid()
-        with self._lock:
-            view = self.views[k]
-            if view is None:
-                if self.remote is not None:
+        held = None
+        if self.remote is not None and self.views[k] is None:
+            with self._lock:  # room first (its maps' holds released), then the download
+                if self.views[k] is None:
                     self._drop_old(k)
-                view = self._map(k)
-                self._tensors[k] = torch.frombuffer(view, dtype=torch.uint8)
-                self.views[k] = view  # published last: a reader that sees it sees its tensor too
+            # found or downloaded outside the lock: the other threads read other shards meanwhile
+            held = self.remote.cache.acquire(k)
+        try:
+            with self._lock:
+                view = self.views[k]
+                if view is None:
+                    if self.remote is not None and held is None:  # dropped by another thread since we looked
+                        held = self.remote.cache.acquire(k)
+                    view = self._map(k, held.path if held else os.path.join(self.folder, self.shards[k][0]))
+                    if held is not None:
+                        self._held[k], held = held, None  # held while mapped
+                    self._tensors[k] = torch.frombuffer(view, dtype=torch.uint8)
+                    self.views[k] = view  # published last: a reader that sees it sees its tensor too
+        finally:
+            if held is not None:  # another thread mapped it meanwhile, or mapping failed
+                self.remote.cache.release(held)
         if self.remote is not None:
             self.remote.opened(k)
         return view
@@ -75,26 +88,14 @@ class ShardMaps:
 
     def tensor(self, k: int) -> torch.Tensor:
         """Shard k's bytes as a 1-D uint8 tensor over its memory map (raw windows are views of it)."""
-        if self.views[k] is None:
+        while True:  # a remote pack's map may be dropped by another thread between the two lines
+            tensor = self._tensors[k]
+            if tensor is not None:
+                return tensor
             self.open(k)
-        return self._tensors[k]
 
-    def _map(self, k: int) -> memoryview:
+    def _map(self, k: int, path: str) -> memoryview:
         name, size = self.shards[k]
-        held = None
-        if self.remote is not None:  # downloaded (or found) in the cache, held while mapped
-            held = self.remote.cache.acquire(k)
-        try:
-            view = self._map_file(k, name, size, held.path if held else os.path.join(self.folder, name))
-        except BaseException:
-            if held is not None:
-                self.remote.cache.release(held)
-            raise
-        if held is not None:
-            self._held[k] = held
-        return view
-
-    def _map_file(self, k: int, name: str, size: int, path: str) -> memoryview:
         try:
             f = open(path, "rb")  # noqa: SIM115 (closed below, the map outlives it)
         except FileNotFoundError as exc:
