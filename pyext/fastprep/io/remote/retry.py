@@ -31,7 +31,9 @@ class Retry:
         backoff: seconds before the second attempt; doubled each time (full jitter: a uniform wait
             in [0, that]), at most `max_backoff`.
         max_backoff: the longest wait between two attempts, in seconds.
-        timeout: seconds one request may take before it counts as failed (passed to the client).
+        timeout: seconds an s3:// request may wait to connect or for data before it counts as failed
+            (botocore's connect and read timeouts, unless storage_options sets config_kwargs); other
+            stores take their client's timeout through storage_options.
 
     Example:
         >>> ds = PackedDataset("s3://bucket/train.packed", retry=Retry(tries=8, backoff=0.2))
