@@ -12,7 +12,8 @@
 - :func:`pack` / ``python -m fastprep pack``: a folder or dataset into a few shard files + an index;
   :class:`PackedDataset` reads them by window: a JPEG window from only the restart intervals
   covering it (:class:`PackedJpeg`), raw pixels from a memory map (:class:`PackedRaw`);
-  :func:`decode_window_batch` decodes windows' cuts on a GPU (docs/real-files.md).
+  :func:`decode_window_batch` decodes windows' cuts on a GPU (docs/real-files.md). A pack may live
+  at a URL (s3://, gs://, az://, http(s)://: :mod:`fastprep.io.remote`, docs/remote.md).
 
 The CPU decoder is the native module fastprep._jpeg, built when CMake finds libjpeg-turbo >= 1.5;
 :func:`available` says whether it was, and without it every decode raises a RuntimeError saying
@@ -20,7 +21,7 @@ how to get it. The rest of fastprep does not need it. Headers claiming more pixe
 ``fastprep.io.jpeg.MAX_IMAGE_PIXELS`` (Pillow's limit; None lifts it) are refused.
 """
 
-from fastprep.io.errors import PackLockedError, PackSourceError, PackWriteError, ShardFormatError
+from fastprep.io.errors import PackLockedError, PackSourceError, PackWriteError, RemoteReadError, ShardFormatError
 from fastprep.io.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
 from fastprep.io.gpu import decode_jpeg_batch, decode_window_batch
 from fastprep.io.hdf5 import HDF5Dataset, HDF5Image
@@ -37,6 +38,7 @@ from fastprep.io.lmdb import LMDBDataset
 from fastprep.io.pack import PackSummary, PackWarning, pack
 from fastprep.io.packed import PackedDataset
 from fastprep.io.packed_items import PackedImage, PackedJpeg, PackedRaw, WindowCut
+from fastprep.io.remote.upload import pack  # noqa: F811 (pack, whose dest may also be a URL)
 from fastprep.io.webdataset import WebDataset
 from fastprep.io.webdataset_writer import write_webdataset
 from fastprep.io.windowed import WindowedImage
@@ -44,7 +46,7 @@ from fastprep.io.windowed import WindowedImage
 __all__ = [
     "HDF5Dataset", "HDF5Image", "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader",
     "LMDBDataset", "PackLockedError", "PackSourceError", "PackSummary", "PackWarning", "PackWriteError",
-    "PackedDataset", "PackedImage", "PackedJpeg", "PackedRaw", "ShardFormatError", "WebDataset", "WindowCut",
-    "WindowedImage", "available", "decode_jpeg", "decode_jpeg_batch", "decode_window_batch", "find_classes",
-    "libjpeg_turbo_version", "make_dataset", "pack", "read_jpeg_header", "write_webdataset",
+    "PackedDataset", "PackedImage", "PackedJpeg", "PackedRaw", "RemoteReadError", "ShardFormatError", "WebDataset",
+    "WindowCut", "WindowedImage", "available", "decode_jpeg", "decode_jpeg_batch", "decode_window_batch",
+    "find_classes", "libjpeg_turbo_version", "make_dataset", "pack", "read_jpeg_header", "write_webdataset",
 ]

@@ -24,3 +24,9 @@ class PackSourceError(ValueError):
 
 class PackLockedError(RuntimeError):
     """Another live process is writing the same pack (its pid and host are named)."""
+
+
+class RemoteReadError(OSError):
+    """A pack in object storage (or behind any URL) could not be read after the last retry: the
+    message names the URL, the shard or record, the tries and the last cause (``__cause__``).
+    Credentials are never part of it."""

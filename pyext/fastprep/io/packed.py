@@ -11,7 +11,7 @@ shard and record, never a wrong image.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -20,6 +20,9 @@ from fastprep.io import shards as fmt
 from fastprep.io.jpeg import LAYOUTS, MODES, native
 from fastprep.io.packed_items import PackedJpeg, PackedRaw, WindowCut
 from fastprep.io.packed_shards import ShardMaps
+from fastprep.io.remote.pack_source import RemotePack
+from fastprep.io.remote.retry import Retry
+from fastprep.io.remote.store import is_url
 from fastprep.io.source import ImageSource
 
 
@@ -43,6 +46,18 @@ class PackedDataset(ImageSource):
         layout: "CHW" (default) or "HWC".
         strict: corrupt JPEG data raises instead of warning (packed records are checksummed: only
             an input that was already corrupt when packed can warn).
+        cache_dir, cache_limit, fetch, storage_options, retry, workers: for a pack at a URL
+            ("s3://bucket/train.packed", gs://, az://, http(s)://, file://: whatever fsspec serves;
+            ``pip install 'fastprep[remote]'``), see docs/remote.md. Its index is fetched at once;
+            shards are downloaded whole into `cache_dir` (default $FASTPREP_CACHE or
+            ~/.cache/fastprep/packs) on first use or ahead of it (:meth:`prefetch`, `workers` at
+            a time), checked before they are committed, and evicted least recently used past
+            `cache_limit` bytes (None: no limit). `fetch` = "shards" always reads from whole
+            shards; "ranges" reads a JPEG record whose shard is not cached by byte range, only
+            the bytes its window needs; "auto" (default) reads by range only while the pack is
+            larger than cache_limit and no epoch order was given to :meth:`prefetch`.
+            `storage_options` go to the fsspec filesystem (e.g. an S3 endpoint_url); `retry` is a
+            :class:`fastprep.io.remote.Retry`. ``bytes_fetched`` counts the bytes this process read.
         verify: check the CRCs of the bytes each read uses (default). False skips them (each
             record's header, restart index and every offset are still checked, so nothing is read
             out of bounds): a read of a raw window then costs what an array in memory does (the
@@ -56,13 +71,21 @@ class PackedDataset(ImageSource):
 
     def __init__(self, path: str | os.PathLike, transform: Callable | None = None,
                  target_transform: Callable | None = None, *, mode: str = "RGB", layout: str = "CHW",
-                 strict: bool = False, verify: bool = True):
+                 strict: bool = False, verify: bool = True, cache_dir: str | os.PathLike | None = None,
+                 cache_limit: int | None = None, fetch: str = "auto", storage_options: dict | None = None,
+                 retry: Retry | None = None, workers: int = 4):
         if mode not in MODES:
             raise ValueError(f"PackedDataset: expected mode to be one of {MODES}, got {mode!r}")
         if layout not in LAYOUTS:
             raise ValueError(f"PackedDataset: expected layout to be one of {LAYOUTS}, got {layout!r}")
         self.path = os.fspath(path)
-        self.index_path = os.path.join(self.path, fmt.INDEX_NAME)
+        self._remote = None
+        if is_url(self.path):
+            self._remote = RemotePack(self.path, cache_dir, cache_limit, fetch, storage_options, retry, workers)
+            self.path = self._remote.store.url
+            self.index_path = self._remote.fetch_index()[0]
+        else:
+            self.index_path = os.path.join(self.path, fmt.INDEX_NAME)
         if not os.path.isfile(self.index_path):
             raise FileNotFoundError(f"PackedDataset: no {fmt.INDEX_NAME} in {self.path!r}: not a pack, or its "
                                     f"packing was interrupted (run fastprep.io.pack again to finish it)")
@@ -72,15 +95,19 @@ class PackedDataset(ImageSource):
         self.mode, self.layout, self.strict, self.verify = mode, layout, strict, verify
         entries, self.pack_id, meta, self._names_at = fmt.read_index(self.index_path)
         self._shards = [(str(name), int(size)) for name, size, _ in meta["shards"]]
-        _check_entries(entries, self._shards, self.index_path)
+        if self._remote is not None:
+            self._remote.attach(self.pack_id, self._shards)
+        where = self.index_path if self._remote is None else f"{self.path}/{fmt.INDEX_NAME}"
+        _check_entries(entries, self._shards, where)
         self._entries = entries
+        self._total = sum(size for _, size in self._shards)
         self.classes = list(meta["classes"] or [])
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
         self.targets = entries["label"].tolist()
         self.skipped = [(name, why) for _, name, why in meta["skipped"]]
         self.options = meta["options"]
         self._extras = meta["extras"]
-        self._maps = ShardMaps(self.path, self._shards, self.pack_id)
+        self._maps = ShardMaps(self.path, self._shards, self.pack_id, self._remote)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -92,6 +119,17 @@ class PackedDataset(ImageSource):
         shards = self._entries["shard"].astype(np.int64)
         shards.flags.writeable = False
         return shards
+
+    @property
+    def shard_sizes(self) -> list[int]:
+        """Each shard's bytes, as the index records them."""
+        return [size for _, size in self._shards]
+
+    @property
+    def cache_limit(self) -> int | None:
+        """A remote pack's cache_limit (bytes; None: no limit, and for a local pack): the Loader's
+        ``shuffle="shards"`` keeps as many shards open as half of it holds."""
+        return None if self._remote is None else self._remote.limit
 
     def _view(self, k: int, i: int | None = None) -> memoryview:
         """Shard k's bytes (mapped on first use) for record i; ShardFormatError names them if unreadable."""
@@ -120,18 +158,43 @@ class PackedDataset(ImageSource):
     def where(self, i: int, source: bool = True) -> str:
         """'<pack>/shard-00001.fpk record 17 (dog/1.jpg)': record i, for messages."""
         shard = self._shards[int(self._entries["shard"][i])][0]
-        text = f"{os.path.join(self.path, shard)} record {i}"
+        text = f"{self.path}/{shard} record {i}" if self._remote else f"{os.path.join(self.path, shard)} record {i}"
         return f"{text} ({fmt.read_name(self.index_path, self._names_at, i)})" if source else text
 
     def load_raw(self, i: int) -> tuple:
         """(image, label, *extras) of record i, the image read by window on demand."""
         shard, kind, color, _, offset, length, checksum, height, width, _, label, _ = self._entries[i].item()
-        record = self._view(shard, i)[offset:offset + length]
+        if kind == fmt.KIND_JPEG and self._remote is not None and self._remote.uses_ranges(shard, self._total):
+            record = None  # read by range when the window is known: PackedJpeg.decode / cut
+        else:
+            record = self._view(shard, i)[offset:offset + length]
         cls = PackedJpeg if kind == fmt.KIND_JPEG else PackedRaw
         image = cls(self, i, shard, offset, record, checksum, height, width, color)
         if self._extras is None:
             return image, label
         return (image, label, *(self._extras[i] or ()))
+
+    @property
+    def bytes_fetched(self) -> int:
+        """Bytes this process read from a remote pack's store (shards, index, ranges); 0 for a local pack."""
+        return 0 if self._remote is None else self._remote.store.bytes_fetched
+
+    def prefetch(self, order: Sequence[int] | None = None) -> list[int]:
+        """Starts downloading the shards of a remote pack in the order `order` (the epoch's record
+        indices; default: all, in order) first uses them, `workers` at a time, at most half the
+        cache_limit ahead of the shard being read; returns that shard order. A local pack: no-op."""
+        if self._remote is None:
+            return []
+        return self._remote.prefetch(self._entries["shard"], range(len(self)) if order is None else order)
+
+    def window_record(self, i: int, window: tuple[int, int, int, int]) -> bytearray:
+        """Record i's bytes with only those a decode of `window` reads (fetched by range): what a
+        PackedJpeg whose shard is not cached decodes from."""
+        e = self._entries[i]
+        shard = int(e["shard"])
+        return self._remote.window_record(self._shards[shard][0], int(e["offset"]), int(e["length"]),
+                                          int(e["checksum"]), window,
+                                          f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})")
 
     def cut_window(self, i: int, crop: tuple[int, int, int, int] | None = None) -> WindowCut:
         """Record i's window as a small JPEG (see :meth:`PackedJpeg.cut`); raw records have none."""

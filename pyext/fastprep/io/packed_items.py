@@ -56,6 +56,11 @@ class PackedImage(WindowedImage):
         check_out(who, out, shape, layout)
         return out
 
+    def _bytes(self, window: tuple[int, int, int, int]) -> Any:
+        """The record's bytes for a read of `window`: the mapped record, or (a remote pack's shard
+        not cached) a buffer with only the bytes the window needs, fetched by range."""
+        return self.record if self.record is not None else self.dataset.window_record(self.index, window)
+
     def _corrupt(self, who: str, exc: Exception) -> fmt.ShardFormatError:
         return fmt.ShardFormatError(f"{who}: {self.name}: {exc}")
 
@@ -65,6 +70,19 @@ class PackedImage(WindowedImage):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.dataset.where(self.index, source=False)}, {self.height}x{self.width}, " \
                f"mode={self.mode!r}, layout={self.layout!r})"
+
+
+def _full_scale_window(top: int, left: int, h: int, w: int, scale: int, height: int,
+                       width: int) -> tuple[int, int, int, int]:
+    """The image's pixels a window of its M/8-scale decode comes from: the 8x8 blocks behind it (a
+    scaled pixel y comes from block row y // M), widened by one 4:2:0 MCU (16 px) for the chroma
+    context a scaled decode may still upsample from; the window itself at scale 8."""
+    if scale == 8:
+        return top, left, h, w
+    r0, c0 = max(top // scale * 8 - 16, 0), max(left // scale * 8 - 16, 0)
+    r1 = min(-(-(top + h) // scale) * 8 + 16, height)
+    c1 = min(-(-(left + w) // scale) * 8 + 16, width)
+    return r0, c0, r1 - r0, c1 - c0
 
 
 def _image_of(dataset: Any, index: int) -> PackedImage:
@@ -102,8 +120,9 @@ class PackedJpeg(PackedImage):
         out = self._output(who, (h, w), 1 if mode == "GRAY" else 3, layout, out)
         planes = out if layout == "CHW" else out.permute(2, 0, 1)
         try:
-            notes = native(who).decode_record_into(self.record, self.checksum, planes.numpy(), top, left, mode,
-                                                   self.strict, self.verify, scale)
+            record = self._bytes(_full_scale_window(top, left, h, w, scale, self.height, self.width))
+            notes = native(who).decode_record_into(record, self.checksum, planes.numpy(), top, left, mode, self.strict,
+                                                   self.verify, scale)
         except ValueError as exc:
             raise self._corrupt(who, exc) from None
         if notes:
@@ -118,7 +137,8 @@ class PackedJpeg(PackedImage):
         who = "PackedJpeg.cut"
         top, left, h, w = check_crop(who, crop, self.height, self.width)
         try:
-            data, sub_top, sub_left = native(who).cut_record(self.record, self.checksum, top, left, h, w, self.verify)
+            data, sub_top, sub_left = native(who).cut_record(self._bytes((top, left, h, w)), self.checksum, top, left,
+                                                             h, w, self.verify)
         except ValueError as exc:
             raise self._corrupt(who, exc) from None
         return WindowCut(data, sub_top, sub_left, h, w)

@@ -1,7 +1,8 @@
 """The shard files of a :class:`fastprep.io.PackedDataset`, each opened, checked and memory-mapped
 on the first read of a record in it: a shard that is missing, truncated or replaced fails the
 reads of its own records (a :class:`ShardFormatError` saying which shard and why), and the other
-shards' records read as before.
+shards' records read as before. A remote pack's shards are resolved through its local cache
+(fastprep/io/remote): downloaded whole and checked first, held in use while mapped.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import mmap
 import os
 import threading
+from typing import Any
 
 import torch
 
@@ -27,6 +29,10 @@ class ShardMaps:
         folder: the pack's folder.
         shards: (file name, size in bytes) per shard, from the index.
         pack_id: the pack id the index holds; each shard's header must carry it.
+        remote: a remote pack's :class:`fastprep.io.remote.pack_source.RemotePack`: shards come from
+            its cache (downloaded on first use), each held in use while mapped; past half its
+            cache limit, the least recently mapped shards are dropped (their maps live on in the
+            views handed out, and the cache may evict their files: unlinking never unmaps).
 
     Example:
         >>> maps = ShardMaps("train.packed", [("shard-00000.fpk", 5339)], pack_id)
@@ -34,10 +40,11 @@ class ShardMaps:
         b'FPSHARD\\x00'
     """
 
-    def __init__(self, folder: str, shards: list[tuple[str, int]], pack_id: bytes):
-        self.folder, self.shards, self.pack_id = folder, shards, pack_id
+    def __init__(self, folder: str, shards: list[tuple[str, int]], pack_id: bytes, remote: Any = None):
+        self.folder, self.shards, self.pack_id, self.remote = folder, shards, pack_id, remote
         self.views: list[memoryview | None] = [None] * len(shards)
         self._tensors: list[torch.Tensor | None] = [None] * len(shards)
+        self._held: dict[int, Any] = {}  # remote: shard -> its cache hold, in the order mapped
         self._lock, self._pid = threading.Lock(), os.getpid()
 
     def open(self, k: int) -> memoryview:
@@ -45,24 +52,52 @@ class ShardMaps:
         cannot be read), raised from the OSError where there is one."""
         if self._pid != os.getpid():  # a forked child: the parent's lock may have been held by another thread
             self._lock, self._pid = threading.Lock(), os.getpid()
-        with self._lock:
-            view = self.views[k]
-            if view is None:
-                view = self._map(k)
-                self._tensors[k] = torch.frombuffer(view, dtype=torch.uint8)
-                self.views[k] = view  # published last: a reader that sees it sees its tensor too
-            return view
+        held = None
+        if self.remote is not None and self.views[k] is None:
+            with self._lock:  # room first (its maps' holds released), then the download
+                if self.views[k] is None:
+                    self._drop_old(k)
+            # found or downloaded outside the lock: the other threads read other shards meanwhile
+            held = self.remote.cache.acquire(k)
+        try:
+            with self._lock:
+                view = self.views[k]
+                if view is None:
+                    if self.remote is not None and held is None:  # dropped by another thread since we looked
+                        held = self.remote.cache.acquire(k)
+                    view = self._map(k, held.path if held else os.path.join(self.folder, self.shards[k][0]))
+                    if held is not None:
+                        self._held[k], held = held, None  # held while mapped
+                    self._tensors[k] = torch.frombuffer(view, dtype=torch.uint8)
+                    self.views[k] = view  # published last: a reader that sees it sees its tensor too
+        finally:
+            if held is not None:  # another thread mapped it meanwhile, or mapping failed
+                self.remote.cache.release(held)
+        if self.remote is not None:
+            self.remote.opened(k)
+        return view
+
+    def _drop_old(self, k: int) -> None:
+        """Before shard k is mapped: drops the least recently mapped shards' maps and holds until k
+        fits the bytes a remote pack's process keeps mapped (under the lock)."""
+        keep = self.remote.keep_bytes
+        while keep is not None and self._held and sum(self.shards[j][1] for j in (*self._held, k)) > keep:
+            old = next(iter(self._held))
+            self.views[old] = self._tensors[old] = None
+            self.remote.cache.release(self._held.pop(old))
 
     def tensor(self, k: int) -> torch.Tensor:
         """Shard k's bytes as a 1-D uint8 tensor over its memory map (raw windows are views of it)."""
-        if self.views[k] is None:
+        while True:  # a remote pack's map may be dropped by another thread between the two lines
+            tensor = self._tensors[k]
+            if tensor is not None:
+                return tensor
             self.open(k)
-        return self._tensors[k]
 
-    def _map(self, k: int) -> memoryview:
+    def _map(self, k: int, path: str) -> memoryview:
         name, size = self.shards[k]
         try:
-            f = open(os.path.join(self.folder, name), "rb")  # noqa: SIM115 (closed below, the map outlives it)
+            f = open(path, "rb")  # noqa: SIM115 (closed below, the map outlives it)
         except FileNotFoundError as exc:
             raise fmt.ShardFormatError(f"{name} is missing") from exc
         except IsADirectoryError as exc:
@@ -91,6 +126,7 @@ class ShardMaps:
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()  # memory maps are mapped again where unpickled, on first use
         state["views"], state["_tensors"] = [None] * len(self.shards), [None] * len(self.shards)
+        state["_held"] = {}  # holds are this process's
         del state["_lock"]
         return state
 

@@ -1,0 +1,177 @@
+"""A pack read from object storage (issue 33): samples/s and bytes fetched per sample through moto's
+S3 server on loopback behind tests/fault_proxy.py's proxy adding LATENCY per request (each in a
+process of its own), cold cache
+(shards downloaded ahead by prefetch) and warm cache, and by range (no cache), against the same
+pack on local disk; and the bytes a 256^2 window of a 1024^2 photo moves by range.
+
+Files: FILES 1024x1024 quality-90 4:2:0 JPEG photo mosaics (fastprep.tools.photos), packed in
+shards of SHARD bytes. Workload: RandomCrop(256) windows through fastprep.Loader (THREADS threads,
+batch BATCH; RANGE_THREADS for a second range-read row), the best of ROUNDS epochs: a cold epoch
+reads each photo once from a fresh cache, local and warm epochs read PASSES shuffled passes,
+alternated round by round (the machine's load shifts).
+
+Where litdata imports, a row for its StreamingDataset over the same photos from the same server
+(cold, in-process). It is not in any extra (its pins would replace this torch): in a separate venv
+that sees this one, ``pip install --no-deps litdata lightning-utilities obstore``.
+
+Run: python benchmarks/bench_remote.py   (needs the test extra: s3fs, moto[s3], flask)
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import fastprep
+import fastprep.io as fio
+from fastprep import transforms as T
+from fastprep.tools.file_sources import FileSet
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+
+FILES, SHARD, CROP, BATCH, THREADS, ROUNDS, LATENCY = 64, 4 << 20, 256, 16, 2, 5, 0.020
+RANGE_THREADS = 16  # range reads wait on the network: more Loader threads than cores hide the latency
+PASSES = 8  # local and warm-cache epochs repeat the photos (a longer timed epoch); cold ones read each once
+
+
+def epoch_rate(ds, order: list[int], threads: int = THREADS) -> float:
+    """Samples/s of one pass over `order` through the Loader."""
+    loader = fastprep.Loader(ds, BATCH, transform=T.RandomCrop(CROP, layout="HWC"), sampler=order,
+                             threads=threads, seed=0)
+    start, n = time.perf_counter(), 0
+    for batch in loader:
+        n += len(batch[1])
+    return n / (time.perf_counter() - start)
+
+
+def litdata_cold(where, folder: str, tmp: str) -> float | None:
+    """litdata's StreamingDataset over the same photos from the same server, cold (a fresh cache,
+    one pass, shuffled, in this process: its chunk-download thread plus one reading loop), each
+    window decoded by fastprep's ROI decoder (as bench_sources does); None where litdata is absent."""
+    try:
+        import litdata  # noqa: PLC0415 (a peer: not in any extra)
+        import litdata.streaming.downloader as dl  # noqa: PLC0415
+    except ImportError:
+        return None
+    import s3fs  # noqa: PLC0415
+
+    os.environ["AWS_ENDPOINT_URL"] = where.endpoint
+    dl._OBSTORE_CLIENT_OPTIONS["allow_http"] = "true"  # noqa: SLF001 (the loopback server is http://)
+    out = os.path.join(tmp, "litdata")
+    paths = sorted(os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs if f.endswith(".jpg"))
+    litdata.optimize(fn=_lit_item, inputs=paths, output_dir=out, chunk_bytes=SHARD, num_workers=1)
+    s3fs.S3FileSystem(endpoint_url=where.endpoint).put(out + "/", f"{where.bucket}/{where.prefix}/litdata/",
+                                                       recursive=True)
+    rng, rates = random.Random(0), []
+    for r in range(ROUNDS):
+        ds = litdata.StreamingDataset(f"s3://{where.bucket}/{where.prefix}/litdata", shuffle=True, seed=r,
+                                      cache_dir=os.path.join(tmp, f"litdata-cache-{r}"),
+                                      storage_options={"endpoint_url": where.endpoint})
+        start, n = time.perf_counter(), 0
+        for item in ds:
+            h = fio.read_jpeg_header(item["image"])
+            top, left = rng.randrange(h.height - CROP + 1), rng.randrange(h.width - CROP + 1)
+            fio.decode_jpeg(item["image"], crop=(top, left, CROP, CROP))
+            n += 1
+        rates.append(n / (time.perf_counter() - start))
+    return max(rates)
+
+
+def _lit_item(path: str) -> dict:
+    with open(path, "rb") as f:
+        return {"image": f.read(), "label": 0}
+
+
+def window_bytes(url: str, opts: dict, local, cache: str) -> tuple[float, float]:
+    """Mean bytes moved by range per 256^2 window at a random place, and as a share of the record."""
+    ds = fio.PackedDataset(url, cache_dir=cache, storage_options=opts, fetch="ranges", layout="HWC")
+    rng, moved, share = random.Random(0), [], []
+    for i in range(len(ds)):
+        img = ds.load_raw(i)[0]
+        top, left = rng.randrange(img.height - CROP + 1), rng.randrange(img.width - CROP + 1)
+        before = ds.bytes_fetched
+        img.decode((top, left, CROP, CROP))
+        moved.append(ds.bytes_fetched - before)
+        share.append(moved[-1] / int(local._entries["length"][i]))
+    return float(np.mean(moved)), float(np.mean(share))
+
+
+def main() -> None:
+    import s3_server  # noqa: PLC0415 (tests/: the loopback server and the fault proxy)
+
+    where, handle = s3_server.start_processes(LATENCY)
+    tmp = tempfile.mkdtemp(prefix="fastprep-bench-remote-")
+    files = FileSet(FILES)
+    try:
+        local_path = os.path.join(tmp, "local")
+        fio.pack(files.folder, where.url("photos"), storage_options=where.options(), staging=local_path,
+                 shard_bytes=SHARD, progress=False)
+        local = fio.PackedDataset(local_path, layout="HWC")
+        n = len(local)
+        once = list(range(n))
+        random.Random(1).shuffle(once)
+        order = list(range(n)) * PASSES
+        random.Random(2).shuffle(order)
+        opts = where.options()
+        print(f"{n} photos 1024^2 q90 in {len(local._shards)} shards ({sum(s for _, s in local._shards) / 1e6:.1f} "
+              f"MB), crop {CROP}, batch {BATCH}, {THREADS} Loader threads, +{LATENCY * 1e3:.0f} ms per request; "
+              f"cold: one pass, warm and local: {PASSES} passes, alternated; best of {ROUNDS}")
+        warm = fio.PackedDataset(where.url("photos"), cache_dir=os.path.join(tmp, "cache-warm"),
+                                 storage_options=opts, fetch="shards", layout="HWC")
+        epoch_rate(warm, once)  # fills the cache
+        b0 = warm.bytes_fetched
+        local_rates, warm_rates = [], []
+        for _ in range(ROUNDS):
+            local_rates.append(epoch_rate(local, order))
+            warm_rates.append(epoch_rate(warm, order))
+        rows = [("local disk", max(local_rates), 0.0),
+                ("remote, warm cache", max(warm_rates), (warm.bytes_fetched - b0) / len(order) / ROUNDS)]
+
+        def remote_cold(fetch: str, threads: int = THREADS) -> tuple[float, float]:
+            rates, per = [], []
+            for r in range(ROUNDS):
+                cache = os.path.join(tmp, f"cache-{fetch}-{threads}-{r}")
+                ds = fio.PackedDataset(where.url("photos"), cache_dir=cache, storage_options=opts, fetch=fetch,
+                                       layout="HWC")
+                b0 = ds.bytes_fetched
+                start = time.perf_counter()
+                if fetch == "shards":
+                    ds.prefetch(once)
+                rate = epoch_rate(ds, once, threads)
+                if fetch == "shards":  # the prefetch's start is part of the cold epoch
+                    rate = len(once) / (time.perf_counter() - start)
+                rates.append(rate)
+                per.append((ds.bytes_fetched - b0) / len(once))
+            return max(rates), float(np.mean(per))
+
+        rate, per = remote_cold("shards")
+        rows.append(("remote, cold cache (whole shards, prefetch)", rate, per))
+        rate, per = remote_cold("shards", 1)
+        rows.append(("remote, cold cache, 1 Loader thread", rate, per))
+        lit = litdata_cold(where, files.folder, tmp)
+        if lit is not None:
+            rows.append(("litdata StreamingDataset, cold, 1 reading loop", lit, float("nan")))
+        rate, per = remote_cold("ranges")
+        rows.append(("remote, by range (no cache)", rate, per))
+        rate, per = remote_cold("ranges", RANGE_THREADS)
+        rows.append((f"remote, by range, {RANGE_THREADS} Loader threads", rate, per))
+        for name, rate, per in rows:
+            fetched = "" if per != per else f"{per / 1e3:8.1f} kB fetched/sample"  # nan: not counted
+            print(f"  {name:48s} {rate:8.1f} samples/s  {rate / rows[0][1]:6.1%} of local  {fetched}")
+        moved, share = window_bytes(where.url("photos"), opts, local, os.path.join(tmp, "cache-window"))
+        print(f"  a {CROP}^2 window of a 1024^2 photo by range: {moved / 1e3:.1f} kB moved, {share:.1%} of its "
+              f"record (mean over {n} photos, random places)")
+    finally:
+        files.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+        s3_server.stop(handle)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,17 @@
+"""fastprep.io.remote: packs in object storage (s3://, gs://, az://, http(s)://, file://), read
+through a local shard cache or by byte range (docs/remote.md).
+
+- :class:`RemoteStore`: a URL prefix's objects through fsspec, retried and counted.
+- :class:`ShardCache`: shards downloaded whole, checked, committed by rename, evicted LRU.
+- :class:`Prefetcher`: shards downloaded ahead in an epoch's first-use order.
+- :mod:`ranges`: the bytes a JPEG window's decode needs.
+- :func:`upload_pack`: a local pack to a URL, resumable.
+"""
+
+from fastprep.io.remote.cache import ShardCache
+from fastprep.io.remote.prefetch import Prefetcher
+from fastprep.io.remote.retry import Retry
+from fastprep.io.remote.store import RemoteStore, is_url
+from fastprep.io.remote.upload import upload_pack
+
+__all__ = ["Prefetcher", "RemoteStore", "Retry", "ShardCache", "is_url", "upload_pack"]

@@ -1,0 +1,190 @@
+"""The local cache of a remote pack's shards: each shard downloaded whole, checked, and committed by
+an atomic rename; one download per shard per node however many processes and threads ask (an
+fcntl lock file per shard); evicted least recently used past the cache's byte limit, never while
+in use.
+
+Layout: ``<cache_dir>/<pack key>/shard-00000.fpk`` (+ ``.lock``), the pack key naming the URL and
+the pack id, so two packs (or a re-packed URL) never share files. The limit counts every shard
+under cache_dir.
+
+"In use" means: held by :meth:`ShardCache.acquire` and not yet released, which a
+:class:`fastprep.io.packed_shards.ShardMaps` does from mapping a shard until it drops the map. The
+hold is a shared flock on the shard's lock file, so it is seen by every process on the node; an
+eviction takes the exclusive lock without waiting, and skips the shard if it cannot.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import mmap
+import os
+import threading
+
+from fastprep.io import shards as fmt
+from fastprep.io.remote.store import RemoteStore
+
+
+class Held:
+    """A shard held in the cache (its lock file open with a shared lock): `path` stays readable
+    until :meth:`ShardCache.release`."""
+
+    __slots__ = ("fd", "k", "path")
+
+    def __init__(self, k: int, path: str, fd: int):
+        self.k, self.path, self.fd = k, path, fd
+
+    def __del__(self):  # a dataset dropped without releasing: the hold ends with it
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class ShardCache:
+    """The shards of one remote pack in a local folder.
+
+    Args:
+        store: where the pack lives.
+        folder: this pack's folder in the cache (created).
+        shards: (file name, size) per shard, from the index.
+        pack_id: the pack id every shard's header must carry.
+        limit: bytes the shards under the cache root (folder's parent) may take; None: no limit.
+            Shards in use are never evicted, so the cache can exceed it while they are.
+
+    Example:
+        >>> cache = ShardCache(store, "/tmp/cache/abc", [("shard-00000.fpk", 5339)], pack_id, 1 << 30)
+        >>> held = cache.acquire(0); data = open(held.path, "rb").read(); cache.release(held)
+    """
+
+    def __init__(self, store: RemoteStore, folder: str, shards: list[tuple[str, int]], pack_id: bytes,
+                 limit: int | None):
+        self.store, self.folder, self.shards, self.pack_id, self.limit = store, folder, shards, pack_id, limit
+        self.root = os.path.dirname(folder)
+        self.downloads = 0  # shards this process downloaded
+        self._count_lock = threading.Lock()
+        os.makedirs(folder, exist_ok=True)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        del state["_count_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._count_lock = threading.Lock()
+
+    def path(self, k: int) -> str:
+        return os.path.join(self.folder, self.shards[k][0])
+
+    def cached(self, k: int) -> bool:
+        return os.path.exists(self.path(k))
+
+    def acquire(self, k: int) -> Held:
+        """Shard k's local file, downloaded and checked first if it is not cached (by this process,
+        or by another that holds the download lock: this one waits, then uses its file), held in
+        use until :meth:`release`."""
+        path = self.path(k)
+        fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            while True:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                if os.path.exists(path):
+                    _touch(path)
+                    return Held(k, path, fd)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_EX)  # one downloader; the others wait here, then find the file
+                try:
+                    if not os.path.exists(path):
+                        self._download(k, path)
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                # loop: take the shared hold (an eviction may slip in between: then fetch again)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def release(self, held: Held) -> None:
+        """Ends a hold: the shard may be evicted again."""
+        if held.fd >= 0:
+            fd, held.fd = held.fd, -1
+            os.close(fd)  # closing the descriptor drops its flock
+
+    def ensure(self, k: int) -> None:
+        """Shard k cached (downloaded if needed), not held: what prefetching does."""
+        self.release(self.acquire(k))
+
+    def _download(self, k: int, path: str) -> None:
+        name, size = self.shards[k]
+        self.make_room(size, keep=path)
+        part = f"{path}.{os.getpid()}.{threading.get_ident()}.part"
+        self.store.download(name, part, size, check=lambda p: self.check(p, k), what=f"shard {k} ({name})")
+        os.replace(part, path)  # committed only whole and checked
+        fmt.sync_folder(self.folder)
+        with self._count_lock:
+            self.downloads += 1
+
+    def check(self, local: str, k: int) -> None:
+        """A downloaded shard file is shard k of this pack: its header (CRC, number, pack id), and its
+        footer and table (CRCs). ShardFormatError otherwise."""
+        name = self.shards[k][0]
+        with open(local, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            number, shard_id = fmt.read_shard_header(bytes(data[:fmt.HEADER_BYTES]), name)
+            if shard_id != self.pack_id or number != k:
+                raise fmt.ShardFormatError(f"{name} is shard {number} of pack {shard_id.hex()}, not shard {k} "
+                                           f"of pack {self.pack_id.hex()}: the remote pack is inconsistent")
+            view = memoryview(data)
+            try:
+                fmt.read_shard_trailer(view, name)
+            finally:
+                view.release()
+
+    def make_room(self, size: int, keep: str | None = None) -> None:
+        """Evict least recently used shards not in use until `size` more bytes fit the limit."""
+        if self.limit is None:
+            return
+        files = []
+        for p in glob.glob(os.path.join(self.root, "*", "shard-*.fpk")):
+            try:
+                st = os.stat(p)
+            except FileNotFoundError:
+                continue
+            files.append((st.st_mtime_ns, st.st_size, p))
+        total = sum(s for _, s, _ in files)
+        for _, s, p in sorted(files):
+            if total + size <= self.limit:
+                return
+            if p != keep and _evict(p):
+                total -= s
+
+    def used_bytes(self) -> int:
+        """Bytes of shards under the cache root."""
+        return sum(os.path.getsize(p) for p in glob.glob(os.path.join(self.root, "*", "shard-*.fpk"))
+                   if os.path.exists(p))
+
+
+def _touch(path: str) -> None:
+    """Marks a shard used now (LRU order is by modification time: atime is often not kept)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def _evict(path: str) -> bool:
+    """Removes a cached shard if nobody holds it (or downloads it); True if removed."""
+    try:
+        fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            return False
+        return True
+    finally:
+        os.close(fd)

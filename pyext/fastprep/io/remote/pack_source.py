@@ -1,0 +1,209 @@
+"""What a :class:`fastprep.io.PackedDataset` over a URL adds to a local one: the index fetched into
+the cache, the shards resolved through the :class:`ShardCache` (downloaded whole, ahead of use by
+the :class:`Prefetcher`), and JPEG windows of shards that are not cached read by byte range.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import threading
+from collections import OrderedDict
+
+from fastprep.io import shards as fmt
+from fastprep.io.remote import ranges as rr
+from fastprep.io.remote.cache import ShardCache
+from fastprep.io.remote.prefetch import Prefetcher, first_use
+from fastprep.io.remote.retry import Retry
+from fastprep.io.remote.store import RemoteStore
+
+FETCH = ("auto", "shards", "ranges")
+HEAD_CACHE_BYTES = 32 << 20  # records' heads kept per process: a later read of the record needs one request
+
+
+def default_cache_dir() -> str:
+    """$FASTPREP_CACHE, else ~/.cache/fastprep/packs."""
+    return os.environ.get("FASTPREP_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "fastprep", "packs")
+
+
+def _read_json(path: str) -> dict:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+class RemotePack:
+    """A remote pack's store, cache and fetch policy (one per PackedDataset; pickles to workers).
+
+    Args:
+        url: the pack's URL.
+        cache_dir: the cache's root folder (default :func:`default_cache_dir`).
+        cache_limit: bytes of shards the cache may hold (None: no limit).
+        fetch: "shards", "ranges" or "auto" (see PackedDataset).
+        storage_options, retry: as :class:`RemoteStore`.
+        workers: parallel shard downloads when prefetching.
+    """
+
+    def __init__(self, url: str, cache_dir: str | os.PathLike | None, cache_limit: int | None, fetch: str,
+                 storage_options: dict | None, retry: Retry | None, workers: int):
+        if fetch not in FETCH:
+            raise ValueError(f"PackedDataset: expected fetch to be one of {FETCH}, got {fetch!r}")
+        if cache_limit is not None and (isinstance(cache_limit, bool) or not isinstance(cache_limit, int)
+                                        or cache_limit < 1):
+            raise ValueError(f"PackedDataset: expected cache_limit to be a positive int (bytes) or None, "
+                             f"got {cache_limit!r}")
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"PackedDataset: expected workers to be an int >= 1, got {workers!r}")
+        self.store = RemoteStore(url, storage_options, retry)
+        self.fetch, self.limit, self.workers = fetch, cache_limit, workers
+        self.root = os.fspath(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.key = hashlib.sha256(self.store.url.encode()).hexdigest()[:16]
+        self.cache: ShardCache | None = None
+        self._prefetcher: Prefetcher | None = None
+        self._ordered = False
+        self._reset_heads()
+
+    def _reset_heads(self) -> None:
+        self._heads: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._heads_bytes = 0
+        self._heads_lock = threading.Lock()
+
+    def _head(self, name: str, offset: int, length: int, where: str, what: str) -> bytes:
+        """The record's meta block, restart index and JPEG header: from memory, or fetched (one
+        request, two for an unusually large header) and kept, least recently used out first."""
+        key = (name, offset)
+        with self._heads_lock:
+            head = self._heads.get(key)
+            if head is not None:
+                self._heads.move_to_end(key)
+                return head
+        head = self.store.read(name, offset, offset + min(length, rr.FIRST_READ), what)
+        need = rr.needed_head(head, length, where)
+        if need > len(head):
+            head += self.store.read(name, offset + len(head), offset + need, what)
+        with self._heads_lock:
+            if key not in self._heads:
+                self._heads[key] = head
+                self._heads_bytes += len(head)
+                while self._heads_bytes > HEAD_CACHE_BYTES:
+                    self._heads_bytes -= len(self._heads.popitem(last=False)[1])
+        return head
+
+    def _forget_head(self, name: str, offset: int) -> None:
+        with self._heads_lock:
+            head = self._heads.pop((name, offset), None)
+            if head is not None:
+                self._heads_bytes -= len(head)
+
+    def fetch_index(self) -> tuple[str, bytes]:
+        """The index in the cache (its local path and pack id): downloaded and checked, unless the
+        copy there is of the same object (size and ETag or modification time), which several ranks
+        opening the pack then share. One download per node: a lock file per URL."""
+        os.makedirs(self.root, exist_ok=True)
+        info = self.store.info(fmt.INDEX_NAME)
+        if info is None:
+            raise FileNotFoundError(f"PackedDataset: no {fmt.INDEX_NAME} at {self.store.url}: not a pack, or its "
+                                    f"packing or upload was interrupted (run fastprep.io.pack again to finish it)")
+        version = str(info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified") or "")
+        tag = {"size": int(info["size"]), "version": version}
+        pointer = os.path.join(self.root, f"{self.key}.index.json")
+        fd = os.open(os.path.join(self.root, f"{self.key}.index.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            known = _read_json(pointer)
+            if version and known.get("tag") == tag:
+                try:  # checked again (CRCs): a damaged copy is fetched anew
+                    return known["index"], fmt.read_index(known["index"])[1]
+                except (OSError, ValueError):
+                    pass
+            part = os.path.join(self.root, f"{self.key}.{os.getpid()}.{threading.get_ident()}.index.part")
+            self.store.download(fmt.INDEX_NAME, part, tag["size"], check=fmt.read_index, what="the index")
+            pack_id = fmt.read_index(part)[1]
+            folder = self.folder(pack_id)
+            os.makedirs(folder, exist_ok=True)
+            index = os.path.join(folder, fmt.INDEX_NAME)
+            os.replace(part, index)
+            fmt.write_durably(pointer, [json.dumps({"tag": tag, "index": index, "pack_id": pack_id.hex()}).encode()])
+            return index, pack_id
+        finally:
+            os.close(fd)
+
+    def folder(self, pack_id: bytes) -> str:
+        """The pack's folder in the cache: its URL's and its pack id's (a re-packed URL gets another)."""
+        return os.path.join(self.root, f"{self.key}-{pack_id.hex()[:16]}")
+
+    def attach(self, pack_id: bytes, shards: list[tuple[str, int]]) -> None:
+        """Makes the shard cache, once the index is read."""
+        self.cache = ShardCache(self.store, self.folder(pack_id), shards, pack_id, self.limit)
+
+    @property
+    def keep_bytes(self) -> int | None:
+        """Bytes of mapped shards a process keeps (half the limit: the other half is the prefetcher's)."""
+        return None if self.limit is None else self.limit // 2
+
+    def uses_ranges(self, k: int, total: int) -> bool:
+        """Whether a JPEG record of shard k is read by range rather than from the cached shard."""
+        if self.fetch == "shards" or self.cache.cached(k):
+            return False
+        if self.fetch == "ranges":
+            return True
+        # auto: whole shards when the pack fits the cache or an epoch's order is known (prefetch);
+        # a random read of a pack larger than the cache would fetch a whole shard per sample
+        return not self._ordered and self.limit is not None and total > self.limit
+
+    def prefetch(self, shard_of_record, order) -> list[int]:
+        """Starts downloading the shards of `order` (record indices) in first-use order; returns it."""
+        shards = first_use(shard_of_record, order)
+        if self._prefetcher is None:
+            self._prefetcher = Prefetcher(self.cache, self.workers, self.keep_bytes)
+        self._ordered = True
+        self._prefetcher.start(shards)
+        return shards
+
+    def opened(self, k: int) -> None:
+        if self._prefetcher is not None:
+            self._prefetcher.reached(k)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return True if self._prefetcher is None else self._prefetcher.wait(timeout)
+
+    def window_record(self, name: str, offset: int, length: int, checksum: int, window: tuple[int, int, int, int],
+                      where: str) -> bytearray:
+        """The record at [offset, offset + length) of shard `name` with only the bytes a decode of
+        `window` reads filled in (two rounds of range requests: the head, then the rows), checked
+        (the record's CRCs over those bytes): bytes changed in transit are fetched again."""
+        from fastprep.io.jpeg import native  # noqa: PLC0415 (the native module, with its install hint)
+
+        what = f"reading {where} by range"
+        top, left, h, w = window
+
+        def fetch() -> bytearray:
+            head = self._head(name, offset, length, where, what)
+            todo = [(max(a, len(head)), b) for a, b in rr.window_ranges(head, length, window, where)
+                    if b > max(a, len(head))]
+            parts = self.store.read_ranges(name, [(offset + a, offset + b) for a, b in todo], what) if todo else []
+            record = rr.sparse_record(length, [(0, head), *((a, p) for (a, _), p in zip(todo, parts))])
+            try:
+                native("PackedJpeg.decode").cut_record(record, checksum, top, left, h, w, True)
+            except ValueError as exc:
+                self._forget_head(name, offset)  # fetched again on the next try, with the rest
+                raise fmt.ShardFormatError(f"{where}: {exc}") from None
+            return record
+
+        return self.store.retry.call(what, self.store.where(name), fetch)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_prefetcher"] = None  # each process prefetches for itself
+        for key in ("_heads", "_heads_bytes", "_heads_lock"):
+            del state[key]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._reset_heads()

@@ -1,0 +1,213 @@
+"""A pack's folder behind a URL (s3://, gs://, az://, http(s)://, file://, ...): whole objects,
+byte ranges and uploads through fsspec, every call retried (:class:`Retry`) and every byte counted.
+
+fsspec is the client: one interface for every store its implementations serve (s3fs, gcsfs,
+adlfs, HTTP, local files), the credentials each store's own client finds (environment, config
+files, instance roles), concurrent range reads (``cat_ranges``), and a ``file://`` URL that works
+with no network at all (the docs' examples).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import weakref
+from typing import Any
+
+from fastprep.io.remote.retry import Retry
+
+INSTALL_HINT = "pip install 'fastprep[remote]' (fsspec and s3fs; gcsfs or adlfs for gs:// or az://)"
+
+
+def is_url(path: Any) -> bool:
+    """Whether a pack path is a URL (read through fsspec) rather than a local folder."""
+    return isinstance(path, str) and "://" in path
+
+
+def _finalizers(client: Any) -> list:
+    """The weakref.finalize callbacks a client (s3fs) registered to close its session."""
+    registry = getattr(weakref.finalize, "_registry", {})
+    return [fin for fin, info in list(registry.items()) if getattr(info, "weakref", lambda: None)() is client]
+
+
+_clients: weakref.WeakSet = weakref.WeakSet()  # the clients this process made
+_kept: list = []  # a forked child's copies of its parent's clients: never closed, never collected here
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (a DataLoader worker) must not close its parent's connections: collecting or
+    finalizing an async client here would run its parent's event loop's close in this process
+    ("attached to a different loop", "Unclosed client session"). Kept alive, finalizers detached."""
+    _kept.extend(_clients)
+    for client in _kept:
+        for fin in _finalizers(client):
+            fin.detach()
+    _clients.clear()
+
+
+def _before_fork() -> None:
+    """Clients (and the session objects they leave behind) that are garbage are collected in the
+    parent, where their loop runs, not in a child that would finalize them on a loop it lacks."""
+    if _made[0]:
+        gc.collect()
+
+
+_made = [False]
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+
+
+class RemoteStore:
+    """The objects under one URL prefix.
+
+    Thread-safe; pickles without its client (each process makes its own on first use: an async
+    client's event loop does not survive a fork). ``bytes_fetched`` and ``requests`` count what
+    this process read. Credentials come from the client's usual sources (or `storage_options`)
+    and are never put in a message or repr.
+
+    Args:
+        url: the pack's URL, e.g. "s3://bucket/train.packed".
+        storage_options: keyword arguments for the fsspec filesystem (e.g. ``{"endpoint_url": ...}``
+            for an S3-compatible server). Without them, an s3:// client's own retries are turned
+            off so that `retry` is the one bounded retry loop.
+        retry: how failed requests are retried.
+
+    Example:
+        >>> store = RemoteStore("file:///data/train.packed")
+        >>> store.read("index.fpi", 0, 8)
+        b'FPINDEX\\x00'
+    """
+
+    def __init__(self, url: str, storage_options: dict | None = None, retry: Retry | None = None):
+        if not is_url(url):
+            raise ValueError(f"RemoteStore: expected a URL such as 's3://bucket/pack', got {url!r}")
+        if storage_options is not None and not isinstance(storage_options, dict):
+            raise ValueError(f"RemoteStore: expected storage_options to be a dict, got {type(storage_options)}")
+        self.url = url.rstrip("/")
+        self.storage_options = dict(storage_options or {})
+        self.retry = retry or Retry()
+        self.bytes_fetched = self.requests = 0
+        self._fs = self._root = None
+        self._pid = -1
+        self._lock = threading.Lock()
+
+    @property
+    def fs(self) -> Any:
+        if self._pid != os.getpid():  # first use, or first in a forked child (the parent's client: _kept)
+            self._fs, self._root = self._connect()
+            _clients.add(self._fs)
+            _made[0] = True
+            self._pid, self._lock = os.getpid(), threading.Lock()
+        return self._fs
+
+    def _connect(self) -> tuple[Any, str]:
+        try:
+            import fsspec  # noqa: PLC0415 (an optional dependency)
+        except ImportError as exc:
+            raise ImportError(f"reading a pack from {self.url} needs fsspec: {INSTALL_HINT}") from exc
+        options = dict(self.storage_options)
+        s3 = self.url.split("://", 1)[0] in ("s3", "s3a")
+        own_retries = s3 and "config_kwargs" not in options
+        if own_retries:
+            t = self.retry.timeout
+            options["config_kwargs"] = {"retries": {"total_max_attempts": 1}, "connect_timeout": t, "read_timeout": t}
+        try:
+            fs, root = fsspec.core.url_to_fs(self.url, skip_instance_cache=True, **options)
+        except ImportError as exc:
+            raise ImportError(f"reading a pack from {self.url}: {exc}; {INSTALL_HINT}") from exc
+        if own_retries:
+            fs.retries = 1  # s3fs's own loop: fastprep's Retry decides
+        return fs, root.rstrip("/")
+
+    def where(self, name: str) -> str:
+        return f"{self.url}/{name}"
+
+    def _path(self, name: str) -> str:
+        self.fs  # noqa: B018 (connects in this process)
+        return f"{self._root}/{name}"
+
+    def _count(self, nbytes: int, requests: int = 1) -> None:
+        with self._lock:
+            self.bytes_fetched += nbytes
+            self.requests += requests
+
+    def info(self, name: str) -> dict | None:
+        """The object's metadata (fsspec's info: "size", and an "ETag" or "mtime" where the store
+        has one), or None if there is none."""
+        def call() -> dict | None:
+            try:
+                return dict(self.fs.info(self._path(name)))
+            except FileNotFoundError:
+                return None
+        return self.retry.call(f"looking up {name}", self.where(name), call)
+
+    def size(self, name: str) -> int | None:
+        """The object's size in bytes, or None if there is none."""
+        info = self.info(name)
+        return None if info is None else int(info["size"])
+
+    def read(self, name: str, start: int, end: int, what: str | None = None) -> bytes:
+        """Bytes [start, end) of the object; a short body is retried."""
+        return self.read_ranges(name, [(start, end)], what)[0]
+
+    def read_ranges(self, name: str, ranges: list[tuple[int, int]], what: str | None = None) -> list[bytes]:
+        """Bytes [start, end) of the object for each range, requested concurrently where the client can."""
+        def call() -> list[bytes]:
+            path = self._path(name)
+            if len(ranges) == 1:
+                parts = [self.fs.cat_file(path, start=ranges[0][0], end=ranges[0][1])]
+            else:
+                parts = self.fs.cat_ranges([path] * len(ranges), [a for a, _ in ranges], [b for _, b in ranges],
+                                           on_error="raise")
+            self._count(sum(len(p) for p in parts), len(ranges))
+            for (a, b), p in zip(ranges, parts):
+                if len(p) != b - a:
+                    raise ConnectionError(f"bytes [{a}, {b}): {len(p)} arrived, the body was cut short")
+            return parts
+        return self.retry.call(what or f"reading {name}", self.where(name), call)
+
+    def download(self, name: str, local: str, size: int, check: Any = None, what: str | None = None) -> None:
+        """The whole object into the local file `local` (overwritten), which must come out `size`
+        bytes long and pass check(local) (else it is removed and the download tried again)."""
+        def call() -> None:
+            try:
+                self.fs.get_file(self._path(name), local)
+                got = os.path.getsize(local)
+                self._count(got)
+                if got != size:
+                    raise ConnectionError(f"{got} bytes arrived where {size} were expected: the body was cut short")
+                if check is not None:
+                    check(local)
+            except BaseException:
+                if os.path.exists(local):
+                    os.remove(local)  # nothing half-downloaded or corrupt is kept
+                raise
+        self.retry.call(what or f"downloading {name}", self.where(name), call)
+
+    def upload(self, local: str, name: str) -> None:
+        """The local file `local` to the object `name` (replaced)."""
+        self.retry.call(f"uploading {name}", self.where(name), lambda: self.fs.put_file(local, self._path(name)))
+
+    def remove(self, name: str) -> None:
+        """Deletes the object `name`."""
+        self.retry.call(f"removing {name}", self.where(name), lambda: self.fs.rm_file(self._path(name)))
+
+    def make_folder(self) -> None:
+        """Creates the URL's folder where the store has folders (file://); object stores have none."""
+        protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
+        if "file" in protocols or "local" in protocols:
+            self.fs.makedirs(self._root, exist_ok=True)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_fs"], state["_root"], state["_pid"] = None, None, -1
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:  # storage_options may hold keys: not shown
+        return f"RemoteStore({self.url!r})"
