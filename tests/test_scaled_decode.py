@@ -101,6 +101,22 @@ def test_a_packed_windows_scaled_decode_is_the_files(packed):
 
 
 @pytest.mark.one_backend
+def test_a_scaled_window_read_by_range_is_the_mapped_records(packed, tmp_path):
+    """A remote pack's record read by range (fetch="ranges") brings the full-scale rows the scaled
+    window's blocks come from: the same bits as the mapped record's scaled decode."""
+    pytest.importorskip("fsspec")
+    ds, _ = packed
+    remote = fio.PackedDataset(f"file://{ds.path}", cache_dir=tmp_path / "cache", fetch="ranges")
+    rng = np.random.default_rng(2)
+    for i in range(len(ds)):
+        here, there = ds.load_raw(i)[0], remote.load_raw(i)[0]
+        for m in (1, 2, 4, 8):
+            for window in _windows(*scaled_size(here.height, here.width, m), rng, n=3):
+                assert torch.equal(there.decode(window, scale=m), here.decode(window, scale=m)), (i, m, window)
+    assert 0 < remote.bytes_fetched
+
+
+@pytest.mark.one_backend
 @pytest.mark.parametrize("crop, size, at_least, want", [
     ((150, 170, 700, 700), (1024, 1024), (224, 224), (4, (75, 85, 350, 350))),
     ((0, 0, 1024, 1024), (1024, 1024), (224, 224), (2, (0, 0, 256, 256))),
