@@ -171,7 +171,7 @@ class MonitorSummary:
         if per is None:
             return []
         return [f"fetched from remote storage: {size(per)} per sample, {size(rate or 0.0)}/s ({size(self.fetched)} "
-                f"for {self.fetched_samples} samples in {self.fetch_seconds:.1f} s; this process's reads)"]
+                f"for {self.fetched_samples} samples in {self.fetch_seconds:.3g} s; this process's reads)"]
 
     def __str__(self) -> str:
         lines = [f"fastprep.monitor: {self.headline()}"]
