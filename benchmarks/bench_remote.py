@@ -11,8 +11,15 @@ reads each photo once from a fresh cache, local and warm epochs read PASSES shuf
 alternated round by round (the machine's load shifts).
 
 Where litdata imports, a row for its StreamingDataset over the same photos from the same server
-(cold, in-process). It is not in any extra (its pins would replace this torch): in a separate venv
-that sees this one, ``pip install --no-deps litdata lightning-utilities obstore``.
+(cold, in-process); where MosaicML streaming imports, a row for its StreamingDataset over the same
+photos written as MDS shards of SHARD bytes to the same server (cold, through a DataLoader with
+THREADS worker processes). Both decode each window with fastprep's ROI decoder, as bench_sources
+does, so the rows differ by how the bytes arrive. Neither is in any extra (their pins would replace
+this torch): in a separate venv that sees this one (a .pth naming this venv's site-packages and
+pyext/), ``pip install --no-deps litdata lightning-utilities obstore`` and ``pip install --no-deps
+mosaicml-streaming transformers torchvision`` with what they import (huggingface-hub, tokenizers,
+safetensors, regex, xxhash, zstd, Brotli, python-snappy, cramjam, catalogue, httpx2, httpcore2,
+truststore, h11). A peer that does not import is named, and its row left out.
 
 Run: python benchmarks/bench_remote.py   (needs the test extra: s3fs, moto[s3], flask)
 """
@@ -50,6 +57,13 @@ def epoch_rate(ds, order: list[int], threads: int = THREADS) -> float:
     return n / (time.perf_counter() - start)
 
 
+def crop_window(data: bytes, rng: random.Random) -> None:
+    """Decodes a random CROP^2 window of a JPEG with fastprep's ROI decoder (the peers' rows)."""
+    h = fio.read_jpeg_header(data)
+    top, left = rng.randrange(h.height - CROP + 1), rng.randrange(h.width - CROP + 1)
+    fio.decode_jpeg(data, crop=(top, left, CROP, CROP))
+
+
 def litdata_cold(where, folder: str, tmp: str) -> float | None:
     """litdata's StreamingDataset over the same photos from the same server, cold (a fresh cache,
     one pass, shuffled, in this process: its chunk-download thread plus one reading loop), each
@@ -57,14 +71,15 @@ def litdata_cold(where, folder: str, tmp: str) -> float | None:
     try:
         import litdata  # noqa: PLC0415 (a peer: not in any extra)
         import litdata.streaming.downloader as dl  # noqa: PLC0415
-    except ImportError:
+    except ImportError as exc:
+        print(f"  (litdata not importable here, its row left out: {exc})")
         return None
     import s3fs  # noqa: PLC0415
 
     os.environ["AWS_ENDPOINT_URL"] = where.endpoint
     dl._OBSTORE_CLIENT_OPTIONS["allow_http"] = "true"  # noqa: SLF001 (the loopback server is http://)
     out = os.path.join(tmp, "litdata")
-    paths = sorted(os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs if f.endswith(".jpg"))
+    paths = jpeg_paths(folder)
     litdata.optimize(fn=_lit_item, inputs=paths, output_dir=out, chunk_bytes=SHARD, num_workers=1)
     s3fs.S3FileSystem(endpoint_url=where.endpoint).put(out + "/", f"{where.bucket}/{where.prefix}/litdata/",
                                                        recursive=True)
@@ -75,9 +90,7 @@ def litdata_cold(where, folder: str, tmp: str) -> float | None:
                                       storage_options={"endpoint_url": where.endpoint})
         start, n = time.perf_counter(), 0
         for item in ds:
-            h = fio.read_jpeg_header(item["image"])
-            top, left = rng.randrange(h.height - CROP + 1), rng.randrange(h.width - CROP + 1)
-            fio.decode_jpeg(item["image"], crop=(top, left, CROP, CROP))
+            crop_window(item["image"], rng)
             n += 1
         rates.append(n / (time.perf_counter() - start))
     return max(rates)
@@ -86,6 +99,71 @@ def litdata_cold(where, folder: str, tmp: str) -> float | None:
 def _lit_item(path: str) -> dict:
     with open(path, "rb") as f:
         return {"image": f.read(), "label": 0}
+
+
+def jpeg_paths(folder: str) -> list[str]:
+    return sorted(os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs if f.endswith(".jpg"))
+
+
+def mosaic_cold(where, folder: str, tmp: str) -> float | None:
+    """MosaicML streaming's StreamingDataset over the same photos as MDS shards on the same server,
+    cold (a fresh local cache each round, one pass, shuffled), read through a DataLoader with THREADS
+    worker processes (batch BATCH), each window decoded in the workers by fastprep's ROI decoder;
+    None where streaming is absent."""
+    try:
+        import streaming  # noqa: PLC0415 (a peer: not in any extra)
+        from streaming.base.util import clean_stale_shared_memory  # noqa: PLC0415
+    except ImportError as exc:
+        print(f"  (MosaicML streaming not importable here, its row left out: {exc})")
+        return None
+    import s3fs  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+
+    os.environ["S3_ENDPOINT_URL"] = where.endpoint  # streaming's boto3 client reads it
+    out = os.path.join(tmp, "mds")
+    with streaming.MDSWriter(out=out, columns={"image": "bytes", "label": "int"}, size_limit=SHARD,
+                             progress_bar=False) as writer:
+        for path in jpeg_paths(folder):
+            with open(path, "rb") as f:
+                writer.write({"image": f.read(), "label": 0})
+    s3fs.S3FileSystem(endpoint_url=where.endpoint).put(out + "/", f"{where.bucket}/{where.prefix}/mds/",
+                                                       recursive=True)
+
+    class MosaicCrops(streaming.StreamingDataset):
+        """Yields each sample's label after decoding a random window of its image (in the worker)."""
+
+        def get_item(self, idx: int) -> int:
+            item = super().get_item(idx)
+            crop_window(item["image"], random.Random(int(idx)))
+            return item["label"]
+
+    rates, failures = [], []
+    for r in range(ROUNDS):
+        clean_stale_shared_memory()
+        ds = MosaicCrops(remote=f"s3://{where.bucket}/{where.prefix}/mds", local=os.path.join(tmp, f"mds-cache-{r}"),
+                         shuffle=True, shuffle_seed=r, batch_size=BATCH)
+        # fork, Linux's default (litdata's optimize set the default to spawn, and a spawned worker
+        # would import torch and transformers inside the timed epoch)
+        loader = torch.utils.data.DataLoader(ds, batch_size=BATCH, num_workers=THREADS, multiprocessing_context="fork")
+        start, n, first = time.perf_counter(), 0, None
+        try:
+            for labels in loader:
+                n += len(labels)
+                first = first or (time.perf_counter(), n)  # workers started, index read, first shard in
+            end = time.perf_counter()
+            rates.append((n / (end - start), first[0] - start, (n - first[1]) / max(end - first[0], 1e-9)))
+        except Exception as exc:  # seen here now and then: a worker reads a sample past its shard's end
+            failures.append(f"{type(exc).__name__}: {str(exc).splitlines()[-1][:160]}")
+        finally:
+            del loader, ds
+    if failures:
+        print(f"  (MosaicML streaming: {len(failures)} of {ROUNDS} cold rounds failed and are left out: {failures[0]})")
+    if not rates:
+        return None
+    best = max(rates)
+    print(f"  (MosaicML streaming's best cold round: first batch after {best[1]:.2f} s (worker processes started, "
+          f"index read, first shard in), {best[2]:.0f} samples/s after it)")
+    return best[0]
 
 
 def window_bytes(url: str, opts: dict, local, cache: str) -> tuple[float, float]:
@@ -157,6 +235,9 @@ def main() -> None:
         lit = litdata_cold(where, files.folder, tmp)
         if lit is not None:
             rows.append(("litdata StreamingDataset, cold, 1 reading loop", lit, float("nan")))
+        mosaic = mosaic_cold(where, files.folder, tmp)
+        if mosaic is not None:
+            rows.append((f"MosaicML StreamingDataset, cold, {THREADS} workers", mosaic, float("nan")))
         rate, per = remote_cold("ranges")
         rows.append(("remote, by range (no cache)", rate, per))
         rate, per = remote_cold("ranges", RANGE_THREADS)

@@ -14,6 +14,7 @@ import torch
 from fastprep.args import check_int, check_real
 from fastprep.iterators import stop_iterator
 from fastprep.monitoring.events import EventRing
+from fastprep.monitoring.fetched import FetchMeter, fetching_dataset
 from fastprep.monitoring.live import Live, TensorBoard, tqdm_around, tqdm_class
 from fastprep.monitoring.samplers import CpuClock, GpuProbe, Sampler, mean_cpu, mean_gpu
 from fastprep.monitoring.stats import StepStats, Window
@@ -32,8 +33,10 @@ class Monitor:
     CUDA device the step and the wait are read from events recorded on the loop's current stream,
     read steps late (no synchronisation per step), so queued kernels count and a wait hidden behind
     them does not. GPU (NVML) and CPU utilisation are sampled every `sample_every` seconds by a
-    daemon thread. Each pass (``for batch in mon``) ends with a summary (``report="pass"``); the
-    first batch of a pass is start-up, not a step. Passes accumulate: ``summary()`` covers them all.
+    daemon thread. When the loader's dataset counts ``bytes_fetched`` (a PackedDataset over a URL),
+    the live line and the summary add the bytes it fetched per sample and per second. Each pass
+    (``for batch in mon``) ends with a summary (``report="pass"``); the first
+    batch of a pass is start-up, not a step. Passes accumulate: ``summary()`` covers them all.
 
     Args:
         batches: any iterable of batches (DataLoader, fastprep.Loader, DevicePrefetcher, a list).
@@ -107,6 +110,8 @@ class Monitor:
         self._ring: EventRing | None = None
         self._live: Live | None = None
         self._seen, self._seen_sums = Window(), NO_SUMS
+        fetching = fetching_dataset(batches)
+        self._fetch = FetchMeter(fetching) if fetching is not None else None
 
     def __len__(self) -> int:
         return len(self.batches)  # type: ignore[arg-type]
@@ -122,6 +127,9 @@ class Monitor:
     def _pass(self) -> Iterator[Any]:
         perf = time.perf_counter
         t_start = perf()
+        meter = self._fetch
+        if meter is not None:
+            meter.begin(t_start)
         it = iter(self.batches)
         t_iter = perf() - t_start
         n = -1  # the index of the batch the loop holds (-1: none yet; batch 0 is start-up, not a step)
@@ -148,6 +156,8 @@ class Monitor:
                     ring.arrived()
                 wait, t_prev = t1 - t_ask, t0
                 n += 1
+                if meter is not None:
+                    meter.count(batch)
                 if not n and self.startup is None:
                     self.startup = t_iter + wait
                 if t1 >= next_refresh:
@@ -192,6 +202,8 @@ class Monitor:
             text += " | GPU n/a"
         if cpu is not None:
             text += f" | CPU {cpu:.0f}%"
+        if self._fetch is not None:
+            text += self._fetch.live(now)
         try:  # a closed stream or a full disk turns the display off, never the training
             if self._live is not None:
                 self._live.show(text, batches, now)
@@ -209,7 +221,10 @@ class Monitor:
         if self._ring is not None:
             self._ring.drain()
         self._sampler.stop()
-        self._show(batches, time.perf_counter())
+        now = time.perf_counter()
+        self._show(batches, now)
+        if self._fetch is not None:
+            self._fetch.end(now)
         self._ring = None
         probe, self._sampler.gpu = self._sampler.gpu, None
         if probe is not None:
@@ -238,9 +253,11 @@ class Monitor:
         gpu_note = (probe.why or probe.name) if probe is not None else self._gpu_note
         host_wait = self.host_wait_sum if self.device.type == "cuda" else self.stats.wait_sum
         clock = f"CUDA events on {self.device}'s current stream" if self.device.type == "cuda" else "host clock"
+        fetched, samples, seconds = self._fetch.totals(time.perf_counter()) if self._fetch is not None else (0, 0, 0.0)
         return MonitorSummary.of(self.stats, host_wait, gpu_util=mean_gpu(sums, NO_SUMS),
                                  gpu_note=gpu_note, cpu_util=mean_cpu(sums, NO_SUMS), cpu_note=self._cpu.what,
-                                 startup=self.startup, passes=self.passes, clock=clock, device=str(self.device))
+                                 startup=self.startup, passes=self.passes, clock=clock, device=str(self.device),
+                                 fetched=fetched or None, fetched_samples=samples, fetch_seconds=seconds)
 
     def close(self) -> None:
         """End the running pass (if any), print the summary when ``report="close"``, close the

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from fastprep.monitoring.fetched import size
 from fastprep.monitoring.stats import StepStats, ms, quantile
 
 CPU_BUSY = 85.0  # percent: above this, more threads or workers cannot help
@@ -47,6 +48,10 @@ class MonitorSummary:
         cpu_util, cpu_note: mean CPU busy share, and what it covers.
         startup, passes, clock, device: the first batch's wait; passes over the loader; which clock
             timed the steps; the device.
+        fetched, fetched_samples, fetch_seconds: bytes the loader's dataset fetched from remote
+            storage (its ``bytes_fetched``, e.g. a PackedDataset over a URL), the samples received
+            and the seconds of the passes that fetched them; `fetched` is None without such a dataset
+            or while its counter has not moved.
 
     Example:
         >>> print(mon.summary())          # headline, then the details and what to do next
@@ -72,6 +77,9 @@ class MonitorSummary:
     passes: int
     clock: str
     device: str
+    fetched: int | None = None
+    fetched_samples: int = 0
+    fetch_seconds: float = 0.0
 
     @classmethod
     def of(cls, stats: StepStats, host_wait_sum: float, **rest: Any) -> MonitorSummary:
@@ -86,6 +94,16 @@ class MonitorSummary:
     @property
     def input_bound_share(self) -> float:
         return self.input_bound / self.steps if self.steps else 0.0
+
+    @property
+    def bytes_per_sample(self) -> float | None:
+        """Bytes fetched from remote storage per sample received (None: nothing fetched)."""
+        return self.fetched / self.fetched_samples if self.fetched and self.fetched_samples else None
+
+    @property
+    def fetch_rate(self) -> float | None:
+        """Bytes fetched from remote storage per second of the passes (None: nothing fetched)."""
+        return self.fetched / self.fetch_seconds if self.fetched and self.fetch_seconds > 0 else None
 
     @property
     def starved(self) -> bool:
@@ -139,13 +157,21 @@ class MonitorSummary:
         return out
 
     def details(self) -> list[str]:
-        """What was measured and how (two lines)."""
+        """What was measured and how (two lines; a third when the dataset fetched from remote storage)."""
         start = f"; first batch after {self.startup:.2f} s (start-up, not a step)" if self.startup is not None else ""
         host = f", {ms(self.host_wait)} a step inside next() on the host" if self.clock != "host clock" else ""
         return [f"{self.steps} steps, {self.passes} pass(es), {self.device}, timed by {self.clock}{host}; step p50 "
                 f"{ms(self.step_p50)}, p95 {ms(self.step_p95)}{start}",
                 f"input-bound step: its wait for the batch exceeds {self.threshold:.0%} of the step (the wait plus the "
-                f"loop's own work); CPU: {self.cpu_note}; GPU: {self.gpu_note}"]
+                f"loop's own work); CPU: {self.cpu_note}; GPU: {self.gpu_note}"] + self.fetch_line()
+
+    def fetch_line(self) -> list[str]:
+        """What the dataset fetched from remote storage (one line; none when nothing was)."""
+        per, rate = self.bytes_per_sample, self.fetch_rate
+        if per is None:
+            return []
+        return [f"fetched from remote storage: {size(per)} per sample, {size(rate or 0.0)}/s ({size(self.fetched)} "
+                f"for {self.fetched_samples} samples in {self.fetch_seconds:.3g} s; this process's reads)"]
 
     def __str__(self) -> str:
         lines = [f"fastprep.monitor: {self.headline()}"]
@@ -156,5 +182,6 @@ class MonitorSummary:
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
-        """The fields, plus input_bound_share and starved (for JSON or a logger)."""
-        return {**asdict(self), "input_bound_share": self.input_bound_share, "starved": self.starved}
+        """The fields, plus input_bound_share, starved, bytes_per_sample and fetch_rate (for JSON or a logger)."""
+        return {**asdict(self), "input_bound_share": self.input_bound_share, "starved": self.starved,
+                "bytes_per_sample": self.bytes_per_sample, "fetch_rate": self.fetch_rate}
