@@ -3,9 +3,10 @@ an atomic rename; one download per shard per node however many processes and thr
 fcntl lock file per shard); evicted least recently used past the cache's byte limit, never while
 in use.
 
-Layout: ``<cache_dir>/<pack key>/shard-00000.fpk`` (+ ``.lock``), the pack key naming the URL and
-the pack id, so two packs (or a re-packed URL) never share files. The limit counts every shard
-under cache_dir.
+Layout: ``<cache_dir>/<pack key>/shard-00000.fpk`` (+ ``.lock``), the pack key (``<16 hex>-<16 hex>``)
+naming the URL and the pack id, so two packs (or a re-packed URL) never share files. The limit
+counts the shards of every pack folder under cache_dir; nothing else there (a folder not named as
+a pack key: someone's pack) is counted or evicted.
 
 "In use" means: held by :meth:`ShardCache.acquire` and not yet released, which a
 :class:`fastprep.io.packed_shards.ShardMaps` does from mapping a shard until it drops the map. The
@@ -143,7 +144,7 @@ class ShardCache:
         if self.limit is None:
             return
         files = []
-        for p in glob.glob(os.path.join(self.root, "*", "shard-*.fpk")):
+        for p in cached_shards(self.root):
             try:
                 st = os.stat(p)
             except FileNotFoundError:
@@ -158,8 +159,15 @@ class ShardCache:
 
     def used_bytes(self) -> int:
         """Bytes of shards under the cache root."""
-        return sum(os.path.getsize(p) for p in glob.glob(os.path.join(self.root, "*", "shard-*.fpk"))
-                   if os.path.exists(p))
+        return sum(os.path.getsize(p) for p in cached_shards(self.root) if os.path.exists(p))
+
+
+PACK_KEY = "[0-9a-f]" * 16 + "-" + "[0-9a-f]" * 16  # RemotePack.folder's names
+
+
+def cached_shards(root: str) -> list[str]:
+    """The shard files of the cache's own pack folders under `root` (never another folder's)."""
+    return glob.glob(os.path.join(glob.escape(root), PACK_KEY, "shard-*.fpk"))
 
 
 def _touch(path: str) -> None:

@@ -28,6 +28,18 @@ def default_cache_dir() -> str:
     return os.environ.get("FASTPREP_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "fastprep", "packs")
 
 
+def default_staging_dir() -> str:
+    """$FASTPREP_STAGING, else ~/.cache/fastprep/staging: where pack(src, url) packs before the
+    upload; apart from the shard cache (its eviction deletes shards under the cache root)."""
+    return os.environ.get("FASTPREP_STAGING") or os.path.join(os.path.expanduser("~"), ".cache", "fastprep",
+                                                               "staging")
+
+
+def url_key(url: str) -> str:
+    """16 hex digits naming a URL in local folder names (its cache folder, its staging folder)."""
+    return hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
 def _read_json(path: str) -> dict:
     try:
         with open(path) as f:
@@ -62,7 +74,7 @@ class RemotePack:
         self.store = RemoteStore(url, storage_options, retry)
         self.fetch, self.limit, self.workers = fetch, cache_limit, workers
         self.root = os.fspath(cache_dir) if cache_dir is not None else default_cache_dir()
-        self.key = hashlib.sha256(self.store.url.encode()).hexdigest()[:16]
+        self.key = url_key(self.store.url)
         self.cache: ShardCache | None = None
         self._prefetcher: Prefetcher | None = None
         self._ordered = False
@@ -75,7 +87,7 @@ class RemotePack:
 
     def _head(self, name: str, offset: int, length: int, where: str, what: str) -> bytes:
         """The record's meta block, restart index and JPEG header: from memory, or fetched (one
-        request, two for an unusually large header) and kept, least recently used out first."""
+        request; more for a large restart index or header) and kept, least recently used out first."""
         key = (name, offset)
         with self._heads_lock:
             head = self._heads.get(key)
@@ -83,8 +95,9 @@ class RemotePack:
                 self._heads.move_to_end(key)
                 return head
         head = self.store.read(name, offset, offset + min(length, rr.FIRST_READ), what)
-        need = rr.needed_head(head, length, where)
-        if need > len(head):
+        # the meta block tells where the JPEG starts (past a restart index of any size), the JPEG's
+        # start where its header ends: each read may show that more is needed
+        while (need := rr.needed_head(head, length, where)) > len(head):
             head += self.store.read(name, offset + len(head), offset + need, what)
         with self._heads_lock:
             if key not in self._heads:

