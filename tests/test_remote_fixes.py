@@ -62,3 +62,22 @@ def test_a_record_whose_restart_index_outgrows_the_first_read_is_read_by_range(t
     a, b = local.load_raw(0)[0], ds.load_raw(0)[0]
     for crop in [(700, 900, 64, 80), (0, 0, 16, 16)]:
         assert torch.equal(a.decode(crop), b.decode(crop)), crop
+
+
+def test_a_forked_child_prefetches_with_its_own_threads_and_locks(pack, tmp_path):
+    ds = remote(pack, tmp_path, fetch="shards")
+    assert len(ds._shards) >= 2
+    ds.prefetch([0])  # the parent's pool: its threads are not in a forked child
+    assert ds._remote.wait(10)
+    ds._remote._heads_lock.acquire()  # held by a parent thread at the fork
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        try:
+            ds.prefetch()
+            ok = ds._remote.wait(10) and all(ds._remote.cache.cached(k) for k in range(len(ds._shards)))
+            ok = ok and ds._remote._heads_lock.acquire(timeout=5)
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    ds._remote._heads_lock.release()
+    assert os.waitpid(pid, 0)[1] == 0

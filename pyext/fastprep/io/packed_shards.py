@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from fastprep.io import shards as fmt
+from fastprep.io.remote.store import forked
 
 
 class ShardMaps:
@@ -50,8 +51,8 @@ class ShardMaps:
     def open(self, k: int) -> memoryview:
         """Shard k's bytes, mapped on first use; ShardFormatError '<name> is missing' (or why else it
         cannot be read), raised from the OSError where there is one."""
-        if self._pid != os.getpid():  # a forked child: the parent's lock may have been held by another thread
-            self._lock, self._pid = threading.Lock(), os.getpid()
+        if forked(self):  # a forked child: the parent's lock may have been held by another thread
+            self._lock = threading.Lock()
         held = None
         if self.remote is not None and self.views[k] is None:
             with self._lock:  # room first (its maps' holds released), then the download

@@ -74,6 +74,10 @@ class ShardCache:
         self.__dict__.update(state)
         self._count_lock = threading.Lock()
 
+    def after_fork(self) -> None:
+        """In a forked child: a fresh lock (a parent thread may have held this one at the fork)."""
+        self._count_lock = threading.Lock()
+
     def path(self, k: int) -> str:
         return os.path.join(self.folder, self.shards[k][0])
 

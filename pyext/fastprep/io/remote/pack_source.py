@@ -17,7 +17,7 @@ from fastprep.io.remote import ranges as rr
 from fastprep.io.remote.cache import ShardCache
 from fastprep.io.remote.prefetch import Prefetcher, first_use
 from fastprep.io.remote.retry import Retry
-from fastprep.io.remote.store import RemoteStore
+from fastprep.io.remote.store import RemoteStore, forked
 
 FETCH = ("auto", "shards", "ranges")
 HEAD_CACHE_BYTES = 32 << 20  # records' heads kept per process: a later read of the record needs one request
@@ -78,7 +78,18 @@ class RemotePack:
         self.cache: ShardCache | None = None
         self._prefetcher: Prefetcher | None = None
         self._ordered = False
+        self._pid = os.getpid()
         self._reset_heads()
+
+    def _this_process(self) -> None:
+        """In a forked child (a DataLoader worker), first use: the parent's prefetcher (its pool has
+        no threads here: work submitted to it would never run) and locks (held, maybe, by a parent
+        thread at the fork) are replaced."""
+        if forked(self):
+            self._prefetcher = None
+            self._reset_heads()
+            if self.cache is not None:
+                self.cache.after_fork()
 
     def _reset_heads(self) -> None:
         self._heads: OrderedDict[tuple[str, int], bytes] = OrderedDict()
@@ -88,6 +99,7 @@ class RemotePack:
     def _head(self, name: str, offset: int, length: int, where: str, what: str) -> bytes:
         """The record's meta block, restart index and JPEG header: from memory, or fetched (one
         request; more for a large restart index or header) and kept, least recently used out first."""
+        self._this_process()
         key = (name, offset)
         with self._heads_lock:
             head = self._heads.get(key)
@@ -171,6 +183,7 @@ class RemotePack:
 
     def prefetch(self, shard_of_record, order) -> list[int]:
         """Starts downloading the shards of `order` (record indices) in first-use order; returns it."""
+        self._this_process()
         shards = first_use(shard_of_record, order)
         if self._prefetcher is None:
             self._prefetcher = Prefetcher(self.cache, self.workers, self.keep_bytes)
@@ -179,10 +192,12 @@ class RemotePack:
         return shards
 
     def opened(self, k: int) -> None:
+        self._this_process()
         if self._prefetcher is not None:
             self._prefetcher.reached(k)
 
     def wait(self, timeout: float | None = None) -> bool:
+        self._this_process()
         return True if self._prefetcher is None else self._prefetcher.wait(timeout)
 
     def window_record(self, name: str, offset: int, length: int, checksum: int, window: tuple[int, int, int, int],
@@ -219,4 +234,5 @@ class RemotePack:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self._pid = os.getpid()
         self._reset_heads()

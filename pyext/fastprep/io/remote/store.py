@@ -53,6 +53,17 @@ def _before_fork() -> None:
         gc.collect()
 
 
+def forked(obj: Any) -> bool:
+    """True the first time `obj` is used in a process other than the one that last saw it (a forked
+    DataLoader worker, or first use: ``obj._pid`` starts at -1), then records this one. The caller
+    then replaces what a fork leaves unusable: locks another thread may have held at the fork,
+    thread pools whose threads the child lacks, clients bound to the parent's event loop."""
+    if obj._pid == os.getpid():
+        return False
+    obj._pid = os.getpid()
+    return True
+
+
 _made = [False]
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
@@ -98,7 +109,8 @@ class RemoteStore:
             self._fs, self._root = self._connect()
             _clients.add(self._fs)
             _made[0] = True
-            self._pid, self._lock = os.getpid(), threading.Lock()
+            forked(self)
+            self._lock = threading.Lock()
         return self._fs
 
     def _connect(self) -> tuple[Any, str]:
