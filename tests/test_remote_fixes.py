@@ -4,6 +4,7 @@ child uses its own prefetcher and locks, missing shards and failed downloads are
 never show, leftovers of killed downloads are removed, deterministic failures are not retried."""
 
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -81,3 +82,26 @@ def test_a_forked_child_prefetches_with_its_own_threads_and_locks(pack, tmp_path
         os._exit(0 if ok else 1)
     ds._remote._heads_lock.release()
     assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_a_shard_missing_at_the_url_is_named(pack, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(pack, copy)
+    (copy / "shard-00001.fpk").unlink()
+    ds = remote(copy, tmp_path, fetch="shards")
+    ds[0]
+    with pytest.raises(fio.ShardFormatError, match=r"record 1 \(b/2.jpg\).*shard-00001.fpk is missing at file://") \
+            as info:
+        ds[1]
+    assert isinstance(info.value.__cause__, FileNotFoundError)
+
+
+def test_a_failed_download_names_the_record(pack, tmp_path, monkeypatch):
+    ds = remote(pack, tmp_path, fetch="shards")
+
+    def refuse(*args, **kw):
+        raise ConnectionError("connection reset")
+
+    monkeypatch.setattr(ds._remote.store.fs, "get_file", refuse)
+    with pytest.raises(fio.RemoteReadError, match=r"record 1 \(b/2.jpg\).*after 3 tries"):
+        ds[1]

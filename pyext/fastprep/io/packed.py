@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from fastprep.io import shards as fmt
+from fastprep.io.errors import RemoteReadError
 from fastprep.io.jpeg import LAYOUTS, MODES, native
 from fastprep.io.packed_items import PackedJpeg, PackedRaw, WindowCut
 from fastprep.io.packed_shards import ShardMaps
@@ -137,11 +138,10 @@ class PackedDataset(ImageSource):
         if view is None:
             try:
                 view = self._maps.open(k)
-            except fmt.ShardFormatError as exc:
+            except (fmt.ShardFormatError, RemoteReadError) as exc:
                 what = f"shard {k}" if i is None else \
                     f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})"
-                raise fmt.ShardFormatError(f"PackedDataset: {what} of pack {self.path} is unreadable: "
-                                           f"{exc}") from exc.__cause__
+                raise type(exc)(f"PackedDataset: {what} of pack {self.path} is unreadable: {exc}") from exc.__cause__
         return view
 
     def shard_tensor(self, k: int) -> torch.Tensor:

@@ -59,13 +59,13 @@ class ShardMaps:
                 if self.views[k] is None:
                     self._drop_old(k)
             # found or downloaded outside the lock: the other threads read other shards meanwhile
-            held = self.remote.cache.acquire(k)
+            held = self._acquire(k)
         try:
             with self._lock:
                 view = self.views[k]
                 if view is None:
                     if self.remote is not None and held is None:  # dropped by another thread since we looked
-                        held = self.remote.cache.acquire(k)
+                        held = self._acquire(k)
                     view = self._map(k, held.path if held else os.path.join(self.folder, self.shards[k][0]))
                     if held is not None:
                         self._held[k], held = held, None  # held while mapped
@@ -77,6 +77,15 @@ class ShardMaps:
         if self.remote is not None:
             self.remote.opened(k)
         return view
+
+    def _acquire(self, k: int) -> Any:
+        """A remote pack's shard k held in its cache (downloaded first if needed); a shard missing at
+        the URL is a ShardFormatError as a missing local shard is."""
+        try:
+            return self.remote.cache.acquire(k)
+        except FileNotFoundError as exc:
+            name = self.shards[k][0]
+            raise fmt.ShardFormatError(f"{name} is missing at {self.remote.store.where(name)}") from exc
 
     def _drop_old(self, k: int) -> None:
         """Before shard k is mapped: drops the least recently mapped shards' maps and holds until k
