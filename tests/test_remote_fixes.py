@@ -11,8 +11,9 @@ import pytest
 import torch
 
 import fastprep.io as fio
-from fastprep.io.remote import Retry
+from fastprep.io.remote import RemoteStore, Retry
 from fastprep.io.remote.pack_source import default_cache_dir, default_staging_dir
+from fastprep.io.remote.retry import describe, redact
 
 from jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree
 
@@ -105,3 +106,28 @@ def test_a_failed_download_names_the_record(pack, tmp_path, monkeypatch):
     monkeypatch.setattr(ds._remote.store.fs, "get_file", refuse)
     with pytest.raises(fio.RemoteReadError, match=r"record 1 \(b/2.jpg\).*after 3 tries"):
         ds[1]
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("https://user:SECRET@host/p/train.packed", "https://host/p/train.packed"),
+    ("https://host/p?sig=SECRET&x=1", "https://host/p"),
+    ("s3://bucket/p#SECRET", "s3://bucket/p"),
+    ("file:///data/p", "file:///data/p"),
+])
+def test_redact(url, shown):
+    assert redact(url) == shown
+    assert "SECRET" not in repr(RemoteStore(url)) and "SECRET" not in describe(OSError(f"no '{url}'"))
+
+
+def test_credentials_in_the_url_never_show(pack, tmp_path):
+    signed = tmp_path / "pack?sig=SECRET"
+    shutil.copytree(pack, signed)
+    (signed / "shard-00001.fpk").unlink()
+    ds = remote(signed, tmp_path, fetch="shards")
+    assert "SECRET" not in repr(ds) + ds.where(0) + ds.path
+    with pytest.raises(fio.ShardFormatError) as info:
+        ds[1]
+    assert "SECRET" not in str(info.value)
+    with pytest.raises(FileNotFoundError) as info:
+        fio.PackedDataset("file:///nowhere/p?sig=SECRET", cache_dir=tmp_path / "cache", retry=FAST)
+    assert "SECRET" not in str(info.value)

@@ -83,7 +83,7 @@ class PackedDataset(ImageSource):
         self._remote = None
         if is_url(self.path):
             self._remote = RemotePack(self.path, cache_dir, cache_limit, fetch, storage_options, retry, workers)
-            self.path = self._remote.store.url
+            self.path = self._remote.store.shown  # shown in messages and reprs: no credentials
             self.index_path = self._remote.fetch_index()[0]
         else:
             self.index_path = os.path.join(self.path, fmt.INDEX_NAME)

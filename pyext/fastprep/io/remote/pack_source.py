@@ -132,7 +132,7 @@ class RemotePack:
         os.makedirs(self.root, exist_ok=True)
         info = self.store.info(fmt.INDEX_NAME)
         if info is None:
-            raise FileNotFoundError(f"PackedDataset: no {fmt.INDEX_NAME} at {self.store.url}: not a pack, or its "
+            raise FileNotFoundError(f"PackedDataset: no {fmt.INDEX_NAME} at {self.store.shown}: not a pack, or its "
                                     f"packing or upload was interrupted (run fastprep.io.pack again to finish it)")
         version = str(info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified") or "")
         tag = {"size": int(info["size"]), "version": version}

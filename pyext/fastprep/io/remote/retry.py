@@ -77,12 +77,29 @@ class Retry:
                               f"{describe(last)}") from last
 
 
+def redact(url: str) -> str:
+    """A URL as messages and reprs show it: without its user info ("user:token@") and its query
+    string (signed URLs' signatures); the raw URL is only for connecting.
+
+    Example:
+        >>> redact("https://user:token@host/train.packed?sig=abc")
+        'https://host/train.packed'
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url.split("?", 1)[0]
+    host, slash, path = rest.split("?", 1)[0].split("#", 1)[0].partition("/")
+    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
+
+
 def describe(exc: BaseException) -> str:
-    """An error's text without anything that looks like a credential (signed URLs' query strings)."""
+    """An error's text without anything that looks like a credential: the URLs in it redacted, and
+    any word's query string naming a signature or token."""
     text = str(exc) or type(exc).__name__
     out = []
     for word in text.split():
-        if "?" in word and any(k in word for k in ("Signature", "X-Amz-", "sig=", "token", "Credential")):
-            word = word.split("?", 1)[0] + "?<redacted>"
+        if "://" in word or ("?" in word and any(k in word for k in ("Signature", "X-Amz-", "sig=", "token",
+                                                                      "Credential"))):
+            word = redact(word)
         out.append(word)
     return " ".join(out)

@@ -15,7 +15,7 @@ import threading
 import weakref
 from typing import Any
 
-from fastprep.io.remote.retry import Retry
+from fastprep.io.remote.retry import Retry, describe, redact
 
 INSTALL_HINT = "pip install 'fastprep[remote]' (fsspec and s3fs; gcsfs or adlfs for gs:// or az://)"
 
@@ -95,7 +95,8 @@ class RemoteStore:
             raise ValueError(f"RemoteStore: expected a URL such as 's3://bucket/pack', got {url!r}")
         if storage_options is not None and not isinstance(storage_options, dict):
             raise ValueError(f"RemoteStore: expected storage_options to be a dict, got {type(storage_options)}")
-        self.url = url.rstrip("/")
+        self.url = url.rstrip("/")  # for connecting only: it may hold credentials
+        self.shown = redact(self.url)  # what messages and reprs show
         self.storage_options = dict(storage_options or {})
         self.retry = retry or Retry()
         self.bytes_fetched = self.requests = 0
@@ -117,7 +118,7 @@ class RemoteStore:
         try:
             import fsspec  # noqa: PLC0415 (an optional dependency)
         except ImportError as exc:
-            raise ImportError(f"reading a pack from {self.url} needs fsspec: {INSTALL_HINT}") from exc
+            raise ImportError(f"reading a pack from {self.shown} needs fsspec: {INSTALL_HINT}") from exc
         options = dict(self.storage_options)
         s3 = self.url.split("://", 1)[0] in ("s3", "s3a")
         own_retries = s3 and "config_kwargs" not in options
@@ -127,13 +128,14 @@ class RemoteStore:
         try:
             fs, root = fsspec.core.url_to_fs(self.url, skip_instance_cache=True, **options)
         except ImportError as exc:
-            raise ImportError(f"reading a pack from {self.url}: {exc}; {INSTALL_HINT}") from exc
+            raise ImportError(f"reading a pack from {self.shown}: {describe(exc)}; {INSTALL_HINT}") from exc
         if own_retries:
             fs.retries = 1  # s3fs's own loop: fastprep's Retry decides
         return fs, root.rstrip("/")
 
     def where(self, name: str) -> str:
-        return f"{self.url}/{name}"
+        """The object's URL as messages show it (redacted)."""
+        return f"{self.shown}/{name}"
 
     def _path(self, name: str) -> str:
         self.fs  # noqa: B018 (connects in this process)
@@ -222,4 +224,4 @@ class RemoteStore:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:  # storage_options may hold keys: not shown
-        return f"RemoteStore({self.url!r})"
+        return f"RemoteStore({self.shown!r})"
