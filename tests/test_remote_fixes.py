@@ -3,6 +3,7 @@ eviction, a record whose restart index outgrows the first range read is read by 
 child uses its own prefetcher and locks, missing shards and failed downloads are named, credentials
 never show, leftovers of killed downloads are removed, deterministic failures are not retried."""
 
+import errno
 import os
 import shutil
 
@@ -131,3 +132,40 @@ def test_credentials_in_the_url_never_show(pack, tmp_path):
     with pytest.raises(FileNotFoundError) as info:
         fio.PackedDataset("file:///nowhere/p?sig=SECRET", cache_dir=tmp_path / "cache", retry=FAST)
     assert "SECRET" not in str(info.value)
+
+
+def test_a_killed_downloads_part_files_are_removed(pack, tmp_path):
+    ds = remote(pack, tmp_path, fetch="shards")
+    folder = ds._remote.cache.folder
+    stale = os.path.join(folder, "shard-00000.fpk.12345.678.part")
+    with open(stale, "wb") as f:
+        f.write(b"half a shard")
+    ds[0]
+    assert not os.path.exists(stale)
+
+
+def test_another_packs_shard_is_not_downloaded_again(pack, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(pack, copy)
+    os.replace(copy / "shard-00000.fpk", copy / "shard-00001.fpk")  # same size? not needed: header first
+    ds = remote(copy, tmp_path, fetch="shards", retry=Retry(tries=5, backoff=0.0, max_backoff=0.0))
+    ds._shards[1] = ("shard-00001.fpk", os.path.getsize(copy / "shard-00001.fpk"))
+    ds._remote.cache.shards[1] = ds._shards[1]
+    calls = []
+    get = ds._remote.store.fs.get_file
+    ds._remote.store.fs.get_file = lambda *a, **kw: (calls.append(a), get(*a, **kw))[1]
+    with pytest.raises(fio.ShardFormatError, match=r"shard-00001.fpk is shard 0 of this pack, not shard 1"):
+        ds[1]
+    assert len(calls) == 1
+
+
+def test_a_full_local_disk_is_named_and_not_retried():
+    calls = []
+
+    def full():
+        calls.append(1)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError, match="local disk is full") as info:
+        Retry(tries=4, backoff=0.0).call("downloading shard 0", "s3://b/p/shard-00000.fpk", full)
+    assert info.value.errno == errno.ENOSPC and len(calls) == 1

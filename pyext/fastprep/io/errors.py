@@ -11,6 +11,11 @@ class ShardFormatError(ValueError):
     a newer format. The message names the file (and the record, where one read failed)."""
 
 
+class ShardMismatchError(ShardFormatError):
+    """A whole, intact shard that is not the one asked for: another pack's, or another number of
+    this pack's (replaced). No retry can mend it, so remote reads give up at once."""
+
+
 class PackWriteError(OSError):
     """The destination could not be written (a full or read-only disk, ...): ``strerror`` says which
     file and why; the complete shards are kept and a later pack resumes from them."""

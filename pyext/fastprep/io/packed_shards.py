@@ -125,12 +125,7 @@ class ShardMaps:
                 view = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY))
             except (OSError, ValueError) as exc:
                 raise fmt.ShardFormatError(f"{name} cannot be memory-mapped: {exc}") from exc
-        number, shard_id = fmt.read_shard_header(bytes(view[:fmt.HEADER_BYTES]), name)
-        if shard_id != self.pack_id:
-            raise fmt.ShardFormatError(f"{name} is shard {number} of another pack (its pack id {shard_id.hex()}, "
-                                       f"this pack's {self.pack_id.hex()}): replaced")
-        if number != k:
-            raise fmt.ShardFormatError(f"{name} is shard {number} of this pack, not shard {k}: replaced")
+        fmt.check_shard_header(bytes(view[:fmt.HEADER_BYTES]), name, k, self.pack_id)
         return view
 
     def __getstate__(self) -> dict:

@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from fastprep.io.errors import ShardFormatError  # noqa: F401 (fmt.ShardFormatError, as before)
+from fastprep.io.errors import ShardFormatError, ShardMismatchError
 
 FORMAT_VERSION = 2
 SHARD_MAGIC, FOOTER_MAGIC, INDEX_MAGIC = b"FPSHARD\x00", b"FPSEND\x00\x00", b"FPINDEX\x00"
@@ -115,6 +115,17 @@ def read_shard_header(block: bytes, where: str) -> tuple[int, bytes]:
     """(shard number, pack id) of a shard's first 64 bytes."""
     _unseal(block, SHARD_MAGIC, where)
     return struct.unpack_from("<I", block, 12)[0], bytes(block[16:32])
+
+
+def check_shard_header(block: bytes, name: str, k: int, pack_id: bytes) -> None:
+    """A shard file's first 64 bytes are shard k of pack `pack_id`: ShardFormatError if they are
+    corrupt, ShardMismatchError if they are another shard's."""
+    number, shard_id = read_shard_header(block, name)
+    if shard_id != pack_id:
+        raise ShardMismatchError(f"{name} is shard {number} of another pack (its pack id {shard_id.hex()}, this "
+                                 f"pack's {pack_id.hex()}): replaced")
+    if number != k:
+        raise ShardMismatchError(f"{name} is shard {number} of this pack, not shard {k}: replaced")
 
 
 def header_version(block: bytes) -> int:

@@ -120,6 +120,11 @@ class ShardCache:
 
     def _download(self, k: int, path: str) -> None:
         name, size = self.shards[k]
+        for stale in glob.glob(glob.escape(path) + ".*.part"):  # a killed download's (we hold the only
+            try:                                                  # download lock: nobody writes them now)
+                os.remove(stale)
+            except FileNotFoundError:
+                pass
         self.make_room(size, keep=path)
         part = f"{path}.{os.getpid()}.{threading.get_ident()}.part"
         self.store.download(name, part, size, check=lambda p: self.check(p, k), what=f"shard {k} ({name})")
@@ -130,13 +135,11 @@ class ShardCache:
 
     def check(self, local: str, k: int) -> None:
         """A downloaded shard file is shard k of this pack: its header (CRC, number, pack id), and its
-        footer and table (CRCs). ShardFormatError otherwise."""
+        footer and table (CRCs). ShardFormatError otherwise (ShardMismatchError, not retried, for
+        another shard's header)."""
         name = self.shards[k][0]
         with open(local, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            number, shard_id = fmt.read_shard_header(bytes(data[:fmt.HEADER_BYTES]), name)
-            if shard_id != self.pack_id or number != k:
-                raise fmt.ShardFormatError(f"{name} is shard {number} of pack {shard_id.hex()}, not shard {k} "
-                                           f"of pack {self.pack_id.hex()}: the remote pack is inconsistent")
+            fmt.check_shard_header(bytes(data[:fmt.HEADER_BYTES]), name, k, self.pack_id)
             view = memoryview(data)
             try:
                 fmt.read_shard_trailer(view, name)

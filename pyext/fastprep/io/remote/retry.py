@@ -5,19 +5,21 @@ becomes a :class:`fastprep.io.RemoteReadError` naming the URL and what was being
 
 from __future__ import annotations
 
+import errno
 import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from fastprep.io.errors import RemoteReadError, ShardFormatError
+from fastprep.io.errors import RemoteReadError, ShardFormatError, ShardMismatchError
 
 T = TypeVar("T")
 
 # Errors no retry can mend: the object is not there, or this client may not read it.
 FATAL = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, KeyboardInterrupt,
          MemoryError, TypeError)
+LOCAL_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # writing the download here failed: not the remote's fault
 # ... and the clients' errors of that kind (botocore's missing credentials, bad parameters).
 FATAL_NAMES = ("Credentials", "ParamValidation", "NoSuchBucket", "AccessDenied")
 
@@ -59,13 +61,19 @@ class Retry:
     def call(self, what: str, url: str, fn: Callable[[], T]) -> T:
         """fn() until it succeeds or `tries` attempts failed; then RemoteReadError('<what> at <url>
         ...'), from the last error (a ShardFormatError that persists, e.g. a corrupt object, is
-        raised as itself, naming the URL)."""
+        raised as itself, naming the URL). Not retried: FATAL errors, a ShardMismatchError (an intact
+        object of another pack or shard) and a full local disk (ENOSPC, EDQUOT: named as such)."""
         for attempt in range(self.tries):
             try:
                 return fn()
             except (*FATAL, RemoteReadError):  # a RemoteReadError: an inner call used up its own tries
                 raise
+            except ShardMismatchError as exc:  # the same object comes back on every try
+                raise ShardMismatchError(f"{what} at {url}: {exc}") from exc
             except Exception as exc:
+                if isinstance(exc, OSError) and exc.errno in LOCAL_DISK_FULL:
+                    raise OSError(exc.errno, f"{what} from {url}: the local disk is full or over quota "
+                                             f"({exc.strerror or exc})") from exc
                 if any(w in type(exc).__name__ for w in FATAL_NAMES):
                     raise
                 last = exc
