@@ -169,3 +169,14 @@ def test_a_full_local_disk_is_named_and_not_retried():
     with pytest.raises(OSError, match="local disk is full") as info:
         Retry(tries=4, backoff=0.0).call("downloading shard 0", "s3://b/p/shard-00000.fpk", full)
     assert info.value.errno == errno.ENOSPC and len(calls) == 1
+
+
+def test_the_index_is_parsed_once_per_open(pack, tmp_path, monkeypatch):
+    import fastprep.io.shards as fmt
+
+    calls = []
+    read = fmt.read_index
+    monkeypatch.setattr(fmt, "read_index", lambda p: (calls.append(p), read(p))[1])
+    remote(pack, tmp_path)  # downloaded
+    remote(pack, tmp_path)  # the cached copy
+    assert len(calls) == 2

@@ -80,11 +80,11 @@ class PackedDataset(ImageSource):
         if layout not in LAYOUTS:
             raise ValueError(f"PackedDataset: expected layout to be one of {LAYOUTS}, got {layout!r}")
         self.path = os.fspath(path)
-        self._remote = None
+        self._remote = index = None
         if is_url(self.path):
             self._remote = RemotePack(self.path, cache_dir, cache_limit, fetch, storage_options, retry, workers)
             self.path = self._remote.store.shown  # shown in messages and reprs: no credentials
-            self.index_path = self._remote.fetch_index()[0]
+            self.index_path, index = self._remote.fetch_index()  # read and checked there
         else:
             self.index_path = os.path.join(self.path, fmt.INDEX_NAME)
         if not os.path.isfile(self.index_path):
@@ -94,7 +94,7 @@ class PackedDataset(ImageSource):
         if not isinstance(verify, bool):
             raise ValueError(f"PackedDataset: expected verify to be a bool, got {verify!r}")
         self.mode, self.layout, self.strict, self.verify = mode, layout, strict, verify
-        entries, self.pack_id, meta, self._names_at = fmt.read_index(self.index_path)
+        entries, self.pack_id, meta, self._names_at = index or fmt.read_index(self.index_path)
         self._shards = [(str(name), int(size)) for name, size, _ in meta["shards"]]
         if self._remote is not None:
             self._remote.attach(self.pack_id, self._shards)

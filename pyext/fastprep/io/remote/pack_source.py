@@ -125,8 +125,9 @@ class RemotePack:
             if head is not None:
                 self._heads_bytes -= len(head)
 
-    def fetch_index(self) -> tuple[str, bytes]:
-        """The index in the cache (its local path and pack id): downloaded and checked, unless the
+    def fetch_index(self) -> tuple[str, tuple]:
+        """The index in the cache: its local path and :func:`fastprep.io.shards.read_index`'s
+        reading of it (parsed and checked once), downloaded unless the
         copy there is of the same object (size and ETag or modification time), which several ranks
         opening the pack then share. One download per node: a lock file per URL."""
         os.makedirs(self.root, exist_ok=True)
@@ -143,18 +144,20 @@ class RemotePack:
             known = _read_json(pointer)
             if version and known.get("tag") == tag:
                 try:  # checked again (CRCs): a damaged copy is fetched anew
-                    return known["index"], fmt.read_index(known["index"])[1]
+                    return known["index"], fmt.read_index(known["index"])
                 except (OSError, ValueError):
                     pass
             part = os.path.join(self.root, f"{self.key}.{os.getpid()}.{threading.get_ident()}.index.part")
-            self.store.download(fmt.INDEX_NAME, part, tag["size"], check=fmt.read_index, what="the index")
-            pack_id = fmt.read_index(part)[1]
+            read: list[tuple] = []  # the check's reading: the index is parsed once
+            self.store.download(fmt.INDEX_NAME, part, tag["size"], check=lambda p: read.append(fmt.read_index(p)),
+                                what="the index")
+            pack_id = read[-1][1]
             folder = self.folder(pack_id)
             os.makedirs(folder, exist_ok=True)
             index = os.path.join(folder, fmt.INDEX_NAME)
             os.replace(part, index)
             fmt.write_durably(pointer, [json.dumps({"tag": tag, "index": index, "pack_id": pack_id.hex()}).encode()])
-            return index, pack_id
+            return index, read[-1]
         finally:
             os.close(fd)
 
