@@ -180,3 +180,11 @@ def test_the_index_is_parsed_once_per_open(pack, tmp_path, monkeypatch):
     remote(pack, tmp_path)  # downloaded
     remote(pack, tmp_path)  # the cached copy
     assert len(calls) == 2
+
+
+def test_pack_to_a_signed_url_reports_it_without_the_signature(tmp_path):
+    (tmp_path / "src").mkdir()
+    write_tree(tmp_path / "src", {"b/2.jpg": FILES["b/2.jpg"]})
+    dest = tmp_path / "out?sig=SECRET"
+    summary = fio.pack(tmp_path / "src", f"file://{dest}", staging=tmp_path / "staging", progress=False)
+    assert "SECRET" not in repr(summary) and (dest / "index.fpi").exists()

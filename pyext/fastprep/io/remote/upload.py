@@ -13,7 +13,7 @@ from fastprep.io import shards as fmt
 from fastprep.io.pack import PackSummary
 from fastprep.io.pack import pack as pack_local
 from fastprep.io.remote.pack_source import default_staging_dir, url_key
-from fastprep.io.remote.retry import Retry
+from fastprep.io.remote.retry import Retry, redact
 from fastprep.io.remote.store import RemoteStore, is_url
 
 
@@ -77,7 +77,7 @@ def pack(src: Any, dest: str | os.PathLike, *, storage_options: dict | None = No
             shard_bytes, restart, progress.
 
     Returns:
-        a :class:`PackSummary` (its `dest` the URL).
+        a :class:`PackSummary` (its `dest` the URL, without credentials: see remote.retry.redact).
 
     Example:
         >>> fastprep.io.pack("train/", "train.packed")
@@ -92,6 +92,6 @@ def pack(src: Any, dest: str | os.PathLike, *, storage_options: dict | None = No
         staging = os.path.join(default_staging_dir(), url_key(url))
     summary = pack_local(src, staging, **options)
     upload_pack(staging, url, storage_options=storage_options, retry=retry)
-    summary.dest = url
+    summary.dest = redact(url)  # shown in its repr: no credentials
     return summary
 
