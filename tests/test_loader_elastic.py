@@ -166,3 +166,30 @@ def test_a_chain_of_checkpoints_over_2_1_1_3_ranks_delivers_every_sample_once(sh
     delivered += [y for loader in last for y in _take(loader, None)]
     rest = ITEMS - 12 - 3 * BATCH
     assert set(delivered) == set(range(ITEMS)) and len(delivered) - ITEMS == (-rest) % 3
+
+
+def test_world_size_1_alone_opts_out_of_the_rank_split(monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    loader = fastprep.Loader(Sharded(), BATCH, threads=1, world_size=1)
+    assert (loader.rank, loader.world_size) == (0, 1)
+    assert _take(loader, None) == list(range(ITEMS))
+    with pytest.raises(ValueError, match="rank and world_size go together"):
+        fastprep.Loader(Sharded(), BATCH, world_size=2)
+
+
+def test_the_automatic_rank_split_is_a_warning_once(monkeypatch, caplog):
+    from fastprep.loader import ranks
+
+    monkeypatch.setattr(ranks, "_told", set())
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    with caplog.at_level("WARNING", logger="fastprep"):
+        for _ in range(2):
+            loader = fastprep.Loader(Sharded(), BATCH, threads=1)
+    assert (loader.rank, loader.world_size) == (1, 3)
+    warned = [r for r in caplog.records if r.name == "fastprep" and r.levelname == "WARNING"]
+    assert len(warned) == 1
+    message = warned[0].getMessage()
+    assert "rank 1 of 3" in message and "RANK / WORLD_SIZE" in message
+    assert "world_size=1" in message and "sampler" in message
