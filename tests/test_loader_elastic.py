@@ -125,3 +125,71 @@ def test_a_state_dict_over_ranks_is_refused_by_a_loader_with_a_sampler():
     state = _loaders(Sharded(), 2, True, False)[0].state_dict()
     with pytest.raises(ValueError, match="written over 2 ranks"):
         fastprep.Loader(Sharded(), BATCH, sampler=list(range(ITEMS))).load_state_dict(state)
+
+
+@pytest.mark.parametrize("shuffle", [False, True, "shards"])
+def test_set_epoch_after_a_resumed_pass_starts_the_next_epoch_from_its_start(shuffle):
+    """A resumed pass's base in the global order is not the next epoch's: its state_dict is at 0."""
+    first = _loaders(Sharded(), 2, shuffle, False)
+    _take(first[0], 1)
+    state = first[0].state_dict()
+    resumed = _loaders(Sharded(), 2, shuffle, False)[0]
+    resumed.load_state_dict(state)
+    _take(resumed, None)
+    resumed.set_epoch(1)
+    assert resumed.state_dict() == {"seed": 7, "epoch": 1, "position": 0, "consumed": 0, "order_world": 2,
+                                    "world_size": 2, "rank": 0}
+    again = _loaders(Sharded(), 2, shuffle, False)
+    again[0].load_state_dict(resumed.state_dict())
+    again[1].load_state_dict(resumed.state_dict())
+    fresh = _loaders(Sharded(), 2, shuffle, False)
+    for loader in fresh:
+        loader.set_epoch(1)
+    assert [_take(loader, None) for loader in again] == [_take(loader, None) for loader in fresh]
+
+
+@pytest.mark.parametrize("shuffle", [False, True, "shards"])
+def test_a_chain_of_checkpoints_over_2_1_1_3_ranks_delivers_every_sample_once(shuffle):
+    """2 ranks -> 1 -> 1 (a resumed pass saved at world 1 is still at `consumed` of the world-2 order) -> 3."""
+    first = _loaders(Sharded(), 2, shuffle, False)
+    delivered = [y for loader in first for y in _take(loader, 2)]
+    state = first[1].state_dict()
+    for steps in (2, 1):
+        single = _loaders(Sharded(), 1, shuffle, False)[0]
+        single.load_state_dict(state)
+        delivered += _take(single, steps)
+        state = single.state_dict()
+    assert state["world_size"] == 1 and state["order_world"] == 2 and state["consumed"] == 12 + 3 * BATCH
+    last = _loaders(Sharded(), 3, shuffle, False)
+    for loader in last:
+        loader.load_state_dict(state)
+    delivered += [y for loader in last for y in _take(loader, None)]
+    rest = ITEMS - 12 - 3 * BATCH
+    assert set(delivered) == set(range(ITEMS)) and len(delivered) - ITEMS == (-rest) % 3
+
+
+def test_world_size_1_alone_opts_out_of_the_rank_split(monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    loader = fastprep.Loader(Sharded(), BATCH, threads=1, world_size=1)
+    assert (loader.rank, loader.world_size) == (0, 1)
+    assert _take(loader, None) == list(range(ITEMS))
+    with pytest.raises(ValueError, match="rank and world_size go together"):
+        fastprep.Loader(Sharded(), BATCH, world_size=2)
+
+
+def test_the_automatic_rank_split_is_a_warning_once(monkeypatch, caplog):
+    from fastprep.loader import ranks
+
+    monkeypatch.setattr(ranks, "_told", set())
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    with caplog.at_level("WARNING", logger="fastprep"):
+        for _ in range(2):
+            loader = fastprep.Loader(Sharded(), BATCH, threads=1)
+    assert (loader.rank, loader.world_size) == (1, 3)
+    warned = [r for r in caplog.records if r.name == "fastprep" and r.levelname == "WARNING"]
+    assert len(warned) == 1
+    message = warned[0].getMessage()
+    assert "rank 1 of 3" in message and "RANK / WORLD_SIZE" in message
+    assert "world_size=1" in message and "sampler" in message

@@ -232,3 +232,54 @@ def test_a_batch_made_ahead_that_fails_is_made_again_by_its_pass_and_no_thread_o
         assert not [t for t in threading.enumerate() if t.name.startswith("fastprep-loader")]
     assert _same(got[1], _fresh(1))
     assert loader.dataset.calls == 12 + 1 + 12 + 4  # the failed batch made again by epoch 1, then epoch 2's ahead
+
+
+def _scheduled(change, prestart):
+    """Two epochs, the crop's parameter changed in place between them (an augmentation schedule)."""
+    loader = fastprep.Loader(_images(12), 4, transform=_tf(), shuffle=True, seed=2, prestart=prestart)
+    loader.set_epoch(0)
+    _pass(loader)
+    assert (loader.spare_ring.ahead is not None) == prestart  # made ahead: the transform is fastprep's
+    crop = loader.transform.transforms[0]
+    if change == "padding":
+        crop.padding = (3, 3, 3, 3)
+    else:
+        crop.size = (16, 16)
+    loader.set_epoch(1)
+    return loader
+
+
+@pytest.mark.parametrize("change", ["padding", "size"])
+def test_a_fastprep_transform_changed_in_place_between_epochs_drops_the_batch_made_ahead(change, monkeypatch):
+    """The next epoch's first batch has the transform's new parameters: prestart changes no bits."""
+    want = _pass(_scheduled(change, False))
+    loader = _scheduled(change, True)
+    ran = _counted(monkeypatch)
+    got = _pass(loader)
+    assert sum(e == 1 for e, _ in ran) == 12  # epoch 1 made whole: nothing taken from ahead
+    assert _same(got, want)
+
+
+class _Foreign(torch.nn.Module):
+    """A transform fastprep cannot see into (it may change between epochs)."""
+
+    def forward(self, sample):
+        return sample
+
+
+class _WithEpochs(SyntheticImages):
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+
+@pytest.mark.parametrize("case", ["foreign transform", "dataset with set_epoch"])
+def test_nothing_is_made_ahead_when_a_change_between_epochs_could_go_unseen(case, monkeypatch):
+    ran = _counted(monkeypatch)
+    if case == "foreign transform":
+        loader = fastprep.Loader(_images(12), 4, transform=_Foreign(), seed=2)
+    else:
+        loader = fastprep.Loader(_WithEpochs(12, None, pool=3, size=40), 4, transform=_tf(), seed=2)
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        _pass(loader)
+    assert loader.spare_ring.ahead is None and len(ran) == 24

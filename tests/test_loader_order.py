@@ -135,7 +135,7 @@ def test_resume_at_the_end_of_an_epoch_of_a_partial_last_batch():
     resumed.load_state_dict(state)
     assert list(resumed) == []
     with pytest.raises(ValueError, match="resume position 3 is not a batch boundary"):
-        resumed.load_state_dict({**state, "position": 3})
+        resumed.load_state_dict({**state, "position": 3, "consumed": 3})
         iter(resumed)
 
 

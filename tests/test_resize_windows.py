@@ -80,3 +80,18 @@ def test_refuses_what_does_not_match_out():
                         (([win], out[0], [False], [False], none), r"out to be \[N, 3, H, W\], got \(3, 2, 2\)")]:
         with pytest.raises(ValueError, match=match):
             resized_crop_windows(*args)
+
+
+@pytest.mark.parametrize("place, match", [
+    (([0, 0], [0, 0], [0, 1], [0, 0]), r"out_tops\[1\] \+ out's height <= resized_heights\[1\] \(32\)"),
+    (([0, 0], [0, 40], [0, 0], [0, 9]), r"out_lefts\[1\] \+ out's width <= resized_widths\[1\] \(40\)"),
+    (([0, 0], [0, 0], [0, -1], [0, 0]), r"out_tops\[1\] >= 0, got out_tops\[1\]=-1"),
+    (([0, 0], [0, -3], [0, 0], [0, 0]), r"resized_widths\[1\] >= 0"),
+    (([16, 0], [0, 0], [0, 0], [0, 0]), r"resized_heights\[0\] \(16\)"),
+])
+def test_refuses_a_place_outside_the_resized_window(place, match):
+    wins = [torch.zeros(3, 5, 6, dtype=torch.uint8)] * 2
+    out = torch.full((2, 3, 32, 32), 7, dtype=torch.uint8)
+    with pytest.raises(ValueError, match=match + r".*place of windows\[\d\]"):
+        resized_crop_windows(wins, out, [False] * 2, [False] * 2, place)
+    assert (out == 7).all()  # nothing written

@@ -91,9 +91,6 @@ class SlotRing:
         with self._lock:
             return bool(self._free)
 
-    def all_free(self) -> bool:
-        return self.free_count() == self.count
-
     def free_count(self) -> int:
         with self._lock:
             return len(self._free)
@@ -220,9 +217,8 @@ class BatchJob:
                 self._done.set()
 
     def wait(self) -> None:
-        while not self._done.wait(_POLL_S):
-            pass
-        if self.error is not None:
+        """Wait for the chunks; raise the first chunk's error."""
+        if not self.settle():
             reraise(self.error)
 
     def settle(self) -> bool:

@@ -6,9 +6,13 @@ What is made ahead is the first batch of the epoch the loop is expected to run n
 that calls ``set_epoch`` before each pass (the README's): ``epoch + 1``. A pass not preceded by
 set_epoch makes nothing ahead (a loader iterated once, or a loop repeating one epoch). The next pass
 takes it only when it is exactly what that pass would make first: the same dataset, transform (and
-its plan), seed, epoch and keys, from the epoch's start; anything else drops it and the pass starts
-from nothing, as a fresh Loader. An order that is not known ahead (a sampler, an iterable dataset)
-and batches made for a device are never made ahead.
+its plan, and its parameters' values), seed, epoch and keys, from the epoch's start; anything else
+drops it and the pass starts from nothing, as a fresh Loader. Made ahead only when that comparison
+is provably enough: the transform is None or made only of fastprep.transforms classes (whose
+parameters are their public attributes: a foreign transform may hold state no fingerprint sees),
+and the dataset has no ``set_epoch`` (one that changes per epoch would change only after the batch
+was made). An order that is not known ahead (a sampler, an iterable dataset) and batches made for a
+device are never made ahead.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from typing import Any
+
+from torch import nn
 
 from fastprep import slots
 from fastprep.batch import CompactBatch
@@ -34,16 +40,33 @@ class Spare:
     made_for: tuple = ()
 
 
+def fingerprint(transform: Any) -> str | None:
+    """The values of every parameter of a transform made only of fastprep.transforms classes (their
+    public attributes, nested ones included: a RandomCrop's padding changed in place between epochs
+    is another transform); None for any other transform (nothing proves it unchanged)."""
+    if transform is None:
+        return ""
+    if not isinstance(transform, nn.Module):
+        return None
+    parts = []
+    for module in transform.modules():
+        kind = type(module)
+        if not kind.__module__.startswith("fastprep.transforms.") or module._parameters or module._buffers:
+            return None
+        parts.append(f"{kind.__qualname__}{sorted((k, v) for k, v in vars(module).items() if not k.startswith('_'))!r}")
+    return ";".join(parts)
+
+
 def made_for(loader: Any, epoch: int) -> tuple:
     """What a batch made ahead depends on (objects compared by identity: a new transform, or a
-    Compose whose plan changed, is another)."""
+    Compose whose plan changed, is another; the transform's parameters by value)."""
     transform = loader.transform
-    return (loader.dataset, transform, getattr(transform, "plan", None), loader.seed, epoch, loader.deterministic,
-            loader.batch_size)
+    return (loader.dataset, transform, getattr(transform, "plan", None), fingerprint(transform), loader.seed, epoch,
+            loader.deterministic, loader.batch_size)
 
 
 def _same(a: tuple, b: tuple) -> bool:
-    return len(a) == len(b) and all(x is y or (type(x) is int and x == y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(x is y or (type(x) in (int, str) and x == y) for x, y in zip(a, b))
 
 
 def take(loader: Any, count: int, pin: bool, keys: list[int] | None, start: int) -> tuple[slots.SlotRing, Any]:
@@ -86,9 +109,12 @@ def submit(pool: WorkerPool, runner: ChunkRunner, job: slots.BatchJob) -> None:
 
 def maker(loader: Any, runner: ChunkRunner, epoch: int | None) -> Any:
     """A function (ring, pool) -> (job, made_for) submitting epoch `epoch`'s first batch into the
-    ring, or None when nothing is made ahead (prestart=False, an order not known ahead, a device)."""
+    ring, or None when nothing is made ahead (prestart=False, an order not known ahead, a device, a
+    transform or dataset that may change between epochs unseen: see the module)."""
     if epoch is None or not loader.prestart or loader.sampler is not None or loader.order.iterable \
             or loader.device is not None or loader.decode_on is not None:
+        return None
+    if fingerprint(loader.transform) is None or callable(getattr(loader.dataset, "set_epoch", None)):
         return None
 
     def make(ring: slots.SlotRing, pool: WorkerPool) -> tuple[slots.BatchJob, tuple] | None:

@@ -197,8 +197,8 @@ class Loader:
             self._base, self._order_world = 0, self.world_size
         self.epoch, self._stepped = epoch, True
         self.order.set_epoch(self.epoch)
-        if self._resume is None:
-            self._position = 0
+        if self._resume is None:  # a fresh pass: nothing of it consumed yet (not the last pass's resume point)
+            self._position, self._base, self._order_world, self._keys = 0, 0, self.world_size, None
 
     def _left(self, position: int, keys: list[int] | None) -> int | None:
         """Samples the resumed epoch would still deliver from `position` (None: unknown, a
@@ -275,12 +275,15 @@ class Loader:
         if saved_world != 1 and self.sampler is not None:
             raise ValueError(f"Loader.load_state_dict: the state_dict was written over {saved_world} ranks that "
                              f"split the epoch themselves; it resumes in a Loader without a sampler")
-        if self.sampler is None and (saved_world != 1 or self.world_size != 1):  # elastic (loader/ranks.py)
-            consumed = check_int("Loader.load_state_dict", "consumed", state.get("consumed", position), 0)
+        consumed = check_int("Loader.load_state_dict", "consumed", state.get("consumed", position), 0)
+        order_world = check_int("Loader.load_state_dict", "order_world", state.get("order_world", saved_world), 1)
+        # elastic (loader/ranks.py) unless the checkpoint is a plain position in this world's own order
+        # (a pass resumed from another world size is at `consumed` of that world's order, not at `position`)
+        if self.sampler is None and (saved_world != 1 or self.world_size != 1 or order_world != 1
+                                     or consumed != position):
             if consumed > len(self.dataset):
                 raise ValueError(f"Loader.load_state_dict: consumed={consumed} is past the epoch's "
                                  f"{len(self.dataset)} samples: a state_dict of another dataset?")
-            order_world = check_int("Loader.load_state_dict", "order_world", state.get("order_world", saved_world), 1)
             self._resume = (0, self.order.keys(self.seed, self.epoch, consumed, order_world))
             self._base, self._order_world, self._position = consumed, order_world, 0
             return

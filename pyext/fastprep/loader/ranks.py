@@ -30,8 +30,11 @@ _told: set[tuple[int, int, str]] = set()
 
 
 def resolve(rank: Any, world_size: Any) -> tuple[int, int]:
-    """(rank, world size): the arguments when given (both, or neither), else the initialised
-    process group's, else the RANK / WORLD_SIZE environment variables (torchrun's), else (0, 1)."""
+    """(rank, world size): the arguments when given (both, or ``world_size=1`` alone: rank 0, the
+    opt-out of the split), else the initialised process group's, else the RANK / WORLD_SIZE
+    environment variables (torchrun's), else (0, 1)."""
+    if rank is None and world_size is not None and not isinstance(world_size, bool) and world_size == 1:
+        rank = 0
     if (rank is None) != (world_size is None):
         raise ValueError(f"Loader: rank and world_size go together: got rank={rank!r}, world_size={world_size!r}")
     if world_size is not None:
@@ -56,8 +59,9 @@ def resolve(rank: Any, world_size: Any) -> tuple[int, int]:
         return 0, 1
     if (rank, world, source) not in _told:  # once per process
         _told.add((rank, world, source))
-        log.info("fastprep.Loader: rank %d of %d (from %s): each epoch's order is split by rank; pass "
-                 "world_size=1 to read everything on every rank", rank, world, source)
+        log.warning("fastprep.Loader: rank %d of %d (from %s): each epoch's order is split by rank, this "
+                    "process reads 1/%d of it; pass world_size=1 to read everything on every rank, or a sampler "
+                    "(e.g. DistributedSampler) to split it yourself", rank, world, source, world)
     return rank, world
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from fastprep.ops.resize_checks import check_output_args
+from fastprep.ops.resize_checks import check_output_args, check_placement
 
 __all__ = ["resized_crop_windows", "axis_tables"]
 
@@ -137,6 +137,12 @@ def resized_crop_windows(windows: list[torch.Tensor], out: torch.Tensor, hflips:
         if win.dtype != torch.uint8 or win.dim() != 3 or win.shape[0] != 3 or win.device != dev or 0 in win.shape:
             raise ValueError(f"{op}: expected windows[{i}] to be a non-empty uint8 [3, h, w] tensor on {dev}, got "
                              f"{win.dtype} {tuple(win.shape)} on {win.device}")
+    for i in range(n):  # before any memory is touched: an out-of-range place is a device-side assert on CUDA
+        try:
+            check_placement(op, *(place[k][i] for k in range(4)), oh, ow, vflips[i], f"[{i}]", True)
+        except RuntimeError as e:  # the op's message (a RuntimeError, as csrc's), for an argument of this function
+            raise ValueError(f"{e} (place of windows[{i}]: place = (resized_heights, resized_widths, out_tops, "
+                             f"out_lefts))") from None
     if n == 0:
         return out
     hs, ws = [int(x.shape[-2]) for x in windows], [int(x.shape[-1]) for x in windows]
