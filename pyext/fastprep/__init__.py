@@ -9,6 +9,7 @@ from fastprep import io as io  # fastprep.io.* after a plain `import fastprep`
 from fastprep import ops
 from fastprep._backend import NativeUnavailableWarning, backend, build_info, select_backend
 from fastprep._warnings import NumbaCacheWarning
+from fastprep.bad_samples import BadSamples, BadSampleWarning
 from fastprep.batch import CompactBatch
 from fastprep.collate import CompactCollate, compact_collate
 from fastprep.loader import Loader, ResumePositionDropped
@@ -16,6 +17,7 @@ from fastprep.monitoring import Monitor, MonitorSummary, monitor
 from fastprep.ops import *  # noqa: F403  (the op wrappers, as listed in ops.__all__)
 from fastprep.prefetch import DevicePrefetcher
 from fastprep.rng import derive_seed, draw_seed, random_word
+from fastprep.transforms import SeedByIndex
 from fastprep.warmup import warmup
 
 __version__ = "0.1.0"
@@ -23,8 +25,9 @@ __version__ = "0.1.0"
 select_backend()
 
 __all__ = [
-    "CompactBatch", "CompactCollate", "DevicePrefetcher", "Loader", "Monitor", "MonitorSummary",
-    "NativeUnavailableWarning", "NumbaCacheWarning", "ResumePositionDropped",
+    "BadSampleWarning", "BadSamples", "CompactBatch", "CompactCollate", "DevicePrefetcher", "Loader", "Monitor",
+    "MonitorSummary",
+    "NativeUnavailableWarning", "NumbaCacheWarning", "ResumePositionDropped", "SeedByIndex",
     "backend",
     "build_info", "compact_collate", "derive_seed", "draw_seed", "monitor", "random_word", "warmup",
 ]

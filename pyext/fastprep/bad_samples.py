@@ -1,0 +1,109 @@
+"""The bad-sample policy: what the Loader, a source or ``pack`` does with a sample that cannot be
+read, decoded or transformed (a truncated file, a format nothing decodes, a transform that raises).
+
+``on_error``:
+    "raise" (default): the error propagates, naming the sample (as before this policy existed).
+    "skip": the sample is replaced (Loader, sources) or left out (pack), and recorded in a
+    :class:`BadSamples` (counted and named: the Loader's summary, the monitor, state_dict).
+    "warn": as "skip", and one :class:`BadSampleWarning` per bad sample the first time it is met.
+
+The one substitution rule (Loader and sources share it, so a DataLoader over a source and the
+Loader give the same samples): a bad sample at dataset index i is replaced by the first index of
+i + 1, i + 2, ... (mod n) that loads, transformed under the *bad sample's* seed (so the batch keeps
+its size and shapes, and a run with the same seed is the same run). Up to ``MAX_SUBSTITUTES``
+consecutive indices are tried; past that the epoch stops with an error naming them: a dataset
+whose samples all fail is a bug to see, not to skip.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Any
+
+ON_ERROR = ("raise", "skip", "warn")
+MAX_SUBSTITUTES = 16
+MAX_NAMED = 100  # names kept for the summary; the count and the indices are kept whole
+
+
+class BadSampleWarning(UserWarning):
+    """A sample that could not be loaded or transformed was skipped (``on_error="warn"``)."""
+
+
+def check_on_error(who: str, on_error: Any) -> str:
+    """`on_error` checked: one of ON_ERROR, else a ValueError naming `who`'s argument and the value."""
+    if not isinstance(on_error, str) or on_error not in ON_ERROR:
+        raise ValueError(f"{who}: expected on_error to be one of {', '.join(map(repr, ON_ERROR))}, got {on_error!r}")
+    return on_error
+
+
+def substitutes(index: int, n: int) -> range:
+    """The indices tried, in order, in place of bad sample `index` of an `n`-sample dataset
+    (taken mod n by the caller): index + 1, ..., index + MAX_SUBSTITUTES, never index itself."""
+    return range(index + 1, index + 1 + min(MAX_SUBSTITUTES, max(n - 1, 0)))
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for a bad sample's cause: the exception's type and the first line of its message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+class BadSamples:
+    """The bad samples met so far (thread-safe): their dataset indices, names and causes.
+
+    Attributes:
+        count: how many times a bad sample was met (an index met again in a later epoch counts
+            again: it was skipped again).
+        indices: the distinct dataset indices met, sorted.
+    """
+
+    def __init__(self, who: str, on_error: str = "raise"):
+        self.who, self.on_error = who, check_on_error(who, on_error)
+        self.count = 0
+        self._seen: dict[int, str] = {}  # index -> "name: cause", insertion order
+        self._lock = threading.Lock()
+
+    @property
+    def indices(self) -> list[int]:
+        with self._lock:
+            return sorted(self._seen)
+
+    def record(self, index: int, name: str | None, exc: BaseException) -> None:
+        """Sample `index` (named `name`, e.g. its path) failed with `exc`: count it, and warn the
+        first time it is met under on_error="warn"."""
+        line = f"{name if name else f'item {index}'}: {describe_error(exc)}"
+        with self._lock:
+            self.count += 1
+            first = index not in self._seen
+            if first:
+                self._seen[index] = line if len(self._seen) < MAX_NAMED else ""
+        if first and self.on_error == "warn":
+            warnings.warn(f"{self.who}: skipped bad sample {index} ({line})", BadSampleWarning, stacklevel=3)
+
+    def names(self) -> list[str]:
+        """'name: cause' of each distinct bad sample, in the order met (the first MAX_NAMED)."""
+        with self._lock:
+            return [line for line in self._seen.values() if line]
+
+    def summary(self) -> str:
+        """One line: how many were skipped, and the first few by name."""
+        if not self.count:
+            return f"{self.who}: no bad samples"
+        names = self.names()
+        shown = "; ".join(names[:3]) + (f"; and {len(self._seen) - 3} more" if len(self._seen) > 3 else "")
+        return (f"{self.who}: skipped {self.count} bad sample{'s' if self.count != 1 else ''} "
+                f"({len(self._seen)} distinct): {shown}")
+
+    def state_dict(self) -> dict:
+        with self._lock:
+            return {"count": self.count, "indices": sorted(self._seen), "names": dict(self._seen)}
+
+    def load_state_dict(self, state: dict) -> None:
+        with self._lock:
+            self.count = int(state.get("count", 0))
+            named = state.get("names", {})
+            self._seen = {int(i): named.get(i, named.get(str(i), "")) for i in state.get("indices", [])}
+
+    def __repr__(self) -> str:
+        return f"BadSamples({self.who!r}, on_error={self.on_error!r}, count={self.count}, indices={self.indices})"
