@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from fastprep.args import check_bool
 from fastprep.io.files import list_files, read_file
 from fastprep.io.jpeg import check_image_args
 from fastprep.io.source import ImageSource, image_from_bytes
@@ -62,6 +63,12 @@ class ImageFolder(ImageSource):
         layout: "CHW" (default, torchvision's) or "HWC".
         extensions: the file endings listed (any case); the content decides the decoder.
         strict: corrupt JPEG data raises instead of warning (see decode_jpeg).
+        exif: turn each photo upright by its EXIF orientation (decode_jpeg's `exif`; with `roi`,
+            JpegFiles whose windows are the upright image's). Default False, as torchvision's
+            ImageFolder (Pillow's ``convert("RGB")`` ignores the tag).
+        on_error: what a file that cannot be read or decoded does: "raise" (default), "skip" (the
+            next file that reads takes its place, recorded in ``bad_samples`` under its path) or
+            "warn" (as skip, warning once per file): see fastprep.io.source.ImageSource.
 
     Example:
         >>> ds = ImageFolder("train/")
@@ -70,11 +77,14 @@ class ImageFolder(ImageSource):
 
     def __init__(self, root: str | os.PathLike, transform: Callable | None = None,
                  target_transform: Callable | None = None, *, roi: bool = False, mode: str = "RGB",
-                 layout: str = "CHW", extensions: Sequence[str] = IMG_EXTENSIONS, strict: bool = False):
+                 layout: str = "CHW", extensions: Sequence[str] = IMG_EXTENSIONS, strict: bool = False,
+                 exif: bool = False, on_error: str = "raise"):
         check_image_args("ImageFolder", mode, layout)
         self.root = os.fspath(root)
         self.transform, self.target_transform = transform, target_transform
         self.roi, self.mode, self.layout, self.strict = roi, mode, layout, strict
+        self.exif = check_bool("ImageFolder", "exif", exif)
+        self.set_on_error("ImageFolder", on_error)
         self.classes, self.class_to_idx = find_classes(self.root)
         self.samples = make_dataset(self.root, self.class_to_idx, extensions)
         self.targets = [t for _, t in self.samples]
@@ -82,13 +92,18 @@ class ImageFolder(ImageSource):
     def __len__(self) -> int:
         return len(self.samples)
 
-    def load_raw(self, i: int) -> tuple[Any, int]:
-        """(image, class index) of file i before `transform`: decoded, or a JpegFile with roi."""
+    def read_item(self, i: int) -> tuple[Any, int]:
+        """(image, class index) of file i before `transform`: decoded, or a JpegFile with roi
+        (``load_raw(i)`` is this under the `on_error` policy)."""
         path, target = self.samples[i]
         data = read_file("ImageFolder", path)
         return image_from_bytes("ImageFolder", data, path, roi=self.roi, mode=self.mode, layout=self.layout,
-                                strict=self.strict), target
+                                strict=self.strict, exif=self.exif), target
+
+    def sample_name(self, i: int) -> str:
+        return self.samples[i][0]
 
     def __repr__(self) -> str:
         return (f"ImageFolder({self.root!r}, {len(self)} files, {len(self.classes)} classes, mode={self.mode!r}, "
-                f"layout={self.layout!r}, roi={self.roi})")
+                f"layout={self.layout!r}, roi={self.roi}{', exif=True' if self.exif else ''}"
+                f"{f', on_error={self.on_error!r}' if self.on_error != 'raise' else ''})")

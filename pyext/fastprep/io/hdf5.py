@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastprep.args import check_bool
 from fastprep.io.jpeg import check_crop, check_image_args, check_out
 from fastprep.io.source import ImageSource, PerProcess, image_from_bytes, optional_module
 from fastprep.io.windowed import WindowedImage
@@ -156,6 +157,10 @@ class HDF5Dataset(ImageSource):
         layout: what items decode to: "CHW" (default) or "HWC".
         stored: "HWC" or "CHW" for 4-D pixels (default: HWC when the last dimension is 1 or 3).
         strict: as in decode_jpeg, for encoded images.
+        exif: encoded images turned upright by their EXIF orientation, as in ImageFolder (pixel
+            arrays are read as stored).
+        on_error: an image that cannot be read or decoded: "raise" (default), "skip" or "warn", as
+            in ImageFolder (recorded in ``bad_samples`` under ``file:images[i]``).
         file_kwargs: passed on to ``h5py.File`` (``rdcc_nbytes``: the chunk cache, ...).
 
     Example:
@@ -166,9 +171,11 @@ class HDF5Dataset(ImageSource):
     def __init__(self, path: str | os.PathLike | Callable[[], Any], images: str = "images", labels: str | None = None,
                  transform: Callable | None = None, target_transform: Callable | None = None, *, roi: bool = True,
                  mode: str = "RGB", layout: str = "CHW", stored: str | None = None, strict: bool = False,
-                 file_kwargs: dict[str, Any] | None = None):
+                 exif: bool = False, on_error: str = "raise", file_kwargs: dict[str, Any] | None = None):
         who = "HDF5Dataset"
         check_image_args(who, mode, layout)
+        self.exif = check_bool(who, "exif", exif)
+        self.set_on_error(who, on_error)
         opener = path if callable(path) else functools.partial(open_file, os.fspath(path), dict(file_kwargs or {}))
         self.transform, self.target_transform = transform, target_transform
         self.roi, self.mode, self.layout, self.strict = roi, mode, layout, strict
@@ -190,19 +197,23 @@ class HDF5Dataset(ImageSource):
     def __len__(self) -> int:
         return self.length
 
-    def load_raw(self, i: int) -> Any:
-        """Item i before the transforms: ``(image, label)`` or the image."""
+    def sample_name(self, i: int) -> str:
+        return f"{self.filename}:{self.images}[{i}]"
+
+    def read_item(self, i: int) -> Any:
+        """Item i before the transforms: ``(image, label)`` or the image (``load_raw(i)`` is this
+        under the `on_error` policy)."""
         if not -self.length <= i < self.length:
             raise IndexError(f"HDF5Dataset: index {i} is out of range for {self.length} images in {self.filename}")
         i %= self.length
         _, dset, labels = self._state.get()
-        name = f"{self.filename}:{self.images}[{i}]"
+        name = self.sample_name(i)
         if self.encoded:
             data = dset[i]
             if len(data) == 0:
                 raise ValueError(f"HDF5Dataset: {name}: the image is empty (0 bytes)")
             image = image_from_bytes("HDF5Dataset", data, name, roi=self.roi, mode=self.mode, layout=self.layout,
-                                     strict=self.strict)
+                                     strict=self.strict, exif=self.exif)
         else:
             image = HDF5Image(dset, i, self.stored, mode=self.mode, layout=self.layout, name=name)
             image = image if self.roi else image.decode()

@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from fastprep.args import check_bool
+from fastprep.io.exif import jpeg_orientation, stored_window, to_upright, upright_size
 from fastprep.io.files import read_file
 from fastprep.io.jpeg_scale import check_scale, scaled_size
 from fastprep.ops.checks import has_internal_overlap
@@ -191,7 +193,7 @@ def ycbcr_in_layout(rgb: torch.Tensor, layout: str, out: torch.Tensor | None = N
 
 def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mode: str = "RGB",
                 layout: str = "CHW", out: torch.Tensor | None = None, strict: bool = False,
-                name: str | None = None, scale: int = 8) -> torch.Tensor:
+                name: str | None = None, scale: int = 8, exif: bool = False) -> torch.Tensor:
     """Decode a JPEG (or a window of it) into a uint8 tensor, without the GIL.
 
     Same bits as Pillow's ``Image.open(f).convert("RGB")`` (both run libjpeg-turbo with its
@@ -224,6 +226,11 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
         scale: M of libjpeg-turbo's reduced decode at M/8 of the image's size (8: full size, the
             default); `crop` is then in the scaled image's pixels (fastprep.io.jpeg_scale.scaled_size).
             The same bits as libjpeg-turbo's (Pillow's ``draft``) scaled decode of the whole image.
+        exif: turn the image upright by its EXIF orientation (torchvision's
+            ``apply_exif_orientation=True``; the bits of Pillow's ``ImageOps.exif_transpose``);
+            `crop` and `out` are then in the upright image, and only the stored pixels under the
+            window are decoded (fastprep.io.exif). Default False: the pixels as stored, as Pillow's
+            ``Image.open(f).convert("RGB")`` (torchvision's ImageFolder) gives them.
 
     Returns:
         uint8 tensor [C, height, width] (CHW) or [height, width, C] (HWC); `out` if given.
@@ -247,12 +254,17 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
     if MAX_IMAGE_PIXELS is not None and header.height * header.width > MAX_IMAGE_PIXELS:
         raise ValueError(f"{who}: {where}{header.height}x{header.width} pixels is over "
                          f"fastprep.io.jpeg.MAX_IMAGE_PIXELS ({MAX_IMAGE_PIXELS}): a decompression bomb?")
-    scaled = scaled_size(header.height, header.width, check_scale(who, scale))
+    orientation = jpeg_orientation(buf) if check_bool(who, "exif", exif) else 1
+    scaled = upright_size(*scaled_size(header.height, header.width, check_scale(who, scale)), orientation)
     top, left, height, width = check_crop(who, crop, *scaled, where if scale == 8 else f"{where}at scale {scale}/8: ")
     channels = 1 if mode == "GRAY" else 3
     shape = (channels, height, width) if layout == "CHW" else (height, width, channels)
     if out is not None:
         check_out(who, out, shape, layout)
+    if orientation != 1:  # the stored window under the upright one, decoded, then turned upright
+        window = stored_window((top, left, height, width), *scaled, orientation)
+        stored = decode_jpeg(buf, crop=window, mode=mode, layout="HWC", strict=strict, name=name, scale=scale)
+        return to_upright(stored, orientation, layout, out)
     if mode == "YCbCr" and header.color_space == "RGB":
         return ycbcr_in_layout(decode_jpeg(buf, crop=crop, mode="RGB", layout=layout, strict=strict, name=name,
                                            scale=scale), layout, out)

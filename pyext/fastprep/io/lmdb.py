@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.args import check_bool
 from fastprep.io.jpeg import check_image_args
 from fastprep.io.source import ImageSource, image_from_bytes, optional_module
 
@@ -128,7 +129,9 @@ class LMDBDataset(ImageSource):
         decode_value: ``callable(value bytes)`` returning image bytes, ``(image bytes, label, ...)``
             or a dict as above, for other layouts (protobuf Datums, msgpack, ...).
         labels: a label per item, for LMDBs whose values hold only the image.
-        roi, mode, layout, strict: as in ImageFolder (default roi=True).
+        roi, mode, layout, strict, exif: as in ImageFolder (default roi=True).
+        on_error: a value that cannot be read or decoded: "raise" (default), "skip" or "warn", as in
+            ImageFolder (recorded in ``bad_samples`` under ``path[key]``).
         open_kwargs: passed on to ``lmdb.open`` (over readonly=True, lock=False, readahead=False).
 
     Example:
@@ -140,8 +143,11 @@ class LMDBDataset(ImageSource):
                  target_transform: Callable | None = None, *, keys: Sequence[str | bytes] | None = None,
                  value: str = "auto", decode_value: Callable[[bytes], Any] | None = None,
                  labels: Sequence[int] | None = None, roi: bool = True, mode: str = "RGB", layout: str = "CHW",
-                 strict: bool = False, open_kwargs: dict[str, Any] | None = None):
+                 strict: bool = False, exif: bool = False, on_error: str = "raise",
+                 open_kwargs: dict[str, Any] | None = None):
         check_image_args("LMDBDataset", mode, layout)
+        self.exif = check_bool("LMDBDataset", "exif", exif)
+        self.set_on_error("LMDBDataset", on_error)
         if value not in ("auto", "bytes", "pickle"):
             raise ValueError(f"LMDBDataset: expected value to be 'auto', 'bytes' or 'pickle', got {value!r}")
         self.path = os.fspath(path)
@@ -162,8 +168,12 @@ class LMDBDataset(ImageSource):
     def key_name(self, i: int) -> str:
         return f"{self.path}[{self.keys[i].decode('utf-8', 'backslashreplace')}]"
 
-    def load_raw(self, i: int) -> Any:
-        """Item i before the transforms: ``(image, label, ...)`` or the image."""
+    def sample_name(self, i: int) -> str:
+        return self.key_name(i)
+
+    def read_item(self, i: int) -> Any:
+        """Item i before the transforms: ``(image, label, ...)`` or the image (``load_raw(i)`` is
+        this under the `on_error` policy)."""
         if not -len(self) <= i < len(self):
             raise IndexError(f"LMDBDataset: index {i} is out of range for {len(self)} items in {self.path!r}")
         i %= len(self)
@@ -209,7 +219,7 @@ class LMDBDataset(ImageSource):
             if len(obj) == 0:
                 raise ValueError(f"LMDBDataset: {name} (item {i}): the image is empty (0 bytes)")
             return image_from_bytes("LMDBDataset", obj, name, roi=self.roi, mode=self.mode, layout=self.layout,
-                                    strict=self.strict)
+                                    strict=self.strict, exif=self.exif)
         if self.decode_value is not None:
             return obj  # already an image (decoded pixels, a PIL image, a WindowedImage)
         raise ValueError(f"LMDBDataset: {name} (item {i}): expected the image's bytes, got a "

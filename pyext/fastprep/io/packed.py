@@ -64,6 +64,11 @@ class PackedDataset(ImageSource):
             out of bounds): a read of a raw window then costs what an array in memory does (the
             CRC pass reads the window from memory once more), but a corrupt shard byte can come out
             as a wrong pixel instead of an error.
+        on_error: a record that cannot be read: "raise" (default), "skip" or "warn", as in
+            ImageFolder (recorded in ``bad_samples`` under :meth:`where`). ``load_raw`` reads only
+            the record's index entry (its pixels are read by window, later): a corrupt record shows
+            in the transform, so ``dataset[i]`` (a DataLoader's path) skips it, and the Loader's
+            own `on_error` does in its threads.
 
     Example:
         >>> ds = fastprep.io.PackedDataset("train.packed")
@@ -74,7 +79,7 @@ class PackedDataset(ImageSource):
                  target_transform: Callable | None = None, *, mode: str = "RGB", layout: str = "CHW",
                  strict: bool = False, verify: bool = True, cache_dir: str | os.PathLike | None = None,
                  cache_limit: int | None = None, fetch: str = "auto", storage_options: dict | None = None,
-                 retry: Retry | None = None, workers: int = 4):
+                 retry: Retry | None = None, workers: int = 4, on_error: str = "raise"):
         if mode not in MODES:
             raise ValueError(f"PackedDataset: expected mode to be one of {MODES}, got {mode!r}")
         if layout not in LAYOUTS:
@@ -91,6 +96,7 @@ class PackedDataset(ImageSource):
             raise FileNotFoundError(f"PackedDataset: no {fmt.INDEX_NAME} in {self.path!r}: not a pack, or its "
                                     f"packing was interrupted (run fastprep.io.pack again to finish it)")
         self.transform, self.target_transform = transform, target_transform
+        self.set_on_error("PackedDataset", on_error)
         if not isinstance(verify, bool):
             raise ValueError(f"PackedDataset: expected verify to be a bool, got {verify!r}")
         self.mode, self.layout, self.strict, self.verify = mode, layout, strict, verify
@@ -161,8 +167,12 @@ class PackedDataset(ImageSource):
         text = f"{self.path}/{shard} record {i}" if self._remote else f"{os.path.join(self.path, shard)} record {i}"
         return f"{text} ({fmt.read_name(self.index_path, self._names_at, i)})" if source else text
 
-    def load_raw(self, i: int) -> tuple:
-        """(image, label, *extras) of record i, the image read by window on demand."""
+    def sample_name(self, i: int) -> str:
+        return self.where(i)
+
+    def read_item(self, i: int) -> tuple:
+        """(image, label, *extras) of record i, the image read by window on demand (``load_raw(i)``
+        is this under the `on_error` policy)."""
         shard, kind, color, _, offset, length, checksum, height, width, _, label, _ = self._entries[i].item()
         if kind == fmt.KIND_JPEG and self._remote is not None and self._remote.uses_ranges(shard, self._total):
             record = None  # read by range when the window is known: PackedJpeg.decode / cut
@@ -198,7 +208,7 @@ class PackedDataset(ImageSource):
 
     def cut_window(self, i: int, crop: tuple[int, int, int, int] | None = None) -> WindowCut:
         """Record i's window as a small JPEG (see :meth:`PackedJpeg.cut`); raw records have none."""
-        image = self.load_raw(i)[0]
+        image = self.read_item(i)[0]
         if not isinstance(image, PackedJpeg):
             raise ValueError(f"PackedDataset.cut_window: {self.where(i)} holds raw pixels, not a JPEG")
         return image.cut(crop)

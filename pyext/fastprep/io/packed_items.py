@@ -87,7 +87,7 @@ def _full_scale_window(top: int, left: int, h: int, w: int, scale: int, height: 
 
 def _image_of(dataset: Any, index: int) -> PackedImage:
     """Record `index` of `dataset` (unpickling an item: the dataset comes without its memory maps)."""
-    return dataset.load_raw(index)[0]
+    return dataset.read_item(index)[0]
 
 
 class PackedJpeg(PackedImage):

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from fastprep._tree import tree_map
+from fastprep.bad_samples import BadSamples, check_on_error, describe_error, substitutes
 from fastprep.io.jpeg import decode_jpeg, ycbcr_in_layout
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.windowed import WindowedImage
@@ -40,11 +41,16 @@ def pil_image(who: str, name: str) -> Any:
     return Image
 
 
-def decode_other(who: str, data: Any, name: str, mode: str, layout: str) -> torch.Tensor:
-    """A non-JPEG image (PNG, BMP, ...) through Pillow, in the same mode and layout."""
+def decode_other(who: str, data: Any, name: str, mode: str, layout: str, exif: bool = False) -> torch.Tensor:
+    """A non-JPEG image (PNG, BMP, ...) through Pillow, in the same mode and layout; with `exif`,
+    turned upright by its EXIF orientation (``ImageOps.exif_transpose``: PNG, WebP and TIFF carry one too)."""
     Image = pil_image(who, name)  # noqa: N806 (the module, under its usual name)
     try:
         with Image.open(io.BytesIO(data)) as img:
+            if exif:
+                from PIL import ImageOps  # noqa: PLC0415 (Pillow is imported by pil_image above)
+
+                img = ImageOps.exif_transpose(img)
             arr = torch.from_numpy(np.array(img.convert("L" if mode == "GRAY" else "RGB")))
     except OSError as exc:  # PIL.UnidentifiedImageError, truncated files
         raise ValueError(f"{who}: {name}: not a JPEG, and Pillow cannot decode it: {exc}") from exc
@@ -55,16 +61,16 @@ def decode_other(who: str, data: Any, name: str, mode: str, layout: str) -> torc
 
 
 def image_from_bytes(who: str, data: Any, name: str, *, roi: bool, mode: str, layout: str,
-                     strict: bool) -> JpegFile | torch.Tensor:
+                     strict: bool, exif: bool = False) -> JpegFile | torch.Tensor:
     """An encoded image's bytes (bytes or a 1-D uint8 array) as a :class:`JpegFile` (with `roi`:
     decoded later, by window) or decoded pixels. The content decides: JPEGs go to libjpeg-turbo,
     anything else to Pillow, decoded now. `name` (a path, ``shard.tar:key.jpg``, ``db[key]``)
-    leads every error."""
+    leads every error. `exif`: turned upright by the EXIF orientation (decode_jpeg's `exif`)."""
     if bytes(data[:3]) != JPEG_MAGIC:
-        return decode_other(who, data, name, mode, layout)
+        return decode_other(who, data, name, mode, layout, exif)
     if roi:
-        return JpegFile(data, name=name, mode=mode, layout=layout, strict=strict)
-    return decode_jpeg(data, mode=mode, layout=layout, strict=strict, name=name)
+        return JpegFile(data, name=name, mode=mode, layout=layout, strict=strict, exif=exif)
+    return decode_jpeg(data, mode=mode, layout=layout, strict=strict, name=name, exif=exif)
 
 
 def _decoded(x: Any) -> Any:
@@ -105,19 +111,89 @@ class ImageSource(torch.utils.data.Dataset):
     transforms read a WindowedImage by window (a crop decodes or reads only what it keeps);
     torchvision's v1 transforms get a PIL image, as torchvision's ImageFolder gives them; any other
     transform gets the image decoded whole, a uint8 tensor.
+
+    Bad samples (fastprep.bad_samples): a subclass reads item i in ``read_item(i)`` and names it
+    in ``sample_name(i)``; ``load_raw`` and ``dataset[i]`` apply `on_error`. Under "skip" / "warn"
+    a sample whose reading (``load_raw``: reading only, the Loader's path) or reading and
+    transform (``dataset[i]``: a DataLoader's path) raises is replaced by the first of the
+    following samples (mod the length) that works, transformed from the random state the bad one
+    started with, and recorded in ``bad_samples`` (a BadSamples: counted and named). Under "raise"
+    (default) the error propagates unchanged (and is recorded). A source read by DataLoader
+    workers records in each worker's copy: the main process's ``bad_samples`` sees only its own.
     """
 
     transform: Callable | None = None
     target_transform: Callable | None = None
+    on_error: str = "raise"
+
+    def set_on_error(self, who: str, on_error: str) -> None:
+        """Checks and sets the bad-sample policy (subclasses call it from __init__)."""
+        self.on_error = check_on_error(who, on_error)
+        self.bad_samples = BadSamples(who, on_error)
+
+    def read_item(self, i: int) -> Any:
+        """Item i as stored, before the transform; errors raised (subclasses implement it)."""
+        raise NotImplementedError
+
+    def sample_name(self, i: int) -> str | None:
+        """What to call item i in the bad-sample record (a path, a key, a record); None: 'item i'."""
+        return None
 
     def load_raw(self, i: int) -> Any:
-        raise NotImplementedError
+        """Item i before the transform (a bad one replaced under on_error "skip" / "warn")."""
+        if self.on_error == "raise" and not hasattr(self, "bad_samples"):
+            return self.read_item(i)
+        return self._checked(i, self.read_item)
 
     def apply_transform(self, raw: Any) -> Any:
         return apply_transform(raw, self.transform, self.target_transform, getattr(self, "layout", "CHW"))
 
     def __getitem__(self, i: int) -> Any:
-        return self.apply_transform(self.load_raw(i))
+        if self.on_error == "raise" and not hasattr(self, "bad_samples"):
+            return self.apply_transform(self.load_raw(i))
+        return self._checked(i, lambda j: self.apply_transform(self.read_item(j)))
+
+    def _checked(self, i: int, attempt: Callable[[int], Any]) -> Any:
+        """attempt(i), or under skip / warn attempt(j) of the first substitute j that works."""
+        n = len(self)
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or not -n <= i < n:
+            return attempt(i)  # the source's own IndexError: an index outside it is no bad sample
+        i = int(i) % n
+        skip = self.on_error != "raise"
+        state = torch.default_generator.get_state() if skip else None
+        try:
+            return attempt(i)
+        except Exception as exc:
+            self.bad_samples.record(i, self.sample_name(i), exc)
+            if not skip:
+                raise
+            first = exc
+        tried = [i]
+        for j in substitutes(i, n):
+            j %= n
+            torch.default_generator.set_state(state)  # the substitute draws what the bad sample would have
+            try:
+                return attempt(j)
+            except Exception as exc:
+                self.bad_samples.record(j, self.sample_name(j), exc)
+                tried.append(j)
+        raise RuntimeError(f"{type(self).__name__}: sample {i} and the {len(tried) - 1} after it all failed "
+                           f"(on_error={self.on_error!r}; indices {tried}): a dataset whose samples all fail is a "
+                           f"bug to see, not to skip; the first: {describe_error(first)}") from first
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        bad = state.pop("bad_samples", None)  # its lock does not pickle: its record does
+        if bad is not None:
+            state["_bad_samples_state"] = (bad.who, bad.on_error, bad.state_dict())
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        bad = state.pop("_bad_samples_state", None)
+        self.__dict__.update(state)
+        if bad is not None:
+            self.bad_samples = BadSamples(bad[0], bad[1])
+            self.bad_samples.load_state_dict(bad[2])
 
 
 def apply_transform(raw: Any, transform: Callable | None, target_transform: Callable | None,

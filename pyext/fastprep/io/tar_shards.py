@@ -158,8 +158,8 @@ class MemberDecoder:
     ({extension: callable(bytes)}) adds or replaces any of these."""
 
     def __init__(self, who: str, *, roi: bool, mode: str, layout: str, strict: bool,
-                 decoders: dict[str, Callable[[bytes], Any]] | None):
-        self.who, self.roi, self.mode, self.layout, self.strict = who, roi, mode, layout, strict
+                 decoders: dict[str, Callable[[bytes], Any]] | None, exif: bool = False):
+        self.who, self.roi, self.mode, self.layout, self.strict, self.exif = who, roi, mode, layout, strict, exif
         self.decoders = dict(decoders or {})
 
     def __call__(self, url: str, key: str, ext: str, data: bytes) -> Any:
@@ -171,7 +171,7 @@ class MemberDecoder:
                 return custom(data)
             if last in IMAGE_EXTS:
                 return image_from_bytes(self.who, data, name, roi=self.roi, mode=self.mode, layout=self.layout,
-                                        strict=self.strict)
+                                        strict=self.strict, exif=self.exif)
             if last in INT_EXTS:
                 return int(data)
             if last in TEXT_EXTS:
