@@ -80,8 +80,8 @@ def jpeg_orientation(data: Any) -> int:
 
 
 def tiff_orientation(tiff: bytes) -> int:
-    """Tag 0x0112 of IFD0 of an EXIF block's TIFF structure ("II*\\0" or "MM\\0*"): a SHORT or LONG
-    of count 1 in 1..8; else 1."""
+    """Tag 0x0112 of IFD0 of an EXIF block's TIFF structure ("II*\\0" or "MM\\0*"): a SHORT (the
+    first, of at most two held in the entry) or a LONG of count 1, in 1..8; else 1."""
     if len(tiff) < 8:
         return 1
     order = {b"II*\x00": "little", b"MM\x00*": "big"}.get(tiff[:4])
@@ -100,8 +100,8 @@ def tiff_orientation(tiff: bytes) -> int:
         if uint(at, 2) != ORIENTATION_TAG:
             continue
         kind, count = uint(at + 2, 2), uint(at + 4, 4)
-        if count != 1 or kind not in (_SHORT, _LONG):
-            return 1
+        if not (kind == _SHORT and count in (1, 2) or kind == _LONG and count == 1):
+            return 1  # (two SHORTs: Pillow warns and takes the first, as here)
         value = uint(at + 8, 2 if kind == _SHORT else 4)
         return value if value in STEPS else 1
     return 1
