@@ -234,19 +234,69 @@ def test_image_folder_exif_gives_pillows_upright_photos(turned_folder, roi):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_loader_random_resized_crop_over_exif_windows_equals_upright_tensors(turned_folder, threads):
     """The fused RandomResizedCrop reads each upright window from the stored JPEG: the batches of
-    the same pipeline fed the exif_transposed photos as tensors."""
+    the same pipeline fed the exif_transposed photos as tensors (and a DataLoader's)."""
     tf = T.RandomResizedCrop(48, antialias=True)
     ds = fio.ImageFolder(turned_folder, exif=True, roi=True, extensions=(".jpg",))
-    upright = [(torch.from_numpy(pil_upright(_read(p))).permute(2, 0, 1).contiguous(), t)
-               for p, t in ds.samples]
+    upright = [(torch.from_numpy(pil_upright(_read(p))).permute(2, 0, 1).contiguous(), t) for p, t in ds.samples]
     got = [torch.cat([b[0] for b in fastprep.Loader(d, 3, transform=tf, seed=11, threads=threads)])
            for d in (ds, upright)]
     assert torch.equal(got[0], got[1])
     via_getitem = fio.ImageFolder(turned_folder, transform=tf, exif=True, extensions=(".jpg",))
     ref = torch.cat([b[0] for b in DataLoader(T.SeedByIndex(via_getitem, seed=11), batch_size=3)])
-    assert ref.shape == got[0].shape
+    # Sample 0 (a grey JPEG) is left out: the Loader and a DataLoader differ on a grey first sample
+    # with or without exif (seen on main too; reported, not this test's subject).
+    assert torch.equal(ref[1:], got[0][1:])
+
+
+def test_loader_over_an_exif_pack_equals_its_upright_tensors(turned_pack):
+    tf = T.Compose([T.RandomResizedCrop(40, antialias=True), T.RandomHorizontalFlip()])
+    ds = fio.PackedDataset(turned_pack, exif=True)
+    upright = [(ds.load_raw(i)[0].decode(), ds.targets[i]) for i in range(len(ds))]
+    got = [torch.cat([b[0] for b in fastprep.Loader(d, 4, transform=tf, seed=5, threads=2)]) for d in (ds, upright)]
+    assert torch.equal(got[0], got[1])
 
 
 def _read(path) -> bytes:
     with open(path, "rb") as f:
         return f.read()
+
+
+@pytest.fixture(scope="module")
+def turned_pack(turned_folder, tmp_path_factory):
+    dest = tmp_path_factory.mktemp("exif_pack") / "p.packed"
+    fio.pack(turned_folder, dest, progress=False)
+    return dest
+
+
+def test_packed_dataset_exif_turns_jpeg_records_as_the_files(turned_folder, turned_pack):
+    """The transcoder keeps each source's orientation in its record: PackedDataset(exif=True) reads
+    the files' upright bits (windows, out=, reduced scales), exif=False the stored ones."""
+    folder = fio.ImageFolder(turned_folder, exif=True, roi=True)
+    packed, stored = fio.PackedDataset(turned_pack, exif=True), fio.PackedDataset(turned_pack)
+    assert len(packed) == len(folder)
+    for i in range(len(packed)):
+        image, label = packed.load_raw(i)
+        want, target = folder.load_raw(i)
+        path = folder.samples[i][0]
+        if path.endswith(".png"):  # re-encoded by pack (non_jpeg="encode"): its orientation is not kept
+            assert isinstance(image, fio.PackedJpeg) and image.orientation() == 1
+            continue
+        want = want.decode()
+        assert label == target and torch.equal(image.decode(), want), packed.where(i)
+        plain = stored.load_raw(i)[0]
+        turned = isinstance(image, OrientedImage)
+        assert turned == (not path.endswith(("o1.jpg", "plain.jpg"))), path
+        if turned:
+            assert isinstance(plain, fio.PackedJpeg) and image.orientation == plain.orientation() != 1
+            h, w = image.height, image.width
+            crop = (h // 3, w // 4, h // 2, w // 3)
+            out = torch.empty(crop[2], crop[3], 3, dtype=torch.uint8)
+            assert image.decode(crop, layout="HWC", out=out) is out
+            assert torch.equal(out, want[:, crop[0]:crop[0] + crop[2], crop[1]:crop[1] + crop[3]].permute(1, 2, 0))
+            small = fio.JpegFile(folder.samples[i][0], exif=True).decode((1, 2, 20, 24), scale=4)
+            assert torch.equal(image.decode((1, 2, 20, 24), scale=4), small)
+            import pickle
+
+            again = pickle.loads(pickle.dumps(image))
+            assert isinstance(again, OrientedImage) and isinstance(again.image, fio.PackedJpeg)
+            assert torch.equal(again.decode(), want)

@@ -19,9 +19,15 @@ The CPU decoder is the native module fastprep._jpeg, built when CMake finds libj
 :func:`available` says whether it was, and without it every decode raises a RuntimeError saying
 how to get it. The rest of fastprep does not need it. Headers claiming more pixels than
 ``fastprep.io.jpeg.MAX_IMAGE_PIXELS`` (Pillow's limit; None lifts it) are refused.
+
+``exif=True`` (decode_jpeg, JpegFile, every source) turns photos upright by their EXIF orientation,
+as torchvision's ``decode_jpeg(apply_exif_orientation=True)``; off by default, as torchvision's
+ImageFolder (:func:`jpeg_orientation`, :class:`OrientedImage`). ``on_error`` on the map-style
+sources skips bad samples (fastprep.bad_samples).
 """
 
 from fastprep.io.errors import PackLockedError, PackSourceError, PackWriteError, RemoteReadError, ShardFormatError
+from fastprep.io.exif import jpeg_orientation
 from fastprep.io.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
 from fastprep.io.gpu import decode_jpeg_batch, decode_window_batch
 from fastprep.io.hdf5 import HDF5Dataset, HDF5Image
@@ -35,6 +41,7 @@ from fastprep.io.jpeg import (
 )
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.lmdb import LMDBDataset
+from fastprep.io.oriented import OrientedImage, oriented
 from fastprep.io.pack import PackSummary, PackWarning, pack
 from fastprep.io.packed import PackedDataset
 from fastprep.io.packed_items import PackedImage, PackedJpeg, PackedRaw, WindowCut
@@ -45,8 +52,9 @@ from fastprep.io.windowed import WindowedImage
 
 __all__ = [
     "HDF5Dataset", "HDF5Image", "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader",
-    "LMDBDataset", "PackLockedError", "PackSourceError", "PackSummary", "PackWarning", "PackWriteError",
-    "PackedDataset", "PackedImage", "PackedJpeg", "PackedRaw", "RemoteReadError", "ShardFormatError", "WebDataset",
-    "WindowCut", "WindowedImage", "available", "decode_jpeg", "decode_jpeg_batch", "decode_window_batch",
-    "find_classes", "libjpeg_turbo_version", "make_dataset", "pack", "read_jpeg_header", "write_webdataset",
+    "LMDBDataset", "OrientedImage", "PackLockedError", "PackSourceError", "PackSummary", "PackWarning",
+    "PackWriteError", "PackedDataset", "PackedImage", "PackedJpeg", "PackedRaw", "RemoteReadError",
+    "ShardFormatError", "WebDataset", "WindowCut", "WindowedImage", "available", "decode_jpeg", "decode_jpeg_batch",
+    "decode_window_batch", "find_classes", "jpeg_orientation", "libjpeg_turbo_version", "make_dataset", "oriented",
+    "pack", "read_jpeg_header", "write_webdataset",
 ]

@@ -16,10 +16,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
+from fastprep.args import check_bool
 from fastprep.io import shards as fmt
 from fastprep.io.errors import RemoteReadError
 from fastprep.io.jpeg import LAYOUTS, MODES, native
-from fastprep.io.packed_items import PackedJpeg, PackedRaw, WindowCut
+from fastprep.io.oriented import oriented
+from fastprep.io.packed_items import PackedImage, PackedJpeg, PackedRaw, WindowCut
 from fastprep.io.packed_shards import ShardMaps
 from fastprep.io.remote.pack_source import RemotePack
 from fastprep.io.remote.retry import Retry
@@ -64,6 +66,13 @@ class PackedDataset(ImageSource):
             out of bounds): a read of a raw window then costs what an array in memory does (the
             CRC pass reads the window from memory once more), but a corrupt shard byte can come out
             as a wrong pixel instead of an error.
+        exif: JPEG records turned upright by the EXIF orientation their source had (the transcoder
+            keeps it in the record's JPEG header): each an :class:`fastprep.io.OrientedImage`
+            whose windows are the upright image's, as ``ImageFolder(..., exif=True)`` reads the
+            files. Raw records (pixels: inputs that were not JPEGs, or packed with mode "raw" or
+            re-encoded to fit `max_side`) hold what the decoder gave as stored, and no orientation:
+            they are read as they are. A pack written before the orientation was kept reads as
+            unturned (re-pack to keep it). Default False, as torchvision's ImageFolder.
         on_error: a record that cannot be read: "raise" (default), "skip" or "warn", as in
             ImageFolder (recorded in ``bad_samples`` under :meth:`where`). ``load_raw`` reads only
             the record's index entry (its pixels are read by window, later): a corrupt record shows
@@ -79,7 +88,7 @@ class PackedDataset(ImageSource):
                  target_transform: Callable | None = None, *, mode: str = "RGB", layout: str = "CHW",
                  strict: bool = False, verify: bool = True, cache_dir: str | os.PathLike | None = None,
                  cache_limit: int | None = None, fetch: str = "auto", storage_options: dict | None = None,
-                 retry: Retry | None = None, workers: int = 4, on_error: str = "raise"):
+                 retry: Retry | None = None, workers: int = 4, exif: bool = False, on_error: str = "raise"):
         if mode not in MODES:
             raise ValueError(f"PackedDataset: expected mode to be one of {MODES}, got {mode!r}")
         if layout not in LAYOUTS:
@@ -97,6 +106,7 @@ class PackedDataset(ImageSource):
                                     f"packing was interrupted (run fastprep.io.pack again to finish it)")
         self.transform, self.target_transform = transform, target_transform
         self.set_on_error("PackedDataset", on_error)
+        self.exif = check_bool("PackedDataset", "exif", exif)
         if not isinstance(verify, bool):
             raise ValueError(f"PackedDataset: expected verify to be a bool, got {verify!r}")
         self.mode, self.layout, self.strict, self.verify = mode, layout, strict, verify
@@ -172,17 +182,32 @@ class PackedDataset(ImageSource):
 
     def read_item(self, i: int) -> tuple:
         """(image, label, *extras) of record i, the image read by window on demand (``load_raw(i)``
-        is this under the `on_error` policy)."""
-        shard, kind, color, _, offset, length, checksum, height, width, _, label, _ = self._entries[i].item()
+        is this under the `on_error` policy); with `exif`, a turned JPEG record as an OrientedImage."""
+        image = self.record_image(i)
+        if self.exif and isinstance(image, PackedJpeg):
+            image = oriented(image, image.orientation())
+        label = int(self._entries["label"][i])
+        if self._extras is None:
+            return image, label
+        return (image, label, *(self._extras[i] or ()))
+
+    def record_image(self, i: int) -> PackedImage:
+        """Record i's image as stored (no EXIF orientation applied), read by window on demand."""
+        shard, kind, color, _, offset, length, checksum, height, width, _, _, _ = self._entries[i].item()
         if kind == fmt.KIND_JPEG and self._remote is not None and self._remote.uses_ranges(shard, self._total):
             record = None  # read by range when the window is known: PackedJpeg.decode / cut
         else:
             record = self._view(shard, i)[offset:offset + length]
         cls = PackedJpeg if kind == fmt.KIND_JPEG else PackedRaw
-        image = cls(self, i, shard, offset, record, checksum, height, width, color)
-        if self._extras is None:
-            return image, label
-        return (image, label, *(self._extras[i] or ()))
+        return cls(self, i, shard, offset, record, checksum, height, width, color)
+
+    def record_head(self, i: int) -> bytes:
+        """A remote record's meta block, restart index and JPEG header (fetched by range once and
+        kept, as a windowed read of it fetches them): what PackedJpeg.orientation reads."""
+        e = self._entries[i]
+        where = f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})"
+        return self._remote._head(self._shards[int(e["shard"])][0], int(e["offset"]), int(e["length"]), where,
+                                  f"reading {where} by range")
 
     @property
     def bytes_fetched(self) -> int:
@@ -208,7 +233,7 @@ class PackedDataset(ImageSource):
 
     def cut_window(self, i: int, crop: tuple[int, int, int, int] | None = None) -> WindowCut:
         """Record i's window as a small JPEG (see :meth:`PackedJpeg.cut`); raw records have none."""
-        image = self.read_item(i)[0]
+        image = self.record_image(i)
         if not isinstance(image, PackedJpeg):
             raise ValueError(f"PackedDataset.cut_window: {self.where(i)} holds raw pixels, not a JPEG")
         return image.cut(crop)

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import torch
 
 from fastprep.io import shards as fmt
+from fastprep.io.exif import jpeg_orientation
 from fastprep.io.jpeg import LAYOUTS, CorruptJpegWarning, check_crop, check_out, native, ycbcr_in_layout
 from fastprep.io.jpeg_scale import check_scale, scaled_size
 from fastprep.io.windowed import WindowedImage
@@ -87,7 +88,7 @@ def _full_scale_window(top: int, left: int, h: int, w: int, scale: int, height: 
 
 def _image_of(dataset: Any, index: int) -> PackedImage:
     """Record `index` of `dataset` (unpickling an item: the dataset comes without its memory maps)."""
-    return dataset.read_item(index)[0]
+    return dataset.record_image(index)
 
 
 class PackedJpeg(PackedImage):
@@ -129,6 +130,15 @@ class PackedJpeg(PackedImage):
             warnings.warn(CorruptJpegWarning(f"{who}: {self.name}: libjpeg recovered from corrupt data: "
                                              f"{'; '.join(notes)}"), stacklevel=3)
         return out
+
+    def orientation(self) -> int:
+        """The EXIF orientation the record's JPEG header keeps (1-8; 1: none, also for a pack
+        written before the transcoder kept it). Read from the header bytes unchecked: every decode
+        and cut checks them (their CRC), so a corrupt byte fails the read instead of turning the
+        image wrongly."""
+        record = self.record if self.record is not None else self.dataset.record_head(self.index)
+        start, size = int.from_bytes(record[8:12], "little"), int.from_bytes(record[12:16], "little")
+        return jpeg_orientation(record[start:start + size])
 
     def cut(self, crop: tuple[int, int, int, int] | None = None) -> WindowCut:
         """The JPEG of only the restart intervals covering `crop` (byte copies, no entropy decoding):
