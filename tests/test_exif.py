@@ -300,3 +300,35 @@ def test_packed_dataset_exif_turns_jpeg_records_as_the_files(turned_folder, turn
             again = pickle.loads(pickle.dumps(image))
             assert isinstance(again, OrientedImage) and isinstance(again.image, fio.PackedJpeg)
             assert torch.equal(again.decode(), want)
+
+
+def test_lmdb_hdf5_and_webdataset_turn_encoded_photos(tmp_path):
+    import tarfile
+
+    lmdb = pytest.importorskip("lmdb")
+    h5py = pytest.importorskip("h5py")
+    data = tagged(8, (40, 56))
+    want = torch.from_numpy(pil_upright(data)).permute(2, 0, 1)
+    env = lmdb.open(str(tmp_path / "db"), map_size=1 << 22)
+    with env.begin(write=True) as txn:
+        txn.put(b"0", data)
+    env.close()
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        f.create_dataset("images", (1,), dtype=h5py.vlen_dtype(np.uint8))[0] = np.frombuffer(data, np.uint8)
+    with tarfile.open(tmp_path / "s.tar", "w") as tar:
+        for name, payload in (("0.jpg", data), ("0.cls", b"3")):
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            tar.addfile(info, io.BytesIO(payload))
+    for roi in (False, True):
+        sources = [fio.LMDBDataset(tmp_path / "db", roi=roi, exif=True),
+                   fio.HDF5Dataset(tmp_path / "x.h5", roi=roi, exif=True)]
+        shards = fio.WebDataset(str(tmp_path / "s.tar"), roi=roi, exif=True)
+        images = [s.load_raw(0) for s in sources] + [next(shards.iter_raw())[0]]
+        for image in images:
+            assert torch.equal(image.decode() if roi else image, want)
+        for s in sources:
+            s.close()
+    plain = fio.LMDBDataset(tmp_path / "db", roi=False)
+    assert tuple(plain.load_raw(0).shape) == (3, 40, 56)  # exif=False: as stored
+    plain.close()

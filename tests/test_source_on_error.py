@@ -175,3 +175,15 @@ def test_packed_dataset_skips_the_records_of_a_missing_shard(tmp_path):
     image, _ = ds.load_raw(2)
     assert image.index == 3 and "record 2 (a/2.jpg)" in ds.bad_samples.names()[0]
     assert tuple(ds[2][0].shape) == (3, 152, 160)
+
+
+def test_the_loader_over_a_skipping_folder_gets_full_batches(folder, tmp_path):
+    import fastprep
+
+    (tmp_path / "a").mkdir()
+    for k in (0, 1, 2, 3, 5):  # not 4.jpg: its cut scan shows in the window decode, the Loader's on_error
+        (tmp_path / "a" / f"{k}.jpg").write_bytes((folder / "a" / f"{k}.jpg").read_bytes())
+    ds = fio.ImageFolder(tmp_path, on_error="skip", roi=True)
+    batches = list(fastprep.Loader(ds, 5, transform=T.RandomCrop(32), seed=0, threads=2))
+    assert [tuple(b[0].shape) for b in batches] == [(5, 3, 32, 32)]
+    assert sorted(n.split(": ")[0].rsplit("/", 1)[-1] for n in ds.bad_samples.names()) == ["1.jpg", "3.jpg"]

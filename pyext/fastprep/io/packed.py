@@ -257,7 +257,8 @@ class PackedDataset(ImageSource):
         kinds = np.bincount(self._entries["kind"], minlength=3)
         return (f"PackedDataset({self.path!r}, {len(self)} images ({kinds[fmt.KIND_JPEG]} JPEG, {kinds[fmt.KIND_RAW]} "
                 f"raw) in {len(self._shards)} shards, {len(self.classes)} classes, mode={self.mode!r}, "
-                f"layout={self.layout!r})")
+                f"layout={self.layout!r}{', exif=True' if self.exif else ''}"
+                f"{f', on_error={self.on_error!r}' if self.on_error != 'raise' else ''})")
 
 
 def _check_entries(entries: np.ndarray, shards: list[tuple[str, int]], where: str) -> None:

@@ -143,7 +143,7 @@ class ImageSource(torch.utils.data.Dataset):
         """Item i before the transform (a bad one replaced under on_error "skip" / "warn")."""
         if self.on_error == "raise" and not hasattr(self, "bad_samples"):
             return self.read_item(i)
-        return self._checked(i, self.read_item)
+        return self._checked(i, self.read_item, False)
 
     def apply_transform(self, raw: Any) -> Any:
         return apply_transform(raw, self.transform, self.target_transform, getattr(self, "layout", "CHW"))
@@ -151,16 +151,19 @@ class ImageSource(torch.utils.data.Dataset):
     def __getitem__(self, i: int) -> Any:
         if self.on_error == "raise" and not hasattr(self, "bad_samples"):
             return self.apply_transform(self.load_raw(i))
-        return self._checked(i, lambda j: self.apply_transform(self.read_item(j)))
+        return self._checked(i, lambda j: self.apply_transform(self.read_item(j)), True)
 
-    def _checked(self, i: int, attempt: Callable[[int], Any]) -> Any:
-        """attempt(i), or under skip / warn attempt(j) of the first substitute j that works."""
+    def _checked(self, i: int, attempt: Callable[[int], Any], transforms: bool) -> Any:
+        """attempt(i), or under skip / warn attempt(j) of the first substitute j that works. With
+        `transforms` (dataset[i]: one thread, a DataLoader's) each substitute starts from torch's
+        generator as the bad sample found it; load_raw draws nothing and leaves it alone (the
+        Loader's threads share it with the training loop)."""
         n = len(self)
         if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or not -n <= i < n:
             return attempt(i)  # the source's own IndexError: an index outside it is no bad sample
         i = int(i) % n
         skip = self.on_error != "raise"
-        state = torch.default_generator.get_state() if skip else None
+        state = torch.default_generator.get_state() if skip and transforms else None
         try:
             return attempt(i)
         except Exception as exc:
@@ -171,7 +174,8 @@ class ImageSource(torch.utils.data.Dataset):
         tried = [i]
         for j in substitutes(i, n):
             j %= n
-            torch.default_generator.set_state(state)  # the substitute draws what the bad sample would have
+            if state is not None:
+                torch.default_generator.set_state(state)  # the substitute draws what the bad sample would have
             try:
                 return attempt(j)
             except Exception as exc:
