@@ -332,3 +332,21 @@ def test_lmdb_hdf5_and_webdataset_turn_encoded_photos(tmp_path):
     plain = fio.LMDBDataset(tmp_path / "db", roi=False)
     assert tuple(plain.load_raw(0).shape) == (3, 40, 56)  # exif=False: as stored
     plain.close()
+
+
+def test_reduced_scale_resized_crops_agree_between_exif_files_and_packs(turned_folder, tmp_path):
+    """decode="reduced" reads each upright window at M/8 (ScaledOrientedImage, JpegFile): a pack's
+    records give the files' bits, and the windows are read as windows (not decoded whole first)."""
+    tf = T.RandomResizedCrop(24, scale=(0.5, 1.0), decode="reduced", antialias=True)
+    (tmp_path / "jpegs" / "a").mkdir(parents=True)
+    for path in (turned_folder / "a").glob("*.jpg"):
+        (tmp_path / "jpegs" / "a" / path.name).write_bytes(path.read_bytes())
+    files = fio.ImageFolder(tmp_path / "jpegs", exif=True, roi=True)
+    fio.pack(tmp_path / "jpegs", tmp_path / "p", progress=False)
+    packed = fio.PackedDataset(tmp_path / "p", exif=True)
+    assert isinstance(packed.load_raw(2)[0], OrientedImage) and files.load_raw(2)[0].orientation == 2
+    got = [torch.cat([b[0] for b in fastprep.Loader(d, 5, transform=tf, seed=2)]) for d in (files, packed)]
+    assert torch.equal(got[0], got[1])
+    exact = T.RandomResizedCrop(24, scale=(0.5, 1.0), antialias=True)
+    whole = torch.cat([b[0] for b in fastprep.Loader(files, 5, transform=exact, seed=2)])
+    assert not torch.equal(got[0], whole)  # the reduced decode ran: other pixels than the exact one
