@@ -350,3 +350,17 @@ def test_reduced_scale_resized_crops_agree_between_exif_files_and_packs(turned_f
     exact = T.RandomResizedCrop(24, scale=(0.5, 1.0), antialias=True)
     whole = torch.cat([b[0] for b in fastprep.Loader(files, 5, transform=exact, seed=2)])
     assert not torch.equal(got[0], whole)  # the reduced decode ran: other pixels than the exact one
+
+
+def test_torchvisions_apply_exif_orientation_turns_the_same_way():
+    """Where torchvision imports (.ci/torchvision): its decode_jpeg(apply_exif_orientation=True)
+    turns each orientation as fastprep does (and gives the same bits where its plain decode does)."""
+    tvio = pytest.importorskip("torchvision.io", exc_type=ImportError)
+    for o in range(1, 9):
+        data = tagged(o, (40, 56))
+        tensor = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        plain, up = tvio.decode_jpeg(tensor), tvio.decode_jpeg(tensor, apply_exif_orientation=True)
+        turned = _pil_transposed(plain.permute(1, 2, 0).numpy(), o)
+        assert torch.equal(up, torch.from_numpy(turned).permute(2, 0, 1)), o
+        if torch.equal(plain, fio.decode_jpeg(data)):
+            assert torch.equal(up, fio.decode_jpeg(data, exif=True)), o
