@@ -231,6 +231,18 @@ def test_image_folder_exif_gives_pillows_upright_photos(turned_folder, roi):
             assert tuple(stored.shape[1:]) == (img.height, img.width), path  # exif=False: as stored
 
 
+@pytest.mark.parametrize("mode", ["GRAY", "YCbCr"])
+def test_packed_exif_records_in_every_mode(turned_folder, turned_pack, mode):
+    packed = fio.PackedDataset(turned_pack, exif=True, mode=mode, layout="HWC")
+    files = fio.ImageFolder(turned_folder, exif=True, mode=mode, layout="HWC")
+    for i in range(len(files)):
+        if files.samples[i][0].endswith(".png"):  # re-encoded by pack
+            continue
+        image = packed.load_raw(i)[0]
+        assert torch.equal(image.decode(), files.load_raw(i)[0]), files.samples[i][0]
+        assert torch.equal(image.decode((1, 2, 5, 7), layout="CHW"), files.load_raw(i)[0][1:6, 2:9].permute(2, 0, 1))
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_loader_random_resized_crop_over_exif_windows_equals_upright_tensors(turned_folder, threads):
     """The fused RandomResizedCrop reads each upright window from the stored JPEG: the batches of
