@@ -12,6 +12,7 @@
 
 #include "jpeg/crc32c.h"
 #include "jpeg/cut.h"
+#include "jpeg/exif.h"
 #include "jpeg/module_args.h"
 #include "jpeg/record.h"
 #include "jpeg/transcode.h"
@@ -84,12 +85,14 @@ void bind_packed(py::module_& m) {
         });
         py::dict info = layout_dict(t.layout);
         info["jpeg_bytes"] = t.jpeg.size();
+        info["orientation"] = t.orientation;
         info["color_space"] = t.layout.components == 1 ? "GRAY" : t.rgb ? "RGB" : "YCbCr";
         return py::make_tuple(as_bytes(r.bytes), r.checksum, info, t.warnings);
       },
       py::arg("data"), py::arg("restart"), py::arg("strict"),
       "Losslessly transcodes a JPEG to baseline Huffman with a restart marker every K MCUs (K dividing the MCU row, "
-      "near `restart`) and returns (record bytes, record checksum, layout dict, libjpeg's warnings).");
+      "near `restart`) and returns (record bytes, record checksum, layout dict, libjpeg's warnings). The dict's "
+      "'orientation' is the source's EXIF orientation (0: none), kept in the record's JPEG header when not 1.");
 
   m.def(
       "raw_record",
@@ -205,6 +208,7 @@ void bind_packed(py::module_& m) {
           d["kind"] = "jpeg";
           d["jpeg_bytes"] = rec.jpeg_size;
           d["header_bytes"] = rec.layout.scan_offset;
+          d["orientation"] = jp::header_orientation(rec.jpeg, rec.layout.scan_offset);  // 0: none
         } else {
           const jp::RawRecord r = without_gil([&] { return jp::open_raw_record(data, in.size, checksum); });
           d["kind"] = "raw";
@@ -214,5 +218,7 @@ void bind_packed(py::module_& m) {
         }
         return d;
       },
-      py::arg("record"), py::arg("checksum"), "What a record holds, its header checked.");
+      py::arg("record"), py::arg("checksum"),
+      "What a record holds, its header checked; a JPEG record's 'orientation' is the EXIF orientation its JPEG "
+      "header keeps (1..8; 0: none).");
 }

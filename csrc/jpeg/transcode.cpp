@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "jpeg/decode.h"
+#include "jpeg/exif.h"
 #include "jpeg/libjpeg_errors.h"
 
 #include <jerror.h>  // ERREXIT1, after jpeglib.h
@@ -53,6 +54,7 @@ struct Session {
   Destination out;
   bool src_made, dst_made, rgb;
   int64_t restart_target, restart;
+  int orientation;  // the source's EXIF orientation (0: none), kept in the output when not 1
 };
 
 enum class Verdict { kOk, kFailed, kCmyk, kComponents };
@@ -70,6 +72,22 @@ int64_t scan_mcus_per_row(const jpeg_decompress_struct& cinfo) {
   return (width + mcu - 1) / mcu;
 }
 
+// The source's EXIF orientation, from its first APP1 "Exif" segment (the one Pillow reads), into
+// a minimal APP1 of the output when it turns the image (not 1): the copy of the coefficients drops
+// every APP marker, and a packed photo must still say which way up it is. Right after
+// jpeg_write_coefficients, so it follows SOI and the JFIF / Adobe marker and precedes the tables.
+void write_orientation(Session& s) {
+  for (jpeg_saved_marker_ptr m = s.src.marker_list; m != nullptr; m = m->next) {
+    if (m->marker != JPEG_APP0 + 1 || m->data_length < 6 || std::memcmp(m->data, "Exif\0", 6) != 0) continue;
+    s.orientation = exif_orientation(m->data, m->data_length);
+    break;
+  }
+  if (s.orientation < 2) return;
+  JOCTET segment[kOrientationSegmentBytes];
+  exif_orientation_segment(s.orientation, segment);
+  jpeg_write_marker(&s.dst, JPEG_APP0 + 1, segment, kOrientationSegmentBytes);
+}
+
 Verdict run_transcode(Session& s, const uint8_t* data, size_t size) {
   if (setjmp(s.err.jump)) {
     release(s);
@@ -78,6 +96,7 @@ Verdict run_transcode(Session& s, const uint8_t* data, size_t size) {
   jpeg_create_decompress(&s.src);
   s.src_made = true;
   jpeg_mem_src(&s.src, data, static_cast<unsigned long>(size));
+  jpeg_save_markers(&s.src, JPEG_APP0 + 1, 0xFFFF);  // APP1: the EXIF orientation is kept
   jpeg_read_header(&s.src, TRUE);
   if (s.src.jpeg_color_space == JCS_CMYK || s.src.jpeg_color_space == JCS_YCCK) {
     release(s);
@@ -98,6 +117,7 @@ Verdict run_transcode(Session& s, const uint8_t* data, size_t size) {
   s.dst.restart_interval = static_cast<unsigned int>(s.restart);
   s.dst.dest = &s.out.pub;
   jpeg_write_coefficients(&s.dst, coefficients);
+  write_orientation(s);
   jpeg_finish_compress(&s.dst);
   jpeg_finish_decompress(&s.src);
   release(s);
@@ -164,6 +184,7 @@ Transcoded transcode_with_restarts(const uint8_t* data, size_t size, int64_t res
       throw ArgumentError("a JPEG of " + std::to_string(s.src.num_components) + " components is not packed");
   }
   t.rgb = s.rgb;
+  t.orientation = s.orientation;
   for (long i = 0; i < std::min<long>(s.err.n_warnings, kMaxWarnings); ++i) t.warnings.emplace_back(s.err.warnings[i]);
   std::string err = parse_scan_layout(t.jpeg.data(), t.jpeg.size(), true, t.layout);
   if (err.empty()) err = find_restart_intervals(t.jpeg.data(), t.jpeg.size(), t.layout, t.interval_starts);

@@ -2,8 +2,10 @@
 // tables, as `jpegtran -optimize`), one interleaved scan, a restart marker every K MCUs with K
 // dividing the MCUs of a row, and the byte offset of every restart interval. The DCT coefficients
 // are libjpeg's own (jpeg_read_coefficients -> jpeg_write_coefficients, as jpegtran): decoding
-// the result gives the bits of decoding the input. Progressive, baseline and arithmetic-coded
-// 8-bit grey, YCbCr or RGB JPEGs are taken; CMYK / YCCK and 12-bit ones are refused.
+// the result gives the bits of decoding the input. Of the source's APP markers only the EXIF
+// orientation survives (exif.h), in a 32-byte APP1 segment before the tables. Progressive,
+// baseline and arithmetic-coded 8-bit grey, YCbCr or RGB JPEGs are taken; CMYK / YCCK and 12-bit
+// ones are refused.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +23,8 @@ struct Transcoded {
   std::vector<uint32_t> interval_starts;  // layout.intervals() offsets into `jpeg`
   std::vector<std::string> warnings;      // corrupt data libjpeg recovered from (not kept with strict)
   bool rgb = false;                       // the samples are RGB (an Adobe JPEG without transform), not YCbCr
+  int orientation = 0;                    // the source's EXIF orientation 1..8 (0: none or malformed); `jpeg`
+                                          // holds it in a minimal APP1 "Exif" segment when it is not 1
 };
 
 // K for a row of `mcus_per_row` MCUs: its largest divisor not above `target`; when that is 1 or 2
