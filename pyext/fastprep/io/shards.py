@@ -35,7 +35,7 @@ Index file::
                version 2 writes each as a JSON string (any name round-trips: newlines, bytes that
                are not UTF-8 as Python's surrogateescape code points), version 1 as UTF-8 text
 
-ENTRY (56 bytes): u32 shard, u8 kind (1 JPEG, 2 raw), u8 color (0 grey, 1 YCbCr, 2 RGB), u16 0,
+ENTRY (56 bytes): u32 shard, u8 kind (1 JPEG, 2 raw), u8 color (0 grey, 1 YCbCr, 2 RGB, 3 CMYK, 4 YCCK), u16 0,
 u64 offset in the shard, u64 length, u32 record checksum, u32 height, u32 width, u32 0, i64 label,
 u64 source index.
 
@@ -65,7 +65,7 @@ HEADER_BYTES = FOOTER_BYTES = 64
 ALIGN = 64
 INDEX_NAME = "index.fpi"
 KIND_JPEG, KIND_RAW = 1, 2
-COLORS = {"GRAY": 0, "YCbCr": 1, "RGB": 2}
+COLORS = {"GRAY": 0, "YCbCr": 1, "RGB": 2, "CMYK": 3, "YCCK": 4}
 ENTRY = np.dtype([("shard", "<u4"), ("kind", "u1"), ("color", "u1"), ("_pad0", "<u2"), ("offset", "<u8"),
                   ("length", "<u8"), ("checksum", "<u4"), ("height", "<u4"), ("width", "<u4"), ("_pad1", "<u4"),
                   ("label", "<i8"), ("source", "<u8")])
