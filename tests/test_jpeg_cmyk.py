@@ -100,6 +100,21 @@ def test_decode_is_pillows_in_every_mode_window_and_layout(name):
             assert torch.equal(strided, window), (mode, crop)
 
 
+def test_every_sample_and_k_pair_converts_as_pillow():
+    """Ramps (C along rows, K down columns) at quality 100 decode to all 65536 (C, K) pairs: the
+    integer formula's every input, against Pillow's."""
+    ramp = np.arange(256, dtype=np.uint8)
+    planes = np.stack(np.broadcast_arrays(ramp[None, :], ramp[:, None], 255 - ramp[None, :], ramp[:, None]), -1)
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(planes), "CMYK").save(buf, "JPEG", quality=100, subsampling=0)
+    data = buf.getvalue()
+    with Image.open(io.BytesIO(data)) as im:
+        samples = np.asarray(im)
+    assert len(set(zip(samples[..., 0].ravel().tolist(), samples[..., 3].ravel().tolist(), strict=True))) == 65536
+    for mode, full in reference(data).items():
+        assert torch.equal(fio.decode_jpeg(data, mode=mode), full), mode
+
+
 @pytest.mark.parametrize("name", ["cmyk-444-odd", "cmyk-420-progressive", "ycck-422-progressive"])
 def test_reduced_scale_is_pillows_draft_and_windows_are_its_crops(name):
     data = case_jpeg(name)
@@ -181,42 +196,45 @@ def test_raw_packs_hold_pillows_rgb(folder, packs):
         assert torch.equal(ds[i][0], fio.decode_jpeg(path)), path
 
 
-def test_a_device_batch_decodes_4_component_cuts_on_the_host(folder, packs):
-    """nvJPEG's colour conversion is not Pillow's: a CMYK / YCCK cut goes to the host decoder (its
-    window only) and is uploaded; the others reach the device decoder (a CPU stand-in here)."""
-    ds = fio.PackedDataset(packs / "jpeg")
-    cuts, crops = [], []
-    for i in range(len(ds)):
-        image = ds.load_raw(i)[0]
-        crop = (1, 2, image.height - 3, image.width // 2)
-        cuts.append(image.cut(crop))
-        crops.append(crop)
+@pytest.mark.parametrize("mode", ["RGB", "YCbCr"])
+def test_a_device_batch_decodes_4_component_cuts_on_the_host(folder, packs, monkeypatch, mode):
+    """nvJPEG's colour conversion is not Pillow's: decode_window_batch sends a CMYK / YCCK cut to the
+    host decoder (its window only) and uploads it; the others reach the device decoder, here a CPU
+    stand-in for torchvision's decode_jpeg on CUDA."""
     reached = []
 
-    def device_decode(batch):
-        reached.extend(gpu.frame_components(b) for b in batch)
-        return [fio.decode_jpeg(b) for b in batch]
+    def fake_nvjpeg(tensors, mode, device):
+        reached.extend(gpu.frame_components(t.numpy()) for t in tensors)
+        return [fio.decode_jpeg(t, mode="GRAY" if mode == "gray" else "RGB") for t in tensors]
 
-    got = gpu.split_device_host([c.data for c in cuts], [tuple(c[1:]) for c in cuts], "RGB", torch.device("cpu"),
-                                device_decode)
+    modes = type("ImageReadMode", (), {"RGB": "rgb", "GRAY": "gray"})
+    monkeypatch.setattr(gpu, "_nvjpeg", lambda who, device, mode: (torch.device("cpu"), fake_nvjpeg, modes))
+    ds = fio.PackedDataset(packs / "jpeg", mode=mode)
+    crops = [(1, 2, ds.load_raw(i)[0].height - 3, ds.load_raw(i)[0].width // 2) for i in range(len(ds))]
+    cuts = [ds.cut_window(i, crop) for i, crop in enumerate(crops)]
+    got = fio.decode_window_batch(cuts, device="cuda", mode=mode)
     assert reached == [3]  # only the RGB photo's cut went to the device decoder
-    for i, (crop, image) in enumerate(zip(crops, got, strict=True)):
-        t, left, h, w = crop
-        assert torch.equal(image, ds[i][0][:, t:t + h, left:left + w]), i
+    for i, ((t, left, h, w), image) in enumerate(zip(crops, got, strict=True)):
+        if mode == "RGB" or "rgb" not in ds.where(i):  # the device's YCbCr of an RGB photo is converted RGB
+            assert torch.equal(image, ds[i][0][:, t:t + h, left:left + w]), i
     assert [gpu.frame_components(case_jpeg(n)) for n in CASES] == [4] * len(CASES)
     assert gpu.frame_components(b"\xff\xd8\xff\xe0\x00") == 0 and gpu.frame_components(b"not a jpeg") == 0
 
 
-@pytest.mark.parametrize("components, expected", [
-    (2, r"a JPEG of 2 components in no colour space libjpeg knows is not decoded \(fastprep reads 1: grey"),
-])
-def test_what_is_still_refused_says_so_without_pillow_advice(components, expected):
+def test_two_components_are_still_refused_by_name():
     data = bytearray(cmyk_jpeg((16, 16)))
     sof = data.find(b"\xff\xc0")
     # Two components: drop the last two component specs from the SOF and rewrite its length.
-    del data[sof + 10 + 3 * components:sof + 10 + 12]
-    data[sof + 2:sof + 4] = (8 + 3 * components).to_bytes(2, "big")
-    data[sof + 9] = components
-    with pytest.raises(ValueError) as info:
+    del data[sof + 16:sof + 22]
+    data[sof + 2:sof + 4] = (8 + 3 * 2).to_bytes(2, "big")
+    data[sof + 9] = 2
+    sos = data.find(b"\xff\xda")  # its scan, of the first two (libjpeg reads the header up to it)
+    del data[sos + 9:sos + 13]
+    data[sos + 2:sos + 4] = (6 + 2 * 2).to_bytes(2, "big")
+    data[sos + 4] = 2
+    assert fio.read_jpeg_header(bytes(data)).components == 2
+    with pytest.raises(ValueError, match=r"decode_jpeg: a JPEG of 2 components in no colour space libjpeg knows is "
+                                         r"not decoded \(fastprep reads 1: grey, 3: YCbCr or RGB, 4: CMYK or YCCK\)"):
         fio.decode_jpeg(bytes(data))
-    assert "Pillow" not in str(info.value)
+    with pytest.raises(ValueError, match=r"a JPEG of 2 components is not packed \(grey, YCbCr, RGB, CMYK and YCCK"):
+        fio.jpeg._jpeg.transcode_record(bytes(data), 4, False)

@@ -175,7 +175,8 @@ Transcoded transcode_with_restarts(const uint8_t* data, size_t size, int64_t res
     case Verdict::kFailed:
       throw JpegError(std::string("not a readable JPEG: ") + s.err.message, -1);
     case Verdict::kComponents:
-      throw ArgumentError("a JPEG of " + std::to_string(s.src.num_components) + " components is not packed");
+      throw ArgumentError("a JPEG of " + std::to_string(s.src.num_components) +
+                          " components is not packed (grey, YCbCr, RGB, CMYK and YCCK JPEGs are)");
   }
   t.color = color_space_of(s.color);
   t.orientation = s.orientation;
