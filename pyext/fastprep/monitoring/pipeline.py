@@ -152,7 +152,8 @@ class PipelineFacts:
             extra += f", max_side={self.pack['max_side']}"
         loader = {"fastprep": f"fastprep.Loader(threads={self.workers}"
                               + (f", decode_on={self.decode_on!r}" if self.decode_on else "") + ")",
-                  "dataloader": f"DataLoader(num_workers={self.workers})"}.get(self.loader, "a loader of its own")
+                  "dataloader": f"DataLoader(num_workers={self.workers})"}.get(
+            self.loader, "no DataLoader or fastprep.Loader to read")
         source = f"{self.dataset or 'a dataset'}{where}: {SOURCES[self.source]}{extra}"
         return f"pipeline: {steps}\nsource: {source}; {loader} on {self.device}"
 
@@ -281,7 +282,7 @@ def facts_of(batches: Any, device: Any = None) -> PipelineFacts:
     if transform is None:
         transform = next((getattr(d, "transform", None) for d in datasets(dataset)
                           if getattr(d, "transform", None) is not None), None)
-    source, reader = source_of_dataset(dataset) if dataset is not None else ("other", None)
+    source, reader = source_of_dataset(dataset) if dataset is not None else ("other", loader)
     root = getattr(reader, "root", None) or getattr(reader, "path", None)
     kind, workers, compact, decode_on = "other", 0, False, None
     if isinstance(loader, Loader):

@@ -111,7 +111,8 @@ TABLE: tuple[Remedy, ...] = (
                      f"{_crop_first(f)}, so that only the crop's window is decoded",
            lambda f: "roi=True: fastprep's crop decodes only its window of each file"),
     Remedy("pack", RAW, lambda f: f.source in FILES + PACKS + ("windowed",), lambda f: f.source in PACKS,
-           _pack, lambda f: "packed shards (a few large files, windows decoded from their restart intervals)"),
+           _pack, lambda f: "packed shards (a few large files" + (
+               ")" if f.source == "packed-raw" else ", windows decoded from their restart intervals)")),
     Remedy("shrink", RAW, lambda f: f.kind == "resized-crop" and f.source in ("packed-jpeg", "remote-pack"),
            lambda f: bool(f.pack.get("max_side")),
            lambda f: "re-pack a shrunk copy, FFCV's recipe: fastprep.io.pack(folder, dest, max_side=256, quality=90) "
@@ -167,17 +168,19 @@ TABLE: tuple[Remedy, ...] = (
 )
 
 
+def plan(facts: PipelineFacts, stages: tuple[str, ...] = (RAW, TRANSFORMS)) -> list[tuple[Remedy, bool]]:
+    """(remedy, taken) for every row of the table that applies to `facts` in `stages`, in order."""
+    return [(r, r.taken(facts)) for r in TABLE if r.stage in stages and r.applies(facts)]
+
+
 def remedies(facts: PipelineFacts, stages: tuple[str, ...] = (RAW, TRANSFORMS)) -> tuple[list[str], list[str]]:
     """(what to do, what is in place) for `stages`, in the table's order (most effective first)."""
     todo, in_place = [], []
-    for r in TABLE:
-        if r.stage not in stages or not r.applies(facts):
-            continue
-        if r.taken(facts):
-            if r.done(facts):
-                in_place.append(r.done(facts))
-        else:
+    for r, taken in plan(facts, stages):
+        if not taken:
             todo.append(r.text(facts))
+        elif r.done(facts):
+            in_place.append(r.done(facts))
     return todo, in_place
 
 

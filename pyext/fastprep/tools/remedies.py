@@ -20,16 +20,20 @@ from fastprep.monitoring.pipeline import PACKS, PipelineFacts, datasets, source_
 from fastprep.tools.verdict import ADVICE
 
 gpu_split = mr.gpu_split
-HOW = {  # how raw loading happens, by source, for the report
-    "pil-files": "Pillow decodes each image whole in the dataset",
-    "files": "fastprep decodes each file whole (roi=False)",
-    "jpeg-files": "each JpegFile (roi=True) is decoded {by}",
-    "packed-jpeg": "each packed JPEG {what} is decoded {by}",
-    "remote-pack": "each record of the remote pack is fetched (through the cache) and decoded {by}",
-    "packed-raw": "raw pixels are read from the shards' memory map (nothing is decoded)",
-    "windowed": "each image is read by window inside the crop, billed here",
-    "tensors": "the dataset's tensors are indexed (nothing is decoded)",
-    "other": "the dataset's raw samples are read (and decoded) before the transforms",
+HOW = {  # how raw loading happens, by source, for the report: (with fastprep's crop first, without)
+    "pil-files": ("Pillow decodes each image whole in the dataset",) * 2,
+    "files": ("fastprep decodes each file whole (roi=False)",) * 2,
+    "jpeg-files": ("each JpegFile (roi=True) is decoded by window inside the crop, billed here",
+                   "each JpegFile (roi=True) is decoded whole before the transform, which is not fastprep's crop"),
+    "packed-jpeg": ("each packed JPEG window is decoded from its restart intervals inside the crop, billed here",
+                    "each packed JPEG record is decoded whole before the transform, which is not fastprep's crop"),
+    "remote-pack": ("each record of the remote pack is fetched (through its cache) and decoded inside the crop",
+                    "each record of the remote pack is fetched (through its cache) and decoded whole"),
+    "packed-raw": ("raw pixels are read from the shards' memory map (nothing is decoded)",) * 2,
+    "windowed": ("each image is read by window inside the crop, billed here",
+                 "each image is decoded whole before the transform, which is not fastprep's crop"),
+    "tensors": ("the dataset's tensors are indexed (nothing is decoded)",) * 2,
+    "other": ("the dataset's raw samples are read (and decoded) before the transforms",) * 2,
 }
 
 
@@ -60,9 +64,7 @@ class RawSource:
     def describe(self) -> str:
         """What raw loading covers here, for the report."""
         f = self.facts
-        by = "by window inside the crop, billed here" if f.crops_by_window else \
-            "whole before the transform, which is not fastprep's crop"
-        text = HOW[f.source].format(by=by, what="window" if f.crops_by_window else "record")
+        text = HOW[f.source][0 if f.crops_by_window else 1]
         return f"{f.dataset}: {text}" if f.dataset else text
 
     def advice(self) -> str:
@@ -74,9 +76,12 @@ class RawSource:
             text += " Already in place: " + "; ".join(done) + "."
         return text + f" Where cores are free: {mr.more_threads(self.facts)}."
 
-    def transforms_advice(self) -> str:
-        """The transforms' remedies not taken yet, and those in place."""
+    def transforms_advice(self) -> str | None:
+        """The transforms' remedies not taken yet, and those in place (None: no step was found, the
+        general advice)."""
         todo, done = mr.remedies(self.facts, (mr.TRANSFORMS,))
+        if not self.facts.steps:
+            return None
         if todo:
             text = "The per-sample transforms are the bottleneck: " + "; ".join(todo) + "."
         else:
@@ -102,10 +107,10 @@ class RawSource:
 
 def advice_table(source: RawSource) -> dict[str, str]:
     """fastprep.tools.verdict.ADVICE with each stage's advice made for `source`'s pipeline."""
-    table = dict(ADVICE, **{"raw loading": source.advice(), "transforms": source.transforms_advice()})
-    collate = source.collate_advice()
-    if collate:
-        table["collate/IPC"] = collate
+    table = dict(ADVICE, **{"raw loading": source.advice()})
+    for stage, text in (("transforms", source.transforms_advice()), ("collate/IPC", source.collate_advice())):
+        if text:
+            table[stage] = text
     return table
 
 

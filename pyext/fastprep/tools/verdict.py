@@ -46,9 +46,9 @@ ADVICE = {
                    "(writes samples straight into shared memory, 4x fewer bytes than float32), "
                    "fastprep.Loader (threads, no IPC), more num_workers, persistent_workers=True, a "
                    "larger prefetch_factor.",
-    "transforms": "The per-sample transforms are the bottleneck: fastprep ops or the fused "
-                  "crop_mask_ycbcr, more num_workers, or move the work to the GPU (ship uint8 + "
-                  "packed masks and decode there).",
+    "transforms": "The per-sample transforms are the bottleneck: fastprep ops (fastprep.transforms: "
+                  "torchvision v2's names and bits, fused into one op where they can be), more num_workers, "
+                  "or move the work to the GPU (ship uint8 + packed masks and decode there).",
     "raw loading": "Reading or decoding raw samples is the bottleneck: decode less (smaller stored "
                    "images, a faster decoder), faster storage or formats, cache decoded data, more "
                    "num_workers, a larger prefetch_factor.",
