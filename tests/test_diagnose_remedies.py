@@ -224,3 +224,41 @@ def test_rounds_run_until_the_verdict_settles(root, monkeypatch):
     assert report.settings["rounds"] == 2 and "measuring longer would not tell them apart" in report.margin
     with pytest.raises(ValueError, match="expected time_limit to be a number of seconds >= 0, got -1"):
         find_bottleneck(loader, _step, time_limit=-1)
+
+
+class SlowItems(torch.utils.data.Dataset):
+    """A slow fake pipeline: 20 ms of raw loading an item, a transform attribute for the split."""
+
+    transform = None
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        time.sleep(0.02)
+        return torch.zeros(4), i
+
+
+@pytest.mark.parametrize("limit", [0.5, 4.0])
+def test_the_time_limit_is_passed_by_at_most_one_round(limit):
+    began = time.perf_counter()
+    report = find_bottleneck(DataLoader(SlowItems(), batch_size=2), lambda b: time.sleep(0.002), time_limit=limit)
+    wall = time.perf_counter() - began
+    lengths = report.settings["round_seconds"]
+    assert len(lengths) == report.settings["rounds"] >= 1
+    # A round starts only when the longest so far fits in what is left: past the limit by one round at most.
+    assert report.settings["seconds"] <= limit + max(lengths), (report.settings["seconds"], lengths)
+    assert wall - report.settings["seconds"] <= max(lengths)  # what follows the last round is short
+    assert report.settings["max_seconds"] <= limit / (3 * 4 * 2.5) + 1e-9  # the rounds were planned within it
+    if report.settings["rounds"] < 3:
+        assert f"{report.settings['rounds']} of 3 rounds fitted in the time limit" in report.margin
+    assert report.verdict in ("raw loading", "inconclusive"), report.table()
+    if report.verdict == "inconclusive":
+        assert "run longer: about" in report.margin or "steady the step instead" in report.margin
+
+
+def test_a_run_that_would_need_far_longer_says_so():
+    report = dg._how_long(400.0, 3, 60.0, dg.Settings(), 60.0)
+    assert "more than ten times this run" in report and "torch.set_num_threads(1)" in report
+    assert "run longer: about 40 s more (2 more rounds" in dg._how_long(1.5, 3, 60.0, dg.Settings(), 60.0)
+    assert "(settled after 4 rounds, 2.5 s)" in dg._how_long(1.0, 4, 2.5, dg.Settings(), 60.0)

@@ -296,19 +296,23 @@ def _fit(settings: Settings, time_limit: float, levels: int) -> float:
 
 def _how_long(more: float, rounds: int, spent: float, settings: Settings, time_limit: float = 0.0) -> str:
     """What the margin says about the length of the measurement."""
-    short = f" ({rounds} of {settings.repeats} rounds fitted in the time limit, {spent:.0f} s)" \
+    short = f" ({rounds} of {settings.repeats} rounds fitted in the time limit, {_s(spent)})" \
         if rounds < settings.repeats else ""
     if more <= 1:
-        return f" (settled after {rounds} rounds, {spent:.0f} s)" if rounds > settings.repeats else short
+        return f" (settled after {rounds} rounds, {_s(spent)})" if rounds > settings.repeats else short
     if not math.isfinite(more):
-        return f"; after {rounds} rounds ({spent:.0f} s) the two estimates are equal: measuring longer would not " \
+        return f"; after {rounds} rounds ({_s(spent)}) the two estimates are equal: measuring longer would not " \
                f"tell them apart"
     need = _rounds_to_settle(more, rounds)
     seconds = need * spent / rounds
     how = "repeats / --repeats" if settings.steps else "time_limit / --time-limit"
     if seconds > 10 * max(time_limit, spent):
-        return f"; within noise after {rounds} rounds ({spent:.0f} s): settling it would take about {need} more " \
-               f"rounds (~{seconds:.0f} s), more than ten times this run: steady the step instead (fewer torch " \
+        return f"; within noise after {rounds} rounds ({_s(spent)}): settling it would take about {need} more " \
+               f"rounds (~{_s(seconds)}), more than ten times this run: steady the step instead (fewer torch " \
                f"threads, torch.set_num_threads(1); fewer loader threads) or measure on a quieter machine"
-    return f"; run longer: about {seconds:.0f} s more ({need} more rounds, {how}) would settle it " \
-           f"(within noise after {rounds} rounds, {spent:.0f} s)"
+    return f"; run longer: about {_s(seconds)} more ({need} more rounds, {how}) would settle it " \
+           f"(within noise after {rounds} rounds, {_s(spent)})"
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
