@@ -214,7 +214,8 @@ class MonitorSummary:
         if self.steps:
             lines += ["  " + d for d in self.details()]
         for k, a in enumerate(self.advice()):  # the finding, then what to do
-            lines.append("    " + a[2:] if a.startswith("  ") else f"  {a}" if k == 0 else f"  next: {a}")
+            first = k == 0 or a.startswith("already in place")
+            lines.append("    " + a[2:] if a.startswith("  ") else f"  {a}" if first else f"  next: {a}")
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:

@@ -310,7 +310,7 @@ def _how_long(more: float, rounds: int, spent: float, settings: Settings, time_l
         return f"; within noise after {rounds} rounds ({_s(spent)}): settling it would take about {need} more " \
                f"rounds (~{_s(seconds)}), more than ten times this run: steady the step instead (fewer torch " \
                f"threads, torch.set_num_threads(1); fewer loader threads) or measure on a quieter machine"
-    return f"; run longer: about {_s(seconds)} more ({need} more rounds, {how}) would settle it " \
+    return f"; run longer: about {_s(seconds)} more ({need} more round{'s' * (need > 1)}, {how}) would settle it " \
            f"(within noise after {rounds} rounds, {_s(spent)})"
 
 

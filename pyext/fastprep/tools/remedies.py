@@ -128,11 +128,6 @@ def image_of(raw: Any) -> Any:
     return raw
 
 
-def facts_source(facts: PipelineFacts) -> RawSource:
-    """A RawSource from facts found without a raw sample (fastprep.monitoring.pipeline.facts_of)."""
-    return RawSource(facts)
-
-
 def source_of(raw: Any, dataset: Any, transform: Any, *, loader: str = "dataloader", workers: int = 0,
               device: str = "cpu", compact: bool = False, decode_on: Any = None) -> RawSource:
     """The RawSource of a pipeline whose raw sample is `raw`, read by `dataset` (the one whose
