@@ -172,3 +172,15 @@ def test_cores_busy_only_when_this_process_uses_them(own, machine, says, never):
 def test_bad_samples_are_counted_in_the_summary():
     assert "bad samples skipped: 3" in str(MonitorSummary(**{**_summary(None).__dict__, "bad_samples": 3}))
     assert "bad samples" not in str(_summary(None))
+
+
+def test_torchvision_pipelines_are_described_as_they_are(sources):
+    tv = pytest.importorskip("torchvision")
+    from torchvision.transforms import v2
+
+    tf = v2.Compose([v2.RandomResizedCrop(16), v2.RandomHorizontalFlip(), v2.ToImage()])
+    root = sources["files"](None).root
+    facts = facts_of(DataLoader(tv.datasets.ImageFolder(root, transform=tf), batch_size=2, num_workers=0))
+    assert facts.source == "pil-files" and facts.kind == "resized-crop" and not facts.fastprep_steps
+    assert facts.describe().startswith("pipeline: RandomResizedCrop (not fastprep's) -> RandomHorizontalFlip")
+    assert {"reader", "rrc-reduced", "pack", "rrc-port"} == _keys(facts)[0]
