@@ -220,7 +220,7 @@ def _step(step: Any, transform_class: type, fused: str | None) -> Step:
 
 
 def _is_url(path: str) -> bool:
-    return "://" in path and not path.startswith("file://")
+    return "://" in path  # a URL (file:// too): fetched through fastprep.io.remote's cache
 
 
 def source_of_dataset(dataset: Any) -> tuple[str, Any]:

@@ -156,7 +156,8 @@ def assess(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) 
         return Finding(best.name, share + tail, (best.name,))
     apart = best.lo - bias > second.hi + bias
     if apart and best.added >= dominance * max(second.added, 0.0):
-        return Finding(best.name, f"{share}; next: {second.name} {_ms(second.added)}{tail}", (best.name,))
+        return Finding(best.name, f"{share}; next: {second.name} {_ms(second.added)} (95% intervals apart, "
+                                  f"{dominance:g}x or more){tail}", (best.name,))
     why = f"less than {dominance:g}x apart" if apart else "within noise of each other"
     if best.hi + bias < dominance * max(second.lo - bias, 0.0):
         more = 1.0  # even the intervals' most favourable ends are less than `dominance` apart: settled
