@@ -184,3 +184,19 @@ def test_torchvision_pipelines_are_described_as_they_are(sources):
     assert facts.source == "pil-files" and facts.kind == "resized-crop" and not facts.fastprep_steps
     assert facts.describe().startswith("pipeline: RandomResizedCrop (not fastprep's) -> RandomHorizontalFlip")
     assert {"reader", "rrc-reduced", "pack", "rrc-port"} == _keys(facts)[0]
+
+
+def test_a_monitored_loader_describes_itself(sources):
+    import json
+
+    loader = fastprep.Loader(sources["packed-raw"](None), 2, transform=TRANSFORMS["seed"](), threads=1)
+    with fastprep.monitor(loader, live=False, report=None, device="cpu") as mon:
+        for _batch in mon:
+            pass
+    s = mon.summary()
+    assert s.facts.source == "packed-raw" and "source: PackedDataset" in str(s) and "packed raw shards" in str(s)
+    assert "crop_mask_ycbcr op]" in str(s) and s.bad_samples == 0
+    assert json.loads(json.dumps(s.as_dict()))["facts"]["source"] == "packed-raw"
+    loader.bad_samples = fastprep.bad_samples.BadSamples("Loader", "skip")  # as the Loader keeps them
+    loader.bad_samples.count = 2
+    assert mon.summary().bad_samples == 2 and "bad samples skipped: 2" in str(mon.summary())
