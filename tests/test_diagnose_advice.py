@@ -148,6 +148,10 @@ def test_a_remote_pack_and_the_gpu_split():
     assert not any("roi=True" in t or "python -m fastprep pack" in t for t in todo)
     split = PipelineFacts(remote.steps, "packed-jpeg", "PackedDataset", "/p", "fastprep", 2, "cuda", decode_on="cuda")
     assert "the GPU decode split (decode_on='cuda')" in mr.remedies(split)[1]
+    todo, done = mr.remedies(split, (mr.COLLATE,))
+    assert any("ship uint8 batches" in t for t in todo) and "a fastprep.Loader (threads, no IPC)" in done
+    split.loader_device = "cuda:0"
+    assert "uint8 batches copied to cuda:0 and converted there" in mr.remedies(split, (mr.COLLATE,))[1]
 
 
 def _summary(facts, cpu_process=None, cpu_util=None):

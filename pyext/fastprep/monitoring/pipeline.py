@@ -72,6 +72,8 @@ class PipelineFacts:
         decode_on: a fastprep.Loader's decode_on (the GPU decode split), else None.
         pack: a pack's options (mode, max_side, ...), {} when the source is no pack.
         verify: a pack's `verify` (the CRC pass), None when not a pack.
+        loader_device: a fastprep.Loader's own `device` (its batches copied there as uint8, decoded
+            there), else None.
     """
     steps: tuple[Step, ...] = ()
     source: str = "other"
@@ -84,6 +86,7 @@ class PipelineFacts:
     decode_on: str | None = None
     pack: dict = field(default_factory=dict)
     verify: bool | None = None
+    loader_device: str | None = None
 
     @property
     def names(self) -> list[str]:
@@ -296,4 +299,5 @@ def facts_of(batches: Any, device: Any = None) -> PipelineFacts:
     return PipelineFacts(steps_of(transform), source, type(reader).__name__ if reader is not None else "",
                          os.fspath(root) if isinstance(root, (str, os.PathLike)) else None, kind, workers,
                          getattr(dev, "type", None) or str(dev or "cpu").split(":")[0], compact, decode_on, pack,
-                         getattr(reader, "verify", None) if source in PACKS else None)
+                         getattr(reader, "verify", None) if source in PACKS else None,
+                         str(loader.device) if isinstance(loader, Loader) and loader.device is not None else None)

@@ -23,6 +23,7 @@ seed-compose   RandomCrop + RandomDilatedMask / YCbCr  fused into crop_mask_ycbc
 port           other steps                             every step fastprep's
 loader         a DataLoader                            a fastprep.Loader
 compact        a DataLoader                            compact batches (CompactCollate)
+uint8-device   steps on a GPU                          a fastprep.Loader with its device set
 =============  ======================================  =========================================
 """
 
@@ -165,6 +166,10 @@ TABLE: tuple[Remedy, ...] = (
            lambda f: "collate_fn=fastprep.compact_collate (uint8 images, packed masks: 4x fewer bytes to move than "
                      "float32)",
            lambda f: "compact batches"),
+    Remedy("uint8-device", COLLATE, lambda f: f.device != "cpu", lambda f: f.loader_device is not None,
+           lambda f: "ship uint8 batches and convert them on the GPU: fastprep.Loader(..., device='cuda', decode=True) "
+                     "(or decode=False and CompactBatch.decode() there)",
+           lambda f: f"uint8 batches copied to {f.loader_device} and converted there"),
 )
 
 

@@ -183,12 +183,9 @@ class MonitorSummary:
 
     def remedies(self) -> tuple[list[str], list[str]]:
         """(remedies that apply to the pipeline and are not taken, those in place): the raw-loading and
-        transforms rows of fastprep.monitoring.remedies, and the loader's when it is a DataLoader."""
-        facts = self.facts or PipelineFacts()
-        todo, done = mr.remedies(facts, (mr.RAW, mr.TRANSFORMS, mr.COLLATE))
-        if self.device.startswith("cuda") and not facts.decode_on:
-            todo.append("ship uint8 batches and convert them on the GPU (fastprep.Loader(device='cuda', decode=True))")
-        return todo, done
+        transforms rows of fastprep.monitoring.remedies, and the loader's and the copy's."""
+        return mr.remedies(self.facts or PipelineFacts(device=self.device.split(":")[0]),
+                           (mr.RAW, mr.TRANSFORMS, mr.COLLATE))
 
     def details(self) -> list[str]:
         """What was measured and how (two lines; a third when the dataset fetched from remote storage)."""
