@@ -166,7 +166,6 @@ OTHER = [
     ("quality", {"quality": 80}, r"other options \(quality 90 -> 80\)"),
     ("max_side", {"max_side": 10}, r"other options \(max_side None -> 10\)"),
     ("restart", {"restart": 2}, r"other options \(restart 4 -> 2\)"),
-    ("non_jpeg", {"non_jpeg": "raw"}, r"other options \(non_jpeg 'encode' -> 'raw'\)"),
     ("length", {"src": Items([(p, 1) for p in A_PIXELS[:6]])},
      r"it packed a dataset test_pack_identity.Items of 7 items, this is a dataset test_pack_identity.Items of 6"),
     ("type", {"src": [(p, 1) for p in A_PIXELS]}, r"it packed a dataset test_pack_identity.Items of 7 items, this "
