@@ -204,7 +204,7 @@ def test_overwrite_deletes_only_the_packs_files_and_the_cli_has_it(tmp_path, cap
     assert main(["pack", str(b), str(tmp_path / "p"), "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert re.fullmatch(r"python -m fastprep pack: error: .*p holds a pack of another source: item 0 .*; pass "
-                        r"overwrite=True or choose another DEST\n", err), err
+                        r"--overwrite or choose another DEST\n", err), err
     assert main(["pack", str(b), str(tmp_path / "p"), "--no-progress", "--overwrite"]) == 0
     fio.pack(b, tmp_path / "clean", progress=False)
     same_pack(tmp_path / "p", tmp_path / "clean")

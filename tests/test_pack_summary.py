@@ -76,9 +76,9 @@ def test_default_stores_non_jpegs_raw_bit_exact_and_counts_each_kind(folder, tmp
     assert [n for n, _ in s.skipped] == ["k/bad.png"] and "truncated" in s.skipped[0][1]
     assert s.skipped_bytes == size(folder, "bad.png") and ds.skipped == s.skipped and s.shrunk == 0
     text = "\n".join(s.describe())
-    assert "2 JPEGs transcoded losslessly (same DCT coefficients, restart markers added): " in text
-    assert f"2 non-JPEGs stored as raw pixels (lossless): {kinds['non_jpeg_raw'][1]:,} -> " in text
-    assert "1 skipped (on_error='skip', " in text and "  skipped k/bad.png: " in text
+    assert "  JPEGs transcoded losslessly (same DCT coefficients, restart markers added): 2, " in text
+    assert f"  non-JPEGs stored as raw pixels (lossless): 2, {kinds['non_jpeg_raw'][1]:,} -> " in text
+    assert f"  skipped (on_error='skip'): 1, {s.skipped_bytes:,} bytes" in text and "  skipped k/bad.png: " in text
 
 
 def test_encoding_and_shrinking_are_opt_in_and_named(folder, tmp_path):
@@ -89,12 +89,12 @@ def test_encoding_and_shrinking_are_opt_in_and_named(folder, tmp_path):
     want = np.asarray(Image.open(folder / "k" / "c.png").convert("RGB")).astype(int)
     got = ds[2][0].permute(1, 2, 0).numpy().astype(int)
     assert 0 < np.abs(got - want).mean() < 12  # quality 90: close, not exact
-    assert "2 non-JPEGs encoded as JPEG (lossy, non_jpeg='encode')" in "\n".join(s.describe())
+    assert "  non-JPEGs encoded as JPEG (lossy, non_jpeg='encode'): 2, " in "\n".join(s.describe())
     # max_side=50 shrinks a.jpg (160x240, re-encoded: lossy) and c.png (37x51), not b.jpg (33x47) nor g.png (29x41)
     s = fio.pack(folder, tmp_path / "m", progress=False, on_error="skip", max_side=50)
     assert {k: v.count for k, v in s.kinds.items()} == {"jpeg_reencoded": 1, "jpeg_transcoded": 1, "non_jpeg_raw": 2}
-    assert s.shrunk == 2 and "  2 shrunk to max_side (Lanczos)" in s.describe()
-    assert "1 JPEGs shrunk to max_side and re-encoded (lossy)" in "\n".join(s.describe())
+    assert s.shrunk == 2 and "  shrunk to max_side (Lanczos): 2" in s.describe()
+    assert "  JPEGs shrunk to max_side and re-encoded (lossy): 1, " in "\n".join(s.describe())
 
 
 POLICY = [  # on_error, what pack does with k/bad.png
@@ -200,8 +200,14 @@ def test_the_command_line_names_each_kind_and_the_policy(folder, tmp_path, capsy
     assert "k/bad.png" in err and "--on-error skip leaves such items out" in err and err.count("\n") == 1
     assert main(["pack", str(folder), str(tmp_path / "p"), "--no-progress", "--on-error", "skip"]) == 0
     out = capsys.readouterr().out
-    assert "2 JPEGs transcoded losslessly" in out and "2 non-JPEGs stored as raw pixels (lossless)" in out
-    assert "1 skipped (on_error='skip'" in out and "  skipped k/bad.png: " in out
-    assert main(["pack", str(folder), str(tmp_path / "e"), "--no-progress", "--on-error", "skip",
+    assert "JPEGs transcoded losslessly (same DCT coefficients, restart markers added): 2, " in out
+    assert "non-JPEGs stored as raw pixels (lossless): 2, " in out
+    assert "skipped (on_error='skip'): 1, " in out and "  skipped k/bad.png: " in out
+    assert main(["pack", str(folder), str(tmp_path / "e"), "--no-progress", "--on-error", "warn",
                  "--non-jpeg", "encode"]) == 0
-    assert "2 non-JPEGs encoded as JPEG" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "non-JPEGs encoded as JPEG (lossy, non_jpeg='encode'): 2, " in out
+    assert err.startswith("python -m fastprep pack: warning: skipped bad sample 2 (k/bad.png: ") and \
+        err.count("\n") == 1, err  # one line as it is met, no source line
+    assert main(["pack", str(folder), str(tmp_path / "e"), "--no-progress", "--on-error", "skip"]) == 1
+    assert "(non_jpeg 'encode' -> 'raw')" in capsys.readouterr().err  # the default now: refused by name

@@ -75,14 +75,14 @@ class PackSummary:
         for kind, label in KINDS.items():
             if kind in self.kinds:
                 k = self.kinds[kind]
-                lines.append(f"  {k.count} {label}: {k.bytes_in:,} -> {k.bytes_out:,} bytes")
+                lines.append(f"  {label}: {k.count}, {k.bytes_in:,} -> {k.bytes_out:,} bytes")
         if self.shrunk:
-            lines.append(f"  {self.shrunk} shrunk to max_side (Lanczos)")
+            lines.append(f"  shrunk to max_side (Lanczos): {self.shrunk}")
         if self.unrecorded:
-            lines.append(f"  {self.unrecorded} in shards of an older fastprep (their kinds were not recorded)")
+            lines.append(f"  in shards of an older fastprep (their kinds were not recorded): {self.unrecorded}")
         if self.skipped:
             size = f", {self.skipped_bytes:,} bytes" if self.skipped_bytes else ""
-            lines.append(f"  {len(self.skipped)} skipped (on_error={self.on_error!r}{size}):")
+            lines.append(f"  skipped (on_error={self.on_error!r}): {len(self.skipped)}{size}")
             lines += [f"  skipped {shown(name)}: {why}" for name, why in self.skipped]
         lines += [f"  packed as libjpeg decodes it after recovering from corrupt data: {shown(name)}: {what}"
                   for name, what in self.warnings]

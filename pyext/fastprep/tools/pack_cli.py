@@ -63,11 +63,17 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import fastprep.io as fio  # noqa: PLC0415 (the CLI starts fast: each command imports what it runs)
+    from fastprep.bad_samples import BadSampleWarning  # noqa: PLC0415
     from fastprep.io.errors import PackLockedError, PackSourceError, PackWriteError  # noqa: PLC0415
     from fastprep.io.pack import PackWarning  # noqa: PLC0415
 
+    def one_line(message: Any, *_: Any, **__: Any) -> None:  # --on-error warn: each as it is met, no source line
+        print(f"{PROG}: warning: {str(message).removeprefix('pack: ')}", file=sys.stderr)
+
     try:
         with warnings.catch_warnings():
+            warnings.showwarning = one_line
+            warnings.simplefilter("always", BadSampleWarning)  # shown, whatever the filters (pack names each once)
             warnings.simplefilter("ignore", PackWarning)  # the summary lists what libjpeg recovered
             summary = fio.pack(args.src, args.dest, mode=args.mode, max_side=args.max_side, threads=args.threads,
                                quality=args.quality, non_jpeg=args.non_jpeg, shard_bytes=args.shard_mb << 20,
@@ -77,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{PROG}: error: {exc.strerror.removeprefix('pack: ')}", file=sys.stderr)
         return 1
     except (PackSourceError, PackLockedError) as exc:
-        message = str(exc).removeprefix("pack: ").replace("on_error='skip'", "--on-error skip")
+        message = str(exc).removeprefix("pack: ").replace("on_error='skip'", "--on-error skip").replace(
+            "pass overwrite=True", "pass --overwrite")
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return 1
     except (ValueError, TypeError, OSError, RuntimeError) as exc:
