@@ -25,6 +25,7 @@ def pil(mode):
 PIL_MODES = ["RGB", "L", "RGBA", "LA", "P", "I", "F", "1", "I;16", "CMYK"]
 
 
+@pytest.mark.one_backend  # conversions only: no kernel
 @pytest.mark.parametrize("mode", PIL_MODES)
 @pytest.mark.parametrize("step", [T.ToImage, T.PILToTensor])
 def test_pil_images_become_chw_tensors_of_their_pixels(step, mode):
@@ -39,6 +40,7 @@ ARRAYS = [("HWC uint8", RGB, RGB.transpose(2, 0, 1)), ("HW uint8", RGB[:, :, 0],
           ("HWC uint16", RGB.astype(np.uint16), RGB.transpose(2, 0, 1).astype(np.uint16))]
 
 
+@pytest.mark.one_backend  # conversions only: no kernel
 @pytest.mark.parametrize(("arr", "want"), [a[1:] for a in ARRAYS], ids=[a[0] for a in ARRAYS])
 def test_to_image_turns_arrays_chw_and_pil_to_tensor_leaves_them(arr, want):
     got = T.ToImage()(arr)
@@ -46,6 +48,7 @@ def test_to_image_turns_arrays_chw_and_pil_to_tensor_leaves_them(arr, want):
     assert T.PILToTensor()(arr) is arr  # torchvision's PILToTensor converts PIL images only
 
 
+@pytest.mark.one_backend  # conversions only: no kernel
 def test_tensors_and_windowed_images_pass_through(tmp_path):
     t = torch.zeros(3, 4, 5, dtype=torch.uint8)
     buf = io.BytesIO()
@@ -76,6 +79,7 @@ TO_PIL = [  # (input, mode asked, PIL mode expected, HWC pixels expected)
 ]
 
 
+@pytest.mark.one_backend  # conversions only: no kernel
 @pytest.mark.parametrize(("x", "mode", "want_mode", "want"), [c[1:] for c in TO_PIL], ids=[c[0] for c in TO_PIL])
 def test_to_pil_image_modes_and_pixels(x, mode, want_mode, want):
     img = T.ToPILImage(mode)(x)
@@ -94,12 +98,14 @@ BAD_PIL = [
 ]
 
 
+@pytest.mark.one_backend  # conversions only: no kernel
 @pytest.mark.parametrize(("x", "mode", "error", "match"), [c[1:] for c in BAD_PIL], ids=[c[0] for c in BAD_PIL])
 def test_to_pil_image_errors_name_the_value(x, mode, error, match):
     with pytest.raises(error, match=match):
         T.ToPILImage(mode)(x) if not isinstance(x, list) else fastprep.transforms.conversions.to_pil_image(x)
 
 
+@pytest.mark.one_backend  # conversions only: no kernel
 def test_the_same_as_torchvision_where_it_imports():
     try:
         from torchvision.transforms import v2
