@@ -211,3 +211,15 @@ def test_the_command_line_names_each_kind_and_the_policy(folder, tmp_path, capsy
         err.count("\n") == 1, err  # one line as it is met, no source line
     assert main(["pack", str(folder), str(tmp_path / "e"), "--no-progress", "--on-error", "skip"]) == 1
     assert "(non_jpeg 'encode' -> 'raw')" in capsys.readouterr().err  # the default now: refused by name
+
+
+def test_shards_of_an_older_fastprep_are_counted_as_unrecorded(folder, tmp_path, monkeypatch):
+    """A pack written before shards recorded their kinds still resumes and reads; its records are
+    counted, their kinds said to be unknown."""
+    monkeypatch.setattr("fastprep.io.pack_writer.shard_kinds", lambda *_: {})
+    fio.pack(folder, tmp_path / "p", progress=False, on_error="skip")
+    monkeypatch.undo()
+    s = fio.pack(folder, tmp_path / "p", progress=False, on_error="skip")
+    assert s.resumed == s.records == s.unrecorded == 4 and not s.kinds
+    assert "  in shards of an older fastprep (their kinds were not recorded): 4" in s.describe()
+    assert len(fio.PackedDataset(tmp_path / "p")) == 4
