@@ -19,7 +19,9 @@ Shard file::
                [[source, name, reason], ...], "names": [name per record], "extras": [...] or null,
                (version 2:) "source": {"type": "folder" or "dataset <module.Type>", "items": n},
                "options": {...}, "inputs": 16 hex digits per source item in [first, end) (the
-               item's digest: pack_sources.py), "digest": records_digest of the table}
+               item's digest: pack_sources.py), "digest": records_digest of the table, (since
+               the per-kind counts; absent in older shards:) "kinds": {kind: [count, bytes in,
+               bytes out]}, "skipped_bytes", "shrunk" (pack_summary.py)}
     [F, F+64)  footer: b"FPSEND\\0\\0", u32 version, u32 records, u64 T, u64 J, u64 F, u32 CRC of
                [T, F), 16 zero bytes, u32 CRC of the footer's first 60 bytes
 
