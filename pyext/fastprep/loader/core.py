@@ -265,7 +265,7 @@ class Loader:
             name = None if self.order.iterable else sample_name(self.dataset, key)
             text = self.bad_samples.record(key, name, exc, stage=stage, substitute=substitute, warn=False)
             if text is not None:
-                warnings.warn(text, BadSampleWarning, stacklevel=4)  # the frame of the loop's `for`
+                warnings.warn(text, BadSampleWarning, stacklevel=3)  # the frame of the loop's `for`
 
     def pass_ended(self) -> None:
         """A pass ran to its end: log the bad samples' summary when new ones were met."""
