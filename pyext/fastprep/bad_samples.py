@@ -141,6 +141,9 @@ class BadSamples:
             return {"count": self.count, "indices": sorted(self._seen), "names": dict(self._seen)}
 
     def load_state_dict(self, state: dict) -> None:
+        if not isinstance(state, dict) or not isinstance(state.get("indices", []), (list, tuple)):
+            raise ValueError(f"{self.who}.load_state_dict: expected bad_samples to be a dict from "
+                             f"BadSamples.state_dict(), got {state!r:.80}")
         with self._lock:
             self.count = int(state.get("count", 0))
             named = state.get("names", {})

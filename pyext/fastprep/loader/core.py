@@ -284,8 +284,9 @@ class Loader:
         if self.order.iterable:
             raise TypeError("Loader.state_dict: an iterable dataset cannot be resumed mid-epoch by fastprep "
                             "(its stream is its own); resume by index needs a map-style dataset")
-        state = {"seed": self.seed, "epoch": self.epoch, "position": self._position,
-                 "bad_samples": self.bad_samples.state_dict()}
+        state = {"seed": self.seed, "epoch": self.epoch, "position": self._position}
+        if self.on_error != "raise":  # under "raise" there are none to carry: the state is as it always was
+            state["bad_samples"] = self.bad_samples.state_dict()
         keys = self._resume[1] if self._resume is not None else self._keys  # loaded, not yet iterated
         if self.sampler is not None and keys is not None:  # the pass being iterated
             state["indices"] = list(keys)
