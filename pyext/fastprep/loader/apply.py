@@ -144,7 +144,7 @@ class ChunkRunner:
 
     def _staged(self, keys: list[int], raws: list[Any], drawn: list[int]) -> list[Any]:
         """The items handed to the group's batch path (an item whose loading drew seeds, or failed, is left out)."""
-        if not any(drawn) and not any(type(r) is _Failed for r in raws):
+        if not any(drawn) and not (self.skip and any(type(r) is _Failed for r in raws)):
             return raws
         return [r if not d and type(r) is not _Failed else _SKIP for r, d in zip(raws, drawn)]
 
