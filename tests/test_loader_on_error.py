@@ -258,8 +258,9 @@ class Corrupt(torch.utils.data.Dataset):
 
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory):
-    from jpeg_photos import needs_decoder, write_tree
     from test_device_split import FILES
+
+    from jpeg_photos import needs_decoder, write_tree
 
     if needs_decoder.args[0]:
         pytest.skip(needs_decoder.kwargs["reason"])

@@ -45,7 +45,8 @@ class _Failed:
 
 
 class ChunkRunner:
-    """Runs chunks of batches: `plan` (None: the items as loaded) over `dataset`'s items."""
+    """Runs chunks of batches: `plan` (None: the items as loaded) over `dataset`'s items; a bad
+    sample raises (`on_error` "raise") or is replaced (see the module)."""
 
     job_type = BatchJob  # what a batch in flight is (loader/device_split.py's holds window cuts)
 
@@ -228,6 +229,8 @@ class ChunkRunner:
         batch's next items) that loads and transforms under position j's seeds, noted in the job."""
         key = job.indices[j]
         self._failed(key, stage, exc)
+        if job.items is None and not hasattr(self.dataset, "__len__"):  # nothing to count the next indices mod
+            raise SampleError(key, stage, self.key) from exc
         n, base = (len(job.items), j) if job.items is not None else (len(self.dataset), key)
         tried = []
         for candidate in substitutes(base, n):

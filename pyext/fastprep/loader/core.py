@@ -105,8 +105,8 @@ class Loader:
             the next indices i + 1, i + 2, ... (mod len) that loads and transforms, under the *bad*
             sample's seed: the same seed gives the same batches, whatever `threads`; an iterable
             dataset's by the next item of its batch, wrapping around to the batch's first, as the
-            stream was read ahead; an error of the stream itself ends the pass, as a raising generator
-            ends), or "warn" (as skip, and a :class:`~fastprep.bad_samples.BadSampleWarning` per bad
+            stream was read ahead; an error raised by the stream itself is raised: a generator that
+            raised cannot go on), or "warn" (as skip, and a :class:`~fastprep.bad_samples.BadSampleWarning` per bad
             sample the first time it is met, issued in the loop's thread). Counted and named in
             :attr:`bad_samples` (and the state_dict); the ``fastprep`` logger gets a one-line summary
             at the end of a pass that met new ones. MemoryError, KeyboardInterrupt, errors in
