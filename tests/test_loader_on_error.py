@@ -175,10 +175,11 @@ def test_warn_warns_once_per_index_in_the_loops_thread_and_counts_every_epoch(ca
     assert "bad_samples=4" in repr(loader)
 
 
-def test_skip_does_not_warn_and_a_warning_filter_set_to_error_stops_the_loop():
-    with warnings.catch_warnings():
+def test_skip_does_not_warn_and_a_warning_filter_set_to_error_stops_the_loop(caplog):
+    with warnings.catch_warnings(), caplog.at_level(logging.INFO, logger="fastprep"):
         warnings.simplefilter("error")
         list(fastprep.Loader(Flaky({3}), 4, transform=_fused(), on_error="skip", seed=0))
+        assert [(r.levelno, "skipped 1 bad sample" in r.getMessage()) for r in caplog.records] == [(logging.INFO, True)]
         with pytest.raises(BadSampleWarning, match="bad sample 3"):
             list(fastprep.Loader(Flaky({3}), 4, transform=_fused(), on_error="warn", seed=0))
 

@@ -105,13 +105,15 @@ class Loader:
             the next indices i + 1, i + 2, ... (mod len) that loads and transforms, under the *bad*
             sample's seed: the same seed gives the same batches, whatever `threads`; an iterable
             dataset's by the next item of its batch, wrapping around to the batch's first, as the
-            stream was read ahead; an error raised by the stream itself is raised: a generator that
-            raised cannot go on), or "warn" (as skip, and a :class:`~fastprep.bad_samples.BadSampleWarning` per bad
-            sample the first time it is met, issued in the loop's thread). Counted and named in
-            :attr:`bad_samples` (and the state_dict); the ``fastprep`` logger gets a one-line summary
-            at the end of a pass that met new ones. MemoryError, KeyboardInterrupt, errors in
-            batching (shapes, structure) and the Loader's own refusals always raise; so does a bad
-            sample with ``MAX_SUBSTITUTES`` failing substitutes (the indices tried named).
+            stream was read ahead; an error raised by the stream itself is raised: a generator
+            that raised cannot go on), or "warn" (as skip, and a
+            :class:`~fastprep.bad_samples.BadSampleWarning` per bad sample the first time it is
+            met, issued in the loop's thread). Counted and named in :attr:`bad_samples` (and the
+            state_dict); the ``fastprep`` logger gets a one-line summary at the end of a pass that
+            met new ones (INFO under "skip", WARNING under "warn"). MemoryError,
+            KeyboardInterrupt, errors in batching (shapes, structure) and the Loader's own
+            refusals always raise; so does a bad sample whose ``MAX_SUBSTITUTES`` substitutes all
+            fail (:class:`~fastprep.bad_samples.SubstitutesExhausted` names the indices tried).
 
     Attributes:
         bad_samples: a :class:`~fastprep.bad_samples.BadSamples`: ``count`` (samples replaced so
@@ -272,7 +274,8 @@ class Loader:
         count = self.bad_samples.count
         if count > self._bad_logged:
             self._bad_logged = count
-            logging.getLogger("fastprep").warning("%s (epoch %d)", self.bad_samples.summary(), self.epoch)
+            level = logging.WARNING if self.on_error == "warn" else logging.INFO  # "skip": asked to be quiet
+            logging.getLogger("fastprep").log(level, "%s (epoch %d)", self.bad_samples.summary(), self.epoch)
 
     def __repr__(self) -> str:
         return (f"Loader({type(self.dataset).__name__}, batch_size={self.batch_size}, threads={self.threads}, "
