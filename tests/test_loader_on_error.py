@@ -142,11 +142,12 @@ class Stream(IterableDataset):
             yield _image(i, small=i in self.bad), i
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_an_iterable_datasets_bad_item_is_the_next_of_its_batch(threads):
+@pytest.mark.parametrize("threads, tf, deterministic", [(1, "fused", False), (2, "fused", False), (2, "foreign", True)])
+def test_an_iterable_datasets_bad_item_is_the_next_of_its_batch(threads, tf, deterministic):
     # batches of 4: item 3 (its batch's last) wraps around to 0, item 6 takes 7
-    want = _batches(Stream({3, 6}, replace={3: 0, 6: 7}), batch_size=4, transform=_fused(), threads=threads)
-    loader = fastprep.Loader(Stream({3, 6}), 4, transform=_fused(), threads=threads, on_error="skip", seed=3)
+    kw = dict(transform=TRANSFORMS[tf](), threads=threads, deterministic=deterministic)
+    want = _batches(Stream({3, 6}, replace={3: 0, 6: 7}), batch_size=4, **kw)
+    loader = fastprep.Loader(Stream({3, 6}), 4, on_error="skip", seed=3, **kw)
     got = [tuple(x.clone() for x in b.decode()) for b in loader]
     _equal(got, want)
     assert loader.bad_samples.indices == [3, 6] and "position" not in loader.bad_samples.names()[0]
