@@ -176,7 +176,8 @@ def _not_cuttable(raw: Any, image: Any) -> str:
                 "tuple whose image cuts JPEG windows")
     if isinstance(image, WindowedImage):
         return (f"Loader(decode_on=...): its image is {image.describe()}, which has no JPEG to cut; read it with "
-                f"decode_on=None (raw pixels need no decoding), or {PACK} (mode 'jpeg')")
+                f"decode_on=None (raw pixels need no decoding), or {PACK} (mode 'jpeg', with "
+                f"--non-jpeg encode so that PNGs become JPEG records too: lossy)")
     return (f"Loader(decode_on=...): its image is a {type(image).__name__}, not a JPEG that cuts windows (a "
             f"PackedDataset's JPEG record, or an ImageFolder(roi=True) JpegFile, decoded whole on the device); {PACK}")
 
