@@ -8,6 +8,7 @@ asserted beyond them. The 10-repeat reliability runs are in test_diagnose_reliab
 import io
 import itertools
 import pickle
+import re
 import time
 
 import pytest
@@ -240,17 +241,22 @@ def _levels(*rates, cpu=True):
     ((100, 50, 49, 48, 47), "host->device copy", "host->device copy adds 10 ms"),
     ((100, 0, 99, 20, 10), "inconclusive", "raw loading (50 ms per step) and transforms (39.9 ms) are less than 1.5x apart"),
     ((100, 0, 99, 0, 10), "transforms + raw loading", "transforms + raw loading adds"),
-    # A level faster than one before it shows noise the intervals miss: comparisons widen by it.
-    ((100, 0, 150, 20, 19), "transforms", "level 3 (cached processed sample) measured 150% of the ceiling: noise "
-                                          "the intervals miss, so each was widened by 3.33 ms"),
-    ((100, 0, 200, 60, 45), "inconclusive", "are within noise of each other; nothing cached runs at 45% of the "
-                                            "ceiling; level 3 (cached processed sample) measured 200% of the ceiling"),
-    ((100, 0, 90, 95, 50), "raw loading", "level 4 (cached raw sample) measured 106% of level 3 (cached processed"),
+    # A level faster than one before it shows noise the intervals miss: comparisons widen by it, and
+    # the fastest level is the ceiling, so no share is above 100%.
+    ((100, 0, 150, 20, 19), "transforms", "the ceiling (level 1) measured only 67% of level 3 (cached processed "
+                                          "sample): noise the intervals miss, so each was widened by 3.33 ms"),
+    ((100, 0, 200, 60, 45), "inconclusive", "are within noise of each other; nothing cached runs at 22% of the "
+                                            "ceiling; the ceiling (level 1) measured only 50% of level 3"),
+    ((100, 0, 90, 95, 50), "raw loading", "level 3 (cached processed sample) measured only 95% of level 4 (cached"),
 ])
 def test_verdict_rules(rates, verdict, says):
     report = BottleneckReport(_levels(*rates, cpu=rates[1] == 0), *judge(_levels(*rates, cpu=rates[1] == 0)))
     assert report.verdict == verdict and says in report.margin, report.margin
     assert says in report.table() and report.as_dict()["verdict"] == verdict
+    shares = [float(x) for x in re.findall(r"(\d+(?:\.\d+)?)%", report.table())]
+    assert max(shares) <= 100, report.table()  # no share of the ceiling, nor of anything, above 100%
+    if max(rates) > rates[0]:
+        assert "measured slower than level 3, which runs the same step with more work" in report.table()
 
 
 def test_verdict_is_inconclusive_when_the_drop_is_within_noise():

@@ -12,7 +12,7 @@ import torch
 
 import fastprep.io as fio
 
-from jpeg_photos import child_outcomes, needs_decoder, photo_jpeg
+from jpeg_photos import child_outcomes, needs_decoder, photo_jpeg, pil_decode
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 _jpeg = fio.jpeg._jpeg  # the native module (None when not built: every test skips)
@@ -78,15 +78,15 @@ def test_data_that_is_not_a_jpeg_is_a_value_error_naming_the_file(data, match):
         fio.decode_jpeg(data, name="f.jpg")
 
 
-def test_a_cmyk_jpeg_says_how_to_convert_it():
+def test_a_cmyk_jpeg_decodes_as_pillow_converts_it():
+    """No longer refused (tests/test_jpeg_cmyk.py has the cases): Pillow's convert("RGB") bits."""
     from PIL import Image
 
     buf = io.BytesIO()
     Image.fromarray(np.full((16, 16, 3), 40, np.uint8)).convert("CMYK").save(buf, format="JPEG")
     data = buf.getvalue()
     assert fio.read_jpeg_header(data).color_space == "CMYK"
-    with pytest.raises(ValueError, match=r"a CMYK JPEG \(4 components\) is not decoded here; convert it with Pillow"):
-        fio.decode_jpeg(data)
+    assert np.array_equal(fio.decode_jpeg(data, layout="HWC").numpy(), pil_decode(data))
 
 
 def test_a_truncated_file_warns_with_the_file_name_and_strict_raises_with_the_offset(tmp_path):

@@ -51,6 +51,8 @@ def test_a_pack_read_by_range_reports_bytes_per_sample(packed, tmp_path):
     assert "/sample, " in text and "/s fetched" in text  # the live line
     assert f"fetched from remote storage: {s.bytes_per_sample / 1e3:.3g} kB per sample, " in str(s)
     assert s.as_dict()["bytes_per_sample"] == s.bytes_per_sample
+    assert s.facts.source == "remote-pack" and "a pack at a URL" in str(s)  # described as what it is
+    assert "cache_dir" in str(s) and "roi=True" not in str(s) and "python -m fastprep pack" not in str(s)
 
 
 @needs_decoder

@@ -41,7 +41,7 @@ class Faulty:
 
 
 ITEMS = [
-    ("KeyError", KeyError("no such key"), r"pack: item 3 \(of 10\): KeyError: 'no such key'$"),
+    ("KeyError", KeyError("no such key"), r"pack: item 3 \(of 10\): KeyError: 'no such key' \(on_error='skip' leaves such items out of the pack\)$"),
     ("ZeroDivisionError", ZeroDivisionError("division by zero"), r"item 3 \(of 10\): ZeroDivisionError: division by"),
     ("an OSError of the source", OSError(errno.EIO, "Input/output error"), r"item 3 \(of 10\): OSError: \[Errno 5\]"),
     ("not a tuple", 7, r"item 3 \(of 10\): expected \(image, label, ...\), got a int"),

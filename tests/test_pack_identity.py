@@ -166,7 +166,6 @@ OTHER = [
     ("quality", {"quality": 80}, r"other options \(quality 90 -> 80\)"),
     ("max_side", {"max_side": 10}, r"other options \(max_side None -> 10\)"),
     ("restart", {"restart": 2}, r"other options \(restart 4 -> 2\)"),
-    ("non_jpeg", {"non_jpeg": "raw"}, r"other options \(non_jpeg 'encode' -> 'raw'\)"),
     ("length", {"src": Items([(p, 1) for p in A_PIXELS[:6]])},
      r"it packed a dataset test_pack_identity.Items of 7 items, this is a dataset test_pack_identity.Items of 6"),
     ("type", {"src": [(p, 1) for p in A_PIXELS]}, r"it packed a dataset test_pack_identity.Items of 7 items, this "
@@ -205,7 +204,7 @@ def test_overwrite_deletes_only_the_packs_files_and_the_cli_has_it(tmp_path, cap
     assert main(["pack", str(b), str(tmp_path / "p"), "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert re.fullmatch(r"python -m fastprep pack: error: .*p holds a pack of another source: item 0 .*; pass "
-                        r"overwrite=True or choose another DEST\n", err), err
+                        r"--overwrite or choose another DEST\n", err), err
     assert main(["pack", str(b), str(tmp_path / "p"), "--no-progress", "--overwrite"]) == 0
     fio.pack(b, tmp_path / "clean", progress=False)
     same_pack(tmp_path / "p", tmp_path / "clean")

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import fastprep.io as fio
+from fastprep.bad_samples import BadSampleWarning
 from fastprep.io.shards import shown
 from fastprep.tools.pack_cli import print_summary
 
@@ -43,11 +44,11 @@ def relpaths(root):
 
 
 def test_odd_names_round_trip_through_pack_and_the_reader(odd_folder, tmp_path):
-    with pytest.warns(fio.PackWarning) as caught:
-        s = fio.pack(odd_folder, tmp_path / "p", progress=False, shard_bytes=1 << 12)
+    with pytest.warns(BadSampleWarning) as caught:
+        s = fio.pack(odd_folder, tmp_path / "p", progress=False, shard_bytes=1 << 12, on_error="warn")
     message = str(caught[0].message)
     message.encode("utf-8")  # printable: no lone surrogates
-    assert "skipped k\\xe9/bad\\xff\\n.png" in message, message
+    assert "k\\xe9/bad\\xff\\n.png" in message, message
     names = relpaths(odd_folder)
     skipped = sorted(os.fsdecode(os.path.join(c, n)) for c in (b"k\xe9", b"plain") for n in UNREADABLE)
     assert sorted(n for n, _ in s.skipped) == skipped
@@ -62,19 +63,18 @@ def test_odd_names_round_trip_through_pack_and_the_reader(odd_folder, tmp_path):
     print_summary(s, out)
     out.flush()
     text = out.buffer.getvalue().decode()
-    assert "  skipped k\\xe9/bad\\xff\\n.png: " in text and text.count("\n") == 1 + len(skipped), text
+    assert "  skipped k\\xe9/bad\\xff\\n.png: " in text and text.count("\n") == 3 + len(skipped), text
 
 
 def test_odd_names_resume(odd_folder, tmp_path):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", fio.PackWarning)
-        fio.pack(odd_folder, tmp_path / "clean", progress=False, shard_bytes=1 << 12)
-        fio.pack(odd_folder, tmp_path / "p", progress=False, shard_bytes=1 << 12)
+        fio.pack(odd_folder, tmp_path / "clean", progress=False, shard_bytes=1 << 12, on_error="skip")
+        fio.pack(odd_folder, tmp_path / "p", progress=False, shard_bytes=1 << 12, on_error="skip")
         shards = sorted(n for n in os.listdir(tmp_path / "p") if n.endswith(".fpk"))
         assert len(shards) >= 3
         os.remove(tmp_path / "p" / "index.fpi")
         os.remove(tmp_path / "p" / shards[-1])
-        s = fio.pack(odd_folder, tmp_path / "p", progress=False, shard_bytes=1 << 12)
+        s = fio.pack(odd_folder, tmp_path / "p", progress=False, shard_bytes=1 << 12, on_error="skip")
     assert s.resumed > 0
     for name in os.listdir(tmp_path / "clean"):
         assert (tmp_path / "p" / name).read_bytes() == (tmp_path / "clean" / name).read_bytes(), name
@@ -83,8 +83,9 @@ def test_odd_names_resume(odd_folder, tmp_path):
 def test_a_datasets_odd_paths_name_its_items(odd_folder, tmp_path):
     paths = [os.path.join(odd_folder, "plain", os.fsdecode(n)) for n in NAMES + UNREADABLE]
     items = [(p, i) for i, p in enumerate(paths)]
-    with pytest.warns(fio.PackWarning, match=re.escape("bad\\xff\\n.png")):
-        s = fio.pack(items, tmp_path / "p", progress=False)
+    with pytest.warns(BadSampleWarning) as caught:
+        s = fio.pack(items, tmp_path / "p", progress=False, on_error="warn")
+    assert re.search(re.escape("bad\\xff\\n.png"), str(caught[0].message)) and len(caught) == len(UNREADABLE)
     assert [n for n, _ in s.skipped] == paths[len(NAMES):]
     ds = fio.PackedDataset(tmp_path / "p")
     assert [ds.where(i).split(" record ", 1)[1] for i in range(len(ds))] == \

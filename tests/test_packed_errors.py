@@ -1,6 +1,6 @@
 """Packed shards on bad input: corrupt or truncated indexes and shards, newer format versions,
 failing checksums, huge declared sizes, records whose JPEG is not what a window cut can read
-(a restart interval that does not divide the row, progressive, arithmetic, CMYK, 12-bit): a clear
+(a restart interval that does not divide the row, progressive, arithmetic, 5 components, 12-bit): a clear
 error naming the shard and record, never a crash, never a wrong image. Random mutations of a
 shard run in a child process."""
 
@@ -203,7 +203,7 @@ BAD_RECORDS = [
     ("progressive", _patch_jpeg(b"\xff\xc0", 1, b"\xc2"), r"frame type SOF 0xFFC2 \(progressive\)"),
     ("arithmetic", _patch_jpeg(b"\xff\xc0", 1, b"\xc9"), r"frame type SOF 0xFFC9 \(arithmetic-coded\)"),
     ("12-bit", _patch_jpeg(b"\xff\xc0", 4, b"\x0c"), r"12-bit samples \(only 8-bit JPEGs are read\)"),
-    ("CMYK", _patch_jpeg(b"\xff\xc0", 9, b"\x04"), r"4 components \(CMYK or YCCK\)"),
+    ("5 components", _patch_jpeg(b"\xff\xc0", 9, b"\x05"), r"5 components \(1, 3 or 4 are read\)"),
     ("a segment past the end", _patch_jpeg(b"\xff\xc4", 2, b"\xff\xff"), r"segment 0xFFC4 at byte \d+ claims 65535"),
     ("a size that disagrees", _patch_jpeg(b"\xff\xc0", 5, b"\x00\x10"), r"header disagrees with the record"),
     ("huge row count", lambda rec: struct.pack_into("<I", rec, 24, 2**32 - 1), r"record header is corrupt"),

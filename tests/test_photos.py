@@ -2,6 +2,7 @@
 what diagnose says about it: with fastprep's fast transforms, decoding is what starves the step."""
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ SIZES = (256, 384)
 
 @pytest.fixture(scope="module")
 def photo_root(tmp_path_factory):
+    pytest.importorskip("skimage", reason="write_photo_folder writes scikit-image's photos")
     root = tmp_path_factory.mktemp("photos")
     where = write_photo_folder(root, sizes=SIZES)
     return root, where
@@ -28,11 +30,7 @@ def photo_root(tmp_path_factory):
 
 def test_the_folder_holds_real_jpegs_of_each_size(photo_root):
     root, where = photo_root
-    try:
-        import skimage  # noqa: F401
-        assert where.startswith("scikit-image")
-    except ImportError:
-        assert where.startswith("synthetic")
+    assert where.startswith("scikit-image")
     assert sorted(os.listdir(root)) == sorted(PHOTOS)
     dataset = ImageFolder(root)
     assert dataset.classes == sorted(PHOTOS) and len(dataset) == len(PHOTOS) * len(SIZES) * 2
@@ -48,6 +46,19 @@ def test_the_folder_holds_real_jpegs_of_each_size(photo_root):
     array = decode_array(dataset.samples[0][0])
     assert array.dtype == np.uint8 and array.ndim == 3 and array.shape[2] == 3
     assert 40 < array.std() < 120  # a photo, not a flat or noise image
+
+
+def test_without_scikit_image_it_refuses_unless_synthetic_is_asked_for(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "skimage", None)  # `import skimage.data` raises ImportError
+    monkeypatch.setitem(sys.modules, "skimage.data", None)
+    with pytest.raises(RuntimeError, match=r"scikit-image is not installed: pip install 'fastprep\[photos\]' \(or: "
+                                           r"pip install scikit-image\); or pass synthetic=True"):
+        write_photo_folder(tmp_path / "a", sizes=(32,))
+    assert not (tmp_path / "a").exists()
+    assert write_photo_folder(tmp_path / "b", sizes=(32,), names=("coffee",), synthetic=True) == "synthetic (asked for)"
+    assert sorted(os.listdir(tmp_path / "b" / "coffee")) == ["coffee_32.jpg", "coffee_32_mirrored.jpg"]
+    with pytest.raises(ValueError, match=r"expected synthetic to be a bool, got 'yes'"):
+        write_photo_folder(tmp_path / "c", synthetic="yes")
 
 
 def test_bad_folders_say_what_is_wrong(tmp_path):

@@ -89,3 +89,14 @@ def test_malformed_exif_is_no_orientation_and_never_fails(payload, expected):
     assert info["orientation"] == expected
     assert _jpeg.record_info(record, checksum)["orientation"] == (expected if expected > 1 else 0)
     assert _orientation(_record_jpeg(record)) == (expected if expected > 1 else None)
+
+
+def test_a_cmyk_photo_keeps_its_orientation_beside_its_adobe_marker():
+    buf = io.BytesIO()
+    exif = Image.Exif()
+    exif[0x0112] = 7
+    Image.fromarray(np.full((24, 40, 4), 90, np.uint8), "CMYK").save(buf, "JPEG", exif=exif)
+    record, checksum, info, _ = _jpeg.transcode_record(buf.getvalue(), 4, True)
+    jpeg = _record_jpeg(record)
+    assert info["color_space"] == "CMYK" and info["orientation"] == 7 and _orientation(jpeg) == 7
+    np.testing.assert_array_equal(fio.decode_jpeg(jpeg), fio.decode_jpeg(buf.getvalue()))

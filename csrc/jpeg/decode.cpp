@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "jpeg/cmyk.h"
 #include "jpeg/libjpeg_errors.h"
 #include "jpeg/rows.h"
 
@@ -35,23 +36,6 @@ int64_t consumed(const Session& s) {
 void fail(Session& s) {
   s.failed_at = consumed(s);
   jpeg_destroy_decompress(&s.cinfo);
-}
-
-ColorSpace color_space_of(J_COLOR_SPACE cs) {
-  switch (cs) {
-    case JCS_GRAYSCALE:
-      return ColorSpace::kGray;
-    case JCS_YCbCr:
-      return ColorSpace::kYCbCr;
-    case JCS_RGB:
-      return ColorSpace::kRGB;
-    case JCS_CMYK:
-      return ColorSpace::kCMYK;
-    case JCS_YCCK:
-      return ColorSpace::kYCCK;
-    default:
-      return ColorSpace::kOther;
-  }
 }
 
 void fill_header(const jpeg_decompress_struct& cinfo, Header& h) {
@@ -91,11 +75,11 @@ struct DecodeJob {
 enum class Verdict { kOk, kFailed, kStalled, kWindowOutside, kNoDecoding, kYCbCrOfRGB };
 constexpr int kRows = 16;
 
+bool is_cmyk(ColorSpace cs) { return cs == ColorSpace::kCMYK || cs == ColorSpace::kYCCK; }
+
 // Whether the job's mode fits the image's colour space.
 Verdict check_kind(const Header& h, const DecodeJob& job) {
-  if (h.color_space != ColorSpace::kGray && h.color_space != ColorSpace::kYCbCr && h.color_space != ColorSpace::kRGB) {
-    return Verdict::kNoDecoding;
-  }
+  if (h.color_space == ColorSpace::kOther) return Verdict::kNoDecoding;
   if (job.mode == Mode::kYCbCr && h.color_space == ColorSpace::kRGB) return Verdict::kYCbCrOfRGB;
   return Verdict::kOk;
 }
@@ -124,7 +108,10 @@ Verdict run_decode(Session& s, const DecodeJob& job, Header& h) {
     return verdict;
   }
   const J_COLOR_SPACE source = cinfo.jpeg_color_space;
-  if (job.mode == Mode::kRGB) {
+  const bool cmyk = is_cmyk(h.color_space);
+  if (cmyk) {
+    cinfo.out_color_space = JCS_CMYK;  // libjpeg turns YCCK into CMYK; cmyk.h makes each mode of it
+  } else if (job.mode == Mode::kRGB) {
     cinfo.out_color_space = JCS_RGB;
   } else if (job.mode == Mode::kYCbCr && source == JCS_YCbCr) {
     cinfo.out_color_space = JCS_YCbCr;  // no colour conversion: the JPEG's own samples
@@ -172,6 +159,12 @@ Verdict run_decode(Session& s, const DecodeJob& job, Header& h) {
   const int channels = mode_channels(job.mode);
   const bool direct = skip_columns == 0 && static_cast<int64_t>(crop_w) == w.width && src_channels == channels &&
                       job.out.sc == 1 && job.out.sw == channels;
+  // CMYK rows are converted (cmyk.h): straight into a contiguous HWC output row, else into `converted`
+  // and from there laid out as any other row.
+  const bool hwc = job.out.sc == 1 && job.out.sw == channels;
+  JSAMPARRAY converted = cmyk && !hwc ? (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE,
+                                                                   static_cast<JDIMENSION>(w.width * channels), 1)
+                                      : nullptr;
   // Up to kRows rows a call: libjpeg's per-call overhead once per batch of rows.
   JSAMPROW rows[kRows];
   JSAMPARRAY buffer = direct ? nullptr
@@ -185,9 +178,15 @@ Verdict run_decode(Session& s, const DecodeJob& job, Header& h) {
       jpeg_destroy_decompress(&cinfo);
       return Verdict::kStalled;
     }
-    if (!direct) {
-      for (JDIMENSION i = 0; i < got; ++i) {
-        put_row(rows[i] + skip_columns * src_channels, src_channels, job.out, channels, y + i, w.width);
+    for (JDIMENSION i = 0; i < got && !direct; ++i) {
+      const uint8_t* row = rows[i] + skip_columns * src_channels;
+      if (!cmyk) {
+        put_row(row, src_channels, job.out, channels, y + i, w.width);
+      } else if (hwc) {
+        convert_cmyk(row, job.out.data + (y + i) * job.out.sh, w.width, job.mode);
+      } else {
+        convert_cmyk(row, converted[0], w.width, job.mode);
+        put_row(converted[0], channels, job.out, channels, y + i, w.width);
       }
     }
     y += got;
@@ -232,6 +231,23 @@ const char* color_space_name(ColorSpace cs) {
   }
 }
 
+ColorSpace color_space_of(int jcs) {
+  switch (jcs) {
+    case JCS_GRAYSCALE:
+      return ColorSpace::kGray;
+    case JCS_YCbCr:
+      return ColorSpace::kYCbCr;
+    case JCS_RGB:
+      return ColorSpace::kRGB;
+    case JCS_CMYK:
+      return ColorSpace::kCMYK;
+    case JCS_YCCK:
+      return ColorSpace::kYCCK;
+    default:
+      return ColorSpace::kOther;
+  }
+}
+
 Header read_header(const uint8_t* data, size_t size) {
   Session s;
   start(s, data, size, false);
@@ -260,9 +276,9 @@ std::vector<std::string> decode(const uint8_t* data, size_t size, const Window& 
           window_outside(window, h.height, h.width) +
           (scale != kScaleDenom ? " (the image decoded at scale " + std::to_string(scale) + "/8)" : ""));
     case Verdict::kNoDecoding:
-      throw ArgumentError(std::string("a ") + color_space_name(h.color_space) + " JPEG (" +
-                          std::to_string(h.components) +
-                          " components) is not decoded here; convert it with Pillow: Image.open(f).convert('RGB')");
+      throw ArgumentError("a JPEG of " + std::to_string(h.components) +
+                          " components in no colour space libjpeg knows is not decoded (fastprep reads 1: grey, "
+                          "3: YCbCr or RGB, 4: CMYK or YCCK)");
     case Verdict::kYCbCrOfRGB:
       throw ArgumentError("mode YCbCr: this JPEG stores RGB, not YCbCr; decode it as RGB and convert");
   }

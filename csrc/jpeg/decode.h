@@ -28,9 +28,13 @@ const char* libjpeg_turbo_version();
 
 enum class ColorSpace { kGray, kYCbCr, kRGB, kCMYK, kYCCK, kOther };
 const char* color_space_name(ColorSpace cs);
+// The colour space of libjpeg's J_COLOR_SPACE value `jcs` (its jpeg_color_space).
+ColorSpace color_space_of(int jcs);
 
 // What the output channels hold. kYCbCr is the JPEG's own Y, Cb, Cr (upsampled, no colour
-// conversion): only for YCbCr and greyscale JPEGs (grey gets Cb = Cr = 128).
+// conversion) for YCbCr and greyscale JPEGs (grey gets Cb = Cr = 128), and fastprep's rgb_to_ycbcr
+// of the RGB for CMYK / YCCK ones (cmyk.h); an RGB-coded JPEG is refused (the caller converts).
+// A CMYK / YCCK JPEG gives Pillow's convert("RGB") / convert("L") bits in kRGB / kGray (cmyk.h).
 enum class Mode { kRGB, kYCbCr, kGray };
 inline int mode_channels(Mode m) { return m == Mode::kGray ? 1 : 3; }
 

@@ -35,8 +35,9 @@ std::string parse_sof(const uint8_t* seg, uint32_t len, ScanLayout& out) {
   out.width = be16(seg + 7);
   out.components = seg[9];
   if (precision != 8) return std::to_string(precision) + "-bit samples (only 8-bit JPEGs are read)";
-  if (out.components == 4) return "4 components (CMYK or YCCK): convert it with Pillow: Image.open(f).convert('RGB')";
-  if (out.components != 1 && out.components != 3) return std::to_string(out.components) + " components";
+  if (out.components != 1 && out.components != 3 && out.components != 4) {
+    return std::to_string(out.components) + " components (1, 3 or 4 are read)";
+  }
   if (len != 8 + 3u * out.components) return "SOF segment of " + std::to_string(len) + " bytes";
   if (out.height < 1 || out.width < 1) {
     return "image size " + std::to_string(out.height) + "x" + std::to_string(out.width) + " in the SOF";

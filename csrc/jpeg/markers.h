@@ -13,8 +13,8 @@ namespace fastprep::jpeg {
 // The single scan of a sequential JPEG and the geometry of its MCUs.
 struct ScanLayout {
   int64_t height = 0, width = 0;
-  int components = 0;  // 1 (grey) or 3
-  int h_samp[3] = {0, 0, 0}, v_samp[3] = {0, 0, 0};
+  int components = 0;  // 1 (grey), 3 (YCbCr, RGB) or 4 (CMYK, YCCK)
+  int h_samp[4] = {0, 0, 0, 0}, v_samp[4] = {0, 0, 0, 0};
   int mcu_width = 0, mcu_height = 0;  // pixels of one MCU of the scan (one 8x8 block for a single component)
   int64_t mcus_per_row = 0, mcu_rows = 0;
   int64_t restart = 0;  // MCUs per restart interval (DRI); 0 without restart markers
@@ -27,7 +27,7 @@ struct ScanLayout {
 };
 
 // Parses data[0:size) up to its SOS: one baseline or extended Huffman frame (SOF0 / SOF1), 8-bit,
-// 1 or 3 components with integer sampling ratios, one scan holding every component. With
+// 1, 3 or 4 components with integer sampling ratios, one scan holding every component. With
 // `need_restart`, a DRI whose interval divides the MCUs of a row is required too.
 std::string parse_scan_layout(const uint8_t* data, size_t size, bool need_restart, ScanLayout& out);
 

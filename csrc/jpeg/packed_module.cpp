@@ -86,7 +86,7 @@ void bind_packed(py::module_& m) {
         py::dict info = layout_dict(t.layout);
         info["jpeg_bytes"] = t.jpeg.size();
         info["orientation"] = t.orientation;
-        info["color_space"] = t.layout.components == 1 ? "GRAY" : t.rgb ? "RGB" : "YCbCr";
+        info["color_space"] = jp::color_space_name(t.color);
         return py::make_tuple(as_bytes(r.bytes), r.checksum, info, t.warnings);
       },
       py::arg("data"), py::arg("restart"), py::arg("strict"),

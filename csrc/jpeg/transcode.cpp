@@ -52,12 +52,13 @@ struct Session {
   jpeg_compress_struct dst;
   ErrorManager err;  // one for both, as jpegtran: either one's failure lands in the same setjmp
   Destination out;
-  bool src_made, dst_made, rgb;
+  bool src_made, dst_made;
+  int color;  // the source's J_COLOR_SPACE
   int64_t restart_target, restart;
   int orientation;  // the source's EXIF orientation (0: none), kept in the output when not 1
 };
 
-enum class Verdict { kOk, kFailed, kCmyk, kComponents };
+enum class Verdict { kOk, kFailed, kComponents };
 
 void release(Session& s) {
   if (s.dst_made) jpeg_destroy_compress(&s.dst);
@@ -98,15 +99,12 @@ Verdict run_transcode(Session& s, const uint8_t* data, size_t size) {
   jpeg_mem_src(&s.src, data, static_cast<unsigned long>(size));
   jpeg_save_markers(&s.src, JPEG_APP0 + 1, 0xFFFF);  // APP1: the EXIF orientation is kept
   jpeg_read_header(&s.src, TRUE);
-  if (s.src.jpeg_color_space == JCS_CMYK || s.src.jpeg_color_space == JCS_YCCK) {
-    release(s);
-    return Verdict::kCmyk;
-  }
-  if (s.src.num_components != 1 && s.src.num_components != 3) {
+  const int n = s.src.num_components;
+  if ((n != 1 && n != 3 && n != 4) || color_space_of(s.src.jpeg_color_space) == ColorSpace::kOther) {
     release(s);
     return Verdict::kComponents;
   }
-  s.rgb = s.src.jpeg_color_space == JCS_RGB;
+  s.color = s.src.jpeg_color_space;
   jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&s.src);
   s.restart = choose_restart(scan_mcus_per_row(s.src), s.restart_target);
 
@@ -176,14 +174,11 @@ Transcoded transcode_with_restarts(const uint8_t* data, size_t size, int64_t res
       break;
     case Verdict::kFailed:
       throw JpegError(std::string("not a readable JPEG: ") + s.err.message, -1);
-    case Verdict::kCmyk:
-      throw ArgumentError(
-          "a CMYK or YCCK JPEG (4 components) is not packed; convert it with Pillow: "
-          "Image.open(f).convert('RGB')");
     case Verdict::kComponents:
-      throw ArgumentError("a JPEG of " + std::to_string(s.src.num_components) + " components is not packed");
+      throw ArgumentError("a JPEG of " + std::to_string(s.src.num_components) +
+                          " components is not packed (grey, YCbCr, RGB, CMYK and YCCK JPEGs are)");
   }
-  t.rgb = s.rgb;
+  t.color = color_space_of(s.color);
   t.orientation = s.orientation;
   for (long i = 0; i < std::min<long>(s.err.n_warnings, kMaxWarnings); ++i) t.warnings.emplace_back(s.err.warnings[i]);
   std::string err = parse_scan_layout(t.jpeg.data(), t.jpeg.size(), true, t.layout);

@@ -4,8 +4,9 @@
 // are libjpeg's own (jpeg_read_coefficients -> jpeg_write_coefficients, as jpegtran): decoding
 // the result gives the bits of decoding the input. Of the source's APP markers only the EXIF
 // orientation survives (exif.h), in a 32-byte APP1 segment before the tables. Progressive,
-// baseline and arithmetic-coded 8-bit grey, YCbCr or RGB JPEGs are taken; CMYK / YCCK and 12-bit
-// ones are refused.
+// baseline and arithmetic-coded 8-bit grey, YCbCr, RGB, CMYK and YCCK JPEGs are taken (the Adobe
+// marker of a CMYK / YCCK one is written again with its transform); 12-bit ones and other
+// component counts are refused.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +23,7 @@ struct Transcoded {
   ScanLayout layout;                      // of `jpeg`, restart included
   std::vector<uint32_t> interval_starts;  // layout.intervals() offsets into `jpeg`
   std::vector<std::string> warnings;      // corrupt data libjpeg recovered from (not kept with strict)
-  bool rgb = false;                       // the samples are RGB (an Adobe JPEG without transform), not YCbCr
+  ColorSpace color = ColorSpace::kOther;  // GRAY, YCbCr, RGB (Adobe, no transform), CMYK or YCCK
   int orientation = 0;                    // the source's EXIF orientation 1..8 (0: none or malformed); `jpeg`
                                           // holds it in a minimal APP1 "Exif" segment when it is not 1
 };
@@ -32,7 +33,7 @@ struct Transcoded {
 int64_t choose_restart(int64_t mcus_per_row, int64_t target);
 
 // Transcodes data[0:size). Throws JpegError (not a readable JPEG, corrupt data with `strict`) or
-// ArgumentError (a JPEG this format cannot hold: CMYK, 12-bit, ...), with the reason.
+// ArgumentError (a JPEG this format cannot hold: 12-bit, 2 components, ...), with the reason.
 Transcoded transcode_with_restarts(const uint8_t* data, size_t size, int64_t restart_target, bool strict);
 
 }  // namespace fastprep::jpeg

@@ -43,6 +43,36 @@ def substitutes(index: int, n: int) -> range:
     return range(index + 1, index + 1 + min(MAX_SUBSTITUTES, max(n - 1, 0)))
 
 
+class SubstitutesExhausted(RuntimeError):
+    """Bad sample `index` and every sample tried in its place (`tried`, in order) failed: past
+    MAX_SUBSTITUTES consecutive failures the epoch stops (a dataset failing sample after sample is a
+    bug to see, not to skip). `cause`: the bad sample's own error (also ``__cause__``)."""
+
+    def __init__(self, index: int, tried: list[int], cause: BaseException, key: str = "dataset index"):
+        super().__init__(f"sample {index} ({key}) failed ({describe_error(cause)}), and so did each of the "
+                         f"{len(tried)} samples tried in its place, {tried}: too many consecutive bad samples "
+                         f"to skip; look at the data (or at the transform) before skipping more")
+        self.index, self.tried = index, list(tried)
+        self.__cause__ = cause
+
+
+def sample_name(dataset: Any, index: int) -> str | None:
+    """What names sample `index` of `dataset` in messages: its file (an ImageFolder's
+    ``samples[i][0]``), its record (``where(i)``: a PackedDataset's shard, record and source name);
+    None when the dataset says nothing (the caller writes "item i"). Never raises."""
+    try:
+        where = getattr(dataset, "where", None)
+        if callable(where):
+            return str(where(index))
+        samples = getattr(dataset, "samples", None)
+        if isinstance(samples, (list, tuple)) and 0 <= index < len(samples):
+            entry = samples[index]
+            return str(entry[0] if isinstance(entry, (tuple, list)) and entry else entry)
+    except Exception:  # noqa: BLE001 (a name is a courtesy: a dataset whose lookup fails is named by index)
+        return None
+    return None
+
+
 def describe_error(exc: BaseException) -> str:
     """One line for a bad sample's cause: the exception's type and the first line of its message."""
     text = str(exc).strip().splitlines()
@@ -69,17 +99,28 @@ class BadSamples:
         with self._lock:
             return sorted(self._seen)
 
-    def record(self, index: int, name: str | None, exc: BaseException) -> None:
-        """Sample `index` (named `name`, e.g. its path) failed with `exc`: count it, and warn the
-        first time it is met under on_error="warn"."""
+    def record(self, index: int, name: str | None, exc: BaseException, *, stage: str | None = None,
+               substitute: int | None = None, warn: bool = True) -> str | None:
+        """Sample `index` (named `name`, e.g. its path) failed with `exc` (in `stage`, replaced by
+        sample `substitute`): count it. The first time it is met under on_error="warn", return the
+        warning's text, and issue it unless `warn` is False (the Loader issues it in the consumer's
+        thread, where ``warnings.catch_warnings`` and filters apply); else return None."""
         line = f"{name if name else f'item {index}'}: {describe_error(exc)}"
+        if stage:
+            line += f" (in {stage})"
         with self._lock:
             self.count += 1
             first = index not in self._seen
             if first:
                 self._seen[index] = line if len(self._seen) < MAX_NAMED else ""
-        if first and self.on_error == "warn":
-            warnings.warn(f"{self.who}: skipped bad sample {index} ({line})", BadSampleWarning, stacklevel=3)
+        if not first or self.on_error != "warn":
+            return None
+        text = f"{self.who}: skipped bad sample {index} ({line})"
+        if substitute is not None:
+            text += f"; sample {substitute} took its place"
+        if warn:
+            warnings.warn(text, BadSampleWarning, stacklevel=3)
+        return text
 
     def names(self) -> list[str]:
         """'name: cause' of each distinct bad sample, in the order met (the first MAX_NAMED)."""
@@ -100,6 +141,9 @@ class BadSamples:
             return {"count": self.count, "indices": sorted(self._seen), "names": dict(self._seen)}
 
     def load_state_dict(self, state: dict) -> None:
+        if not isinstance(state, dict) or not isinstance(state.get("indices", []), (list, tuple)):
+            raise ValueError(f"{self.who}.load_state_dict: expected bad_samples to be a dict from "
+                             f"BadSamples.state_dict(), got {state!r:.80}")
         with self._lock:
             self.count = int(state.get("count", 0))
             named = state.get("names", {})

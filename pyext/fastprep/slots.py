@@ -203,6 +203,13 @@ class BatchJob:
         self._done = threading.Event()
         self.error: BaseException | None = None
         self._columns: dict[int, list[Any]] = {}
+        # (position, key, stage, error, substitute) of each bad sample replaced (on_error "skip" /
+        # "warn"), appended by the chunks' threads; the consumer records them when it gets the batch.
+        self.bad: list[tuple[int, int, str, Exception, int]] = []
+
+    def note_bad(self, j: int, key: int, stage: str, exc: Exception, substitute: int) -> None:
+        """Position j (sample `key`) failed in `stage` with `exc`; sample `substitute` took its place."""
+        self.bad.append((j, key, stage, exc, substitute))
 
     def add_chunk(self) -> None:
         with self._lock:

@@ -214,6 +214,11 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
     RGB and converted with fastprep.rgb_to_ycbcr. ``mode="GRAY"`` gives the Y samples of a colour
     JPEG (not Pillow's ``convert("L")``, which is computed from rounded RGB).
 
+    A CMYK or YCCK JPEG (4 components, Adobe) decodes with Pillow's bits: ``mode="RGB"`` and
+    ``"GRAY"`` equal ``Image.open(f).convert("RGB")`` and ``convert("L")`` (Adobe's inverted CMYK,
+    Pillow's integer CMYK -> RGB -> L), ``"YCbCr"`` is fastprep.rgb_to_ycbcr of that RGB; windows
+    and scales as for any JPEG.
+
     Args:
         data: the file's bytes (bytes, bytearray, memoryview, 1-D uint8 tensor or array) or its path.
         crop: (top, left, height, width) of the window to decode; None decodes everything.
@@ -237,7 +242,7 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
 
     Raises:
         ValueError: not a JPEG, corrupt data (naming `name` and the byte offset), a crop outside
-            the image, a CMYK JPEG, or an image over ``MAX_IMAGE_PIXELS``.
+            the image, a JPEG of 2 components or 12-bit samples, or an image over ``MAX_IMAGE_PIXELS``.
         RuntimeError: fastprep was built without libjpeg-turbo.
 
     Example:

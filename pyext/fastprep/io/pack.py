@@ -6,27 +6,36 @@ kill ``pack`` keeps the shards it finds, once each is checked to be of the same 
 (pack_identity.py; anything else is refused by name), and goes on after the last one's sources.
 The index comes last, and is read back against the shards before pack returns. One writer at a
 time: DEST is locked while pack writes (pack_lock.py).
+
+An input that cannot be packed (unreadable, not an image, a dataset item that raises) meets the
+bad-sample policy (fastprep/bad_samples.py): ``on_error="raise"`` stops the pack naming it;
+"skip" / "warn" leave it out, named in the summary, the index and the shard that holds its place
+(records keep their source index, so a pack with skipped items resumes and maps to its source).
+The policy is not part of the pack's identity: a pack stopped by "raise" resumes under "skip"; a
+pack that left items out is refused by "raise" as a fresh run would (it names the first).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import time
 import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from fastprep.bad_samples import BadSamples, check_on_error
 from fastprep.io import shards as fmt
-from fastprep.io.errors import PackWriteError
+from fastprep.io.errors import PackSourceError, PackWriteError
 from fastprep.io.pack_identity import check_kept, check_written, pack_identity
 from fastprep.io.pack_items import Options, Packed, Unreadable, make_record
 from fastprep.io.pack_lock import pack_lock
 from fastprep.io.pack_sources import Item, Sources, dataset_sources, folder_sources, shown
+from fastprep.io.pack_summary import PackSummary, add_shard_kinds
 from fastprep.io.pack_writer import ShardWriter, pack_files, scan_shards
 from fastprep.progress import Progress
 
@@ -34,22 +43,8 @@ MODES, NON_JPEG = ("jpeg", "raw"), ("encode", "raw")
 
 
 class PackWarning(UserWarning):
-    """Inputs the packer skipped (unreadable) or read with libjpeg's recovery from corrupt data."""
-
-
-@dataclass
-class PackSummary:
-    """What :func:`pack` did."""
-
-    dest: str
-    records: int
-    shards: int
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, why)
-    warnings: list[tuple[str, str]] = field(default_factory=list)  # (name, libjpeg's words)
-    input_bytes: int = 0  # of the source files (a folder's), else 0
-    packed_bytes: int = 0  # of the shards and the index
-    resumed: int = 0  # records found done in shards of an interrupted run
-    seconds: float = 0.0
+    """Inputs packed as libjpeg decodes them after recovering from corrupt data (a truncated JPEG).
+    (Skipped inputs warn with :class:`fastprep.bad_samples.BadSampleWarning` under on_error="warn".)"""
 
 
 def _check_options(mode: str, max_side: Any, threads: Any, quality: Any, non_jpeg: str, shard_bytes: Any,
@@ -79,20 +74,34 @@ def _convert(sources: Sources, i: int, opts: Options) -> tuple[Item, Packed | No
         try:
             return item, make_record(item.image, opts)
         except Unreadable as exc:
-            item.unreadable = str(exc)
+            item.unreadable, item.error = str(exc), exc
     return item, None
 
 
+def _bad_item(sources: Sources, i: int, name: str, why: str, found: str = "") -> PackSourceError:
+    """The error on_error="raise" stops the pack with: the item named (a folder's by its path)."""
+    n = len(sources.names)
+    where = f"{shown(name)!r} (item {i} of {n})" if sources.sizes else f"item {i} (of {n})"
+    return PackSourceError(f"pack: {where}: {why}{found} (on_error='skip' leaves such items out of the pack)")
+
+
 def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int | None = None,
-         threads: int | None = None, quality: int = 90, non_jpeg: str = "encode", shard_bytes: int = 256 << 20,
-         restart: int = 4, progress: bool = True, overwrite: bool = False) -> PackSummary:
+         threads: int | None = None, quality: int = 90, non_jpeg: str = "raw", shard_bytes: int = 256 << 20,
+         restart: int = 4, progress: bool = True, overwrite: bool = False, on_error: str = "raise") -> PackSummary:
     """Pack an image folder or a map-style dataset into shards + an index for :class:`PackedDataset`.
 
     JPEGs are transcoded losslessly (the same DCT coefficients) to baseline Huffman with a restart
     marker every K MCUs (K divides the MCU row, near `restart`), so a crop window decodes from the
-    restart intervals covering it only; other images are encoded once at `quality` or stored raw
-    (`non_jpeg`). ``mode="raw"`` stores every image as uint8 pixels (read through a memory map).
-    Unreadable inputs are skipped and named (a :class:`PackWarning` and ``summary.skipped``).
+    restart intervals covering it only; other images (PNG, pixels, ...) are stored as raw pixels,
+    losslessly (``non_jpeg="raw"``, the default), or encoded once as JPEG at `quality`
+    (``non_jpeg="encode"``: lossy, smaller, and GPU-decodable). ``mode="raw"`` stores every image
+    as uint8 pixels (read through a memory map). The summary counts each kind of input (transcoded,
+    re-encoded, stored raw, encoded, skipped) with its bytes in and out.
+
+    An input that cannot be packed (an unreadable file, not an image, a dataset item that raises)
+    stops the pack (``on_error="raise"``, the default: a PackSourceError naming it) or is left out
+    (``"skip"``; ``"warn"`` also gives a :class:`fastprep.bad_samples.BadSampleWarning` for each),
+    named with its cause in ``summary.skipped`` and the pack's ``skipped``.
 
     DEST may hold a pack of the same source and options: a finished one is returned, an interrupted
     one is resumed. Each kept shard is checked against the source first: a folder's files by
@@ -111,21 +120,27 @@ def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int
             re-encoded at `quality`: lossy). None (default) keeps every pixel.
         threads: converting threads (default: every core); a dataset's ``[i]`` is called from them.
         quality: JPEG quality for inputs that are encoded (non-JPEGs, and `max_side` shrinks).
-        non_jpeg: "encode" (default) or "raw" for inputs that are not JPEGs, in mode "jpeg".
+        non_jpeg: "raw" (default: pixels, lossless) or "encode" (JPEG at `quality`: lossy) for inputs
+            that are not JPEGs, in mode "jpeg". Packs made before "raw" became the default hold
+            "encode": resuming one needs ``non_jpeg="encode"`` (another value is refused by name).
         shard_bytes: a shard is closed once it holds this many bytes (default 256 MiB).
         restart: target MCUs per restart interval (4: 64 px of a 4:2:0 row).
         progress: a progress bar with the time left on stderr.
         overwrite: delete the pack DEST holds, if any (its shards and index only), and pack anew,
             instead of resuming it or refusing one of another source.
+        on_error: "raise" (default), "skip" or "warn": what an input that cannot be packed does
+            (fastprep.bad_samples). A dataset item with a bad label, extras or image type is a bug,
+            not a bad sample: it raises whatever the policy.
 
     Returns:
         a :class:`PackSummary`.
 
     Raises:
         ValueError: a bad option.
-        PackSourceError: (a ValueError) an item of the dataset raised or is malformed (bad label,
-            image or extras): the message names the item, the original error is ``__cause__``; or
-            DEST holds a pack of another source or options (the message says what differs).
+        PackSourceError: (a ValueError) an input cannot be packed (on_error="raise"), or an item of the
+            dataset is malformed (bad label, image or extras): the message names the item, the
+            original error is ``__cause__``; or DEST holds a pack of another source or options (the
+            message says what differs).
         PackLockedError: another pack is writing DEST (its pid and host are named).
         PackWriteError: (an OSError) the destination cannot be written (full or read-only disk),
             naming the file; the shards completed before are kept and a later run resumes from them.
@@ -135,6 +150,7 @@ def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int
         >>> ds = fastprep.io.PackedDataset("train.packed")
     """
     _check_options(mode, max_side, threads, quality, non_jpeg, shard_bytes, restart)
+    bad = BadSamples("pack", check_on_error("pack", on_error))
     if not isinstance(overwrite, bool):
         raise ValueError(f"pack: expected overwrite to be a bool, got {overwrite!r}")
     start = time.perf_counter()
@@ -149,7 +165,7 @@ def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int
         raise PackWriteError(errno.ENOTDIR, f"pack: DEST {dest!r} is a file, not a folder: choose another DEST")
     threads = threads or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     opts = Options(mode, max_side, quality, non_jpeg, restart)
-    summary = PackSummary(dest, 0, 0, input_bytes=sum(sources.sizes or []))
+    summary = PackSummary(dest, 0, 0, input_bytes=sum(sources.sizes or []), on_error=on_error, bad_samples=bad)
     done: list = []
     try:
         os.makedirs(dest, exist_ok=True)
@@ -163,16 +179,24 @@ def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int
 def _pack_locked(sources: Sources, opts: Options, dest: str, done: list, summary: PackSummary, threads: int,
                  shard_bytes: int, progress: bool, overwrite: bool) -> None:
     """pack's work once DEST is locked: keep what is of this source, convert the rest, write the index."""
-    pack_id, identity = pack_identity(sources, opts)
     index_path = os.path.join(dest, fmt.INDEX_NAME)
     if overwrite:  # whatever pack DEST holds goes (only a pack's files: anything else in DEST stays)
         for name in pack_files(dest):
             os.remove(os.path.join(dest, name))
     scan = scan_shards(dest)
+    if opts.mode == "raw" and scan.kept and scan.kept[0].meta.get("options", {}).get("mode") == "raw":
+        # non_jpeg means nothing to mode "raw": a kept raw pack's value (the old default "encode") is taken
+        opts = dataclasses.replace(opts, non_jpeg=scan.kept[0].meta["options"].get("non_jpeg", opts.non_jpeg))
+    pack_id, identity = pack_identity(sources, opts)
     check_kept(dest, scan.kept, pack_id, identity, sources, threads, progress)
     scan.drop_stale()
     done.extend((s.entries, s.meta) for s in scan.kept)
     summary.resumed = sum(len(e) for e, _ in done)
+    for _, meta in done:  # items the kept shards left out meet this run's policy, as a fresh run's would
+        for i, name, why in meta["skipped"]:
+            if summary.on_error == "raise":
+                raise _bad_item(sources, i, name, why, f" (left out of the pack {dest} holds)")
+            summary.bad_samples.record(i, shown(name), Unreadable(why))
     first = done[-1][1]["end"] if done else 0
     if first == len(sources.names) and done and _index_id(index_path) == pack_id:
         try:
@@ -242,8 +266,11 @@ def _run(sources: Sources, opts: Options, dest: str, pack_id: bytes, identity: d
                     record.label, record.extras = item.label, item.extras
                     writer.add(i, item.name, record, item.digest)
                     summary.warnings += [(item.name, w) for w in record.warnings]
+                elif summary.on_error == "raise":
+                    raise _bad_item(sources, i, item.name, item.unreadable) from item.error
                 else:
-                    writer.skip(i, item.name, item.unreadable, item.digest)
+                    summary.bad_samples.record(i, shown(item.name), item.error or Unreadable(item.unreadable))
+                    writer.skip(i, item.name, item.unreadable, item.digest, sources.sizes[i] if sources.sizes else 0)
                 progress_at += sources.sizes[i] if sources.sizes else 1
                 if bar is not None:
                     bar(f"{i + 1}/{n} images", progress_at / max(total, 1))
@@ -274,13 +301,14 @@ def _finish(summary: PackSummary, dest: str, done: list, start: float) -> PackSu
     summary.records = sum(len(e) for e, _ in done)
     summary.shards = len(done)
     summary.skipped = [(name, why) for _, m in done for _, name, why in m["skipped"]]
+    for entries, meta in done:
+        add_shard_kinds(summary, meta, len(entries))
     files = [fmt.shard_name(k) for k in range(len(done))] + [fmt.INDEX_NAME]
     summary.packed_bytes = sum(os.path.getsize(os.path.join(dest, f)) for f in files)
     summary.seconds = time.perf_counter() - start
-    if summary.skipped or summary.warnings:
-        lines = [f"skipped {shown(name)}: {why}" for name, why in summary.skipped[:10]]
-        lines += [f"{shown(name)}: libjpeg recovered from corrupt data: {w}" for name, w in summary.warnings[:10]]
-        more = len(summary.skipped) + len(summary.warnings) - len(lines)
+    if summary.warnings:
+        lines = [f"{shown(name)}: libjpeg recovered from corrupt data: {w}" for name, w in summary.warnings[:10]]
+        more = len(summary.warnings) - len(lines)
         warnings.warn(PackWarning(f"pack {dest}: " + "; ".join(lines) + (f"; and {more} more" if more > 0 else "")),
                       stacklevel=3)
     return summary

@@ -53,6 +53,14 @@ def _differs(old: dict, new: dict) -> str:
     return ", ".join(f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in keys if old.get(k) != new.get(k))
 
 
+def _old_default(old: dict, new: dict) -> str:
+    """Advice for a pack made when non_jpeg's default was "encode" (it is "raw" now), resumed with the default."""
+    if old.get("non_jpeg") == "encode" and new.get("non_jpeg") == "raw":
+        return (" (non_jpeg's default became 'raw', lossless; this pack was made with 'encode', the old default: "
+                "pass non_jpeg='encode' (--non-jpeg encode) to resume or return it)")
+    return ""
+
+
 def check_kept(dest: str, kept: list[Kept], pack_id: bytes, identity: dict, sources: Sources, threads: int,
                progress: bool) -> None:
     """Refuse (PackSourceError naming what differs) unless every kept shard is of this source and options."""
@@ -62,7 +70,8 @@ def check_kept(dest: str, kept: list[Kept], pack_id: bytes, identity: dict, sour
             raise refuse(dest, f"it was written by an older fastprep (pack format {shard.version}), which did not "
                                f"record its source")
         if meta["options"] != identity["options"]:
-            raise refuse(dest, f"other options ({_differs(meta['options'], identity['options'])})")
+            raise refuse(dest, f"other options ({_differs(meta['options'], identity['options'])})"
+                               f"{_old_default(meta['options'], identity['options'])}")
         if meta["source"] != identity["source"]:
             old, new = meta["source"], identity["source"]
             raise refuse(dest, f"it packed a {old['type']} of {old['items']} items, this is a {new['type']} of "

@@ -2,8 +2,10 @@
 threads (the transcoder, libjpeg and Pillow release the GIL).
 
 A JPEG is transcoded losslessly (``mode="jpeg"``) or decoded (``mode="raw"``); anything else
-(PNG, pixels from a dataset, ...) is encoded once as a JPEG at ``quality`` or stored as raw pixels
-(``non_jpeg``). ``max_side`` shrinks larger images first (then a JPEG is re-encoded: lossy).
+(PNG, pixels from a dataset, ...) is stored as raw pixels (``non_jpeg="raw"``, lossless: the
+default) or encoded once as a JPEG at ``quality`` (``non_jpeg="encode"``: lossy, smaller).
+``max_side`` shrinks larger images first (then a JPEG is re-encoded: lossy). Each record says what
+became of its input (its `how`, a kind of pack_summary.KINDS) and the input's size.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class Options:
     mode: str = "jpeg"
     max_side: int | None = None
     quality: int = 90
-    non_jpeg: str = "encode"
+    non_jpeg: str = "raw"
     restart: int = 4
 
     def as_dict(self) -> dict:
@@ -57,6 +59,9 @@ class Packed:
     label: int
     extras: list | None
     warnings: list[str]
+    how: str = ""  # the kind (pack_summary.KINDS): what became of the input
+    bytes_in: int = 0  # the input's size: its encoded bytes, or its pixels' as given
+    shrunk: bool = False  # max_side shrank it
 
 
 def label_of(value: Any, where: str) -> int:
@@ -171,35 +176,60 @@ def _check_pixels(height: int, width: int) -> None:
 
 
 def make_record(image: Any, opts: Options) -> Packed:
-    """The record of one image (JPEG bytes, other encoded bytes, a path, or pixels). Raises
-    Unreadable for inputs to skip."""
+    """The record of one image (JPEG bytes, other encoded bytes, a path, or pixels), with what became
+    of it (`how`) and its input size. Raises Unreadable for inputs to skip."""
     if isinstance(image, (str, os.PathLike)):
         image = read_input(image)
     elif isinstance(image, JpegFile):
         image = bytes(image.data)
     if isinstance(image, (bytes, bytearray, memoryview)):
         data = bytes(image)
-        if data[:3] != JPEG_MAGIC:
-            pixels = _pil_pixels(data)
-        else:
-            try:
-                header = jpeg_io.read_jpeg_header(data)
-            except ValueError as exc:
-                raise Unreadable(str(exc).removeprefix("read_jpeg_header: ")) from None
-            _check_pixels(header.height, header.width)
-            too_big = opts.max_side is not None and max(header.height, header.width) > opts.max_side
-            if opts.mode == "jpeg" and not too_big:
-                return _jpeg_record(data, opts)
-            try:
-                pixels = jpeg_io.decode_jpeg(data, layout="HWC").numpy()
-            except ValueError as exc:
-                raise Unreadable(str(exc).removeprefix("decode_jpeg: ")) from None
-            pixels = _shrunk(pixels, opts.max_side)
-            return _jpeg_record(_encode(pixels, opts.quality), opts) if opts.mode == "jpeg" else _raw_record(pixels)
+        if data[:3] == JPEG_MAGIC:
+            return _record(_jpeg_input(data, opts), len(data))
+        pixels = _pil_pixels(data)
+        size = len(data)
     else:
         pixels = pixels_of(image)
+        size = pixels.nbytes
     _check_pixels(*pixels.shape[:2])
-    pixels = _shrunk(pixels, opts.max_side)
+    small = _shrunk(pixels, opts.max_side)
     if opts.mode == "jpeg" and opts.non_jpeg == "encode":
-        return _jpeg_record(_encode(pixels, opts.quality), opts)
-    return _raw_record(pixels)
+        p = _jpeg_record(_encode(small, opts.quality), opts)
+        p.how = "non_jpeg_encoded"
+    else:
+        p = _raw_record(small)
+        p.how = "non_jpeg_raw"
+    p.shrunk = small is not pixels
+    return _record(p, size)
+
+
+def _record(p: Packed, size: int) -> Packed:
+    p.bytes_in = size
+    return p
+
+
+def _jpeg_input(data: bytes, opts: Options) -> Packed:
+    """A JPEG's record: transcoded losslessly, else (max_side, mode "raw") decoded first."""
+    try:
+        header = jpeg_io.read_jpeg_header(data)
+    except ValueError as exc:
+        raise Unreadable(str(exc).removeprefix("read_jpeg_header: ")) from None
+    _check_pixels(header.height, header.width)
+    too_big = opts.max_side is not None and max(header.height, header.width) > opts.max_side
+    if opts.mode == "jpeg" and not too_big:
+        p = _jpeg_record(data, opts)
+        p.how = "jpeg_transcoded"
+        return p
+    try:
+        pixels = jpeg_io.decode_jpeg(data, layout="HWC").numpy()
+    except ValueError as exc:
+        raise Unreadable(str(exc).removeprefix("decode_jpeg: ")) from None
+    pixels = _shrunk(pixels, opts.max_side)
+    if opts.mode == "jpeg":
+        p = _jpeg_record(_encode(pixels, opts.quality), opts)
+        p.how = "jpeg_reencoded"
+    else:
+        p = _raw_record(pixels)
+        p.how = "jpeg_raw"
+    p.shrunk = too_big
+    return p

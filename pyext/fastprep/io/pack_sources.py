@@ -3,8 +3,9 @@
 
 The digests are the pack's identity (pack_identity.py): a folder item's digest covers its relative
 path, size and modification time (no read), a dataset item's the image as given (encoded bytes, a
-file's bytes, or pixels with their shape), its label and its extras. A dataset item that raises,
-or holds a bad label or image, is a :class:`PackSourceError` naming the item.
+file's bytes, or pixels with their shape), its label and its extras. A dataset item that raises
+is a bad sample (an Item saying why, its exception kept: pack's ``on_error`` decides); one that
+holds a bad label, extras or image is a bug of the dataset: a :class:`PackSourceError` naming the item.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from fastprep.io.windowed import WindowedImage
 @dataclass
 class Item:
     """One source item read for packing: image is encoded bytes, HWC pixels or a file's path (a
-    folder's: read by the converter), or None with `unreadable` saying why it is skipped."""
+    folder's: read by the converter), or None with `unreadable` saying why it cannot be packed
+    (and `error`, the exception that said so, where there is one)."""
 
     name: str
     image: Any
@@ -37,6 +39,7 @@ class Item:
     extras: list | None
     digest: str
     unreadable: str | None = None
+    error: BaseException | None = None
 
 
 @dataclass
@@ -102,8 +105,9 @@ def _dataset_item(ds: Any, i: int, n: int) -> Item:
     where = f"item {i} (of {n})"
     try:
         item = ds[i]
-    except Exception as exc:  # the dataset's own error, named: the original is __cause__
-        raise PackSourceError(f"pack: {where}: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:  # the dataset's own error: a bad sample, named (pack raises it as __cause__)
+        digest = _digest(("raised", type(exc).__name__), b"", None, None)
+        return Item(f"item {i}", None, 0, None, digest, f"{type(exc).__name__}: {exc}", exc)
     if not isinstance(item, (tuple, list)) or len(item) < 2:
         raise PackSourceError(f"pack: {where}: expected (image, label, ...), got a {type(item).__name__}")
     image, rest = item[0], tuple(item[2:])
@@ -112,7 +116,7 @@ def _dataset_item(ds: Any, i: int, n: int) -> Item:
     try:
         image = _canonical(image, where)
     except Unreadable as exc:
-        return Item(name, None, label, extras, _digest(("unreadable", name), b"", label, extras), str(exc))
+        return Item(name, None, label, extras, _digest(("unreadable", name), b"", label, extras), str(exc), exc)
     tag = ("bytes", len(image)) if isinstance(image, bytes) else ("pixels", image.shape)
     return Item(name, image, label, extras, _digest(tag, image, label, extras))
 

@@ -2,7 +2,8 @@
 
 A shard is written to ``shard-NNNNN.fpk.tmp``, closed by its table and footer, fsynced and renamed:
 a file with a shard's name is complete (shards.py has the format). Each records what it holds: the
-source, the options and every item's digest (pack_identity.py checks them before a resume).
+source, the options and every item's digest (pack_identity.py checks them before a resume), and
+what became of its inputs per kind (pack_summary.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from fastprep.io import shards as fmt
 from fastprep.io.pack_items import Packed
+from fastprep.io.pack_summary import KindStats, shard_kinds
 
 _SHARD_FILE = re.compile(r"shard-(\d{5})\.fpk(\.tmp)?$")
 
@@ -33,6 +35,8 @@ class ShardWriter:
         self.extras: list = []
         self.skipped: list[list] = []
         self.inputs: list[str] = []  # each source item's digest, skipped ones too
+        self.kinds: dict[str, KindStats] = {}
+        self.skipped_bytes = self.shrunk = 0
         self.file = open(self.tmp, "wb")  # noqa: SIM115 (closed by close() or abort())
         self.file.write(fmt.shard_header(k, pack_id))
         self.bytes = fmt.HEADER_BYTES
@@ -47,17 +51,21 @@ class ShardWriter:
         self.names.append(name)
         self.extras.append(p.extras)
         self.inputs.append(digest)
+        self.kinds.setdefault(p.how, KindStats()).add(p.bytes_in, len(p.record))
+        self.shrunk += p.shrunk
 
-    def skip(self, source: int, name: str, why: str, digest: str) -> None:
+    def skip(self, source: int, name: str, why: str, digest: str, size: int = 0) -> None:
         self.skipped.append([source, name, why])
         self.inputs.append(digest)
+        self.skipped_bytes += size
 
     def close(self, end: int) -> tuple[np.ndarray, dict]:
         """Seal the shard (table, footer, fsync, rename); returns its (entries, JSON + 'bytes')."""
         entries = np.array(self.entries, dtype=fmt.ENTRY) if self.entries else np.zeros(0, fmt.ENTRY)
         meta = {"first": self.first, "end": end, "skipped": self.skipped, "names": self.names,
                 "extras": self.extras if any(x is not None for x in self.extras) else None, **self.identity,
-                "inputs": "".join(self.inputs), "digest": fmt.records_digest(entries)}
+                "inputs": "".join(self.inputs), "digest": fmt.records_digest(entries),
+                **shard_kinds(self.kinds, self.skipped_bytes, self.shrunk)}
         self.file.write(fmt.shard_trailer(entries, self.bytes, meta))
         fmt.seal(self.file, self.tmp, self.path)
         return entries, {**meta, "bytes": os.path.getsize(self.path)}

@@ -19,7 +19,9 @@ Shard file::
                [[source, name, reason], ...], "names": [name per record], "extras": [...] or null,
                (version 2:) "source": {"type": "folder" or "dataset <module.Type>", "items": n},
                "options": {...}, "inputs": 16 hex digits per source item in [first, end) (the
-               item's digest: pack_sources.py), "digest": records_digest of the table}
+               item's digest: pack_sources.py), "digest": records_digest of the table, (since
+               the per-kind counts; absent in older shards:) "kinds": {kind: [count, bytes in,
+               bytes out]}, "skipped_bytes", "shrunk" (pack_summary.py)}
     [F, F+64)  footer: b"FPSEND\\0\\0", u32 version, u32 records, u64 T, u64 J, u64 F, u32 CRC of
                [T, F), 16 zero bytes, u32 CRC of the footer's first 60 bytes
 
@@ -35,7 +37,7 @@ Index file::
                version 2 writes each as a JSON string (any name round-trips: newlines, bytes that
                are not UTF-8 as Python's surrogateescape code points), version 1 as UTF-8 text
 
-ENTRY (56 bytes): u32 shard, u8 kind (1 JPEG, 2 raw), u8 color (0 grey, 1 YCbCr, 2 RGB), u16 0,
+ENTRY (56 bytes): u32 shard, u8 kind (1 JPEG, 2 raw), u8 color (0 grey, 1 YCbCr, 2 RGB, 3 CMYK, 4 YCCK), u16 0,
 u64 offset in the shard, u64 length, u32 record checksum, u32 height, u32 width, u32 0, i64 label,
 u64 source index.
 
@@ -65,7 +67,7 @@ HEADER_BYTES = FOOTER_BYTES = 64
 ALIGN = 64
 INDEX_NAME = "index.fpi"
 KIND_JPEG, KIND_RAW = 1, 2
-COLORS = {"GRAY": 0, "YCbCr": 1, "RGB": 2}
+COLORS = {"GRAY": 0, "YCbCr": 1, "RGB": 2, "CMYK": 3, "YCCK": 4}
 ENTRY = np.dtype([("shard", "<u4"), ("kind", "u1"), ("color", "u1"), ("_pad0", "<u2"), ("offset", "<u8"),
                   ("length", "<u8"), ("checksum", "<u4"), ("height", "<u4"), ("width", "<u4"), ("_pad1", "<u4"),
                   ("label", "<i8"), ("source", "<u8")])

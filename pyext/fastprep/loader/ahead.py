@@ -62,7 +62,7 @@ def made_for(loader: Any, epoch: int) -> tuple:
     Compose whose plan changed, is another; the transform's parameters by value)."""
     transform = loader.transform
     return (loader.dataset, transform, getattr(transform, "plan", None), fingerprint(transform), loader.seed, epoch,
-            loader.deterministic, loader.batch_size)
+            loader.deterministic, loader.batch_size, loader.on_error)
 
 
 def _same(a: tuple, b: tuple) -> bool:
@@ -121,7 +121,8 @@ def maker(loader: Any, runner: ChunkRunner, epoch: int | None) -> Any:
         keys = loader.order.keys(loader.seed, epoch)[:loader.batch_size]
         if not keys or (len(keys) < loader.batch_size and loader.drop_last):
             return None
-        ahead = ChunkRunner(loader.dataset, runner.plan, loader.seed, epoch, loader.deterministic, False)
+        ahead = ChunkRunner(loader.dataset, runner.plan, loader.seed, epoch, loader.deterministic, False,
+                            loader.on_error)
         job = ahead.job_type(keys, ring, None)
         submit(pool, ahead, job)
         return job, made_for(loader, epoch)

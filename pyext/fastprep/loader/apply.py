@@ -8,6 +8,11 @@ DataLoader, precomputed for the whole chunk by one ``seeded_draws`` call; they r
 reproduce. Code that is not fastprep's (the dataset's own, a foreign transform) draws from torch's
 shared generator: in parallel and unseeded by default; with ``deterministic=True`` one sample at a
 time under one lock, torch's generator seeded per sample (SeedByIndex's bits, serialised).
+
+Bad samples (``on_error="skip" | "warn"``, fastprep/bad_samples.py): an item whose loading or
+transform raises is marked, the rest of the chunk goes on (a fused op that raises leaves its run to
+the per-sample path, which finds the culprit), and each marked slot is filled by
+:meth:`ChunkRunner._substitute` under the bad sample's own seeds; the job notes it for the consumer.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastprep.bad_samples import SubstitutesExhausted, check_on_error, substitutes
 from fastprep.ops.seeded_draws import MAX_DRAWS, seeded_draws
 from fastprep.rng import SampleStream, item_seeds, seeded
 from fastprep.slots import BatchJob, SampleError
@@ -25,17 +31,30 @@ from fastprep.transforms import FusionPlan
 
 # torch's default generator is one per process: the deterministic samples of every Loader share it.
 GLOBAL_RNG = threading.Lock()
+# Never a bad sample: the process is short of memory, or a Loader part refused (already a SampleError).
+NOT_SKIPPED = (MemoryError, SampleError)
+
+
+class _Failed:
+    """A chunk's item whose loading raised (on_error "skip" / "warn"): replaced by _substitute."""
+
+    __slots__ = ("exc", "stage")
+
+    def __init__(self, exc: Exception, stage: str):
+        self.exc, self.stage = exc, stage
 
 
 class ChunkRunner:
-    """Runs chunks of batches: `plan` (None: the items as loaded) over `dataset`'s items."""
+    """Runs chunks of batches: `plan` (None: the items as loaded) over `dataset`'s items; a bad
+    sample raises (`on_error` "raise") or is replaced (see the module)."""
 
     job_type = BatchJob  # what a batch in flight is (loader/device_split.py's holds window cuts)
 
     def __init__(self, dataset: Any, plan: FusionPlan | None, seed: int, epoch: int, deterministic: bool,
-                 iterable: bool):
+                 iterable: bool, on_error: str = "raise"):
         self.dataset, self.plan, self.seed, self.epoch = dataset, plan, seed, epoch
         self.deterministic, self.iterable = deterministic, iterable
+        self.skip = check_on_error("Loader", on_error) != "raise"
         self.key = "position in the epoch" if iterable else "dataset index"
         self.load_raw = getattr(dataset, "load_raw", None) if plan is not None else None
         fastprep_plan = plan if plan is not None else _own_plan(dataset)
@@ -50,14 +69,22 @@ class ChunkRunner:
         seeds = item_seeds(self.seed, keys, self.epoch)
         draws = seeded_draws(torch.from_numpy(seeds), self.draws).numpy() if self.draws else \
             np.empty((len(keys), 0), dtype=np.int64)
+        seed_list, rows = seeds.tolist(), draws.tolist()
         if self.global_rng:
             for j in range(len(keys)):
                 stopping()
-                with GLOBAL_RNG, seeded(int(seeds[j])):  # load and transform on one seeded stream
-                    sample = self._apply(self._load(job, a + j, keys[j]), keys[j])
-                self._write(job, a + j, keys[j], sample)
+                stage, failure = "dataset", None
+                with GLOBAL_RNG, seeded(seed_list[j]):  # load and transform on one seeded stream
+                    try:
+                        raw = self._fetch(job, a + j, seed_list[j])
+                        stage = "transform"
+                        made = self._produce(raw, keys[j], 0, rows[j])
+                    except Exception as exc:  # noqa: BLE001 (_substitute re-raises all but a sample's own error)
+                        failure = exc
+                if failure is not None:  # out of the lock: the substitutes take it one by one
+                    made = self._substitute(job, a + j, seed_list[j], rows[j], failure, stage)
+                self._put(job, a + j, keys[j], made)
             return
-        seed_list, rows = seeds.tolist(), draws.tolist()
         stream = SampleStream(0)
         if job.items is None and not self.deterministic:
             raws, drawn = self._load_all(keys, stream, seed_list, rows, stopping)
@@ -66,11 +93,7 @@ class ChunkRunner:
             for j in range(len(keys)):
                 stopping()
                 with stream.reset(seed_list[j], rows[j]):
-                    if self.deterministic:
-                        with GLOBAL_RNG, seeded(seed_list[j]):
-                            raws.append(self._load(job, a + j, keys[j]))
-                    else:
-                        raws.append(self._load(job, a + j, keys[j]))
+                    raws.append(self._load_guarded(job, a + j, keys[j], seed_list[j]))
                 drawn.append(stream.pos)
         done = self._fused(job, a, keys, raws, draws, drawn) if self.group is not None else ()
         if len(done) == len(keys):
@@ -79,28 +102,38 @@ class ChunkRunner:
             if j in done:
                 continue
             stopping()
-            with stream.reset(seed_list[j], rows[j]):
-                stream.pos = drawn[j]  # its draws continue where loading left them
-                sample = self._apply(raws[j], keys[j])
-            self._write(job, a + j, keys[j], sample)
+            raw = raws[j]
+            if type(raw) is _Failed:
+                made = self._substitute(job, a + j, seed_list[j], rows[j], raw.exc, raw.stage)
+            else:
+                try:
+                    with stream.reset(seed_list[j], rows[j]):
+                        stream.pos = drawn[j]  # its draws continue where loading left them
+                        made = self._produce(raw, keys[j], drawn[j], rows[j])
+                except Exception as exc:  # noqa: BLE001 (_substitute re-raises all but a sample's own error)
+                    made = self._substitute(job, a + j, seed_list[j], rows[j], exc, "transform")
+            self._put(job, a + j, keys[j], made)
 
     def _fused(self, job: BatchJob, a: int, keys: list[int], raws: list[Any], draws: np.ndarray,
                drawn: list[int]) -> range | set[int]:
         """The items the group's op takes, straight into the slot's image rows: one call per run
         of them; their positions (every item: a range). An item whose loading drew seeds goes item
-        by item (its draws start later)."""
+        by item (its draws start later); so does every item of a run whose op raised, when bad
+        samples are skipped (the per-sample path finds which one)."""
         staged = self._staged(keys, raws, drawn)
         try:
             runs = self.group.batch(staged, draws)
-        except Exception as exc:
-            raise SampleError(keys[0], "transform", self.key) from exc
+        except Exception as exc:  # noqa: BLE001
+            self._failed(keys[0], "transform", exc)
+            return set()
         done: list[int] = []
         for run in runs:
             j0, n = run.start, len(run)
             try:
                 self._write_run(job, a + j0, keys[j0], run)
-            except Exception as exc:
-                raise SampleError(keys[j0], "transform", self.key) from exc
+            except Exception as exc:  # noqa: BLE001
+                self._failed(keys[j0], "transform", exc)
+                continue
             try:
                 job.write_rest(a + j0, keys[j0:j0 + n], run.raws)
             except ValueError:
@@ -111,8 +144,10 @@ class ChunkRunner:
         return range(len(keys)) if len(done) == len(keys) else set(done)
 
     def _staged(self, keys: list[int], raws: list[Any], drawn: list[int]) -> list[Any]:
-        """The items handed to the group's batch path (an item whose loading drew seeds is left out)."""
-        return raws if not any(drawn) else [r if not d else _SKIP for r, d in zip(raws, drawn)]
+        """The items handed to the group's batch path (an item whose loading drew seeds, or failed, is left out)."""
+        if not any(drawn) and not (self.skip and any(type(r) is _Failed for r in raws)):
+            return raws
+        return [r if not d and type(r) is not _Failed else _SKIP for r, d in zip(raws, drawn)]
 
     def _write_run(self, job: BatchJob, j: int, key: int, run: Any) -> None:
         """The op on a run of samples, straight into rows j, j + 1, ... of the slot's images."""
@@ -127,41 +162,89 @@ class ChunkRunner:
         resets it, as entering it per item did) and the dataset's method looked up once."""
         load = self.dataset.__getitem__ if self.load_raw is None else self.load_raw
         raws, drawn = [], []
-        j = 0
         with stream:
-            try:
-                for j, key in enumerate(keys):
-                    stopping()
-                    stream.reset(seeds[j], rows[j])
+            for j, key in enumerate(keys):
+                stopping()
+                stream.reset(seeds[j], rows[j])
+                try:
                     raws.append(load(key))
-                    drawn.append(stream.pos)
-            except Exception as exc:
-                raise SampleError(keys[j], "dataset", self.key) from exc
+                except Exception as exc:  # noqa: BLE001 (_failed re-raises all but a sample's own error)
+                    self._failed(key, "dataset", exc)
+                    raws.append(_Failed(exc, "dataset"))
+                drawn.append(stream.pos)
         return raws, drawn
 
-    def _load(self, job: BatchJob, j: int, key: int) -> Any:
+    def _load_guarded(self, job: BatchJob, j: int, key: int, seed: int) -> Any:
+        """Item j loaded (under torch's generator seeded when deterministic), or a _Failed."""
+        try:
+            return self._fetch(job, j, seed)
+        except Exception as exc:  # noqa: BLE001 (_failed re-raises all but a sample's own error)
+            self._failed(key, "dataset", exc)
+            return _Failed(exc, "dataset")
+
+    def _fetch(self, job: BatchJob, j: int, seed: int, source: int | None = None) -> Any:
+        """The item at position j of the batch: its key's (or `source`'s, a substitute) item."""
         if job.items is not None:
-            return job.items[j]  # an iterable's item, read in order
-        try:
-            return self.dataset[key] if self.load_raw is None else self.load_raw(key)
-        except Exception as exc:
-            raise SampleError(key, "dataset", self.key) from exc
+            return job.items[j if source is None else source]  # an iterable's item, read in order
+        key = job.indices[j] if source is None else source
+        load = self.dataset.__getitem__ if self.load_raw is None else self.load_raw
+        if self.deterministic and not self.global_rng:
+            with GLOBAL_RNG, seeded(seed):
+                return load(key)
+        return load(key)
 
-    def _apply(self, raw: Any, key: int) -> Any:
-        if self.plan is None:
-            return raw
-        try:
-            return self.plan.apply_item(raw)
-        except Exception as exc:
-            raise SampleError(key, "transform", self.key) from exc
+    def _make(self, job: BatchJob, j: int, seed: int, row: list[int], source: int | None = None) -> Any:
+        """Position j's sample (`source`: a substitute's item in its place) loaded and transformed
+        under position j's seeds, one sample on its own: what _put writes."""
+        if self.global_rng:
+            with GLOBAL_RNG, seeded(seed):  # load and transform on one seeded stream
+                return self._produce(self._fetch(job, j, seed, source), job.indices[j], 0, row)
+        with SampleStream(seed, row) as stream:
+            raw = self._fetch(job, j, seed, source)
+            return self._produce(raw, job.indices[j], stream.pos, row)
 
-    def _write(self, job: BatchJob, j: int, key: int, sample: Any) -> None:
+    def _produce(self, raw: Any, key: int, drawn: int, row: list[int]) -> Any:
+        """The plan on one loaded item of sample `key`, inside its stream (`drawn`: the seeds its
+        loading drew; `row`: its precomputed draws): what _put writes."""
+        return raw if self.plan is None else self.plan.apply_item(raw)
+
+    def _put(self, job: BatchJob, j: int, key: int, sample: Any) -> None:
         try:
             job.write(j, key, sample)
         except ValueError:
             raise  # the layout's own message names both samples
         except Exception as exc:
             raise SampleError(key, "batching", self.key) from exc
+
+    def _failed(self, key: int, stage: str, exc: Exception) -> None:
+        """Raise `exc` as the sample's failure unless it is a bad sample to skip."""
+        if isinstance(exc, SampleError):
+            raise exc
+        if not self.skip or isinstance(exc, NOT_SKIPPED):
+            raise SampleError(key, stage, self.key) from exc
+
+    def _substitute(self, job: BatchJob, j: int, seed: int, row: list[int], exc: Exception, stage: str) -> Any:
+        """Position j's item failed (`exc`, in `stage`): the first of the items after it
+        (bad_samples.substitutes: the dataset's next indices mod its length; an iterable's, the
+        batch's next items) that loads and transforms under position j's seeds, noted in the job."""
+        key = job.indices[j]
+        self._failed(key, stage, exc)
+        if job.items is None and not hasattr(self.dataset, "__len__"):  # nothing to count the next indices mod
+            raise SampleError(key, stage, self.key) from exc
+        n, base = (len(job.items), j) if job.items is not None else (len(self.dataset), key)
+        tried = []
+        for candidate in substitutes(base, n):
+            source = candidate % n
+            tried.append(source if job.items is None else job.indices[source])
+            try:
+                made = self._make(job, j, seed, row, source)
+            except Exception as again:  # noqa: BLE001
+                if isinstance(again, NOT_SKIPPED):
+                    raise
+                continue
+            job.note_bad(j, key, stage, exc, tried[-1])
+            return made
+        raise SampleError(key, stage, self.key) from SubstitutesExhausted(key, tried, exc, self.key)
 
 
 _SKIP = object()  # an item the fused batch path must leave alone

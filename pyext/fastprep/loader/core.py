@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 import weakref
@@ -12,6 +13,7 @@ import numpy as np
 from torch.utils.data import Sampler
 
 from fastprep.args import check_bool, check_int
+from fastprep.bad_samples import BadSamples, BadSampleWarning, sample_name
 from fastprep.loader import ranks
 from fastprep.loader.device_split import check_decode_on, check_splittable
 from fastprep.loader.iteration import Iteration
@@ -97,6 +99,25 @@ class Loader:
             seed, epoch and order), else makes it afresh. Not with a sampler, an iterable dataset
             or a device. False: every pass starts from nothing (a dataset changed in place
             between epochs, say).
+        on_error: what a sample whose loading (``load_raw`` / ``dataset[i]``) or transform raises
+            does: "raise" (default: the error reaches the loop, naming the sample), "skip" (the
+            sample is replaced in its slot, so batches keep their size and shapes, by the first of
+            the next indices i + 1, i + 2, ... (mod len) that loads and transforms, under the *bad*
+            sample's seed: the same seed gives the same batches, whatever `threads`; an iterable
+            dataset's by the next item of its batch, wrapping around to the batch's first, as the
+            stream was read ahead; an error raised by the stream itself is raised: a generator
+            that raised cannot go on), or "warn" (as skip, and a
+            :class:`~fastprep.bad_samples.BadSampleWarning` per bad sample the first time it is
+            met, issued in the loop's thread). Counted and named in :attr:`bad_samples` (and the
+            state_dict); the ``fastprep`` logger gets a one-line summary at the end of a pass that
+            met new ones (INFO under "skip", WARNING under "warn"). MemoryError,
+            KeyboardInterrupt, errors in batching (shapes, structure) and the Loader's own
+            refusals always raise; so does a bad sample whose ``MAX_SUBSTITUTES`` substitutes all
+            fail (:class:`~fastprep.bad_samples.SubstitutesExhausted` names the indices tried).
+
+    Attributes:
+        bad_samples: a :class:`~fastprep.bad_samples.BadSamples`: ``count`` (samples replaced so
+            far, in batches the loop received), ``indices``, ``names()``, ``summary()``.
 
     Example:
         >>> loader = Loader(dataset, 256, transform=train_tf, shuffle=True, device="cuda", decode=True)
@@ -111,7 +132,7 @@ class Loader:
                  threads: int | None = None, device: Any = None, depth: int = 2, decode: Any = False,
                  seed: int | None = None, fields: dict[Any, str] | None = None, deterministic: bool = False,
                  decode_on: Any = None, prestart: bool = True, shard_window: int | None = None,
-                 rank: int | None = None, world_size: int | None = None):
+                 rank: int | None = None, world_size: int | None = None, on_error: str = "raise"):
         self.epoch = 0
         if isinstance(dataset, SeedByIndex):
             seed = dataset.seed if seed is None else seed
@@ -138,6 +159,8 @@ class Loader:
         self.decode = bool(decode) if isinstance(decode, np.bool_) else decode
         self.seed = draw_seed() if seed is None else seed_argument("Loader", "seed", seed)
         self.deterministic = check_bool("Loader", "deterministic", deterministic)
+        self.bad_samples = BadSamples("Loader", on_error)
+        self._bad_logged = 0  # bad_samples.count when the last summary was logged
         self.prestart = check_bool("Loader", "prestart", prestart)
         self.decode_on = None
         if decode_on is not None:  # the GPU decode split (loader/device_split.py): batches are made there
@@ -160,6 +183,11 @@ class Loader:
         self._current: Any = None
         self.spare_ring: Any = None  # what the last whole pass left the next (loader/ahead.py)
         self._stepped = False  # set_epoch was called since the last pass began: make epoch + 1's first ahead
+
+    @property
+    def on_error(self) -> str:
+        """The bad-sample policy ("raise", "skip" or "warn"; see the class)."""
+        return self.bad_samples.on_error
 
     @property
     def plan(self) -> FusionPlan | None:
@@ -229,10 +257,29 @@ class Loader:
         self._current = weakref.ref(iteration)
         return iteration
 
-    def delivered(self, iteration: Iteration, samples: int) -> None:
-        """The consumer received `samples` more samples of `iteration` (the resume position)."""
+    def delivered(self, iteration: Iteration, samples: int, bad: list[tuple] = ()) -> None:
+        """The consumer received `samples` more samples of `iteration` (the resume position), with
+        `bad` ones replaced: (position, key, stage, error, substitute) each, recorded (and warned
+        about) here, in the consumer's thread."""
         if self._current is not None and self._current() is iteration:
             self._position += samples
+        for _, key, stage, exc, substitute in bad:
+            name = None if self.order.iterable else sample_name(self.dataset, key)
+            text = self.bad_samples.record(key, name, exc, stage=stage, substitute=substitute, warn=False)
+            if text is not None:
+                warnings.warn(text, BadSampleWarning, stacklevel=3)  # the frame of the loop's `for`
+
+    def pass_ended(self) -> None:
+        """A pass ran to its end: log the bad samples' summary when new ones were met."""
+        count = self.bad_samples.count
+        if count > self._bad_logged:
+            self._bad_logged = count
+            level = logging.WARNING if self.on_error == "warn" else logging.INFO  # "skip": asked to be quiet
+            logging.getLogger("fastprep").log(level, "%s (epoch %d)", self.bad_samples.summary(), self.epoch)
+
+    def __repr__(self) -> str:
+        return (f"Loader({type(self.dataset).__name__}, batch_size={self.batch_size}, threads={self.threads}, "
+                f"on_error={self.on_error!r}, bad_samples={self.bad_samples.count})")
 
     def state_dict(self) -> dict[str, Any]:
         """Where the loader is: load it into a Loader over the same dataset to resume mid-epoch
@@ -241,6 +288,8 @@ class Loader:
             raise TypeError("Loader.state_dict: an iterable dataset cannot be resumed mid-epoch by fastprep "
                             "(its stream is its own); resume by index needs a map-style dataset")
         state = {"seed": self.seed, "epoch": self.epoch, "position": self._position}
+        if self.on_error != "raise":  # under "raise" there are none to carry: the state is as it always was
+            state["bad_samples"] = self.bad_samples.state_dict()
         keys = self._resume[1] if self._resume is not None else self._keys  # loaded, not yet iterated
         if self.sampler is not None and keys is not None:  # the pass being iterated
             state["indices"] = list(keys)
@@ -271,6 +320,9 @@ class Loader:
         self.seed = seed_argument("Loader.load_state_dict", "seed", state["seed"])
         self.epoch = check_epoch("Loader.load_state_dict", state["epoch"])
         position = check_int("Loader.load_state_dict", "position", state["position"], 0)
+        if "bad_samples" in state:  # a checkpoint from before the policy has none: the count starts at 0
+            self.bad_samples.load_state_dict(state["bad_samples"])
+            self._bad_logged = self.bad_samples.count
         saved_world = check_int("Loader.load_state_dict", "world_size", state.get("world_size", 1), 1)
         if saved_world != 1 and self.sampler is not None:
             raise ValueError(f"Loader.load_state_dict: the state_dict was written over {saved_world} ranks that "

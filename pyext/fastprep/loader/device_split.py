@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from fastprep.io.packed_items import WindowCut
@@ -31,7 +32,7 @@ from fastprep.io.windowed import WindowedImage
 from fastprep.loader.apply import ChunkRunner
 from fastprep.loader.device_slots import WindowJob, WindowSlotRing
 from fastprep.prefetch import check_device
-from fastprep.slots import BatchJob, SampleError
+from fastprep.slots import SampleError
 from fastprep.transforms import FusionPlan
 
 STAGE = "the decode_on split"
@@ -149,21 +150,24 @@ class SplitRunner(ChunkRunner):
     def _write_run(self, job: WindowJob, j: int, key: int, run: Any) -> None:
         job.write_run(j, key, run)
 
-    def _fused(self, job: BatchJob, a: int, keys: list[int], raws: list[Any], draws: Any,
-               drawn: list[int]) -> range | set[int]:
-        done = super()._fused(job, a, keys, raws, draws, drawn)
-        for j, key in enumerate(keys):
-            if j in done:
-                continue
-            if drawn[j]:
-                why = ("its loading drew seeds from the sample's stream (a fastprep transform inside load_raw), so "
-                       "its draws cannot be made ahead for the batch")
-            else:
-                self._apply(raws[j], key)  # the steps' own error (an image smaller than the crop, ...)
-                why = "the fused op does not take its image (not RGB, or a structure other than the first sample's)"
-            raise SampleError(key, STAGE, self.key) from ValueError(
-                f"Loader(decode_on=...): {why}; the split decodes nothing in the threads: pass decode_on=None")
-        return done
+    def _produce(self, raw: Any, key: int, drawn: int, row: list[int]) -> Any:
+        """One item the chunk's fused path left (a bad sample's substitute, a run whose op raised, or
+        an item the op does not take): the fused path on it alone, its window cut (a run of one)."""
+        if drawn:
+            why = ("its loading drew seeds from the sample's stream (a fastprep transform inside load_raw), so "
+                   "its draws cannot be made ahead for the batch")
+        else:
+            runs = self.group.batch([self._cuttable(raw, key)], np.asarray([row], dtype=np.int64).reshape(1, -1))
+            if runs:
+                return runs[0]
+            self.plan.apply_item(raw)  # the steps' own error (an image smaller than the crop, ...)
+            why = "the fused op does not take its image (not RGB, or a structure other than the first sample's)"
+        raise SampleError(key, STAGE, self.key) from ValueError(
+            f"Loader(decode_on=...): {why}; the split decodes nothing in the threads: pass decode_on=None")
+
+    def _put(self, job: WindowJob, j: int, key: int, run: Any) -> None:
+        self._write_run(job, j, key, run)
+        job.write_rest(j, [key], run.raws)
 
 
 def _not_cuttable(raw: Any, image: Any) -> str:
@@ -172,7 +176,8 @@ def _not_cuttable(raw: Any, image: Any) -> str:
                 "tuple whose image cuts JPEG windows")
     if isinstance(image, WindowedImage):
         return (f"Loader(decode_on=...): its image is {image.describe()}, which has no JPEG to cut; read it with "
-                f"decode_on=None (raw pixels need no decoding), or {PACK} (mode 'jpeg')")
+                f"decode_on=None (raw pixels need no decoding), or {PACK} (mode 'jpeg', with "
+                f"--non-jpeg encode so that PNGs become JPEG records too: lossy)")
     return (f"Loader(decode_on=...): its image is a {type(image).__name__}, not a JPEG that cuts windows (a "
             f"PackedDataset's JPEG record, or an ImageFolder(roi=True) JpegFile, decoded whole on the device); {PACK}")
 
@@ -184,5 +189,6 @@ def split_parts(loader: Any) -> tuple[WindowSlotRing, SplitRunner]:
     # Host batches are small (cuts and host tensors) and the device stage holds up to depth + 1 of them.
     ring = WindowSlotRing(2 * loader.depth + 2, loader.batch_size, loader.decode_on.type == "cuda", loader.fields,
                           plan.fused, loader.decode_on)
-    runner = SplitRunner(loader.dataset, plan, loader.seed, loader.epoch, loader.deterministic, loader.order.iterable)
+    runner = SplitRunner(loader.dataset, plan, loader.seed, loader.epoch, loader.deterministic, loader.order.iterable,
+                         loader.on_error)
     return ring, runner

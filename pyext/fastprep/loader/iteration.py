@@ -3,7 +3,9 @@
 It owns everything the pass uses: the worker threads start with the first batch asked for and
 stop when the pass ends, fails, is closed, or is garbage collected (an iterator never advanced
 starts none); batches are handed out in order, and the loader's resume position counts the
-samples the consumer received (with a device, not those the prefetcher took ahead)."""
+samples the consumer received (with a device, not those the prefetcher took ahead), and so do its
+bad samples (on_error "skip" / "warn": recorded, and warned about, in the consumer's thread, in
+order, as the consumer receives the batches that hold their substitutes)."""
 
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ class Iteration:
         self.loader, self.keys, self.start, self.next_epoch = loader, keys, start, next_epoch
         self._out: Iterator[Any] | None = None
         self._pool: WorkerPool | None = None
-        self._sizes: deque[int] = deque()  # samples of the batches made, not yet received
+        # (samples, bad samples replaced) of the batches made, not yet received
+        self._sizes: deque[tuple[int, list]] = deque()
         self._closed = False
 
     def __iter__(self) -> Iteration:
@@ -41,10 +44,15 @@ class Iteration:
             if self._out is None:
                 self._out = self._start()
             batch = next(self._out)
+        except StopIteration:
+            self.close()
+            self.loader.pass_ended()
+            raise
         except BaseException:
             self.close()
             raise
-        self.loader.delivered(self, self._sizes.popleft())
+        size, bad = self._sizes.popleft()
+        self.loader.delivered(self, size, bad)
         return batch
 
     def _start(self) -> Iterator[Any]:
@@ -57,7 +65,7 @@ class Iteration:
             count = 2 * loader.depth + 2 if cuda else loader.depth + 1
             ring, first = ahead.take(loader, count, cuda, self.keys, self.start)
             runner = ChunkRunner(loader.dataset, loader.plan, loader.seed, loader.epoch, loader.deterministic,
-                                 loader.order.iterable)
+                                 loader.order.iterable, loader.on_error)
             keep = functools.partial(ahead.keep, loader, ring, loader.device is None)
             make = ahead.maker(loader, runner, self.next_epoch)
         self._pool = WorkerPool(loader.threads)
@@ -85,7 +93,7 @@ class Iteration:
 
 
 def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: Iterator[tuple[list[int], Any]],
-          sizes: deque[int], keep: Any = None, first: slots.BatchJob | None = None,
+          sizes: deque[tuple[int, list]], keep: Any = None, first: slots.BatchJob | None = None,
           make_ahead: Any = None) -> Iterator[CompactBatch]:
     """Batches in order (`first`: one made ahead, already complete), as many in flight as the ring
     has free slots; once every batch of the epoch is in flight, the next epoch's first into a free
@@ -110,7 +118,7 @@ def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: 
             return
         job = inflight.popleft()
         job.wait()
-        sizes.append(len(job.indices))
+        sizes.append((len(job.indices), sorted(job.bad, key=lambda b: b[0])))
         last = job.batch()
         yield last
 

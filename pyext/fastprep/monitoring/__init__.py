@@ -5,7 +5,9 @@
 - events.py: step times on a CUDA device from events on the loop's stream, read steps late;
 - samplers.py: GPU (NVML) and CPU utilisation on a daemon thread;
 - live.py: the live line (tqdm postfix or log lines) and TensorBoard scalars;
-- summary.py: the summary, its words and the advice.
+- summary.py: the summary, its words and the advice;
+- pipeline.py: what the pipeline is (steps, source, loader), read from the objects in front of it;
+- remedies.py: the remedy table keyed by it (python -m fastprep diagnose advises from it too).
 """
 
 from fastprep.monitoring.loop import Monitor, monitor

@@ -92,7 +92,8 @@ class Live:
 
 class TensorBoard:
     """Scalars under `fastprep.monitor/` at every refresh: input_bound (% of steps), wait_ms,
-    step_ms, gpu_util and cpu_util (%), against the number of steps measured.
+    step_ms, gpu_util, cpu_util (the machine's) and cpu_process (this process's) (%), against the
+    number of steps measured.
 
     Args:
         target: a SummaryWriter (anything with add_scalar), or a log directory for a writer of

@@ -16,12 +16,13 @@ from fastprep.iterators import stop_iterator
 from fastprep.monitoring.events import EventRing
 from fastprep.monitoring.fetched import FetchMeter, fetching_dataset
 from fastprep.monitoring.live import Live, TensorBoard, tqdm_around, tqdm_class
-from fastprep.monitoring.samplers import CpuClock, GpuProbe, Sampler, mean_cpu, mean_gpu
+from fastprep.monitoring.pipeline import PipelineFacts, facts_of
+from fastprep.monitoring.samplers import CpuClock, GpuProbe, ProcessClock, Sampler, mean_cpu, mean_gpu, mean_process
 from fastprep.monitoring.stats import StepStats, Window
 from fastprep.monitoring.summary import MonitorSummary
 from fastprep.prefetch import check_device
 
-NO_SUMS = (0.0, 0, 0.0, 0.0)
+NO_SUMS = (0.0, 0, 0.0, 0.0, 0.0, 0.0)
 
 
 class Monitor:
@@ -103,8 +104,8 @@ class Monitor:
         self.host_wait_sum = 0.0
         self.passes = 0
         self.startup: float | None = None
-        self._cpu = CpuClock()
-        self._sampler = Sampler(None, self._cpu, sample_every)
+        self._cpu, self._process = CpuClock(), ProcessClock()
+        self._sampler = Sampler(None, self._cpu, sample_every, self._process)
         self._gpu_note = "not sampled (gpu=False)" if gpu is False else f"the loop runs on {self.device}"
         self._active: Any = None  # weakref to the running pass
         self._ring: EventRing | None = None
@@ -112,6 +113,7 @@ class Monitor:
         self._seen, self._seen_sums = Window(), NO_SUMS
         fetching = fetching_dataset(batches)
         self._fetch = FetchMeter(fetching) if fetching is not None else None
+        self.facts = _facts(batches, self.device)
 
     def __len__(self) -> int:
         return len(self.batches)  # type: ignore[arg-type]
@@ -131,6 +133,7 @@ class Monitor:
         if meter is not None:
             meter.begin(t_start)
         it = iter(self.batches)
+        self._process.source = it  # its DataLoader workers count as this process's CPU
         t_iter = perf() - t_start
         n = -1  # the index of the batch the loop holds (-1: none yet; batch 0 is start-up, not a step)
         try:
@@ -194,14 +197,15 @@ class Monitor:
         """The live line and TensorBoard points (on CUDA, of the steps the event ring has read)."""
         seen, sums = self.stats.snapshot(), self._sampler.sums
         window, gpu, cpu = seen - self._seen, mean_gpu(sums, self._seen_sums), mean_cpu(sums, self._seen_sums)
+        own = mean_process(sums, self._seen_sums)
         self._seen, self._seen_sums = seen, sums
         text = window.line()
         if gpu is not None:
             text += f" | GPU {gpu:.0f}%"
         elif self._sampler.gpu is not None and self._sampler.gpu.why:
             text += " | GPU n/a"
-        if cpu is not None:
-            text += f" | CPU {cpu:.0f}%"
+        if own is not None:
+            text += f" | CPU {own:.0f}%" + (f" (machine {cpu:.0f}%)" if cpu is not None else "")
         if self._fetch is not None:
             text += self._fetch.live(now)
         try:  # a closed stream or a full disk turns the display off, never the training
@@ -211,7 +215,8 @@ class Monitor:
                 n = window.steps
                 self._tensorboard.add(seen.steps, {
                     "input_bound": 100.0 * window.input_bound / n, "wait_ms": 1e3 * window.wait_sum / n,
-                    "step_ms": 1e3 * window.step_sum / n, "gpu_util": gpu, "cpu_util": cpu})
+                    "step_ms": 1e3 * window.step_sum / n, "gpu_util": gpu, "cpu_util": cpu,
+                    "cpu_process": own})
         except Exception as exc:  # anything a writer raises
             warnings.warn(f"fastprep.monitor: the live display failed and is off for this run: {exc!r}",
                           RuntimeWarning, stacklevel=2)
@@ -254,10 +259,25 @@ class Monitor:
         host_wait = self.host_wait_sum if self.device.type == "cuda" else self.stats.wait_sum
         clock = f"CUDA events on {self.device}'s current stream" if self.device.type == "cuda" else "host clock"
         fetched, samples, seconds = self._fetch.totals(time.perf_counter()) if self._fetch is not None else (0, 0, 0.0)
+        bad = getattr(getattr(self.facts_loader, "bad_samples", None), "count", 0)
+        machine = self._cpu.machine
         return MonitorSummary.of(self.stats, host_wait, gpu_util=mean_gpu(sums, NO_SUMS),
-                                 gpu_note=gpu_note, cpu_util=mean_cpu(sums, NO_SUMS), cpu_note=self._cpu.what,
+                                 gpu_note=gpu_note, cpu_util=mean_cpu(sums, NO_SUMS) if machine else None,
+                                 cpu_note=self._cpu.what if machine else "not sampled (no /proc/stat, no psutil)",
+                                 cpu_process=mean_process(sums, NO_SUMS), cpu_process_note=self._process.what,
                                  startup=self.startup, passes=self.passes, clock=clock, device=str(self.device),
-                                 fetched=fetched or None, fetched_samples=samples, fetch_seconds=seconds)
+                                 fetched=fetched or None, fetched_samples=samples, fetch_seconds=seconds,
+                                 facts=self.facts, bad_samples=bad if isinstance(bad, int) else 0)
+
+    @property
+    def facts_loader(self) -> Any:
+        """The DataLoader or fastprep.Loader behind the monitored batches (or the batches)."""
+        from fastprep.monitoring.pipeline import unwrap  # noqa: PLC0415
+
+        try:
+            return unwrap(self.batches)
+        except Exception:  # an odd wrapper: no loader to read
+            return None
 
     def close(self) -> None:
         """End the running pass (if any), print the summary when ``report="close"``, close the
@@ -278,6 +298,16 @@ class Monitor:
 
 
 monitor = Monitor
+
+
+def _facts(batches: Any, device: torch.device) -> PipelineFacts | None:
+    """The pipeline's description, or None: describing it never stops the training."""
+    try:
+        return facts_of(batches, device)
+    except Exception as exc:  # an object we cannot read
+        warnings.warn(f"fastprep.monitor: cannot describe the pipeline ({exc!r}); the advice is the general one",
+                      RuntimeWarning, stacklevel=3)
+        return None
 
 
 def _resolve_device(device: Any, batches: Any) -> torch.device:

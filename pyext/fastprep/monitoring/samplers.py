@@ -4,10 +4,15 @@ GPU: NVML's utilisation (nvidia-ml-py's `pynvml`): the share of the last sample 
 1 s, by product) in which one or more kernels ran. No NVML, or NVML failing, leaves the GPU
 figure None with the reason; it never stops the loop.
 
-CPU: the busy share of the cores this process may run on (its affinity mask), from /proc/stat's
-per-core lines: every process counts, DataLoader workers included, and so does any other load
-competing for those cores. Without /proc (macOS, Windows) psutil's per-core times when psutil is
-installed, else this process's own CPU time from os.times() (its threads, not worker processes).
+CPU, two figures over the cores this process may run on (its affinity mask):
+
+- the machine's busy share (CpuClock), from /proc/stat's per-core lines: every process counts,
+  and so does any other load competing for those cores. Without /proc (macOS, Windows) psutil's
+  per-core times when psutil is installed, else none;
+- this training process's own (ProcessClock): the CPU time of its threads (a fastprep.Loader's
+  included) and of its DataLoader's live worker processes, over the wall time: psutil's
+  per-process times when installed, else /proc/self/stat and /proc/<worker>/stat on Linux, else
+  os.times() (its threads only). A step that sleeps adds nothing to it; other processes never do.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ class CpuClock:
         self.stat_path = stat_path
         affinity = getattr(os, "sched_getaffinity", None)
         self.cores = cores = sorted(affinity(0)) if affinity else list(range(os.cpu_count() or 1))
+        self.machine = True  # False: only this process's time is known (the os.times fallback)
         if self._proc() is not None:
             self.read, self.what = self._proc, f"busy share of the {len(cores)} cores this process may use"
             return
@@ -40,6 +46,7 @@ class CpuClock:
             self.read, self.what = lambda: _psutil_times(psutil, cores), f"busy share of {len(cores)} cores (psutil)"
         else:
             self.read, self.what = self._own, f"this process's CPU time over {len(cores)} cores (os.times)"
+            self.machine = False
 
     def _proc(self) -> tuple[float, float] | None:
         try:
@@ -60,6 +67,74 @@ class CpuClock:
     def _own(self) -> tuple[float, float]:
         t = os.times()
         return t.user + t.system, time.perf_counter() * len(self.cores)
+
+
+def worker_pids(it: Any) -> list[int]:
+    """The live worker processes of a loader's iterator: a DataLoader's (its ``_workers``), looked
+    for on the iterator and one level inside it (a DevicePrefetcher's iterator holds the loader's)."""
+    for obj in [it, *getattr(it, "__dict__", {}).values()]:
+        workers = getattr(obj, "_workers", None)
+        if isinstance(workers, list):
+            return [p.pid for p in workers if getattr(p, "pid", None) and p.is_alive()]
+    return []
+
+
+class ProcessClock:
+    """Cumulative (CPU seconds of this process and its loader's workers, wall seconds x cores).
+
+    Args:
+        stat_dir: where /proc is (Linux); tests point it elsewhere.
+
+    The workers are read from `source` (the running pass's loader iterator: worker_pids), set by
+    the monitor at each pass.
+    """
+
+    def __init__(self, stat_dir: str = "/proc"):
+        self.stat_dir, self.source = stat_dir, None
+        affinity = getattr(os, "sched_getaffinity", None)
+        self.cores = len(affinity(0)) if affinity else os.cpu_count() or 1
+        self.tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        try:
+            import psutil  # noqa: PLC0415 (optional)
+        except ImportError:
+            psutil = None
+        self.psutil = psutil
+        if psutil is not None:
+            self.what = f"this process and its DataLoader workers, of {self.cores} cores (psutil)"
+        elif self._stat("self") is not None:
+            self.what = f"this process and its DataLoader workers, of {self.cores} cores (/proc)"
+        else:
+            self.what = f"this process's threads, of {self.cores} cores (os.times)"
+
+    def _stat(self, pid: Any) -> float | None:
+        """utime + stime of /proc/<pid>/stat in seconds (None: unreadable, or the process is gone)."""
+        try:
+            with open(os.path.join(self.stat_dir, str(pid), "stat")) as f:
+                text = f.read()
+            fields = text[text.rindex(")") + 2:].split()  # after the command name, which may hold spaces
+            return (int(fields[11]) + int(fields[12])) / self.tick
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def cpu_seconds(self) -> float:
+        pids = worker_pids(self.source) if self.source is not None else []
+        if self.psutil is not None:
+            total = 0.0
+            for pid in [None, *pids]:
+                try:
+                    t = self.psutil.Process(pid).cpu_times()
+                    total += t.user + t.system
+                except Exception:  # a worker that just exited (psutil.NoSuchProcess, AccessDenied)
+                    pass
+            return total
+        own = self._stat("self")
+        if own is None:
+            t = os.times()
+            return t.user + t.system
+        return own + sum(x for x in map(self._stat, pids) if x is not None)
+
+    def read(self) -> tuple[float, float]:
+        return self.cpu_seconds(), time.perf_counter() * self.cores
 
 
 def _psutil_times(psutil: Any, cores: list[int]) -> tuple[float, float]:
@@ -138,24 +213,27 @@ class Sampler:
 
     Args:
         gpu: a GpuProbe, or None.
-        cpu: a CpuClock, or None.
+        cpu: a CpuClock (the machine's busy share), or None.
         every: seconds between samples.
+        process: a ProcessClock (this process's own share), or None.
     """
 
-    def __init__(self, gpu: GpuProbe | None, cpu: CpuClock | None, every: float):
-        self.gpu, self.cpu, self.every = gpu, cpu, every
-        # (gpu percent sum, gpu samples, cpu busy, cpu total), replaced whole so a reader on
-        # another thread never sees half an update.
-        self.sums = (0.0, 0, 0.0, 0.0)
+    def __init__(self, gpu: GpuProbe | None, cpu: CpuClock | None, every: float, process: ProcessClock | None = None):
+        self.gpu, self.cpu, self.every, self.process = gpu, cpu, every, process
+        # (gpu percent sum, gpu samples, machine busy, machine total, process busy, process total),
+        # replaced whole so a reader on another thread never sees half an update.
+        self.sums = (0.0, 0, 0.0, 0.0, 0.0, 0.0)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_cpu: tuple[float, float] | None = None
+        self._last_process: tuple[float, float] | None = None
 
     def start(self) -> None:
         if self._thread is not None:
             return
         self._stop.clear()
-        self._last_cpu = self.cpu.read() if self.cpu is not None else None
+        self._last_cpu = self.cpu.read() if self.cpu is not None and self.cpu.machine else None
+        self._last_process = self.process.read() if self.process is not None else None
         self._thread = threading.Thread(target=self._run, name="fastprep-monitor-sampler", daemon=True)
         self._thread.start()
 
@@ -164,7 +242,7 @@ class Sampler:
             self.sample()
 
     def sample(self) -> None:
-        gpu_sum, gpu_n, cpu_busy, cpu_total = self.sums
+        gpu_sum, gpu_n, cpu_busy, cpu_total, own_busy, own_total = self.sums
         if self.gpu is not None:
             u = self.gpu.utilisation()
             if u is not None:
@@ -175,7 +253,13 @@ class Sampler:
             if total > 0:
                 cpu_busy, cpu_total = cpu_busy + busy, cpu_total + total
             self._last_cpu = now
-        self.sums = (gpu_sum, gpu_n, cpu_busy, cpu_total)
+        if self.process is not None and self._last_process is not None:
+            now = self.process.read()
+            busy, total = now[0] - self._last_process[0], now[1] - self._last_process[1]
+            if total > 0:
+                own_busy, own_total = own_busy + max(busy, 0.0), own_total + total
+            self._last_process = now
+        self.sums = (gpu_sum, gpu_n, cpu_busy, cpu_total, own_busy, own_total)
 
     def stop(self) -> None:
         """Stop the thread, after one last sample (the time since the previous one counts)."""
@@ -193,5 +277,12 @@ def mean_gpu(now: tuple, then: tuple) -> float | None:
 
 
 def mean_cpu(now: tuple, then: tuple) -> float | None:
+    """The machine's busy share over the span, in percent (None: not sampled)."""
     total = now[3] - then[3]
     return 100.0 * (now[2] - then[2]) / total if total > 0 else None
+
+
+def mean_process(now: tuple, then: tuple) -> float | None:
+    """This process's (and its workers') share of the cores over the span, in percent."""
+    total = now[5] - then[5]
+    return 100.0 * (now[4] - then[4]) / total if total > 0 else None

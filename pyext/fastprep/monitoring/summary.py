@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from fastprep.monitoring import remedies as mr
 from fastprep.monitoring.fetched import size
+from fastprep.monitoring.pipeline import PipelineFacts
 from fastprep.monitoring.stats import StepStats, ms, quantile
 
 CPU_BUSY = 85.0  # percent: above this, more threads or workers cannot help
+OWN = 0.5  # the cores are this process's when it uses at least this share of what is busy
 GPU_LOW = 70.0  # percent: below this, with the input keeping up, the step leaves the GPU idle
 BURSTY = 4.0  # p95 / p50 of the waits above this: batches arrive in bursts
 
@@ -17,13 +20,6 @@ DIAGNOSE = ("python -m fastprep diagnose mymodule:make_pipeline --device {device
             "host->device copy)")
 MORE_THREADS = ("more threads (fastprep.Loader(..., threads=N), DataLoader num_workers) and a deeper queue "
                 "(Loader depth=, DataLoader prefetch_factor=)")
-CHEAPER = ["fastprep's fused transforms: a transforms.Compose of RandomCrop, flips, RandomDilatedMask, RGBToYCbCr "
-           "runs as one op on the crop's window",
-           "decode less: fastprep.io.ImageFolder(roi=True) decodes only the crop, and after "
-           "`python -m fastprep pack train/ train.packed` only the restart intervals it covers",
-           "the GPU decode split: ship uint8 batches and convert them on the GPU (fastprep.Loader(device='cuda', "
-           "decode=True)), and decode JPEG windows there: fastprep.Loader(packed, ..., decode_on='cuda') leaves the "
-           "threads only cutting each window out of the shard (docs/real-files.md)"]
 
 
 @dataclass(frozen=True)
@@ -45,13 +41,19 @@ class MonitorSummary:
         wait_share: all waits over all step time: removing them makes the loop 1 / (1 - share) faster.
         host_wait: mean time inside next() (host clock).
         gpu_util, gpu_note: mean NVML utilisation, or None with the reason in `gpu_note`.
-        cpu_util, cpu_note: mean CPU busy share, and what it covers.
+        cpu_util, cpu_note: the machine's mean busy share of the cores this process may use (every
+            process counts), and what it covers; None when it cannot be read.
+        cpu_process, cpu_process_note: this training process's own share of those cores (its threads
+            and its DataLoader's workers), and how it was read.
         startup, passes, clock, device: the first batch's wait; passes over the loader; which clock
             timed the steps; the device.
         fetched, fetched_samples, fetch_seconds: bytes the loader's dataset fetched from remote
             storage (its ``bytes_fetched``, e.g. a PackedDataset over a URL), the samples received
             and the seconds of the passes that fetched them; `fetched` is None without such a dataset
             or while its counter has not moved.
+        facts: the pipeline (fastprep.monitoring.pipeline.PipelineFacts; None when unreadable): the
+            summary prints it and advises only the remedies that apply to it and are not taken.
+        bad_samples: samples the loader skipped (its ``bad_samples.count``, when it keeps one).
 
     Example:
         >>> print(mon.summary())          # headline, then the details and what to do next
@@ -80,6 +82,10 @@ class MonitorSummary:
     fetched: int | None = None
     fetched_samples: int = 0
     fetch_seconds: float = 0.0
+    cpu_process: float | None = None
+    cpu_process_note: str = ""
+    facts: PipelineFacts | None = None
+    bad_samples: int = 0
 
     @classmethod
     def of(cls, stats: StepStats, host_wait_sum: float, **rest: Any) -> MonitorSummary:
@@ -114,7 +120,11 @@ class MonitorSummary:
         return f"GPU idle {100 - self.gpu_util:.0f}%" if self.gpu_util is not None else f"GPU n/a ({self.gpu_note})"
 
     def cpu(self) -> str:
-        return f"CPU {self.cpu_util:.0f}%" if self.cpu_util is not None else f"CPU n/a ({self.cpu_note})"
+        """'CPU 45% (machine 97%)': this process's share of the cores, then the machine's busy share."""
+        machine = f"machine {self.cpu_util:.0f}%" if self.cpu_util is not None else f"machine n/a ({self.cpu_note})"
+        if self.cpu_process is None:
+            return f"CPU n/a ({self.cpu_process_note}); {machine}"
+        return f"CPU {self.cpu_process:.0f}% ({machine})"
 
     def headline(self) -> str:
         """One line: 'input-bound 63% of steps; waits 41 ms per step (p50 38 ms, p95 90 ms); GPU idle 58%;
@@ -143,18 +153,39 @@ class MonitorSummary:
         out = [f"the loop waited {self.wait_share:.0%} of the time: an input that kept up would make it up to "
                f"{1 / max(1 - self.wait_share, 1e-9):.1f}x faster.",
                "find the stage: " + DIAGNOSE.format(device=self.device)]
-        if self.cpu_util is not None and self.cpu_util >= CPU_BUSY:
-            out.append(f"the cores are busy (CPU {self.cpu_util:.0f}%): make samples cheaper, more threads will "
-                       "not help:")
-        elif self.cpu_util is not None:
-            out.append(f"the cores have room (CPU {self.cpu_util:.0f}%): {MORE_THREADS}; and make samples cheaper:")
-        else:
-            out.append(f"{MORE_THREADS} if the cores have room; and make samples cheaper:")
-        out += ["  " + c for c in CHEAPER]
+        out.append(self._cores())
+        todo, done = self.remedies()
+        out += ["  " + c for c in todo]
+        if done:
+            out.append("already in place: " + "; ".join(done) + ".")
         if self.wait_p50 > 0 and self.wait_p95 > BURSTY * self.wait_p50:
             out.append(f"waits come in bursts (p50 {ms(self.wait_p50)}, p95 {ms(self.wait_p95)}): workers finish "
                        "together; a deeper queue (depth / prefetch_factor) absorbs them.")
         return out
+
+    def _cores(self) -> str:
+        """Whether more threads can help: the cores busy with this process's work (no), busy with other
+        processes' (they would compete), or with room."""
+        own, machine = self.cpu_process, self.cpu_util
+        busy = machine if machine is not None else own
+        if busy is None:
+            return f"{MORE_THREADS} if the cores have room; and make samples cheaper:"
+        if busy >= CPU_BUSY and own is not None and own >= OWN * busy:
+            return f"the cores are busy with this process's work (CPU {own:.0f}%): make samples cheaper, more " \
+                   f"threads will not help:"
+        if busy >= CPU_BUSY:
+            return (f"the cores are busy, but with other processes' work (machine {busy:.0f}%, this process "
+                    f"{own or 0:.0f}%): more threads would compete with them for the cores; free the cores, or "
+                    f"make samples cheaper:")
+        return f"the cores have room (CPU {own if own is not None else busy:.0f}%"  \
+               f"{f', machine {machine:.0f}%' if machine is not None and own is not None else ''}): " \
+               f"{MORE_THREADS}; and make samples cheaper:"
+
+    def remedies(self) -> tuple[list[str], list[str]]:
+        """(remedies that apply to the pipeline and are not taken, those in place): the raw-loading and
+        transforms rows of fastprep.monitoring.remedies, and the loader's and the copy's."""
+        return mr.remedies(self.facts or PipelineFacts(device=self.device.split(":")[0]),
+                           (mr.RAW, mr.TRANSFORMS, mr.COLLATE))
 
     def details(self) -> list[str]:
         """What was measured and how (two lines; a third when the dataset fetched from remote storage)."""
@@ -163,7 +194,9 @@ class MonitorSummary:
         return [f"{self.steps} steps, {self.passes} pass(es), {self.device}, timed by {self.clock}{host}; step p50 "
                 f"{ms(self.step_p50)}, p95 {ms(self.step_p95)}{start}",
                 f"input-bound step: its wait for the batch exceeds {self.threshold:.0%} of the step (the wait plus the "
-                f"loop's own work); CPU: {self.cpu_note}; GPU: {self.gpu_note}"] + self.fetch_line()
+                f"loop's own work); CPU: {self.cpu_process_note}; machine: {self.cpu_note}; GPU: {self.gpu_note}"] \
+            + (self.facts.describe().splitlines() if self.facts is not None else []) + self.fetch_line() \
+            + ([f"bad samples skipped: {self.bad_samples}"] if self.bad_samples else [])
 
     def fetch_line(self) -> list[str]:
         """What the dataset fetched from remote storage (one line; none when nothing was)."""
@@ -178,7 +211,8 @@ class MonitorSummary:
         if self.steps:
             lines += ["  " + d for d in self.details()]
         for k, a in enumerate(self.advice()):  # the finding, then what to do
-            lines.append("    " + a[2:] if a.startswith("  ") else f"  {a}" if k == 0 else f"  next: {a}")
+            first = k == 0 or a.startswith("already in place")
+            lines.append("    " + a[2:] if a.startswith("  ") else f"  {a}" if first else f"  next: {a}")
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:

@@ -24,13 +24,14 @@ import itertools
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from torch.utils.data import DataLoader, IterableDataset
 
 from fastprep.batch import CompactBatch
 from fastprep.iterators import stop_iterator
+from fastprep.monitoring.pipeline import facts_of
 from fastprep.prefetch import check_device, move_to
 from fastprep.tools import remedies as rm
 from fastprep.tools import stand_ins as si
@@ -66,6 +67,8 @@ class _Pipe:
     raw: tuple | None = None  # (raw sample as loaded, the dataset that loaded it, the transform), for the advice
     loader: str = "dataloader"  # or "fastprep"
     workers: int = 0  # a Loader's threads, a DataLoader's num_workers
+    decode_on: Any = None  # a fastprep.Loader's decode_on
+    original: Any = None  # the loader as given, for its description when no raw sample splits off
 
 
 def _first(loader: Any) -> Any:
@@ -112,7 +115,8 @@ def _pipe(loader: Any, settings: Settings) -> _Pipe:
     if is_fastprep_loader(loader):
         host_loader = si.rebuild_fastprep_loader(loader, loader.dataset, device=None, decode=False)
         pipe = _Pipe(_first(host_loader), drain=loader.depth, decode=loader.decode or None,
-                     device=loader.device, batch_size=loader.batch_size, loader="fastprep", workers=loader.threads)
+                     device=loader.device, batch_size=loader.batch_size, loader="fastprep", workers=loader.threads,
+                     decode_on=loader.decode_on, original=loader)
         length = (settings.most_steps(pipe.drain, pipe.block) + loader.depth) * loader.batch_size
         _map_pipe(pipe, loader.dataset, lambda ds, **kw: si.rebuild_fastprep_loader(loader, ds, **kw), length,
                   loader.transform, transform_kw=True)
@@ -124,7 +128,7 @@ def _pipe(loader: Any, settings: Settings) -> _Pipe:
             return _pipe(loader, settings)
     workers = getattr(loader, "num_workers", 0)
     pipe = _Pipe(_first(loader), drain=max(1, workers), block=max(2, 2 * workers),
-                 batch_size=getattr(loader, "batch_size", None), workers=workers)
+                 batch_size=getattr(loader, "batch_size", None), workers=workers, original=loader)
     dataset = getattr(loader, "dataset", None)
     if factory is not None and not _takes_dataset(factory):
         why = "loader_factory takes no `dataset=` keyword"
@@ -191,6 +195,7 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
                         max_seconds=max_seconds)
     if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit >= 0:
         raise ValueError(f"find_bottleneck: expected time_limit to be a number of seconds >= 0, got {time_limit!r}")
+    began = time.perf_counter()  # round 1 counts from here: reading the first batch is part of it
     with _phase("reading the first batch and item 0 for the cached levels"):
         pipe = _pipe(loader, settings)
     dev = check_device("find_bottleneck", device if device is not None else pipe.device or "cpu")
@@ -214,7 +219,9 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
     sync = synchronize(dev)
     plan = Plan([], 16, progress)
     timings: dict[int, list] = {k: [] for k in sources}
-    began, rounds, more = time.perf_counter(), 0, 1.0
+    if time_limit and settings.steps is None:  # plan `repeats` rounds within the limit (see _fit)
+        settings.max_seconds = _fit(settings, time_limit, len(sources))
+    rounds, more, lengths, start = 0, 1.0, [], began
     while True:  # rounds: every level once, back to back; the first `repeats`, then while noise decides
         first, order = len(plan.keys), list(sources)
         order = order[rounds % len(order):] + order[:rounds % len(order)]  # no level always follows the same one
@@ -228,24 +235,31 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
             plan.end(len(timing.step_times) + timing.warmup_steps + sources[k].drain)
             timings[k].append(timing)
         rounds += 1
-        if rounds < settings.repeats:
+        now = time.perf_counter()
+        lengths.append(now - start)
+        start, spent = now, now - began
+        # A round starts only when the longest so far fits in what is left: the limit is passed by
+        # at most one round (by what that round took beyond the longest before it).
+        fits = not time_limit or max(lengths) <= time_limit - spent
+        if rounds < settings.repeats and fits:
             continue
         _fill(levels, timings)
         more = more_data(levels, threshold, dominance)
-        spent = time.perf_counter() - began
-        left, per_round = time_limit - spent, spent / rounds
-        if more <= 1 or settings.steps is not None or per_round > left or \
-                _rounds_to_settle(more, rounds) * per_round > 2 * left:
+        if more <= 1 or settings.steps is not None or not time_limit or not fits or \
+                _rounds_to_settle(more, rounds) * spent / rounds > 2 * (time_limit - spent):
             break
-    facts = dict(loader=pipe.loader, workers=pipe.workers, device=dev.type, compact=isinstance(pipe.host, CompactBatch))
-    source = rm.source_of(*pipe.raw, **facts) if pipe.raw else rm.RawSource("pixels", **facts)
+    facts = dict(loader=pipe.loader, workers=pipe.workers, device=dev.type, compact=isinstance(pipe.host, CompactBatch),
+                 decode_on=pipe.decode_on)
+    source = rm.source_of(*pipe.raw, **facts) if pipe.raw else \
+        rm.RawSource(replace(facts_of(pipe.original, dev.type), compact=facts["compact"]))
     verdict, margin, advice = judge(levels, threshold, dominance, rm.advice_table(source))
-    return BottleneckReport(levels, verdict, margin + _how_long(more, rounds, spent, settings), advice,
+    return BottleneckReport(levels, verdict, margin + _how_long(more, rounds, spent, settings, time_limit), advice,
                             str(dev), {
         "steps": settings.steps, "repeats": settings.repeats, "warmup": settings.warmup,
         "precision": settings.precision, "max_steps": max_steps, "threshold": threshold, "dominance": dominance,
-        "batch_size": pipe.batch_size, "time_limit": time_limit, "rounds": rounds, "seconds": spent},
-        source.describe())
+        "batch_size": pipe.batch_size, "time_limit": time_limit, "rounds": rounds, "seconds": spent,
+        "round_seconds": lengths, "max_seconds": settings.max_seconds},
+        source.describe(), source.facts.describe())
 
 
 @contextlib.contextmanager
@@ -273,14 +287,32 @@ def _rounds_to_settle(more: float, rounds: int) -> int:
     return math.ceil(rounds * (more - 1)) if math.isfinite(more) else 1 << 30
 
 
-def _how_long(more: float, rounds: int, spent: float, settings: Settings) -> str:
+def _fit(settings: Settings, time_limit: float, levels: int) -> float:
+    """The longest warm-up and timed window (Settings.max_seconds) with which `repeats` rounds of
+    `levels` measurements fit in `time_limit`: each measurement is at most a warm-up and a timed
+    window of that length, plus a step or two and the loader's start-up (a quarter more, here)."""
+    return min(settings.max_seconds, time_limit / (settings.repeats * levels * 2.5))
+
+
+def _how_long(more: float, rounds: int, spent: float, settings: Settings, time_limit: float = 0.0) -> str:
     """What the margin says about the length of the measurement."""
+    short = f" ({rounds} of {settings.repeats} rounds fitted in the time limit, {_s(spent)})" \
+        if rounds < settings.repeats else ""
     if more <= 1:
-        return f" (settled after {rounds} rounds, {spent:.0f} s)" if rounds > settings.repeats else ""
+        return f" (settled after {rounds} rounds, {_s(spent)})" if rounds > settings.repeats else short
     if not math.isfinite(more):
-        return f"; after {rounds} rounds ({spent:.0f} s) the two estimates are equal: measuring longer would not " \
+        return f"; after {rounds} rounds ({_s(spent)}) the two estimates are equal: measuring longer would not " \
                f"tell them apart"
     need = _rounds_to_settle(more, rounds)
-    return f"; within noise after {rounds} rounds ({spent:.0f} s): about {need} more rounds " \
-           f"(~{need * spent / rounds:.0f} s more) would settle it " \
-           f"({'repeats / --repeats' if settings.steps else 'time_limit / --time-limit'})"
+    seconds = need * spent / rounds
+    how = "repeats / --repeats" if settings.steps else "time_limit / --time-limit"
+    if seconds > 10 * max(time_limit, spent):
+        return f"; within noise after {rounds} rounds ({_s(spent)}): settling it would take about {need} more " \
+               f"rounds (~{_s(seconds)}), more than ten times this run: steady the step instead (fewer torch " \
+               f"threads, torch.set_num_threads(1); fewer loader threads) or measure on a quieter machine"
+    return f"; run longer: about {_s(seconds)} more ({need} more round{'s' * (need > 1)}, {how}) would settle it " \
+           f"(within noise after {rounds} rounds, {_s(spent)})"
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"

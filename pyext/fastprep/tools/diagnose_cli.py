@@ -153,8 +153,8 @@ def _how(args: argparse.Namespace) -> str:
 
     steps = f"{args.steps} timed steps" if args.steps else f"timed until +-{args.precision:.0%} at 95% confidence"
     warm = f"{args.warmup} warm-up steps" if args.warmup is not None else "warm-up until the step time is steady"
-    more = f"; more rounds while within noise, up to {args.time_limit:g} s in all" \
-        if args.time_limit and not args.steps else ""
+    more = f"; rounds planned within {args.time_limit:g} s (passed by one round at most), more while within " \
+        f"noise" if args.time_limit and not args.steps else ""
     return f"{args.repeats} repeats per level, {warm}, {steps}; torch threads {torch.get_num_threads()}{more}"
 
 

@@ -15,7 +15,10 @@ PROG = "python -m fastprep pack"
 HELP = """\
 Pack an image folder (class subfolders, as torchvision's ImageFolder) into a few shard files and an
 index, read by fastprep.io.PackedDataset: JPEGs losslessly transcoded with restart markers, so a
-crop window decodes from the restart intervals covering it only; or raw pixels (--mode raw).
+crop window decodes from the restart intervals covering it only; PNGs and other images as raw
+pixels, losslessly (or encoded once as JPEG: --non-jpeg encode); or everything as raw pixels
+(--mode raw). A file that cannot be packed stops it, named (--on-error skip leaves such files out,
+listed in the summary).
 Resumable: run it again after an interruption and it goes on from the last complete shard (DEST
 must hold a pack of the same SRC and options: anything else is refused, unless --overwrite).
 
@@ -42,8 +45,12 @@ def add_parser(sub) -> None:
     p.add_argument("--threads", type=at_least(1), help="converting threads (default: every core)")
     p.add_argument("--quality", type=at_least(1), default=90,
                    help="JPEG quality for inputs that are encoded: non-JPEGs, and --max-side shrinks (default 90)")
-    p.add_argument("--non-jpeg", choices=("encode", "raw"), default="encode",
-                   help="what --mode jpeg does with PNG, BMP, ...: encode once as JPEG (default) or store raw")
+    p.add_argument("--non-jpeg", choices=("raw", "encode"), default="raw",
+                   help="what --mode jpeg does with PNG, BMP, ...: store raw pixels, lossless (default), or encode "
+                        "once as JPEG at --quality (lossy, smaller)")
+    p.add_argument("--on-error", choices=("raise", "skip", "warn"), default="raise",
+                   help="a file that cannot be packed: raise stops (default), skip leaves it out (named in the "
+                        "summary), warn also warns on stderr")
     p.add_argument("--shard-mb", type=at_least(1), default=256, help="MiB per shard file (default 256)")
     p.add_argument("--restart", type=at_least(1), default=4,
                    help="target MCUs per restart interval (default 4; it must divide the MCU row, so it varies)")
@@ -56,20 +63,29 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import fastprep.io as fio  # noqa: PLC0415 (the CLI starts fast: each command imports what it runs)
+    from fastprep.bad_samples import BadSampleWarning  # noqa: PLC0415
     from fastprep.io.errors import PackLockedError, PackSourceError, PackWriteError  # noqa: PLC0415
     from fastprep.io.pack import PackWarning  # noqa: PLC0415
 
+    def one_line(message: Any, *_: Any, **__: Any) -> None:  # --on-error warn: each as it is met, no source line
+        print(f"{PROG}: warning: {str(message).removeprefix('pack: ')}", file=sys.stderr)
+
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PackWarning)  # the summary lists what was skipped
+            warnings.showwarning = one_line
+            warnings.simplefilter("always", BadSampleWarning)  # shown, whatever the filters (pack names each once)
+            warnings.simplefilter("ignore", PackWarning)  # the summary lists what libjpeg recovered
             summary = fio.pack(args.src, args.dest, mode=args.mode, max_side=args.max_side, threads=args.threads,
                                quality=args.quality, non_jpeg=args.non_jpeg, shard_bytes=args.shard_mb << 20,
-                               restart=args.restart, progress=not args.no_progress, overwrite=args.overwrite)
+                               restart=args.restart, progress=not args.no_progress, overwrite=args.overwrite,
+                               on_error=args.on_error)
     except PackWriteError as exc:
         print(f"{PROG}: error: {exc.strerror.removeprefix('pack: ')}", file=sys.stderr)
         return 1
     except (PackSourceError, PackLockedError) as exc:
-        print(f"{PROG}: error: {str(exc).removeprefix('pack: ')}", file=sys.stderr)
+        message = str(exc).removeprefix("pack: ").replace("on_error='skip'", "--on-error skip").replace(
+            "pass overwrite=True", "pass --overwrite")
+        print(f"{PROG}: error: {message}", file=sys.stderr)
         return 1
     except (ValueError, TypeError, OSError, RuntimeError) as exc:
         print(f"{PROG}: error: {str(exc).removeprefix('pack: ')}", file=sys.stderr)
@@ -79,12 +95,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_summary(s: Any, stream: Any = None) -> None:
-    """The summary as `python -m fastprep pack` prints it."""
-    from fastprep.io.pack_sources import shown  # noqa: PLC0415
-
+    """The summary as `python -m fastprep pack` prints it: totals, then each kind of input with its
+    count and bytes in -> out, then what was skipped and why."""
     out = stream or sys.stdout
-    ratio = f", {s.packed_bytes / s.input_bytes:.3f}x the input files" if s.input_bytes else ""
-    print(f"packed {s.records} images into {s.shards} shards in {s.dest}: {s.packed_bytes:,} bytes{ratio}, "
-          f"{s.seconds:.1f} s" + (f" ({s.resumed} found done)" if s.resumed else ""), file=out)
-    for name, why in s.skipped:
-        print(f"  skipped {shown(name)}: {why}", file=out)
+    for line in s.describe():
+        print(line, file=out)

@@ -2,8 +2,9 @@
 
 `write_photo_folder(root)` writes the colour photos scikit-image ships (astronaut, coffee, chelsea,
 ...; no download) as JPEGs of several sizes, one class folder per photo, in torchvision's
-ImageFolder layout (``root/<class>/<file>.jpg``). Without scikit-image it writes synthetic
-pictures instead and says so. `ImageFolder` reads that layout as torchvision's does, without
+ImageFolder layout (``root/<class>/<file>.jpg``). Without scikit-image it refuses, naming the
+install (``pip install 'fastprep[photos]'``), unless synthetic pictures are asked for
+(``synthetic=True``). `ImageFolder` reads that layout as torchvision's does, without
 torchvision: item i is ``(transform(loader(path)), class_index)``, with a ``transform`` attribute
 (so fastprep.tools.diagnose splits decoding from the transforms).
 """
@@ -18,17 +19,26 @@ from typing import Any
 import numpy as np
 from torch.utils.data import Dataset
 
+PHOTOS_INSTALL = "pip install 'fastprep[photos]' (or: pip install scikit-image)"
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry")
 SIZES = (256, 320, 400, 512)  # the short side of the written JPEGs, in pixels (>= the 256 crop)
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 
 
-def source_pictures(names: Sequence[str] = PHOTOS) -> tuple[dict[str, np.ndarray], str]:
-    """HWC uint8 RGB pictures by name, and where they come from: scikit-image's data photos, or,
-    without scikit-image, smooth synthetic pictures with noise (deterministic)."""
+def source_pictures(names: Sequence[str] = PHOTOS, fallback: bool = True,
+                    synthetic: bool = False) -> tuple[dict[str, np.ndarray], str]:
+    """HWC uint8 RGB pictures by name, and where they come from: scikit-image's data photos, or
+    smooth synthetic pictures with noise (deterministic): when `synthetic`, or without
+    scikit-image when `fallback` (else a RuntimeError naming the install)."""
+    if synthetic:
+        return {name: _synthetic(k) for k, name in enumerate(names)}, "synthetic (asked for)"
     try:
-        import skimage.data  # noqa: PLC0415 (optional: pip install scikit-image)
+        import skimage.data  # noqa: PLC0415 (optional: pip install 'fastprep[photos]')
     except ImportError:
+        if not fallback:
+            raise RuntimeError(f"write_photo_folder: writes scikit-image's photos, and scikit-image is not "
+                               f"installed: {PHOTOS_INSTALL}; or pass synthetic=True for synthetic pictures "
+                               f"(not photos: they decode and compress unlike real ones)") from None
         return {name: _synthetic(k) for k, name in enumerate(names)}, "synthetic (scikit-image not installed)"
     pictures = {}
     for name in names:
@@ -64,9 +74,20 @@ def _resized(pictures: dict[str, np.ndarray], root: str | os.PathLike, sides: Se
 
 
 def write_photo_folder(root: str | os.PathLike, sizes: Sequence[int] = SIZES, names: Sequence[str] = PHOTOS,
-                       quality: int = 90) -> str:
+                       quality: int = 90, synthetic: bool = False) -> str:
     """Write each picture as JPEGs whose short side is each of `sizes` (plus a mirrored copy) into
     ``root/<name>/``; returns where the pictures came from (see source_pictures).
+
+    Args:
+        root: the folder to write (created).
+        sizes: the short sides, in pixels.
+        names: scikit-image's colour photos to write (``skimage.data.<name>``).
+        quality: the JPEG quality.
+        synthetic: write deterministic synthetic pictures under those names instead of the photos
+            (no scikit-image needed).
+
+    Raises:
+        RuntimeError: scikit-image is not installed (and not `synthetic`): the message names the install.
 
     Example:
         >>> where = write_photo_folder("/tmp/photos")
@@ -76,7 +97,9 @@ def write_photo_folder(root: str | os.PathLike, sizes: Sequence[int] = SIZES, na
 
     if not sizes or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
         raise ValueError(f"write_photo_folder: expected sizes to be positive ints, got {sizes!r}")
-    pictures, where = source_pictures(names)
+    if not isinstance(synthetic, bool):
+        raise ValueError(f"write_photo_folder: expected synthetic to be a bool, got {synthetic!r}")
+    pictures, where = source_pictures(names, fallback=False, synthetic=synthetic)
     for folder, name, size, resized in _resized(pictures, root, sizes, min):
         resized.save(folder / f"{name}_{size}.jpg", quality=quality)
         resized.transpose(Image.FLIP_LEFT_RIGHT).save(folder / f"{name}_{size}_mirrored.jpg", quality=quality)

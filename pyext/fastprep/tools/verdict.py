@@ -13,6 +13,12 @@ other), each saying why. Each level only adds work to the one before, so a level
 than an earlier one beyond noise shows noise the intervals miss (a burst of load on one level's
 repeats): every comparison is then widened by that much time per step (`disorder`), and a verdict
 stands only if it holds beyond it.
+
+The ceiling is level 1 unless a later level ran faster: the step alone cannot be slower than the
+step with more work in front of it, so the fastest level is then the ceiling (`ceiling_of`) and no
+share of it is above 100%. Level 1 measured slow that way is the step run back to back on cores
+busy with other work, where torch's intra-op threads stall each other at every parallel op (with
+torch's default threads on a loaded 2-core box: 19 steps/s alone against 157 behind a loader).
 """
 
 from __future__ import annotations
@@ -40,9 +46,9 @@ ADVICE = {
                    "(writes samples straight into shared memory, 4x fewer bytes than float32), "
                    "fastprep.Loader (threads, no IPC), more num_workers, persistent_workers=True, a "
                    "larger prefetch_factor.",
-    "transforms": "The per-sample transforms are the bottleneck: fastprep ops or the fused "
-                  "crop_mask_ycbcr, more num_workers, or move the work to the GPU (ship uint8 + "
-                  "packed masks and decode there).",
+    "transforms": "The per-sample transforms are the bottleneck: fastprep ops (fastprep.transforms: "
+                  "torchvision v2's names and bits, fused into one op where they can be), more num_workers, "
+                  "or move the work to the GPU (ship uint8 + packed masks and decode there).",
     "raw loading": "Reading or decoding raw samples is the bottleneck: decode less (smaller stored "
                    "images, a faster decoder), faster storage or formats, cache decoded data, more "
                    "num_workers, a larger prefetch_factor.",
@@ -72,6 +78,20 @@ class Stage:
     added: float  # seconds per step the stage adds, and its interval
     lo: float
     hi: float
+
+
+CEILING_NOTE = ("measured slower than level {k}, which runs the same step with more work: noise (torch's "
+                "intra-op threads stalled on busy cores?); the ceiling is level {k}'s rate")
+
+
+def ceiling_of(levels: list[Level]) -> tuple[int, Stats]:
+    """(level number, Stats) of the ceiling: level 1, or a later level that ran faster (see the
+    module doc), so that every level's share of it is at most 100%."""
+    k, best = 1, levels[0].stats
+    for i, lv in enumerate(levels[1:], 2):
+        if lv.stats is not None and lv.stats.rate > best.rate:
+            k, best = i, lv.stats
+    return k, best
 
 
 def _ms(seconds: float) -> str:
@@ -108,7 +128,8 @@ class Finding:
 def assess(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) -> Finding:
     """The rules of the module doc on measured levels, the widening by out-of-order levels
     included (see disorder)."""
-    ceiling, last = levels[0].stats, levels[-1].stats
+    last = levels[-1].stats
+    ceiling = ceiling_of(levels)[1]
     bias, odd = disorder(levels)
     widened = f"{odd}: noise the intervals miss, so each was widened by {_ms(bias)}" if bias else ""
     ratio = last.rate / ceiling.rate
@@ -135,7 +156,8 @@ def assess(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) 
         return Finding(best.name, share + tail, (best.name,))
     apart = best.lo - bias > second.hi + bias
     if apart and best.added >= dominance * max(second.added, 0.0):
-        return Finding(best.name, f"{share}; next: {second.name} {_ms(second.added)}{tail}", (best.name,))
+        return Finding(best.name, f"{share}; next: {second.name} {_ms(second.added)} (95% intervals apart, "
+                                  f"{dominance:g}x or more){tail}", (best.name,))
     why = f"less than {dominance:g}x apart" if apart else "within noise of each other"
     if best.hi + bias < dominance * max(second.lo - bias, 0.0):
         more = 1.0  # even the intervals' most favourable ends are less than `dominance` apart: settled
@@ -180,9 +202,9 @@ def disorder(levels: list[Level]) -> tuple[float, str]:
         for j, later in measured[n + 1:]:
             gap = 1 / early.stats.rate - 1 / later.stats.rate
             if later.stats.lo > early.stats.hi and gap > worst:
-                of = "the ceiling" if i == 1 else f"level {i} ({early.name})"
-                share = later.stats.rate / early.stats.rate
-                worst, text = gap, f"level {j} ({later.name}) measured {share:.0%} of {of}"
+                share = early.stats.rate / later.stats.rate  # under 100%: the earlier level's of the later's
+                what = "the ceiling (level 1)" if i == 1 else f"level {i} ({early.name})"
+                worst, text = gap, f"{what} measured only {share:.0%} of level {j} ({later.name})"
     return worst, text
 
 
@@ -210,6 +232,7 @@ class BottleneckReport:
     device: str = "cpu"
     settings: dict[str, Any] = field(default_factory=dict)
     raw_loading: str = ""  # what raw loading is in this pipeline (fastprep.tools.remedies.RawSource.describe)
+    pipeline: str = ""  # its steps, source and loader (fastprep.monitoring.pipeline.PipelineFacts.describe)
 
     @property
     def drops(self) -> dict[str, float]:
@@ -225,7 +248,8 @@ class BottleneckReport:
         return out
 
     def table(self) -> str:
-        ceiling = self.levels[0].stats.rate
+        top, best = ceiling_of(self.levels)
+        ceiling = best.rate
         n = max(len(lv.stats.rates) for lv in self.levels if lv.stats)
         rows = [f"{'level':<28}{'steps/s':>9}  {f'repeats ({n}) min-max':<22}{'+-95%':>6}"
                 f"{'of ceiling':>11}{'ms/step':>9}  note"]
@@ -236,12 +260,16 @@ class BottleneckReport:
                 continue
             spread = f"{min(s.rates):.4g}-{max(s.rates):.4g}"
             note = lv.note or ("" if s.steady else "warm-up did not settle")
+            if i == 1 and top != 1:
+                note = "; ".join(filter(None, [note, CEILING_NOTE.format(k=top)]))
             rows.append(f"{i}. {lv.name:<25}{s.rate:>9.4g}  {spread:<22}{s.ci:>6.0%}{s.rate / ceiling:>11.0%}"
                         f"{1e3 / s.rate:>9.3g}  {note}")
         head = f"verdict: {self.verdict}"
         if self.verdict in WHAT:
             head += f" ({WHAT[self.verdict]})"
         rows.append(f"{head}: {self.margin}")
+        if self.pipeline:
+            rows += self.pipeline.splitlines()
         if self.raw_loading:
             rows.append(f"raw loading here: {self.raw_loading}")
         rows.append(f"next: {self.advice}")
@@ -249,7 +277,8 @@ class BottleneckReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"device": self.device, "settings": self.settings, "verdict": self.verdict,
-                "margin": self.margin, "advice": self.advice, "raw_loading": self.raw_loading, "drops": self.drops,
+                "margin": self.margin, "advice": self.advice, "raw_loading": self.raw_loading,
+                "pipeline": self.pipeline, "drops": self.drops,
                 "levels": [{"name": lv.name, "note": lv.note, "measured": lv.stats is not None,
                             **(lv.stats.as_dict() if lv.stats else {"steps_per_s": None})}
                            for lv in self.levels]}
@@ -262,7 +291,7 @@ def side_by_side(reports: dict[str, BottleneckReport]) -> str:
     for i, level in enumerate(LEVELS):
         cells = ""
         for name in names:
-            lv, ceiling = reports[name].levels[i], reports[name].levels[0].stats
+            lv, ceiling = reports[name].levels[i], ceiling_of(reports[name].levels)[1]
             if lv.stats is None:
                 cells += f"{'n/a':>22}{'':>12}"
             else:
@@ -273,6 +302,8 @@ def side_by_side(reports: dict[str, BottleneckReport]) -> str:
         what = f" ({WHAT[r.verdict]})" if r.verdict in WHAT else ""
         rows.append(f"{name}: verdict {r.verdict}{what}: {r.margin}")
     for name in names:
+        for line in reports[name].pipeline.splitlines():
+            rows.append(f"{name}: {line}")
         if reports[name].raw_loading:
             rows.append(f"{name}: raw loading here: {reports[name].raw_loading}")
         rows.append(f"{name}: next: {reports[name].advice}")

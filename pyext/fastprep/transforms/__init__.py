@@ -24,6 +24,7 @@ RandomResizedCrop or Resize (+ CenterCrop), flips, ToDtype, Normalize into `resi
 | normalize | Normalize |
 | pixels | RandomDilatedMask, RGBToYCbCr |
 | dtype | ToDtype, to_dtype_image |
+| conversions | ToImage, PILToTensor (absorbed by fused runs), ToPILImage (ends fusion) |
 | fused | the fused ops a plan calls: where they read (Geometry, FOLDS), one row (Fusion) per op |
 | group | FusedGroup: steps run as one op call, on one sample or a chunk's runs |
 | plan | FusionPlan and its table: which steps run as one fused op (Compose's and the Loader's) |
@@ -31,6 +32,7 @@ RandomResizedCrop or Resize (+ CenterCrop), flips, ToDtype, Normalize into `resi
 """
 
 from fastprep.transforms.compose import Compose, SeedByIndex, fusable
+from fastprep.transforms.conversions import PILToTensor, ToImage, ToPILImage
 from fastprep.transforms.dtype import ToDtype, to_dtype_image
 from fastprep.transforms.flips import RandomHorizontalFlip, RandomVerticalFlip
 from fastprep.transforms.geometry import RandomCrop
@@ -42,7 +44,7 @@ from fastprep.transforms.resize import CenterCrop, Resize
 from fastprep.transforms.resized_crop import RandomResizedCrop
 
 __all__ = [
-    "CenterCrop", "Compose", "FusionPlan", "Normalize", "RGBToYCbCr", "RandomCrop", "RandomDilatedMask",
-    "RandomHorizontalFlip", "RandomResizedCrop", "RandomVerticalFlip", "Resize", "SeedByIndex", "ToDtype", "as_image",
-    "fusable", "require_rgb", "to_dtype_image",
+    "CenterCrop", "Compose", "FusionPlan", "Normalize", "PILToTensor", "RGBToYCbCr", "RandomCrop", "RandomDilatedMask",
+    "RandomHorizontalFlip", "RandomResizedCrop", "RandomVerticalFlip", "Resize", "SeedByIndex", "ToDtype", "ToImage",
+    "ToPILImage", "as_image", "fusable", "require_rgb", "to_dtype_image",
 ]

@@ -5,6 +5,8 @@ its parameters as a value (``make_params`` / ``offsets``, on ints for one sample
 arrays for a chunk, with the same bits). The plan cuts the steps into segments: a run of steps
 whose roles match a row of :data:`FUSIONS` is one :class:`FusedGroup`, one op call; a flip in front
 of a crop is read into the crop's window (:class:`FlipIntoCrop`); every other step runs as it is.
+Steps marked ``fusion_noop`` (ToImage, PILToTensor: conversions whose output a fused run reads
+the same as their input) are absorbed by a run they stand in front of, inside or right after.
 
 A group (transforms/group.py) draws one seed per random step in the steps' order (what the steps
 would draw), folds the geometric steps into one read of the source (fused.py's Geometry: window
@@ -41,6 +43,18 @@ from fastprep.transforms.sample import GEOMETRY, Sample, decode_jpeg_files
 
 FUSIONS: tuple[Fusion, ...] = (CROP_MASK_YCBCR, RESIZED_CROP)
 """The table: steps whose roles match a row's pattern (and its `valid`) run as its op."""
+
+
+def _noop(step: Any) -> bool:
+    """A conversion (ToImage, PILToTensor) a fused run reads past: its output reads as its input."""
+    return getattr(step, "fusion_noop", False) is True
+
+
+def _past_noops(steps: list[Any], j: int) -> int:
+    """The index after the no-op conversions from step j on."""
+    while j < len(steps) and _noop(steps[j]):
+        j += 1
+    return j
 
 
 @dataclass
@@ -84,10 +98,9 @@ class FusionPlan:
                          else int(hasattr(s, "draw")) for s in self.steps)
         self.rgb_check = any(isinstance(s, RGBToYCbCr) for s in self.steps)
         self.segments: list[Any] = []
-        roles = [f"{getattr(s, 'fusion_role', None)} " for s in self.steps]
         i = 0
         while i < len(self.steps):
-            n, seg = self._segment(i, "".join(roles[i:]), fuse)
+            n, seg = self._segment(i, fuse)
             self.segments.append(seg)
             i += n
 
@@ -97,18 +110,25 @@ class FusionPlan:
         plan = getattr(transform, "plan", None)
         return plan if isinstance(plan, FusionPlan) else cls([transform])
 
-    def _segment(self, i: int, tail: str, fuse: bool) -> tuple[int, Any]:
-        """The segment starting at step i; `tail`: the roles from step i on."""
+    def _segment(self, i: int, fuse: bool) -> tuple[int, Any]:
+        """(how many steps, the segment) starting at step i. The table's rows match the roles of the
+        steps from i on with the no-op conversions left out; a run takes the conversions in front
+        of it, among its steps and right after it (it reads PIL images, arrays and windows itself
+        and returns a tensor, which they would leave as it is)."""
         steps = self.steps
+        core = [j for j in range(i, len(steps)) if not _noop(steps[j])]  # the steps that do something
+        tail = "".join(f"{getattr(steps[j], 'fusion_role', None)} " for j in core)
         for fusion in FUSIONS if fuse else ():
             m = re.match(fusion.pattern, tail)
-            if m is not None:
-                n = m.group(0).count(" ")
-                if fusion.valid(steps[i:i + n]):
-                    return n, FusedGroup(steps[i:i + n], fusion, FusionPlan(steps[i:i + n], fuse=False))
-        nxt = steps[i + 1] if i + 1 < len(steps) else None
-        if type(steps[i]) is RandomHorizontalFlip and type(nxt) in (RandomCrop, RandomResizedCrop):
-            return 2, FlipIntoCrop(steps[i], nxt)
+            n = m.group(0).count(" ") if m is not None else 0
+            if n and fusion.valid([steps[j] for j in core[:n]]):
+                run = [steps[j] for j in core[:n]]
+                return _past_noops(steps, core[n - 1] + 1) - i, FusedGroup(run, fusion, FusionPlan(run, fuse=False))
+        if core and core[0] != i:  # conversions in front of a step no row takes: they run as they are
+            return 1, Step(steps[i])
+        nxt = steps[core[1]] if len(core) > 1 else None
+        if core and type(steps[i]) is RandomHorizontalFlip and type(nxt) in (RandomCrop, RandomResizedCrop):
+            return core[1] + 1 - i, FlipIntoCrop(steps[i], nxt)  # the crop reads PIL, arrays, windows itself
         return 1, Step(steps[i])
 
     @staticmethod

@@ -74,7 +74,7 @@ def pack(src: Any, dest: str | os.PathLike, *, storage_options: dict | None = No
             cache, whose eviction must not reach it).
         retry: for a URL: how failed uploads are retried (:class:`fastprep.io.remote.Retry`).
         **options: :func:`fastprep.io.pack.pack`'s: mode, max_side, threads, quality, non_jpeg,
-            shard_bytes, restart, progress.
+            shard_bytes, restart, progress, overwrite, on_error.
 
     Returns:
         a :class:`PackSummary` (its `dest` the URL, without credentials: see remote.retry.redact).
