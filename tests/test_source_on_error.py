@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader
 
 import fastprep.io as fio
 from fastprep import transforms as T
-from fastprep.bad_samples import BadSampleWarning
+from fastprep.bad_samples import BadSampleWarning, SubstitutesExhausted
 from fastprep.rng import item_seed, seeded
 
 from jpeg_photos import needs_decoder, photo_jpeg
@@ -74,6 +74,7 @@ def test_warn_warns_once_per_bad_file_and_a_dataloader_gets_full_batches(folder)
     bad = [str(w.message) for w in seen if issubclass(w.category, BadSampleWarning)]
     assert len(bad) == 3 and all("ImageFolder: skipped bad sample" in m for m in bad)
     assert [m.split("(")[1].split(":")[0].rsplit("/", 1)[-1] for m in bad] == ["1.jpg", "3.jpg", "4.jpg"]
+    assert [m.rsplit("; ", 1)[1] for m in bad] == ["sample 2 took its place"] + ["sample 5 took its place"] * 2
     assert ds.bad_samples.count == 8 and "skipped 8 bad samples (3 distinct)" in ds.bad_samples.summary()
 
 
@@ -124,8 +125,10 @@ def test_all_bad_stops_with_an_error_naming_them(tmp_path):
     for i in range(3):
         (tmp_path / "a" / f"{i}.jpg").write_bytes(b"text")
     ds = fio.ImageFolder(tmp_path, on_error="skip")
-    with pytest.raises(RuntimeError, match=r"ImageFolder: sample 1 and the 2 after it all failed .*indices \[1, 2, 0\]"):
+    with pytest.raises(SubstitutesExhausted, match=r"sample 1 \(index of the ImageFolder\) failed \(ValueError: "
+                                                 r"ImageFolder: .*1.jpg: not a JPEG.*tried in its place, \[2, 0\]"):
         ds[1]
+    assert ds.bad_samples.indices == [0, 1, 2]
 
 
 def test_the_record_survives_pickling(folder):

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from fastprep._tree import tree_map
-from fastprep.bad_samples import BadSamples, check_on_error, describe_error, substitutes
+from fastprep.bad_samples import BadSamples, SubstitutesExhausted, check_on_error, substitutes
 from fastprep.io.jpeg import decode_jpeg, ycbcr_in_layout
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.windowed import WindowedImage
@@ -167,23 +167,28 @@ class ImageSource(torch.utils.data.Dataset):
         try:
             return attempt(i)
         except Exception as exc:
-            self.bad_samples.record(i, self.sample_name(i), exc)
             if not skip:
+                self.bad_samples.record(i, self.sample_name(i), exc)
                 raise
-            first = exc
-        tried = [i]
+            failed = [(i, exc)]
         for j in substitutes(i, n):
             j %= n
             if state is not None:
                 torch.default_generator.set_state(state)  # the substitute draws what the bad sample would have
             try:
-                return attempt(j)
+                sample = attempt(j)
             except Exception as exc:
-                self.bad_samples.record(j, self.sample_name(j), exc)
-                tried.append(j)
-        raise RuntimeError(f"{type(self).__name__}: sample {i} and the {len(tried) - 1} after it all failed "
-                           f"(on_error={self.on_error!r}; indices {tried}): a dataset whose samples all fail is a "
-                           f"bug to see, not to skip; the first: {describe_error(first)}") from first
+                failed.append((j, exc))
+                continue
+            self._record(failed, j)
+            return sample
+        self._record(failed, None)
+        raise SubstitutesExhausted(i, [k for k, _ in failed[1:]], failed[0][1], f"index of the {type(self).__name__}")
+
+    def _record(self, failed: list[tuple[int, BaseException]], substitute: int | None) -> None:
+        """Records the samples that failed (each replaced by `substitute`), in the order met."""
+        for k, exc in failed:
+            self.bad_samples.record(k, self.sample_name(k), exc, substitute=substitute)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
