@@ -290,8 +290,9 @@ def test_packed_dataset_exif_turns_jpeg_records_as_the_files(turned_folder, turn
         image, label = packed.load_raw(i)
         want, target = folder.load_raw(i)
         path = folder.samples[i][0]
-        if path.endswith(".png"):  # re-encoded by pack (non_jpeg="encode"): its orientation is not kept
-            assert isinstance(image, fio.PackedJpeg) and image.orientation() == 1
+        if path.endswith(".png"):  # stored raw by pack: its pixels as stored, without the tag
+            assert isinstance(image, fio.PackedRaw)
+            assert torch.equal(image.decode(), fio.ImageFolder(turned_folder).load_raw(i)[0])
             continue
         want = want.decode()
         assert label == target and torch.equal(image.decode(), want), packed.where(i)

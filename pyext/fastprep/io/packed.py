@@ -69,9 +69,9 @@ class PackedDataset(ImageSource):
         exif: JPEG records turned upright by the EXIF orientation their source had (the transcoder
             keeps it in the record's JPEG header): each an :class:`fastprep.io.OrientedImage`
             whose windows are the upright image's, as ``ImageFolder(..., exif=True)`` reads the
-            files. Raw records (pixels: inputs that were not JPEGs, or packed with mode "raw" or
-            re-encoded to fit `max_side`) hold what the decoder gave as stored, and no orientation:
-            they are read as they are. A pack written before the orientation was kept reads as
+            files. Images pack converted (inputs that were not JPEGs, stored raw or re-encoded;
+            mode "raw"; JPEGs shrunk to fit `max_side`) hold what the decoder gave as stored, and
+            no orientation: they are read as they are. A pack written before the orientation was kept reads as
             unturned (re-pack to keep it). Default False, as torchvision's ImageFolder.
         on_error: a record that cannot be read: "raise" (default), "skip" or "warn", as in
             ImageFolder (recorded in ``bad_samples`` under :meth:`where`). ``load_raw`` reads only
