@@ -377,3 +377,17 @@ def test_torchvisions_apply_exif_orientation_turns_the_same_way():
         assert torch.equal(up, torch.from_numpy(turned).permute(2, 0, 1)), o
         if torch.equal(plain, fio.decode_jpeg(data)):
             assert torch.equal(up, fio.decode_jpeg(data, exif=True)), o
+
+
+def test_a_cmyk_photo_turns_too():
+    from PIL import Image
+
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    buf = io.BytesIO()
+    cmyk = np.random.default_rng(1).integers(0, 256, (37, 53, 4), dtype=np.uint8)
+    Image.fromarray(cmyk, "CMYK").save(buf, "JPEG", exif=exif.tobytes())
+    data = buf.getvalue()
+    up = torch.from_numpy(pil_upright(data)).permute(2, 0, 1)
+    assert torch.equal(fio.decode_jpeg(data, exif=True), up)
+    assert torch.equal(fio.JpegFile(data, exif=True).decode((3, 4, 10, 11)), up[:, 3:13, 4:15])
