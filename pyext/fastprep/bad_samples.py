@@ -57,10 +57,15 @@ class SubstitutesExhausted(RuntimeError):
 
 
 def sample_name(dataset: Any, index: int) -> str | None:
-    """What names sample `index` of `dataset` in messages: its file (an ImageFolder's
-    ``samples[i][0]``), its record (``where(i)``: a PackedDataset's shard, record and source name);
-    None when the dataset says nothing (the caller writes "item i"). Never raises."""
+    """What names sample `index` of `dataset` in messages: the source's own ``sample_name(i)``
+    (fastprep.io's sources: a path, a key), its file (an ImageFolder's ``samples[i][0]``), its record
+    (``where(i)``: a PackedDataset's shard, record and source name); None when the dataset says
+    nothing (the caller writes "item i"). Never raises."""
     try:
+        own = getattr(dataset, "sample_name", None)
+        name = own(index) if callable(own) else None
+        if name is not None:
+            return str(name)
         where = getattr(dataset, "where", None)
         if callable(where):
             return str(where(index))
