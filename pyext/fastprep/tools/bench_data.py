@@ -83,8 +83,8 @@ def load_transform(spec: str) -> tuple[Any, str]:
                              f"{part!r}")
         obj = getattr(obj, part)
     if not callable(obj):
-        raise UsageError(f"--transform {spec!r} is a {type(obj).__name__} ({obj!r:.60}), not a transform or a "
-                         f"factory returning one")
+        raise UsageError(f"--transform {spec!r} is not callable ({type(obj).__name__}: {obj!r:.60}): expected a "
+                         f"transform, or a factory returning one")
     if inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isclass(obj):
         try:
             inspect.signature(obj).bind()
@@ -112,7 +112,8 @@ def first_sample(dataset: Any, spec: str, what: str) -> None:
     try:
         dataset[0]
     except Exception as exc:  # noqa: BLE001
-        path = dataset.samples[0][0] if hasattr(dataset, "samples") else "item 0"
+        path = (dataset.samples[0][0] if hasattr(dataset, "samples") else dataset.where(0) if hasattr(dataset, "where")
+                else "item 0")
         raise UsageError(f"--transform {spec!r} failed on the first sample ({path}) {what}: {_raised(exc)}") from None
 
 

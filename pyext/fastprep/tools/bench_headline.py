@@ -115,10 +115,14 @@ def _ways(workload: str, photos: dict, length: int, n: int, pool: int,
 
 def run(quick: bool = False, cores: int | None = None, batch_size: int = 64, repeats: int | None = None,
         seconds: float | None = None, sizes: tuple[int, ...] | None = None, pool: int = 4,
-        workloads: tuple[str, ...] = tuple(WORKLOADS)) -> dict:
-    """Measure the headline workloads (see the module doc); returns the result `text` formats."""
+        workloads: tuple[str, ...] | None = None) -> dict:
+    """Measure the headline `workloads` (WORKLOADS' keys, default all; see the module doc); returns
+    the result bench_headline_text formats."""
+    workloads = tuple(WORKLOADS) if workloads is None else workloads
+    if not workloads or any(w not in WORKLOADS for w in workloads):
+        raise ValueError(f"bench_headline.run: expected workloads among {list(WORKLOADS)}, got {workloads!r}")
     n = cores or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    repeats = repeats or (2 if quick else 3)
+    repeats = repeats or (1 if seconds == 0 else 2 if quick else 3)  # --seconds 0: a smoke run
     budget = feeds.Budget(2, 0.8 if quick else 2.0, 40 if quick else 200)
     if seconds is not None:
         budget.min_seconds = seconds
@@ -129,7 +133,8 @@ def run(quick: bool = False, cores: int | None = None, batch_size: int = 64, rep
         photos = photo_set(root, sizes or (QUICK_SIZES if quick else FULL_SIZES))
         ways = {w: _ways(w, photos, length, n, pool, batch_size) for w in workloads}
         rates = measure(ways, repeats, budget, WORKLOADS)
-        costs = {p: per_sample_ms(p, photos) for p in ("train", "val") if any(w.startswith(p) for w in workloads)}
+        costs = {p: per_sample_ms(p, photos, rounds=1 if seconds == 0 else 2) for p in ("train", "val")
+                 if any(w.startswith(p) for w in workloads)}
     _, usual_what = bench_usual.usual("train")
     return {"photos": {k: v for k, v in photos.items() if k not in ("folder", "packed")}, "cores": n,
             "batch_size": batch_size, "repeats": repeats, "usual": usual_what, "rates": rates, "costs": costs,

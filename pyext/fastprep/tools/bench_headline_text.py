@@ -30,26 +30,28 @@ def _px(dims: tuple[int, int]) -> str:
 def text(result: dict) -> str:
     """The headline block: what was measured, one line per workload, where the time goes."""
     p, n = result["photos"], result["cores"]
-    lines = [f"fastprep bench: samples/s delivered into a training loop, the usual pipeline vs fastprep, on this "
-             f"machine{' (--quick)' if result.get('quick') else ''}",
-             f"  on {p['count']} JPEG photos of {_px(p['smallest'])} to {_px(p['largest'])} px ({p['where']}; "
-             f"{p['bytes'] / 1e6:.1f} MB, packed {p['packed_bytes'] / 1e6:.1f} MB), {n} cores: "
-             f"{n} DataLoader workers vs {n} fastprep threads, batch {result['batch_size']}, best of "
-             f"{result['repeats']} rounds; each batch copied once as the host->device copy would",
-             f"  the usual pipeline: {result['usual']} in torchvision's ImageFolder (Pillow decodes) + DataLoader; "
-             f"fastprep: the same steps in fastprep.transforms, best of its Loader and its transforms in a DataLoader",
+    cores = f"{n} core{'s' if n > 1 else ''}"
+    lines = [f"fastprep bench: how many times the usual pipeline fastprep delivers, on this machine"
+             f"{' (--quick)' if result.get('quick') else ''}",
+             f"  data: {p['count']} JPEG photos, {_px(p['smallest'])} to {_px(p['largest'])} px ({p['where']}; "
+             f"{p['bytes'] / 1e6:.1f} MB; packed by fastprep.io.pack: {p['packed_bytes'] / 1e6:.1f} MB)",
+             f"  {cores}: {n} DataLoader worker{'s' if n > 1 else ''} vs {n} fastprep thread{'s' if n > 1 else ''}; "
+             f"batch {result['batch_size']}; samples/s delivered into a loop copying each batch once (as to a GPU); "
+             f"best of {result['repeats']} round{'s' if result['repeats'] > 1 else ''}",
+             f"  usual: {result['usual']} + torchvision's ImageFolder (Pillow decodes) + DataLoader",
+             "  fastprep: the same steps in fastprep.transforms; the better of fastprep.Loader and them in a "
+             "DataLoader",
              ""]
-    found = ratios(result)
-    for workload, (ratio, usual, mine, way) in found.items():
+    for workload, (ratio, usual, mine, way) in ratios(result).items():
         name, source = LINES[workload]
-        vs = "" if workload.endswith("files") or workload == "seed" else " (usual from the files)"
-        lines.append(f"  {name + ', ' + source + ':':<40} fastprep delivers {ratio:>5.1f}x the usual pipeline   "
-                     f"{usual:>7,.0f} -> {mine:>7,.0f} samples/s ({way}){vs}")
-    lines += ["", f"  ImageNet training: {STEPS['train']}; validation: {STEPS['val']}",
-              f"  seed workload: {SEED_STEPS}; its usual pipeline: PIL -> tensor, scipy, float32 (pipelines.py)"]
+        vs = ", usual from the files" if workload.endswith("packed") else ""
+        lines.append(f"  {name + ', ' + source + ':':<34} fastprep delivers {ratio:>5.1f}x the usual pipeline  "
+                     f"({usual:,.0f} -> {mine:,.0f} samples/s, {way}{vs})")
+    lines += ["", f"  ImageNet training: {STEPS['train']}", f"  ImageNet validation: {STEPS['val']}",
+              f"  seed workload: {SEED_STEPS}; usual: PIL -> tensor, scipy, float32"]
     lines += _where(result)
-    lines += ["", "  more: --details (every loader and setting, and the aims: which matter for you); "
-              "--data DIR --transform MODULE:ATTR (your folder, your torchvision transform, both ways)"]
+    lines += ["", "  more: --details (every loader and setting; the aims, and whether they matter for you)",
+              "        --data DIR --transform MODULE:ATTR (your folder and your torchvision transform, both ways)"]
     return "\n".join(lines)
 
 
@@ -62,10 +64,12 @@ def _where(result: dict) -> list[str]:
     for pipeline, c in costs.items():
         usual = c["decode"] + c["transform"]
         lines.append(f"    {'training' if pipeline == 'train' else 'validation':<11} usual {usual:.2f} = Pillow's "
-                     f"whole decode {c['decode']:.2f} + the transforms {c['transform']:.2f}; fastprep "
-                     f"{c['fastprep files']:.2f} from the files (only the crop's window decoded, one fused "
-                     f"resize: {usual / c['fastprep files']:.1f}x less), {c['fastprep packed']:.2f} packed "
-                     f"({usual / c['fastprep packed']:.1f}x less)")
+                     f"whole decode {c['decode']:.2f} + the transforms {c['transform']:.2f};  fastprep "
+                     f"{c['fastprep files']:.2f} from the files ({usual / c['fastprep files']:.1f}x less), "
+                     f"{c['fastprep packed']:.2f} packed ({usual / c['fastprep packed']:.1f}x less)")
+    lines.append("    fastprep reads only the crop's window of each JPEG (from a pack: only its restart intervals) "
+                 "and resizes, flips, scales and normalises in one pass; the rest of a ratio above is the loader "
+                 "(threads writing into reused batch slots vs worker processes handing float32 batches over)")
     return lines
 
 

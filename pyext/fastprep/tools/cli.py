@@ -266,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "(fastprep.io.pack)")
     bench_p.add_argument("--seconds", type=number(float, lambda v: v >= 0, "a value >= 0"),
                          help="least seconds timed per row after warm-up (the headline: 0.8 with --quick, else 2; "
-                         "--data: 1; the --details table: 0.5 with --quick, else 4)")
+                         "--data: 1; the --details table: 0.5 with --quick, else 4); 0: a smoke run, one round")
     bench_p.add_argument("--no-peers", action="store_true",
                          help="the --details table: skip the torchdata.nodes and SPDL rows")
     bench_p.add_argument("--ray", action="store_true", help="the --details table: add a row through Ray Data on a "
