@@ -87,6 +87,8 @@ def bench(args: argparse.Namespace) -> int:
     from fastprep.tools import bench as b  # noqa: PLC0415
     from fastprep.tools import bench_headline, bench_headline_text  # noqa: PLC0415
 
+    if args.sources:
+        b.check_sources(args.sources.split(","))
     defaults = build_parser().parse_args(["bench"])
     details = args.details or any(getattr(args, k) != getattr(defaults, k) for k in TABLE_OPTIONS)
     headline = bench_headline.run(quick=args.quick, cores=args.cores, batch_size=args.batch_size or 64,
