@@ -50,6 +50,11 @@ def photo_set(root: str, sizes: tuple[int, ...]) -> dict:
     import fastprep.io as fio  # noqa: PLC0415
     from fastprep.tools.photos import write_photo_folder  # noqa: PLC0415
 
+    try:
+        import skimage  # noqa: F401, PLC0415 (the photos are its bundled sample photos)
+    except ImportError:
+        raise SystemExit("bench: the headline's photos are scikit-image's sample photos, and scikit-image is not "
+                         "installed: pip install 'fastprep[bench]' (or scikit-image)") from None
     folder, packed = os.path.join(root, "photos"), os.path.join(root, "photos.packed")
     where = write_photo_folder(folder, sizes=list(sizes))
     fio.pack(folder, packed, progress=False)
