@@ -1,6 +1,7 @@
 """`python -m fastprep bench`'s first screen (the headline), the --details view behind it, and
 the aims saying whether a miss matters, at toy sizes (speed itself is never asserted)."""
 
+import json
 import re
 
 import pytest
@@ -85,13 +86,17 @@ def test_details_shows_the_table_and_aims_that_say_whether_they_matter(monkeypat
                         for line in aims), aims
 
 
-def test_without_details_the_table_is_not_run(monkeypatch, capsys):
+def test_without_details_the_table_is_not_run(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(bench_headline, "QUICK_SIZES", (300,))
     monkeypatch.setattr(bench_headline, "WORKLOADS", {"seed": bench_headline.WORKLOADS["seed"]})
     monkeypatch.setattr("fastprep.tools.bench.run", lambda **kw: pytest.fail("the table ran"))
-    assert main(["bench", "--quick", "--cores", "1", "--batch-size", "2", "--seconds", "0"]) == 0
+    path = tmp_path / "out.json"
+    assert main(["bench", "--quick", "--cores", "1", "--batch-size", "2", "--seconds", "0", "--json", str(path)]) == 0
     out = capsys.readouterr().out
     assert "seed workload, in memory:" in out and "DETAILS" not in out
+    saved = json.loads(path.read_text())
+    assert list(saved) == ["headline"] and set(saved["headline"]["rates"]["seed"]) == {
+        "usual", "fastprep.Loader", "fastprep in a DataLoader"}
 
 
 @pytest.mark.parametrize("value,aim,met", [(0.9, ">= 85%", True), (0.8, ">= 85%", False), (1.9, ">= 1.8x", True),
