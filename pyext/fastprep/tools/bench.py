@@ -1,4 +1,5 @@
-"""`python -m fastprep bench`: the target workload, delivered into a consumer.
+"""`python -m fastprep bench --details`: the seed workload, delivered into a consumer, by every loader
+and setting (the headline before it: bench_headline.py; --data: bench_data.py).
 
 The figure a training job feels is samples/s delivered into its step, not kernel time. Every row
 here is a loader feeding a consumer that copies each batch once into a preallocated buffer of the
