@@ -112,3 +112,14 @@ def test_every_aim_says_whom_a_miss_concerns():
              "fastprep.Loader, foreign transform: t=2 / t=1", "Compose in dataset[i], counting consumer: t=2 / t=1"]
     notes = [matters(n) for n in names]
     assert all(n.startswith("matters only") for n in notes) and len(set(notes)) >= 5
+
+
+def test_without_fastpreps_decoder_the_photo_lines_are_skipped_and_said(monkeypatch):
+    import fastprep.io as fio
+
+    monkeypatch.setattr(fio, "available", lambda: False)
+    result = bench_headline.run(quick=True, cores=1, batch_size=2, seconds=0.0, pool=1)
+    assert list(result["rates"]) == ["seed"] and not result["photos"] and not result["costs"]
+    text = bench_headline_text.text(result)
+    assert "skipped the ImageNet lines: fastprep's JPEG decoder is not built here" in text.splitlines()[1]
+    assert sum(bool(LINE.match(line)) for line in text.splitlines()) == 1

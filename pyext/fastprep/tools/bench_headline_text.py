@@ -31,10 +31,12 @@ def text(result: dict) -> str:
     """The headline block: what was measured, one line per workload, where the time goes."""
     p, n = result["photos"], result["cores"]
     cores = f"{n} core{'s' if n > 1 else ''}"
+    data = (f"  data: {p['count']} JPEG photos, {_px(p['smallest'])} to {_px(p['largest'])} px ({p['where']}; "
+            f"{p['bytes'] / 1e6:.1f} MB; packed by fastprep.io.pack: {p['packed_bytes'] / 1e6:.1f} MB)" if p
+            else f"  skipped {result.get('skipped')}")
     lines = [f"fastprep bench: how many times the usual pipeline fastprep delivers, on this machine"
              f"{' (--quick)' if result.get('quick') else ''}",
-             f"  data: {p['count']} JPEG photos, {_px(p['smallest'])} to {_px(p['largest'])} px ({p['where']}; "
-             f"{p['bytes'] / 1e6:.1f} MB; packed by fastprep.io.pack: {p['packed_bytes'] / 1e6:.1f} MB)",
+             data,
              f"  {cores}: {n} DataLoader worker{'s' if n > 1 else ''} vs {n} fastprep thread{'s' if n > 1 else ''}; "
              f"batch {result['batch_size']}; samples/s delivered into a loop copying each batch once (as to a GPU); "
              f"best of {result['repeats']} round{'s' if result['repeats'] > 1 else ''}",
@@ -76,8 +78,9 @@ def _where(result: dict) -> list[str]:
 def markdown(result: dict) -> str:
     """The headline as the README's table."""
     p = result["photos"]
-    lines = [f"{p['count']} JPEG photos of {_px(p['smallest'])} to {_px(p['largest'])} px; {result['cores']} "
-             f"workers / threads; batch {result['batch_size']}; usual: {result['usual']}.", "",
+    data = f"{p['count']} JPEG photos of {_px(p['smallest'])} to {_px(p['largest'])} px" if p else "no photos"
+    lines = [f"{data}; {result['cores']} workers / threads; batch {result['batch_size']}; usual: {result['usual']}.",
+             "",
              "| workload | source | usual pipeline | fastprep (its best way) | ratio |",
              "| --- | --- | ---: | ---: | ---: |"]
     for workload, (ratio, usual, mine, way) in ratios(result).items():

@@ -113,9 +113,17 @@ def bench(args: argparse.Namespace) -> int:
 
 def _bench_data(args: argparse.Namespace) -> int:
     from fastprep.tools import bench_data  # noqa: PLC0415
+    from fastprep.tools.targets import UsageError  # noqa: PLC0415
 
-    result = bench_data.run(args.data, args.transform, cores=args.cores, batch_size=args.batch_size or 64,
-                            seconds=args.seconds, repeats=2 if args.quick else 3)
+    try:
+        result = bench_data.run(args.data, args.transform, cores=args.cores, batch_size=args.batch_size or 64,
+                                seconds=args.seconds, repeats=2 if args.quick else 3)
+    except UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 (a later sample failing while measured: one line, exit 1)
+        print(f"python -m fastprep bench: --data {args.data} --transform {args.transform}: measuring raised "
+              f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", file=sys.stderr)
+        return 1
     print(bench_data.text(result))
     if args.json:
         import json  # noqa: PLC0415
