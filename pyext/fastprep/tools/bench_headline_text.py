@@ -40,7 +40,8 @@ def text(result: dict) -> str:
              f"  {cores}: {n} DataLoader worker{'s' if n > 1 else ''} vs {n} fastprep thread{'s' if n > 1 else ''}; "
              f"batch {result['batch_size']}; samples/s delivered into a loop copying each batch once (as to a GPU); "
              f"best of {result['repeats']} round{'s' if result['repeats'] > 1 else ''}",
-             f"  usual: {result['usual']} + torchvision's ImageFolder (Pillow decodes) + DataLoader",
+             f"  usual: {result['usual']} + an ImageFolder (torchvision's, or its layout and Pillow loader "
+             f"without it) + DataLoader",
              "  fastprep: the same steps in fastprep.transforms; the better of fastprep.Loader and them in a "
              "DataLoader",
              ""]
@@ -69,9 +70,10 @@ def _where(result: dict) -> list[str]:
                      f"whole decode {c['decode']:.2f} + the transforms {c['transform']:.2f};  fastprep "
                      f"{c['fastprep files']:.2f} from the files ({usual / c['fastprep files']:.1f}x less), "
                      f"{c['fastprep packed']:.2f} packed ({usual / c['fastprep packed']:.1f}x less)")
-    lines.append("    fastprep reads only the crop's window of each JPEG (from a pack: only its restart intervals) "
-                 "and resizes, flips, scales and normalises in one pass; the rest of a ratio above is the loader "
-                 "(threads writing into reused batch slots vs worker processes handing float32 batches over)")
+    lines += ["    fastprep reads only the crop's window of each JPEG (from a pack: only its restart intervals) and "
+              "resizes, flips, scales and normalises in one pass;",
+              "    the rest of a ratio above is the loader: threads writing into reused batch slots vs worker "
+              "processes handing float32 batches over"]
     return lines
 
 
