@@ -223,7 +223,8 @@ def test_to_compact_batch_without_records_uses_the_rules_or_fields():
 def test_bench_ray_row(local_ray, tmp_path, capsys):
     from fastprep.tools.cli import main
     path = tmp_path / "bench.json"
-    assert main(["bench", "--quick", "--batch-size", "4", "--workers", "0", "--ray", "--json", str(path)]) == 0
+    assert main(["bench", "--quick", "--batch-size", "4", "--workers", "0", "--seconds", "0", "--ray", "--json",
+                 str(path)]) == 0
     result = json.loads(path.read_text())
     ray_row = result["ray"]
     assert ray_row["samples_per_s"] > 0 and ray_row["variant"] == result["variants"][1]["name"]

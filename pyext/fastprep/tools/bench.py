@@ -1,4 +1,5 @@
-"""`python -m fastprep bench`: the target workload, delivered into a consumer.
+"""`python -m fastprep bench --details`: the seed workload, delivered into a consumer, by every loader
+and setting (the headline before it: bench_headline.py; --data: bench_data.py).
 
 The figure a training job feels is samples/s delivered into its step, not kernel time. Every row
 here is a loader feeding a consumer that copies each batch once into a preallocated buffer of the
@@ -102,6 +103,14 @@ def _ray_row(quick: bool, batch_size: int, cores: int, pool: int, address: str |
             "variant": f"fastprep fused ({fastprep.backend()})"}
 
 
+def check_sources(sources: list[str]) -> list[str]:
+    """`sources`, or SystemExit naming the kinds there are (before anything runs)."""
+    if not sources or any(s not in SOURCES + FILE_SOURCES for s in sources):
+        raise SystemExit(f"bench: expected sources among {', '.join(SOURCES + FILE_SOURCES)}, got "
+                         f"{','.join(sources)!r}")
+    return sources
+
+
 def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 5000.0, batch_size: int = 256,
         workers: list[int] | None = None, threads: list[int] | None = None, sources: list[str] | None = None,
         seconds: float | None = None, peers: bool = True, with_ray: bool = False,
@@ -109,10 +118,7 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     workers = list(range(0, cores + 1)) if workers is None else workers
     threads = list(range(1, cores + 1)) if threads is None else threads
-    sources = list(SOURCES) if sources is None else sources
-    if not sources or any(s not in SOURCES + FILE_SOURCES for s in sources):
-        raise SystemExit(f"bench: expected sources among {', '.join(SOURCES + FILE_SOURCES)}, got "
-                         f"{','.join(sources)!r}")
+    sources = check_sources(list(SOURCES) if sources is None else sources)
     pool = pool or (4 if quick else 8)
     budget = feeds.Budget(*((1, 0.5, 16) if quick else (4, 4.0, 200)))  # quick: 1 batch of a slow row is enough
     if seconds is not None:

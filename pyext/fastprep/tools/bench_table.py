@@ -84,7 +84,9 @@ def _aims(result: dict) -> list[str]:
     lines = ["", "the Loader's figures (numpy sources), this run:"] if aims else []
     for what, (value, aim) in aims.items():
         shown = f"{value:.1%}" if "share" in what else f"{value:.1f} us" if " us " in what else f"{value:.2f}x"
-        lines.append(f"  {what:<58}{shown:>9}   aim {aim or '-'}")
+        met = aim_met(value, aim)
+        verdict = "" if met is None else "   met" if met else f"   missed: {matters(what)}"
+        lines.append(f"  {what:<58}{shown:>9}   aim {aim or '-'}{verdict}")
     if floor:
         alone = floor["alone"]
         lines.append(f"  floors: the fused batch op alone in 1 thread {alone:,.0f} samples/s; "
@@ -96,6 +98,43 @@ def _aims(result: dict) -> list[str]:
                      f"thread, {floor['per-sample op, two threads']:,.0f} in 2 "
                      f"({floor['per-sample op, two threads'] / one:.2f}x: each call hands the GIL over)")
     return lines
+
+
+# What a missed aim means for a user, by the start of the aim's name (bench_loader.aims).
+MATTERS = {
+    "Loader(fused Compose) t=1": "matters only if your step takes more samples/s than the Loader row above delivers "
+                                 "(the Loader's overhead over the bare op)",
+    "Loader(fused Compose) t=2": "matters only if one Loader thread does not keep your step fed (a second thread then "
+                                 "adds less; on a busy or 2-core machine the consumer's copy shares the cores)",
+    "the same, into a counting consumer: t=1": "matters only if your step takes more samples/s than this (the "
+                                               "Loader's own overhead, no copy)",
+    "  t=1, counting": "matters only if your step takes more samples/s than this (the Loader around the batch op)",
+    "the same, into a counting consumer: t=2": "matters only if one thread does not keep your step fed",
+    "one-batch epochs": "matters only if your epochs are one or two batches long (small datasets, set_epoch often)",
+    "fused Compose: us of Python": "matters only for a Compose called a sample at a time (in a dataset's "
+                                   "__getitem__) when the op itself takes a few us: the Loader calls the batch op",
+    "fastprep.Loader, Compose in dataset[i]": "matters only if your dataset applies fastprep's Compose itself "
+                                              "(give it to the Loader as transform= instead)",
+    "Compose in dataset[i]": "matters only if your dataset applies fastprep's Compose itself (give it to the Loader "
+                             "as transform= instead)",
+    "fastprep.Loader, foreign transform": "matters only if you give the Loader a transform that is not fastprep's "
+                                          "(threads share the GIL there: port it, or keep a DataLoader's workers)",
+}
+
+
+def matters(what: str) -> str:
+    """Whom a missed aim concerns (MATTERS), or a plain note."""
+    return next((note for start, note in MATTERS.items() if what.startswith(start)), "matters only for this figure")
+
+
+def aim_met(value: float, aim: str) -> bool | None:
+    """Whether `value` meets `aim` (">= 85%", ">= 1.8x", "<= 5 us", "not below 1x"); None without one."""
+    words = aim.replace("not below", ">=").split()
+    if len(words) < 2 or words[0] not in (">=", "<="):
+        return None
+    number = words[1].rstrip("%x")
+    limit = float(number) / (100 if words[1].endswith("%") else 1)
+    return value >= limit if words[0] == ">=" else value <= limit
 
 
 def _legend(result: dict) -> list[str]:

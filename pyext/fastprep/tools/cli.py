@@ -61,9 +61,14 @@ def _write_outputs(args: argparse.Namespace, payload: dict, plot, *plot_args) ->
         getattr(fastprep.tools.plotting, plot)(*plot_args, args.plot)
 
 
+# Options that only shape the --details table: giving one asks for the table.
+TABLE_OPTIONS = ("generate_per_item", "gpu_rate", "workers", "threads", "sources", "no_peers", "ray", "ray_address",
+                 "markdown", "plot")
+
+
 def bench(args: argparse.Namespace) -> int:
-    """The target workload the usual way and the fastprep way."""
-    from fastprep.tools import bench as b  # noqa: PLC0415
+    """The headline (the usual pipeline vs fastprep on ImageNet-style and the seed workloads), the
+    --details table, or --data: the user's folder and transform both ways."""
     from fastprep.tools.targets import UsageError, check_plot, check_writable  # noqa: PLC0415
 
     try:  # before the run, not after it
@@ -71,21 +76,60 @@ def bench(args: argparse.Namespace) -> int:
             check_writable("--json", args.json)
         if args.plot:
             check_plot(args.plot)
+        if (args.data is None) != (args.transform is None):
+            raise UsageError("--data DIR and --transform MODULE:ATTR go together (your folder and your transform), "
+                             f"got only {'--data' if args.data is not None else '--transform'}")
+        if args.data is not None:
+            return _bench_data(args)
     except UsageError as exc:
         print(f"python -m fastprep bench: error: {exc}", file=sys.stderr)
         return 2
+    from fastprep.tools import bench as b  # noqa: PLC0415
+    from fastprep.tools import bench_headline, bench_headline_text  # noqa: PLC0415
 
-    result = b.run(quick=args.quick, generate_per_item=args.generate_per_item, gpu_rate=args.gpu_rate,
-                   batch_size=args.batch_size, workers=args.workers, threads=args.threads,
-                   sources=args.sources.split(",") if args.sources else None, seconds=args.seconds,
-                   peers=not args.no_peers, with_ray=args.ray or args.ray_address is not None,
-                   ray_address=args.ray_address)
-    print(b.table(result))
-    if args.markdown:
-        from fastprep.tools.bench_table import markdown  # noqa: PLC0415
+    if args.sources:
+        b.check_sources(args.sources.split(","))
+    defaults = build_parser().parse_args(["bench"])
+    details = args.details or any(getattr(args, k) != getattr(defaults, k) for k in TABLE_OPTIONS)
+    headline = bench_headline.run(quick=args.quick, cores=args.cores, batch_size=args.batch_size or 64,
+                                  seconds=args.seconds)
+    print(bench_headline_text.text(headline), flush=True)
+    payload: dict = {"headline": headline}
+    if details:
+        result = b.run(quick=args.quick, generate_per_item=args.generate_per_item, gpu_rate=args.gpu_rate,
+                       batch_size=args.batch_size or 256, workers=args.workers, threads=args.threads,
+                       sources=args.sources.split(",") if args.sources else None, seconds=args.seconds,
+                       peers=not args.no_peers, with_ray=args.ray or args.ray_address is not None,
+                       ray_address=args.ray_address)
+        print("\n\nDETAILS: the seed workload, every loader and setting\n" + b.table(result))
+        if args.markdown:
+            from fastprep.tools.bench_table import markdown  # noqa: PLC0415
 
-        print("\n" + markdown(result))
-    _write_outputs(args, result, "plot_bench", result)
+            print("\n" + bench_headline_text.markdown(headline) + "\n\n" + markdown(result))
+        payload = {**result, "headline": headline}
+    _write_outputs(args, payload, "plot_bench", payload)
+    return 0
+
+
+def _bench_data(args: argparse.Namespace) -> int:
+    from fastprep.tools import bench_data  # noqa: PLC0415
+    from fastprep.tools.targets import UsageError  # noqa: PLC0415
+
+    try:
+        result = bench_data.run(args.data, args.transform, cores=args.cores, batch_size=args.batch_size or 64,
+                                seconds=args.seconds, repeats=2 if args.quick else 3)
+    except UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 (a later sample failing while measured: one line, exit 1)
+        print(f"python -m fastprep bench: --data {args.data} --transform {args.transform}: measuring raised "
+              f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", file=sys.stderr)
+        return 1
+    print(bench_data.text(result))
+    if args.json:
+        import json  # noqa: PLC0415
+
+        with open(args.json, "w") as f:
+            json.dump({k: v for k, v in result.items() if k != "port"} | {"port": result["port"].steps}, f, indent=2)
     return 0
 
 
@@ -94,6 +138,25 @@ def diagnose(args: argparse.Namespace) -> int:
     from fastprep.tools.diagnose_cli import main as run  # noqa: PLC0415
 
     return run(args)
+
+
+BENCH_HELP = """\
+How many times the usual pipeline fastprep delivers, on this machine, measured side by side in
+one run: samples/s delivered into a consumer that copies each batch once (as the host->device
+copy would), the usual way (torchvision v2 in torchvision's ImageFolder and a DataLoader; a
+stand-in of the same steps where torchvision is not installed) against fastprep's best way (its
+Loader, or its transforms in a DataLoader), with as many workers as threads.
+
+The first screen: torchvision's ImageNet training and validation pipelines on a folder of real
+photos (scikit-image's), from the files and packed, and the seed workload. --details adds the
+seed workload's full table and the aims. --data DIR --transform MODULE:ATTR runs your folder and
+your torchvision transform both ways (needs torchvision).
+
+examples:
+  python -m fastprep bench --quick
+  python -m fastprep bench --data ~/imagenet/val --transform mypkg.transforms:val_tf
+  python -m fastprep bench --details --sources numpy,folder,packed-jpeg --markdown
+"""
 
 
 DIAGNOSE_HELP = """\
@@ -180,30 +243,50 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help=demo.__doc__).set_defaults(func=demo)
 
-    bench_p = sub.add_parser("bench", help="the target workload, the usual way vs fastprep")
-    bench_p.add_argument("--quick", action="store_true", help="fewer repeats and batches (about a minute on 2 cores)")
+    bench_p = sub.add_parser("bench", help="how many times the usual pipeline fastprep delivers (ImageNet-style "
+                             "and the seed workload; --data: your folder and transform)", description=BENCH_HELP,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    bench_p.add_argument("--quick", action="store_true", help="fewer photos, repeats and batches (about a minute "
+                         "on 2 cores; two with --details)")
+    bench_p.add_argument("--details", action="store_true",
+                         help="after the headline, the seed workload's full table (every loader, source kind and "
+                         "setting, the peers) and the Loader's aims, each saying whether it matters for you")
+    bench_p.add_argument("--data", metavar="DIR", help="your images: a folder of class folders (torchvision's "
+                         "ImageFolder layout) or a fastprep pack; with --transform")
+    bench_p.add_argument("--transform", metavar="MODULE:ATTR",
+                         help="your torchvision transform: a Compose (v2 or v1) or a function / class returning "
+                         "one when called with no arguments, e.g. mypkg.transforms:train_tf; with --data")
+    bench_p.add_argument("--cores", type=positive(int),
+                         help="DataLoader workers and fastprep threads for the headline and --data (default: "
+                         "every core)")
     bench_p.add_argument("--generate-per-item", action="store_true",
-                       help="generate every source image instead of drawing from a pool")
+                         help="the --details table: generate every source image instead of drawing from a pool")
     bench_p.add_argument("--gpu-rate", type=positive(float), default=5000.0,
-                       help="samples/s the GPU consumes, for the '1 core feeds' column")
-    bench_p.add_argument("--batch-size", type=positive(int), default=256)
+                         help="the --details table: samples/s the GPU consumes, for the '1 core feeds' column")
+    bench_p.add_argument("--batch-size", type=positive(int),
+                         help="samples per batch (default 64 for the headline and --data, 256 for the --details "
+                         "table)")
     bench_p.add_argument("--workers", type=int_list(0),
-                         help="comma-separated DataLoader num_workers to try (default 0..cores)")
+                         help="the --details table: comma-separated DataLoader num_workers to try (default 0..cores)")
     bench_p.add_argument("--threads", type=int_list(1),
-                         help="comma-separated threads for fastprep.Loader and the thread-based peers "
-                         "(default 1..cores)")
-    bench_p.add_argument("--sources", help="comma-separated source kinds: pil,numpy (default both), and image "
-                         "files: folder (decoded whole), roi (by window), packed-jpeg, packed-raw (fastprep.io.pack)")
+                         help="the --details table: comma-separated threads for fastprep.Loader and the thread-based "
+                         "peers (default 1..cores)")
+    bench_p.add_argument("--sources", help="the --details table: comma-separated source kinds: pil,numpy (default "
+                         "both), and image files: folder (decoded whole), roi (by window), packed-jpeg, packed-raw "
+                         "(fastprep.io.pack)")
     bench_p.add_argument("--seconds", type=number(float, lambda v: v >= 0, "a value >= 0"),
-                         help="least seconds timed per row after warm-up (default 0.5 with --quick, else 4)")
-    bench_p.add_argument("--no-peers", action="store_true", help="skip the torchdata.nodes and SPDL rows")
-    bench_p.add_argument("--ray", action="store_true",
-                         help="add a row through Ray Data on a local instance (pip install 'fastprep[ray]')")
+                         help="least seconds timed per row after warm-up (the headline: 0.8 with --quick, else 2; "
+                         "--data: 1; the --details table: 0.5 with --quick, else 4); 0: a smoke run, one round")
+    bench_p.add_argument("--no-peers", action="store_true",
+                         help="the --details table: skip the torchdata.nodes and SPDL rows")
+    bench_p.add_argument("--ray", action="store_true", help="the --details table: add a row through Ray Data on a "
+                         "local instance (pip install 'fastprep[ray]')")
     bench_p.add_argument("--ray-address", help="run the Ray row on this cluster (ray.init(address=...))")
-    bench_p.add_argument("--markdown", action="store_true",
-                         help="also print the README's table (best setting per row and source kind)")
-    bench_p.add_argument("--json", help="write the results here")
-    bench_p.add_argument("--plot", help="draw delivered samples/s per workers / threads to this PNG (matplotlib)")
+    bench_p.add_argument("--markdown", action="store_true", help="also print the README's tables: the headline's, "
+                         "and the --details table's best setting per row and source kind")
+    bench_p.add_argument("--json", help="write the results here (the headline under 'headline')")
+    bench_p.add_argument("--plot", help="the --details table: draw delivered samples/s per workers / threads to "
+                         "this PNG (matplotlib)")
     bench_p.set_defaults(func=bench)
 
     _diagnose_parser(sub)
