@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import pytest
+
 from fault_proxy import FaultProxy
 
 

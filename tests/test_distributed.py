@@ -9,7 +9,6 @@ has the table of world sizes, simulated in one process): every sample of the epo
 import itertools
 import os
 import pickle
-import socket
 
 import numpy as np
 import pytest
@@ -19,6 +18,8 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 import fastprep
 import fastprep.io as fio
+
+from s3_server import free_port
 
 pytestmark = pytest.mark.one_backend
 h5py = pytest.importorskip("h5py")
@@ -59,19 +60,13 @@ def _rank_main(rank: int, port: int, root: str) -> None:
         dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_ranks_together_read_every_sample_exactly_once(tmp_path):
     with h5py.File(tmp_path / "data.h5", "w") as f:
         f.create_dataset("images", data=np.arange(ITEMS * 8 * 8 * 3, dtype=np.uint8).reshape(ITEMS, 8, 8, 3))
         f.create_dataset("labels", data=np.arange(ITEMS))
     fio.write_webdataset(({"cls": i} for i in range(SHARDS * PER_SHARD)), str(tmp_path / "s-%03d.tar"),
                          maxcount=PER_SHARD)
-    mp.spawn(_rank_main, args=(_free_port(), str(tmp_path)), nprocs=WORLD)
+    mp.spawn(_rank_main, args=(free_port(), str(tmp_path)), nprocs=WORLD)
     with open(tmp_path / "seen.pkl", "rb") as f:
         gathered = pickle.load(f)
     assert [g[0] for g in gathered] == [0, 1]  # WebDataset took each rank from the process group

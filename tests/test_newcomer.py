@@ -10,7 +10,6 @@ installed (.ci/torchvision) its own validation pipeline is compared too."""
 import io
 import os
 import pickle
-import socket
 import warnings
 
 import numpy as np
@@ -18,12 +17,14 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from jpeg_photos import needs_decoder, photo, photo_jpeg
 from torch.utils.data import DataLoader
 
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as fastprep_transforms
+
+from jpeg_photos import needs_decoder, photo, photo_jpeg
+from s3_server import free_port
 
 pytestmark = [pytest.mark.one_backend, needs_decoder]
 Image = pytest.importorskip("PIL.Image")
@@ -180,15 +181,9 @@ def _rank_main(rank: int, port: int, root: str, out: str) -> None:
         dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_ranks_split_the_folder_without_a_sampler(folder, tmp_path):
     out = str(tmp_path / "seen.pkl")
-    mp.spawn(_rank_main, args=(_free_port(), folder, out), nprocs=WORLD)
+    mp.spawn(_rank_main, args=(free_port(), folder, out), nprocs=WORLD)
     with open(out, "rb") as f:
         (r0, w0, seen0), (r1, w1, seen1) = pickle.load(f)
     assert (r0, w0, r1, w1) == (0, 2, 1, 2)

@@ -13,12 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 import torch
-from s3_server import s3  # noqa: F401 (the session's server fixture)
 
 import fastprep.io as fio
 from fastprep.io.remote import Retry
 
 from jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree
+from s3_server import s3  # noqa: F401 (the session's server fixture)
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

@@ -5,12 +5,12 @@ error (RemoteReadError naming the URL and shard) with nothing corrupt or partial
 
 import pytest
 import torch
-from s3_server import s3  # noqa: F401 (the session's server fixture)
 
 import fastprep.io as fio
 from fastprep.io.remote import Retry
 
 from jpeg_photos import grey_jpeg, needs_decoder, photo_jpeg, write_tree
+from s3_server import s3  # noqa: F401 (the session's server fixture)
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 
