@@ -365,6 +365,8 @@ def test_reduced_scale_resized_crops_agree_between_exif_files_and_packs(turned_f
     assert not torch.equal(got[0], whole)  # the reduced decode ran: other pixels than the exact one
 
 
+# torchvision 0.29 deprecates its image decoding (for TorchCodec): still the reference here.
+@pytest.mark.filterwarnings("ignore:The image decoding and encoding capabilities of TorchVision:DeprecationWarning")
 def test_torchvisions_apply_exif_orientation_turns_the_same_way():
     """Where torchvision imports (.ci/torchvision): its decode_jpeg(apply_exif_orientation=True)
     turns each orientation as fastprep does (and gives the same bits where its plain decode does)."""
