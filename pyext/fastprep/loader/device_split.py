@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastprep.io.jpeg_file import JpegFile
+from fastprep.io.oriented import OrientedImage
 from fastprep.io.packed_items import WindowCut
 from fastprep.io.windowed import WindowedImage
 from fastprep.loader.apply import ChunkRunner
@@ -172,7 +174,7 @@ class SplitRunner(ChunkRunner):
 
 def _turned(image: Any) -> bool:
     """An image read upright by its EXIF orientation (an OrientedImage, a JpegFile read with exif=True)."""
-    return isinstance(image, WindowedImage) and getattr(image, "orientation", 1) != 1
+    return isinstance(image, OrientedImage) or (isinstance(image, JpegFile) and image.orientation != 1)
 
 
 def _not_cuttable(raw: Any, image: Any) -> str:
