@@ -261,3 +261,24 @@ def test_nvjpeg_resized_batches_are_within_the_stated_tolerance(packed, folder, 
                             (resized("rrc", "before"), torch.tensor([1 / 255 / s for s in STD]).view(1, 3, 1, 1))]:
         kw = dict(batch_size=3, transform=transform, seed=6, threads=2)
         _close_to_libjpeg(batches(dataset, decode_on="cuda", **kw), batches(dataset, **kw), 64, 1.0, unit)
+
+
+def test_a_turned_image_is_refused_with_its_own_advice(tmp_path):
+    """An image read upright by its EXIF orientation (a JpegFile with exif=True, an OrientedImage) cannot
+    be split (the device decodes windows as stored): the refusal says so, not 'raw pixels need no decoding'."""
+    Image = pytest.importorskip("PIL.Image")
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    (tmp_path / "a").mkdir()
+    Image.fromarray(photo("coffee")[:100, :120]).save(tmp_path / "a" / "phone.jpg", "JPEG", exif=exif)
+    stored = fio.JpegFile(tmp_path / "a" / "phone.jpg")
+    for dataset in (fio.ImageFolder(tmp_path, roi=True, exif=True), [(fio.OrientedImage(stored, 6), 0)]):
+        with pytest.raises(ValueError, match=r"stored turned \(EXIF orientation 6\) and read upright \(exif=True\): "
+                                             r"the split cannot turn windows .* decode_on=None, or with exif=False"
+                           ) as info:
+            batches(dataset, batch_size=1, transform=resized("rrc", "none"), decode_on="cpu", threads=1)
+        assert "raw pixels" not in str(info.value)
+        assert "in the decode_on split" in str(info.value.__notes__)
+    # Read as stored (exif=False), the same file splits.
+    assert len(batches(fio.ImageFolder(tmp_path, roi=True), batch_size=1, transform=resized("rrc", "none"),
+                       decode_on="cpu", threads=1)) == 1

@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastprep.io.jpeg_file import JpegFile
+from fastprep.io.oriented import OrientedImage
 from fastprep.io.packed_items import WindowCut
 from fastprep.io.windowed import WindowedImage
 from fastprep.loader.apply import ChunkRunner
@@ -140,7 +142,7 @@ class SplitRunner(ChunkRunner):
         """The item with its image behind a _CutInsteadOfDecode, or a SampleError naming what to do."""
         seq = isinstance(raw, (tuple, list))
         image = raw[0] if seq and raw else raw
-        if not (isinstance(image, WindowedImage) and callable(getattr(image, "cut", None))):
+        if not (isinstance(image, WindowedImage) and callable(getattr(image, "cut", None))) or _turned(image):
             raise SampleError(key, STAGE, self.key) from ValueError(_not_cuttable(raw, image))
         if not seq:
             return _CutInsteadOfDecode(image)
@@ -170,10 +172,20 @@ class SplitRunner(ChunkRunner):
         job.write_rest(j, [key], run.raws)
 
 
+def _turned(image: Any) -> bool:
+    """An image read upright by its EXIF orientation (an OrientedImage, a JpegFile read with exif=True)."""
+    return isinstance(image, OrientedImage) or (isinstance(image, JpegFile) and image.orientation != 1)
+
+
 def _not_cuttable(raw: Any, image: Any) -> str:
     if isinstance(raw, dict):
         return ("Loader(decode_on=...): the item is a dict; the split takes an image or an (image, label, ...) "
                 "tuple whose image cuts JPEG windows")
+    if _turned(image):
+        named = f" {image.name}" if image.name else ""
+        return (f"Loader(decode_on=...): its image ({type(image).__name__}{named}) is stored turned (EXIF "
+                f"orientation {image.orientation}) and read upright (exif=True): the split cannot turn windows on the "
+                f"device (it decodes each window as stored); read it with decode_on=None, or with exif=False")
     if isinstance(image, WindowedImage):
         return (f"Loader(decode_on=...): its image is {image.describe()}, which has no JPEG to cut; read it with "
                 f"decode_on=None (raw pixels need no decoding), or {PACK} (mode 'jpeg', with "
