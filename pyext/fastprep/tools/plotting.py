@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastprep.tools.verdict import ceiling_of
+
 
 def _pyplot():
     try:
@@ -51,16 +53,16 @@ def plot_report(report: Any, path: str) -> None:
     reports = report if isinstance(report, dict) else {"": report}
     fig, axes = plt.subplots(1, len(reports), figsize=(7 * len(reports), 4.2), squeeze=False)
     for ax, (title, rep) in zip(axes[0], reports.items()):
-        ceiling = rep.levels[0].stats.rate
+        top, best = ceiling_of(rep.levels)  # the verdict's ceiling: level 1, or a level that ran faster
         names = [f"{i}. {lv.name}" for i, lv in enumerate(rep.levels, 1)][::-1]
         levels = rep.levels[::-1]
         rates = [lv.stats.rate if lv.stats else 0.0 for lv in levels]
         low = [lv.stats.rate - lv.stats.lo if lv.stats else 0.0 for lv in levels]
         high = [lv.stats.hi - lv.stats.rate if lv.stats else 0.0 for lv in levels]
-        above = [lv.stats is not None and lv.stats.lo > rep.levels[0].stats.hi for lv in levels]
+        above = [lv.stats is not None and lv.stats.lo > rep.levels[0].stats.hi for lv in levels]  # faster than 1
         colors = ["#bbb" if r == 0 else "#c44e52" if a else "#4c72b0" for r, a in zip(rates, above)]
         ax.barh(names, rates, xerr=[low, high], color=colors, capsize=3)
-        ax.axvline(ceiling, color="k", ls=":", lw=1, label="ceiling (level 1)")
+        ax.axvline(best.rate, color="k", ls=":", lw=1, label=f"ceiling (level {top})")
         for y, lv in enumerate(levels):
             if lv.stats is None:
                 ax.text(0, y, f"  n/a: {lv.note}"[:70], va="center", fontsize=7)
