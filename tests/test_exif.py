@@ -393,3 +393,40 @@ def test_a_cmyk_photo_turns_too():
     up = torch.from_numpy(pil_upright(data)).permute(2, 0, 1)
     assert torch.equal(fio.decode_jpeg(data, exif=True), up)
     assert torch.equal(fio.JpegFile(data, exif=True).decode((3, 4, 10, 11)), up[:, 3:13, 4:15])
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_one_pixel_windows_of_a_turned_photo(orientation):
+    """A window 1 pixel high or wide: numpy calls a flipped 1-pixel axis contiguous (negative
+    stride), which torch.from_numpy refuses; the transforms read windows so (HWC, no out)."""
+    data = tagged(orientation, (37, 53))
+    upright = pil_upright(data)
+    h, w = upright.shape[:2]
+    for layout in ("HWC", "CHW"):
+        image = fio.JpegFile(data, exif=True, layout=layout)
+        for crop in ((5, 5, 10, 1), (5, 5, 1, 10), (5, 5, 1, 1), (h - 1, w - 1, 1, 1), (0, 0, 1, w)):
+            got = image.decode(crop).numpy()
+            want = upright[crop[0]:crop[0] + crop[2], crop[1]:crop[1] + crop[3]]
+            np.testing.assert_array_equal(got if layout == "HWC" else got.transpose(1, 2, 0), want, err_msg=str(crop))
+
+
+def _many_segments(jpeg: bytes, payload: bytes, count: int = 70) -> bytes:
+    """`jpeg` with `count` APP2 segments, then an APP1 of `payload`, after its SOI."""
+    app2 = b"\xff\xe2\x00\x06ICCX"
+    return jpeg[:2] + app2 * count + b"\xff\xe1" + (len(payload) + 2).to_bytes(2, "big") + payload + jpeg[2:]
+
+
+def test_the_pack_transcoder_reads_the_tag_as_the_files_do():
+    """A folder and its pack turn a photo alike: the transcoder's reader (C++) keeps the tag that
+    io/exif.py (the files) reads, over every well-formed case of the table and the odd ones."""
+    transcode = fio.jpeg._jpeg.transcode_record
+    cases = [*CASES, ("70 APP2 segments first", _many_segments(PLAIN, b"Exif\x00\x00" + tiff(6)), 6)]
+    compared = 0
+    for what, data, expected in cases:
+        try:
+            info = transcode(data, 4, True)[2]
+        except ValueError:  # not a JPEG the transcoder takes (a PNG, a cut file): nothing to compare
+            continue
+        assert (info["orientation"] or 1) == jpeg_orientation(data) == expected, what
+        compared += 1
+    assert compared >= len(CASES) - 6

@@ -5,6 +5,8 @@ random state the bad one started with, counted and named; "warn" warns once per 
 "raise" raises the error unchanged. A DataLoader over such a folder gets full batches."""
 
 import pickle
+import threading
+import time
 import warnings
 
 import numpy as np
@@ -12,6 +14,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
 from fastprep.bad_samples import BadSampleWarning, SubstitutesExhausted
@@ -190,3 +193,50 @@ def test_the_loader_over_a_skipping_folder_gets_full_batches(folder, tmp_path):
     batches = list(fastprep.Loader(ds, 5, transform=T.RandomCrop(32), seed=0, threads=2))
     assert [tuple(b[0].shape) for b in batches] == [(5, 3, 32, 32)]
     assert sorted(n.split(": ")[0].rsplit("/", 1)[-1] for n in ds.bad_samples.names()) == ["1.jpg", "3.jpg"]
+
+
+def test_a_memory_error_is_never_skipped(tmp_path):
+    """Not the sample's fault: sources, pack and the Loader all raise it (bad_samples.NEVER_SKIPPED)."""
+    class Hungry(torch.utils.data.Dataset):
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            if i == 1:
+                raise MemoryError("out of memory")
+            return np.zeros((8, 8, 3), np.uint8), i
+
+    with pytest.raises(MemoryError):
+        fio.pack(Hungry(), tmp_path / "p", on_error="skip", progress=False)
+    with pytest.raises(MemoryError):
+        fastprep.Loader(Hungry(), 3, on_error="skip").__iter__().__next__()
+
+
+def test_a_substitute_in_a_loader_thread_leaves_torchs_generator_alone(tmp_path):
+    """dataset[i] rewinds torch's generator for a substitute only where this thread owns it: in a
+    Loader thread (it shares the generator with the training loop) the loop's draws never repeat."""
+    class Flaky(fio.ImageFolder):
+        def read_item(self, i):
+            if i == 0:
+                time.sleep(0.2)
+                raise ValueError("bad file")
+            return super().read_item(i)
+
+    root = tmp_path / "f"
+    (root / "a").mkdir(parents=True)
+    for k in range(3):
+        (root / "a" / f"{k}.jpg").write_bytes(photo_jpeg("coffee", shape=(16, 16)))
+    ds = Flaky(root, on_error="skip")
+    worker = threading.Thread(target=lambda: ds[0])
+    worker.start()
+    time.sleep(0.05)
+    a = torch.rand(3)
+    worker.join()
+    b = torch.rand(3)
+    assert not torch.equal(a, b)
+
+
+def test_substitutes_exhausted_survives_pickling():
+    err = SubstitutesExhausted(3, [4, 5], ValueError("x"), "index of the ImageFolder")
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is type(err) and (back.index, back.tried, str(back)) == (3, [4, 5], str(err))

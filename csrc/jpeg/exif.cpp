@@ -6,7 +6,7 @@ namespace fastprep::jpeg {
 namespace {
 
 constexpr uint8_t kExifId[6] = {'E', 'x', 'i', 'f', 0, 0};
-constexpr uint16_t kOrientationTag = 0x0112, kShortType = 3;
+constexpr uint16_t kOrientationTag = 0x0112, kShortType = 3, kLongType = 4;
 
 // Integer loads in the TIFF's own byte order ("II": little-endian, "MM": big-endian).
 uint32_t load(const uint8_t* p, int n, bool little) {
@@ -32,8 +32,11 @@ int exif_orientation(const uint8_t* payload, size_t size) {
     if (at > n || n - at < 12) return 0;
     const uint8_t* e = tiff + at;
     if (load(e, 2, little) != kOrientationTag) continue;
-    if (load(e + 2, 2, little) != kShortType || load(e + 4, 4, little) != 1) return 0;
-    const uint32_t value = load(e + 8, 2, little);
+    // The rules of io/exif.py (files) and Pillow, so that a folder and its pack turn a photo alike:
+    // a SHORT of count 1 or 2 (the first is taken) or a LONG of count 1.
+    const uint32_t type = load(e + 2, 2, little), count = load(e + 4, 4, little);
+    if (!(type == kShortType && (count == 1 || count == 2)) && !(type == kLongType && count == 1)) return 0;
+    const uint32_t value = load(e + 8, type == kShortType ? 2 : 4, little);
     return value >= 1 && value <= 8 ? static_cast<int>(value) : 0;
   }
   return 0;

@@ -23,6 +23,7 @@ from typing import Any
 
 ON_ERROR = ("raise", "skip", "warn")
 MAX_SUBSTITUTES = 16
+NEVER_SKIPPED = (MemoryError,)  # not the sample's fault: skipping would hide the machine's state
 MAX_NAMED = 100  # names kept for the summary; the count and the indices are kept whole
 
 
@@ -49,11 +50,15 @@ class SubstitutesExhausted(RuntimeError):
     bug to see, not to skip). `cause`: the bad sample's own error (also ``__cause__``)."""
 
     def __init__(self, index: int, tried: list[int], cause: BaseException, key: str = "dataset index"):
+        self._args = (index, list(tried), cause, key)
         super().__init__(f"sample {index} ({key}) failed ({describe_error(cause)}), and so did each of the "
                          f"{len(tried)} samples tried in its place, {tried}: too many consecutive bad samples "
                          f"to skip; look at the data (or at the transform) before skipping more")
         self.index, self.tried = index, list(tried)
         self.__cause__ = cause
+
+    def __reduce__(self) -> tuple:  # rebuilt from its arguments (a DataLoader worker pickles it to the main process)
+        return type(self), self._args
 
 
 def sample_name(dataset: Any, index: int) -> str | None:

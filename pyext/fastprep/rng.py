@@ -166,6 +166,9 @@ def item_seeds(seed: int, keys: Any, epoch: int = 0) -> np.ndarray:
     return counter_rng.derive_seed(base, np.asarray(keys, dtype=np.int64).view(np.uint64))
 
 
+_owner = threading.local()  # .depth: how many seeded() blocks this thread is inside
+
+
 @contextlib.contextmanager
 def seeded(seed: int) -> Iterator[None]:
     """torch's CPU generator seeded with `seed` inside the block and restored after it. It is
@@ -175,7 +178,17 @@ def seeded(seed: int) -> Iterator[None]:
     generator = torch.default_generator
     state = generator.get_state()
     generator.manual_seed(seed)
+    _owner.depth = getattr(_owner, "depth", 0) + 1
     try:
         yield
     finally:
+        _owner.depth -= 1
         generator.set_state(state)
+
+
+def owns_generator() -> bool:
+    """Whether this thread may rewind torch's (process-wide) default generator: the main thread
+    (a DataLoader worker's too), or a thread inside a seeded() block (the Loader's deterministic
+    samples, one at a time under its lock). Another thread doing so would replay the draws of the
+    training loop and of the other threads."""
+    return threading.current_thread() is threading.main_thread() or getattr(_owner, "depth", 0) > 0

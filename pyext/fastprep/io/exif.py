@@ -21,7 +21,6 @@ import numpy as np
 import torch
 
 ORIENTATION_TAG = 0x0112
-MAX_SEGMENTS = 64  # markers read before the first scan at most: a real file has a few
 _SOS, _EOI, _APP1 = 0xDA, 0xD9, 0xE1
 _EXIF = b"Exif\x00\x00"
 _SHORT, _LONG = 3, 4  # TIFF field types
@@ -60,7 +59,7 @@ def jpeg_orientation(data: Any) -> int:
     if n < 4 or mv[0] != 0xFF or mv[1] != 0xD8:
         return 1
     pos = 2
-    for _ in range(MAX_SEGMENTS):
+    while True:  # each segment moves pos on by 2 bytes or more: ends at the data's end at the latest
         while pos + 1 < n and mv[pos] == 0xFF and mv[pos + 1] == 0xFF:  # fill bytes before a marker
             pos += 1
         if pos + 4 > n or mv[pos] != 0xFF:
@@ -138,7 +137,7 @@ def to_upright(hwc: torch.Tensor, orientation: int, layout: str, out: torch.Tens
     a = a[::-1 if flip_rows else 1, ::-1 if flip_cols else 1]
     if layout == "CHW":
         a = a.transpose(2, 0, 1)
-    if out is None:
-        return torch.from_numpy(np.ascontiguousarray(a))
+    if out is None:  # a copy, never a view: a 1-pixel flipped axis counts as contiguous with a negative stride
+        return torch.from_numpy(a.copy(order="C"))
     np.copyto(out.numpy(), a)
     return out

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.bad_samples import NEVER_SKIPPED
 from fastprep.io.errors import PackSourceError
 from fastprep.io.folder import IMG_EXTENSIONS, find_classes, make_dataset
 from fastprep.io.jpeg_file import JpegFile
@@ -105,6 +106,8 @@ def _dataset_item(ds: Any, i: int, n: int) -> Item:
     where = f"item {i} (of {n})"
     try:
         item = ds[i]
+    except NEVER_SKIPPED:
+        raise
     except Exception as exc:  # the dataset's own error: a bad sample, named (pack raises it as __cause__)
         digest = _digest(("raised", type(exc).__name__), b"", None, None)
         return Item(f"item {i}", None, 0, None, digest, f"{type(exc).__name__}: {exc}", exc)

@@ -16,10 +16,11 @@ import numpy as np
 import torch
 
 from fastprep._tree import tree_map
-from fastprep.bad_samples import BadSamples, SubstitutesExhausted, check_on_error, substitutes
+from fastprep.bad_samples import NEVER_SKIPPED, BadSamples, SubstitutesExhausted, check_on_error, substitutes
 from fastprep.io.jpeg import decode_jpeg, ycbcr_in_layout
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.windowed import WindowedImage
+from fastprep.rng import owns_generator
 
 JPEG_MAGIC = b"\xff\xd8\xff"
 
@@ -156,17 +157,20 @@ class ImageSource(torch.utils.data.Dataset):
     def _checked(self, i: int, attempt: Callable[[int], Any], transforms: bool) -> Any:
         """attempt(i), or under skip / warn attempt(j) of the first substitute j that works. With
         `transforms` (dataset[i]: one thread, a DataLoader's) each substitute starts from torch's
-        generator as the bad sample found it; load_raw draws nothing and leaves it alone (the
-        Loader's threads share it with the training loop)."""
+        generator as the bad sample found it, where this thread may rewind it (rng.owns_generator:
+        not in a Loader thread, whose generator the training loop shares); load_raw draws nothing and
+        leaves it alone. A MemoryError is never skipped (bad_samples.NEVER_SKIPPED)."""
         n = len(self)
         if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or not -n <= i < n:
             return attempt(i)  # the source's own IndexError: an index outside it is no bad sample
         i = int(i) % n
         skip = self.on_error != "raise"
-        state = torch.default_generator.get_state() if skip and transforms else None
+        state = torch.default_generator.get_state() if skip and transforms and owns_generator() else None
         try:
             return attempt(i)
         except Exception as exc:
+            if isinstance(exc, NEVER_SKIPPED):
+                raise
             if not skip:
                 self.bad_samples.record(i, self.sample_name(i), exc)
                 raise
@@ -178,6 +182,8 @@ class ImageSource(torch.utils.data.Dataset):
             try:
                 sample = attempt(j)
             except Exception as exc:
+                if isinstance(exc, NEVER_SKIPPED):
+                    raise
                 failed.append((j, exc))
                 continue
             self._record(failed, j)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastprep.bad_samples import SubstitutesExhausted, check_on_error, substitutes
+from fastprep.bad_samples import NEVER_SKIPPED, SubstitutesExhausted, check_on_error, substitutes
 from fastprep.ops.seeded_draws import MAX_DRAWS, seeded_draws
 from fastprep.rng import SampleStream, item_seeds, seeded
 from fastprep.slots import BatchJob, SampleError
@@ -32,7 +32,7 @@ from fastprep.transforms import FusionPlan
 # torch's default generator is one per process: the deterministic samples of every Loader share it.
 GLOBAL_RNG = threading.Lock()
 # Never a bad sample: the process is short of memory, or a Loader part refused (already a SampleError).
-NOT_SKIPPED = (MemoryError, SampleError)
+NOT_SKIPPED = (*NEVER_SKIPPED, SampleError)
 
 
 class _Failed:
