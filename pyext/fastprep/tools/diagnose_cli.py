@@ -70,14 +70,16 @@ def _progress(args: argparse.Namespace, title: str) -> Any:
         if args.progress != "off" else None
 
 
-def _measure(args: argparse.Namespace, loader: Any, step_fn: Any, device: Any, title: str) -> Any:
+def _measure(args: argparse.Namespace, loader: Any, step_fn: Any, device: Any, title: str, share: int = 1) -> Any:
+    """find_bottleneck with the CLI's settings; `share`: how many measurements split --time-limit
+    (the demo's two pipelines: the limit is the whole command's)."""
     from fastprep.tools.diagnose import find_bottleneck  # noqa: PLC0415
 
     progress = _progress(args, title)
     try:
         return find_bottleneck(loader, step_fn, device, decode=not args.no_decode, steps=args.steps,
                                repeats=args.repeats, warmup=args.warmup, precision=args.precision,
-                               time_limit=args.time_limit, progress=progress)
+                               time_limit=args.time_limit / share, progress=progress)
     finally:
         if progress is not None:
             progress.close()
@@ -181,7 +183,7 @@ def _demo(args: argparse.Namespace, device: Any) -> int:
                   f"fused crop_mask_ycbcr decoding each crop's window into batch slots, CompactBatch decoded "
                   f"before the step\n"
                   f"caching method: {_how(args)}")
-            reports = {name: _measure(args, loader, step, device, f"diagnose {name}")
+            reports = {name: _measure(args, loader, step, device, f"diagnose {name}", len(pipes))
                        for name, (loader, step) in pipes.items()}
             print(side_by_side(reports))
             out: dict[str, Any] = {"demo": {name: r.as_dict() for name, r in reports.items()}}
