@@ -91,12 +91,58 @@ def _fake_v2():
     return v2
 
 
+def _fake_v1(transforms):
+    """torchvision.transforms' v1 classes on `transforms` (a stand-in module): they take PIL images
+    only, as torchvision's ToTensor does (ColorJitter has no port in fastprep)."""
+
+    def pil_only(img, step):
+        if not isinstance(img, PIL.Image):
+            raise TypeError(f"{step}: pic should be PIL Image. Got {type(img)}")
+
+    class Compose(_Step):
+        def __init__(self, transforms):
+            self.transforms = transforms
+
+        def __call__(self, x):
+            for t in self.transforms:
+                x = t(x)
+            return x
+
+    class CenterCrop(_Step):
+        def __init__(self, size):
+            super().__init__(size=(size, size))
+
+        def __call__(self, img):
+            pil_only(img, "CenterCrop")
+            left, top = (img.width - self.size[1]) // 2, (img.height - self.size[0]) // 2
+            return img.crop((left, top, left + self.size[1], top + self.size[0]))
+
+    class ColorJitter(_Step):
+        def __init__(self, brightness):
+            super().__init__(brightness=(1 - brightness, 1 + brightness), contrast=None, saturation=None, hue=None)
+
+        def __call__(self, img):
+            pil_only(img, "ColorJitter")
+            return img
+
+    class ToTensor(_Step):
+        def __call__(self, img):
+            pil_only(img, "ToTensor")
+            return torch.from_numpy(np.array(img)).permute(2, 0, 1).float() / 255
+
+    for cls in (Compose, CenterCrop, ColorJitter, ToTensor):
+        cls.__module__ = "torchvision.transforms.transforms"
+        setattr(transforms, cls.__name__, cls)
+
+
 USER_MODULE = """
 import torch
+from torchvision import transforms as v1
 from torchvision.transforms import v2
 
 ported = v2.Compose([v2.RandomResizedCrop(32), v2.ToImage(), v2.ToDtype(torch.float32, scale=True)])
 blurred = v2.Compose([v2.ToImage(), v2.RandomResizedCrop(32), v2.GaussianBlur(3), v2.ToDtype(torch.float32)])
+jittered = v1.Compose([v1.CenterCrop(32), v1.ColorJitter(0.2), v1.ToTensor()])  # v1: PIL images only
 NUMBER = 5
 
 
@@ -122,6 +168,7 @@ def user(tmp_path, monkeypatch):
         datasets, transforms = types.ModuleType("torchvision.datasets"), types.ModuleType("torchvision.transforms")
         datasets.ImageFolder = photos.ImageFolder  # the same layout, order and Pillow loader
         transforms.v2 = _fake_v2()
+        _fake_v1(transforms)
         for name, module in [("torchvision", tv), ("torchvision.datasets", datasets),
                              ("torchvision.transforms", transforms), ("torchvision.transforms.v2", transforms.v2)]:
             monkeypatch.setitem(sys.modules, name, module)
@@ -162,6 +209,46 @@ def test_a_step_without_a_port_runs_the_transform_as_it_is(folder, user, capsys)
     assert "no port for GaussianBlur: fastprep.Loader runs your transform as it is" in out
     assert RATIO.search(out).group(4) == "fastprep.Loader, your transform as is"
     assert "transform=your_transform" in out
+
+
+def test_a_v1_transform_without_a_port_gets_pil_images_from_fastprep(folder, user, tmp_path, capsys):
+    """A v1 transform taking PIL images only: fastprep's dataset applying it hands it PIL images (a
+    folder's and a pack's alike), and the code printed is the dataset measured."""
+    import fastprep.io as fio
+
+    fio.pack(str(folder), str(tmp_path / "packed"), progress=False)
+    for data, dataset in [(folder, "ImageFolder"), (tmp_path / "packed", "PackedDataset")]:
+        assert main(["bench", "--data", str(data), "--transform", f"{user}:jittered", *FAST]) == 0
+        out = capsys.readouterr().out
+        assert "no port for ColorJitter: fastprep.Loader runs your transform as it is" in out
+        assert f"as PIL images (your transform takes them), in fio.{dataset})" in out
+        assert RATIO.search(out).group(4) == "fastprep.Loader, your transform as is"
+        assert (f"    loader = fastprep.Loader(fio.{dataset}({str(data)!r}, transform=your_transform), 2, "
+                f"shuffle=True)") in out
+
+
+def test_the_code_printed_is_the_dataset_measured():
+    """Where the Loader measured torchvision's ImageFolder (Pillow's images), the line to use says so."""
+    from fastprep.tools import bench_data
+    from fastprep.tools.bench_port import Port
+
+    result = {"port": Port(None, steps=[("ColorJitter", "no port in fastprep.transforms")], unported=["ColorJitter"]),
+              "rates": {"usual": 10.0, "fastprep.Loader, your transform as is": 20.0}, "cores": 2, "data": "d",
+              "kind": "folder", "count": 5, "classes": 2, "batch_size": 4, "repeats": 1, "spec": "m:tf", "how": "x",
+              "foreign": "Pillow (your transform needs PIL images)",
+              "foreign_code": "torchvision.datasets.ImageFolder('d')"}
+    out = bench_data.text(result)
+    assert "    loader = fastprep.Loader(torchvision.datasets.ImageFolder('d'), 4, transform=your_transform, " \
+           "shuffle=True)" in out and "fio.ImageFolder" not in out
+
+
+def test_data_refuses_the_details_tables_options(folder, user, capsys):
+    tf = ["--data", str(folder), "--transform", f"{user}:ported"]
+    for extra, named in [(["--details"], "--details"), (["--markdown"], "--markdown"),
+                         (["--workers", "0,1"], "--workers"), (["--plot", "x.png"], "--plot"),
+                         (["--threads", "1", "--no-peers"], "--threads, --no-peers")]:
+        line = _error([*tf, *extra], capsys)
+        assert f"error: {named}: only for the --details table, not with --data" in line, (extra, line)
 
 
 def _error(args, capsys):

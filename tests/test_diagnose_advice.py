@@ -17,6 +17,7 @@ from fastprep.monitoring import remedies as mr
 from fastprep.monitoring.pipeline import PipelineFacts, facts_of
 from fastprep.monitoring.summary import MonitorSummary
 from fastprep.tools import photos
+from fastprep.tools import remedies as rm
 
 pytestmark = [pytest.mark.one_backend,
               pytest.mark.skipif(not fio.available(), reason="fastprep._jpeg not built: " + fio.jpeg.INSTALL_HINT)]
@@ -152,6 +153,58 @@ def test_a_remote_pack_and_the_gpu_split():
     assert any("ship uint8 batches" in t for t in todo) and "a fastprep.Loader (threads, no IPC)" in done
     split.loader_device = "cuda:0"
     assert "uint8 batches copied to cuda:0 and converted there" in mr.remedies(split, (mr.COLLATE,))[1]
+
+
+# transform, the pack read with exif=True: the GPU decode split suggested (steps on cuda) where the
+# Loader's decode_on check takes the transform, and not for a pack read upright by EXIF
+SPLIT_CASES = [
+    ("seed", False, True),
+    ("rrc", False, True),
+    ("val", False, True),
+    ("rrc-reduced", False, False),  # decode="reduced": the device decodes at full scale only
+    ("rrc-foreign", False, False),  # a foreign transform: no fused op to split
+    ("other", False, False),
+    ("to-float", False, False),  # ToDtype + Normalize alone: no fused op
+    ("center-crop", False, False),  # CenterCrop alone
+    ("rrc", True, False),  # exif=True
+]
+SPLIT_TRANSFORMS = {**TRANSFORMS,
+                    "to-float": lambda: T.Compose([T.ToDtype(torch.float32, scale=True),
+                                                   T.Normalize([0.5] * 3, [0.2] * 3)]),
+                    "center-crop": lambda: T.Compose([T.CenterCrop(16)])}
+
+
+@pytest.mark.parametrize("transform,exif,suggested", SPLIT_CASES)
+def test_the_gpu_split_is_suggested_only_where_the_loader_splits(sources, transform, exif, suggested):
+    pack = sources["packed-jpeg"](None)
+    tf = SPLIT_TRANSFORMS[transform]()
+    dataset = fio.PackedDataset(pack.path, exif=True) if exif else pack
+    facts = facts_of(fastprep.Loader(dataset, 2, transform=tf, threads=1), torch.device("cuda"))
+    todo, _ = _keys(facts)
+    assert ("gpu-split" in todo) == suggested, (facts.describe(), facts.split_refused)
+    if not exif:  # the Loader agrees: it splits exactly what is suggested
+        try:
+            fastprep.Loader(dataset, 2, transform=tf, threads=1, decode_on="cpu")
+            accepted = True
+        except ValueError as exc:
+            accepted = "cannot split this transform" not in str(exc)
+        assert accepted == suggested
+    # diagnose's facts say the same
+    assert ("gpu-split" in _keys(rm.source_of(dataset.load_raw(0), dataset, tf, loader="fastprep",
+                                              device="cuda").facts)[0]) == suggested
+
+
+def test_the_resize_remedies_use_the_steps_own_size(sources):
+    for tf, said in [(T.Compose([T.RandomResizedCrop(16)]), 'RandomResizedCrop(16, decode="reduced")'),
+                     (T.Compose([T.RandomResizedCrop((12, 20))]), 'RandomResizedCrop((12, 20), decode="reduced")'),
+                     (T.Compose([T.Resize(20), T.CenterCrop(16)]), 'Resize(20, decode="reduced")'),
+                     (ForeignCompose([RandomResizedCrop()]), 'RandomResizedCrop(size, decode="reduced")')]:
+        facts = facts_of(fastprep.Loader(sources["jpeg-files"](None), 2, transform=tf, threads=1))
+        todo = mr.remedies(facts)[0]
+        assert any(t.startswith(said) for t in todo), todo
+        assert not any(t.startswith(("RandomResizedCrop(224", "Resize(256")) for t in todo), todo
+    port = mr.remedies(_facts(sources, "pil-files", "rrc-foreign", "dataloader"))[0]
+    assert any("Compose([RandomResizedCrop(size), RandomHorizontalFlip()" in t for t in port), port
 
 
 def _summary(facts, cpu_process=None, cpu_util=None):

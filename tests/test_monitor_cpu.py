@@ -66,6 +66,19 @@ def test_the_cpu_figure_is_this_process_own():
     workers = cpu(lambda: time.sleep(0.01), torch.utils.data.DataLoader(Spins(), batch_size=1, num_workers=1))
     assert workers.cpu_process > max(5.0, 2 * asleep.cpu_process), workers.cpu()  # the worker's CPU is ours
 
+    class Bar:  # a progress bar as tqdm wraps a loader: a generator hides the DataLoader's iterator
+        def __init__(self, iterable):
+            self.iterable = iterable
+
+        def __len__(self):
+            return len(self.iterable)
+
+        def __iter__(self):
+            yield from self.iterable
+
+    wrapped = cpu(lambda: time.sleep(0.01), Bar(torch.utils.data.DataLoader(Spins(), batch_size=1, num_workers=1)))
+    assert wrapped.cpu_process > max(5.0, 2 * asleep.cpu_process), wrapped.cpu()  # found as our child process
+
 
 def test_process_cpu_from_proc_stat(tmp_path):
     from fastprep.monitoring.samplers import ProcessClock
@@ -89,3 +102,43 @@ def test_process_cpu_from_proc_stat(tmp_path):
     assert clock.cpu_seconds() == 180 / clock.tick
     clock.source = types.SimpleNamespace(it=types.SimpleNamespace(_workers=[Worker()]))  # one level inside
     assert clock.cpu_seconds() == 180 / clock.tick
+
+
+def test_the_workers_are_the_children_started_since_the_clock(tmp_path):
+    """/proc's children lists, at any depth (a worker's own children too), less the children that
+    were running when the clock was made; and psutil's children where psutil is there."""
+    from fastprep.monitoring.samplers import ProcessClock
+
+    def proc(pid, ticks, children=(), tid=None):
+        (tmp_path / str(pid) / "task" / str(tid or pid)).mkdir(parents=True, exist_ok=True)
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} (w) S 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 5 5 20")
+        (tmp_path / str(pid) / "task" / str(tid or pid) / "children").write_text(" ".join(map(str, children)))
+
+    proc("self", 100, [7], tid=1)  # 7: a helper running before the monitor
+    proc(7, 1000)
+    clock = ProcessClock(str(tmp_path))
+    clock.psutil = None
+    clock.bystanders = set(clock.children())
+    assert clock.bystanders == {7} and clock.cpu_seconds() == 100 / clock.tick
+    proc("self", 100, [7], tid=1)
+    proc("self", 100, [8], tid=2)  # a worker started by another thread of ours
+    proc(8, 30, [9])
+    proc(9, 5)  # the worker's own child
+    assert sorted(clock.children()) == [7, 8, 9] and clock.cpu_seconds() == 135 / clock.tick
+
+    class Child:
+        def __init__(self, pid):
+            self.pid = pid
+
+    class FakeProcess:  # psutil.Process: this process's children, and each process's times
+        def __init__(self, pid=None):
+            self.pid = pid
+
+        def children(self, recursive=False):
+            return [Child(7), Child(8)] + ([Child(9)] if recursive else [])
+
+        def cpu_times(self):
+            return types.SimpleNamespace(user={None: 1.0, 7: 100.0, 8: 2.0, 9: 0.5}[self.pid], system=0.0)
+
+    clock.psutil = types.SimpleNamespace(Process=FakeProcess)
+    assert clock.cpu_seconds() == 3.5  # 7 is a bystander

@@ -47,11 +47,14 @@ WRAPPED = ("iterable", "source", "loader")  # tqdm's, DevicePrefetcher's, ...: w
 @dataclass(frozen=True)
 class Step:
     """One step of the transform: its class (or function) name, whether it is fastprep's, and the
-    fused op it runs in (None: alone); `decode` is a fastprep resize's decode ("exact", "reduced")."""
+    fused op it runs in (None: alone); `decode` is a fastprep resize's decode ("exact", "reduced");
+    `size` its output size as its ``size`` says (an int for a square or shorter side, (h, w)), None
+    when it has none."""
     name: str
     fastprep: bool = False
     fused: str | None = None
     decode: str | None = None
+    size: int | tuple[int, ...] | None = None
 
     def describe(self) -> str:
         return self.name + ("" if self.fastprep else " (not fastprep's)")
@@ -74,6 +77,8 @@ class PipelineFacts:
         verify: a pack's `verify` (the CRC pass), None when not a pack.
         loader_device: a fastprep.Loader's own `device` (its batches copied there as uint8, decoded
             there), else None.
+        split_refused: why ``fastprep.Loader(..., decode_on=...)`` would refuse to split this
+            transform or source (the Loader's own rule, `split_refusal`), None where it splits.
     """
     steps: tuple[Step, ...] = ()
     source: str = "other"
@@ -87,6 +92,7 @@ class PipelineFacts:
     pack: dict = field(default_factory=dict)
     verify: bool | None = None
     loader_device: str | None = None
+    split_refused: str | None = None
 
     @property
     def names(self) -> list[str]:
@@ -133,6 +139,10 @@ class PipelineFacts:
     @property
     def reduced_decode(self) -> bool:
         return any(s.decode == "reduced" for s in self.steps)
+
+    def step(self, name: str) -> Step | None:
+        """The first step called `name`, None without one."""
+        return next((s for s in self.steps if s.name == name), None)
 
     def describe(self) -> str:
         """Two lines: the steps (fused or not), then the source, the loader and its threads."""
@@ -219,7 +229,31 @@ def _step(step: Any, transform_class: type, fused: str | None) -> Step:
     name = getattr(step, "__name__", None) if not isinstance(step, transform_class) else None
     name = name or type(step).__name__
     decode = getattr(step, "decode", None) if isinstance(step, transform_class) else None
-    return Step(name, isinstance(step, transform_class), fused, decode if isinstance(decode, str) else None)
+    return Step(name, isinstance(step, transform_class), fused, decode if isinstance(decode, str) else None,
+                _size(getattr(step, "size", None)))
+
+
+def _size(size: Any) -> int | tuple[int, ...] | None:
+    """A step's ``size`` as torchvision spells it (an int, [int], (h, w)): an int where one number
+    says it (a square, a shorter side), else the tuple; None for anything else."""
+    if isinstance(size, int) and not isinstance(size, bool):
+        return size
+    if isinstance(size, (list, tuple)) and size and all(isinstance(v, int) and not isinstance(v, bool) for v in size):
+        return size[0] if len(set(size)) == 1 else tuple(size)
+    return None
+
+
+def split_refusal(transform: Any, reader: Any) -> str | None:
+    """Why ``fastprep.Loader(..., decode_on=...)`` would not split `transform` over `reader`'s
+    images (None: it would): the Loader's own check of the transform's plan
+    (loader.device_split.split_problem), and a pack read upright by EXIF (exif=True), whose turned
+    windows the device does not turn."""
+    from fastprep.loader.device_split import split_problem  # noqa: PLC0415 (the Loader's rule, not a copy)
+    from fastprep.transforms import FusionPlan  # noqa: PLC0415
+
+    if getattr(reader, "exif", False) is True:
+        return "the images are read upright by their EXIF orientation (exif=True), which the split does not turn"
+    return split_problem(None if transform is None else FusionPlan.of(transform))
 
 
 def _is_url(path: str) -> bool:
@@ -300,4 +334,5 @@ def facts_of(batches: Any, device: Any = None) -> PipelineFacts:
                          os.fspath(root) if isinstance(root, (str, os.PathLike)) else None, kind, workers,
                          getattr(dev, "type", None) or str(dev or "cpu").split(":")[0], compact, decode_on, pack,
                          getattr(reader, "verify", None) if source in PACKS else None,
-                         str(loader.device) if isinstance(loader, Loader) and loader.device is not None else None)
+                         str(loader.device) if isinstance(loader, Loader) and loader.device is not None else None,
+                         split_refusal(transform, reader))

@@ -12,7 +12,8 @@ roi            RandomCrop pipelines on files           ImageFolder(roi=True) + f
 pack           files, WebDataset / LMDB / HDF5, packs  the source is a pack
 shrink         RandomResizedCrop on a pack             pack(max_side=...) (FFCV's recipe)
 raw-mode       packs of JPEG records (not ImageNet)    pack(mode="raw")
-gpu-split      JPEG packs, steps on a GPU              Loader(decode_on="cuda")
+gpu-split      JPEG packs, steps on a GPU, a transform  Loader(decode_on="cuda")
+               the split runs (not exif=True)
 remote         a pack at a URL                         (advice on its cache)
 verify         packs                                   PackedDataset(verify=False)
 storage        raw packs                               (nothing is decoded: storage is left)
@@ -39,6 +40,7 @@ from fastprep.monitoring.pipeline import FILES, PACKS, PipelineFacts
 RAW, TRANSFORMS, COLLATE = "raw loading", "transforms", "collate/IPC"
 PACKING = ("a few large shard files instead of one small file per sample, and a crop window decodes from only "
            "the restart intervals that cover it (docs/real-files.md)")
+REDUCED = 'decode="reduced"'
 JPEG_SOURCES = ("pil-files", "files", "jpeg-files", "packed-jpeg", "remote-pack")
 
 
@@ -87,6 +89,13 @@ def gpu_split() -> str:
             'fastprep.io.decode_window_batch(cuts, device="cuda") (nvJPEG)')
 
 
+def _call(f: PipelineFacts, name: str, extra: str = "") -> str:
+    """`name`(its size as the pipeline's step of that name has it[, extra]): the user's own numbers."""
+    step = f.step(name)
+    size = "size" if step is None or step.size is None else repr(step.size)
+    return f"{name}({size}{', ' + extra if extra else ''})"
+
+
 def _crop_first(f: PipelineFacts) -> str:
     return "" if f.crops_by_window else (" with fastprep's RandomCrop as the first step (a crop that is not "
                                          "fastprep's decodes the whole file first)")
@@ -100,7 +109,7 @@ TABLE: tuple[Remedy, ...] = (
                      f"your steps"),
     Remedy("rrc-reduced", RAW, lambda f: f.kind in ("resized-crop", "resize") and f.source in JPEG_SOURCES,
            lambda f: f.reduced_decode,
-           lambda f: f"{'RandomResizedCrop(224' if f.kind == 'resized-crop' else 'Resize(256'}, decode=\"reduced\"): "
+           lambda f: f"{_call(f, 'RandomResizedCrop' if f.kind == 'resized-crop' else 'Resize', REDUCED)}: "
                      f"the window decoded at 1/8, 2/8 or 4/8 scale where that still covers the output (1.4-1.6x the "
                      f"exact rate on 1024^2 photos; not torchvision's bits, docs/resize.md)"
                      + ("; it reads JPEG windows: a pack or fastprep.io.ImageFolder(root, roi=True)"
@@ -123,7 +132,8 @@ TABLE: tuple[Remedy, ...] = (
            lambda f: f.source == "packed-raw",
            lambda f: "pack with `--mode raw` (uint8 pixels through a memory map: no decode at all, larger shards)",
            lambda f: "raw shards: nothing is decoded"),
-    Remedy("gpu-split", RAW, lambda f: f.source in ("packed-jpeg", "remote-pack") and f.device != "cpu",
+    Remedy("gpu-split", RAW, lambda f: f.source in ("packed-jpeg", "remote-pack") and f.device != "cpu"
+           and (f.split_refused is None or f.decode_on is not None),
            lambda f: f.decode_on is not None, lambda f: gpu_split(),
            lambda f: f"the GPU decode split (decode_on={f.decode_on!r})"),
     Remedy("remote", RAW, lambda f: f.source == "remote-pack", lambda f: False,
@@ -143,7 +153,7 @@ TABLE: tuple[Remedy, ...] = (
                      "image files read by fastprep.io (ImageFolder, PackedDataset) decode in the Loader's threads"),
     Remedy("rrc-port", TRANSFORMS, lambda f: f.kind == "resized-crop",
            lambda f: "resized_crop" in f.fused,
-           lambda f: "fastprep's port of your steps: fastprep.transforms.Compose([RandomResizedCrop(224), "
+           lambda f: f"fastprep's port of your steps: fastprep.transforms.Compose([{_call(f, 'RandomResizedCrop')}, "
                      "RandomHorizontalFlip(), ToDtype(torch.float32, scale=True), Normalize(mean, std)]) runs as one "
                      "resized_crop op (torchvision's bits), reading only the window",
            lambda f: "RandomResizedCrop and what follows it run as one resized_crop op"),

@@ -10,9 +10,11 @@ CPU, two figures over the cores this process may run on (its affinity mask):
   and so does any other load competing for those cores. Without /proc (macOS, Windows) psutil's
   per-core times when psutil is installed, else none;
 - this training process's own (ProcessClock): the CPU time of its threads (a fastprep.Loader's
-  included) and of its DataLoader's live worker processes, over the wall time: psutil's
-  per-process times when installed, else /proc/self/stat and /proc/<worker>/stat on Linux, else
-  os.times() (its threads only). A step that sleeps adds nothing to it; other processes never do.
+  included) and of the child processes it started while monitored (its DataLoader's workers,
+  behind any wrapper), over the wall time: psutil's per-process times when installed, else
+  /proc/self/stat and /proc/<child>/stat on Linux, else os.times() (its threads only). A step that
+  sleeps adds nothing to it; other processes (children already running when the monitor began
+  among them) never do.
 """
 
 from __future__ import annotations
@@ -71,7 +73,9 @@ class CpuClock:
 
 def worker_pids(it: Any) -> list[int]:
     """The live worker processes of a loader's iterator: a DataLoader's (its ``_workers``), looked
-    for on the iterator and one level inside it (a DevicePrefetcher's iterator holds the loader's)."""
+    for on the iterator and one level inside it (a DevicePrefetcher's iterator holds the loader's).
+    Behind a wrapper that hides them (a generator: tqdm's) there is none: ProcessClock counts this
+    process's children as well."""
     for obj in [it, *getattr(it, "__dict__", {}).values()]:
         workers = getattr(obj, "_workers", None)
         if isinstance(workers, list):
@@ -85,8 +89,12 @@ class ProcessClock:
     Args:
         stat_dir: where /proc is (Linux); tests point it elsewhere.
 
-    The workers are read from `source` (the running pass's loader iterator: worker_pids), set by
-    the monitor at each pass.
+    The workers are this process's child processes, at any depth, started since the clock was made
+    (a DataLoader's, behind any wrapper: a tqdm bar, a DevicePrefetcher; those already running when
+    the monitor began, another job's helpers, are not the loop's): psutil's ``children`` when
+    installed, else /proc's ``task/*/children``; and the workers of `source` (the running pass's
+    loader iterator: worker_pids, set by the monitor at each pass), a persistent DataLoader's among
+    them.
     """
 
     def __init__(self, stat_dir: str = "/proc"):
@@ -105,6 +113,7 @@ class ProcessClock:
             self.what = f"this process and its DataLoader workers, of {self.cores} cores (/proc)"
         else:
             self.what = f"this process's threads, of {self.cores} cores (os.times)"
+        self.bystanders = set(self.children())  # running before the loop: not its workers
 
     def _stat(self, pid: Any) -> float | None:
         """utime + stime of /proc/<pid>/stat in seconds (None: unreadable, or the process is gone)."""
@@ -116,8 +125,39 @@ class ProcessClock:
         except (OSError, ValueError, IndexError):
             return None
 
+    def children(self) -> list[int]:
+        """This process's child processes at any depth (empty where neither psutil nor /proc's
+        children lists are there)."""
+        if self.psutil is not None:
+            try:
+                return [c.pid for c in self.psutil.Process().children(recursive=True)]
+            except Exception:  # psutil.NoSuchProcess / AccessDenied while walking: none this time
+                return []
+        found: list[int] = []
+        todo = ["self"]
+        while todo and len(found) < 4096:
+            parent = todo.pop()
+            try:
+                tasks = os.listdir(os.path.join(self.stat_dir, parent, "task"))
+            except OSError:  # gone, or no /proc
+                continue
+            for tid in tasks:
+                try:
+                    with open(os.path.join(self.stat_dir, parent, "task", tid, "children")) as f:
+                        pids = [int(x) for x in f.read().split()]
+                except (OSError, ValueError):  # a thread that ended, or a kernel without the lists
+                    continue
+                new = [p for p in pids if p not in found]
+                found += new
+                todo += [str(p) for p in new]
+        return found
+
+    def _workers(self) -> list[int]:
+        pids = [p for p in self.children() if p not in self.bystanders]
+        return list(dict.fromkeys(pids + (worker_pids(self.source) if self.source is not None else [])))
+
     def cpu_seconds(self) -> float:
-        pids = worker_pids(self.source) if self.source is not None else []
+        pids = self._workers()
         if self.psutil is not None:
             total = 0.0
             for pid in [None, *pids]:

@@ -151,22 +151,36 @@ def prepare(data: str, spec: str) -> dict:
     return out
 
 
-def _foreign_source(data: str, kind: str, transform: Any, fp: Any, spec: str) -> tuple[Any, str]:
-    """(dataset, what) for the Loader running `transform` as is: fastprep's decode when the transform
-    takes its CHW tensor, else torchvision's ImageFolder (Pillow's images) for a folder."""
+def _foreign_source(data: str, kind: str, transform: Any, fp: Any, spec: str) -> dict:
+    """How the Loader runs `transform` as it is: {dataset, transform (the Loader's), what (decoded
+    by), code (the dataset as the user would write it)}. In this order: fastprep's decode when the
+    transform takes its CHW tensor; fastprep's dataset applying a torchvision v1 transform itself
+    (it hands those PIL images, as torchvision's ImageFolder does: io.source.wants_pil), a folder's
+    or a pack's; else torchvision's ImageFolder (Pillow's images) for a folder."""
     import fastprep.io as fio  # noqa: PLC0415
+    from fastprep.io.source import wants_pil  # noqa: PLC0415
 
     decoded = fio.ImageFolder(data) if kind == "folder" else fp
+    kind_class = "ImageFolder" if kind == "folder" else "PackedDataset"
     try:
         transform(decoded[0][0])
-        return decoded, "fastprep's decoder"
+        return {"dataset": decoded, "transform": transform, "what": "fastprep's decoder",
+                "code": f"fio.{kind_class}({data!r})"}
     except Exception as exc:  # noqa: BLE001
-        if kind == "pack":
-            raise UsageError(f"--transform {spec!r} failed on the first sample of the pack decoded by fastprep "
-                             f"(a CHW uint8 tensor): {_raised(exc)}") from None
+        failed = exc
+    if wants_pil(transform):
+        applying = getattr(fio, kind_class)(data, transform)
+        first_sample(applying, spec, f"in fastprep's {kind_class} applying it (PIL images)")
+        return {"dataset": applying, "transform": None,
+                "what": f"fastprep's decoder, as PIL images (your transform takes them), in fio.{kind_class}",
+                "code": f"fio.{kind_class}({data!r}, transform=your_transform)"}
+    if kind == "pack":
+        raise UsageError(f"--transform {spec!r} failed on the first sample of the pack decoded by fastprep "
+                         f"(a CHW uint8 tensor): {_raised(failed)}") from None
     from torchvision.datasets import ImageFolder  # noqa: PLC0415
 
-    return ImageFolder(data), "Pillow (your transform needs PIL images)"
+    return {"dataset": ImageFolder(data), "transform": transform, "what": "Pillow (your transform needs PIL images)",
+            "code": f"torchvision.datasets.ImageFolder({data!r})"}
 
 
 def run(data: str, spec: str, cores: int | None = None, batch_size: int = 64, repeats: int = 2,
@@ -186,8 +200,9 @@ def run(data: str, spec: str, cores: int | None = None, batch_size: int = 64, re
     torch.set_num_threads(1)
     ways = {"usual": dataloader_way(Cycle(made["usual"], length), default_collate, batch_size, n)}
     if "foreign" in made:
-        ways["fastprep.Loader, your transform as is"] = loader_way(Cycle(made["foreign"][0], length),
-                                                                   made["transform"], batch_size, n)
+        foreign = made["foreign"]
+        ways["fastprep.Loader, your transform as is"] = loader_way(Cycle(foreign["dataset"], length),
+                                                                   foreign["transform"], batch_size, n)
     else:
         ways["fastprep.Loader + the port"] = loader_way(Cycle(made["fastprep"], length), made["port"].compose,
                                                         batch_size, n)
@@ -195,7 +210,8 @@ def run(data: str, spec: str, cores: int | None = None, batch_size: int = 64, re
                                                           default_collate, batch_size, n)
     rates = measure({"data": ways}, repeats, budget, {"data": data})["data"]
     return {**{k: made[k] for k in ("kind", "data", "spec", "how", "count", "classes")}, "port": made["port"],
-            "foreign": made.get("foreign", (None, ""))[1], "cores": n, "batch_size": batch_size,
+            "foreign": made["foreign"]["what"] if "foreign" in made else "",
+            "foreign_code": made["foreign"]["code"] if "foreign" in made else "", "cores": n, "batch_size": batch_size,
             "repeats": repeats, "rates": rates, "torchvision": bench_usual.torchvision_v2()[1]}
 
 
@@ -222,13 +238,17 @@ def text(result: dict) -> str:
     rows = {f"your pipeline ({source} + your transform, DataLoader)": usual, **mine}
     width = max(len(k) for k in rows) + 2
     lines += [f"    {way:<{width}}{rate:>9,.0f} samples/s" for way, rate in rows.items()]
-    dataset = (f"fio.PackedDataset({data!r})" if result["kind"] == "pack"
-               else f"fio.ImageFolder({data!r}{', roi=True' if p.compose is not None else ''})")
-    tf = p.code() if p.compose is not None else "your_transform"
     lines += ["", "  to use it (import fastprep, fastprep.io as fio; from fastprep import transforms as T):"]
+    if p.compose is None:  # the dataset measured: fastprep's, applying the transform itself, or torchvision's
+        dataset = result["foreign_code"]
+        given = "" if "transform=your_transform" in dataset else ", transform=your_transform"
+        lines.append(f"    loader = fastprep.Loader({dataset}, {result['batch_size']}{given}, shuffle=True)")
+        return "\n".join(lines)
+    dataset = f"fio.PackedDataset({data!r})" if result["kind"] == "pack" else f"fio.ImageFolder({data!r}, roi=True)"
     if best == "the port in a DataLoader":
-        lines.append(f"    loader = DataLoader(T.SeedByIndex({dataset[:-1]}, transform={tf})), batch_size="
+        lines.append(f"    loader = DataLoader(T.SeedByIndex({dataset[:-1]}, transform={p.code()})), batch_size="
                      f"{result['batch_size']}, num_workers={n}, shuffle=True)")
     else:
-        lines.append(f"    loader = fastprep.Loader({dataset}, {result['batch_size']}, transform={tf}, shuffle=True)")
+        lines.append(f"    loader = fastprep.Loader({dataset}, {result['batch_size']}, transform={p.code()}, "
+                     f"shuffle=True)")
     return "\n".join(lines)

@@ -72,6 +72,8 @@ def bench(args: argparse.Namespace) -> int:
     from fastprep.tools.targets import UsageError, check_plot, check_writable  # noqa: PLC0415
 
     try:  # before the run, not after it
+        if args.data is not None:
+            _refuse_table_options(args)
         if args.json:
             check_writable("--json", args.json)
         if args.plot:
@@ -109,6 +111,19 @@ def bench(args: argparse.Namespace) -> int:
         payload = {**result, "headline": headline}
     _write_outputs(args, payload, "plot_bench", payload)
     return 0
+
+
+def _refuse_table_options(args: argparse.Namespace) -> None:
+    """--data measures the user's folder and transform, not the --details table: an option that
+    only shapes that table (or --details itself) would be silently ignored, so it is refused."""
+    from fastprep.tools.targets import UsageError  # noqa: PLC0415
+
+    defaults = build_parser().parse_args(["bench"])
+    given = [k for k in ("details", *TABLE_OPTIONS) if getattr(args, k) != getattr(defaults, k)]
+    if given:
+        options = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise UsageError(f"{options}: only for the --details table, not with --data {args.data!r} (--data measures "
+                         f"your folder and transform; it takes --cores, --batch-size, --seconds, --quick, --json)")
 
 
 def _bench_data(args: argparse.Namespace) -> int:

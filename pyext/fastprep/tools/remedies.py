@@ -16,7 +16,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fastprep.monitoring import remedies as mr
-from fastprep.monitoring.pipeline import PACKS, PipelineFacts, datasets, source_of_dataset, source_of_image, steps_of
+from fastprep.monitoring.pipeline import (
+    PACKS,
+    PipelineFacts,
+    datasets,
+    source_of_dataset,
+    source_of_image,
+    split_refusal,
+    steps_of,
+)
 from fastprep.tools.verdict import ADVICE
 
 gpu_split = mr.gpu_split
@@ -142,5 +150,6 @@ def source_of(raw: Any, dataset: Any, transform: Any, *, loader: str = "dataload
                           os.fspath(root) if isinstance(root, (str, os.PathLike)) else None, loader, workers, device,
                           compact, None if decode_on is None else str(decode_on),
                           dict(getattr(reader, "options", None) or {}) if source in PACKS else {},
-                          getattr(reader, "verify", None) if source in PACKS else None)
+                          getattr(reader, "verify", None) if source in PACKS else None,
+                          split_refused=split_refusal(transform, reader))
     return RawSource(facts)
