@@ -232,7 +232,8 @@ def _diagnose_parser(sub) -> None:
     p.add_argument("--time-limit", type=number(float, lambda v: v >= 0, "a number of seconds >= 0"), default=120.0,
                    help="seconds the caching method may measure in all: after --repeats rounds, more run while "
                         "the verdict is within noise and can settle in the time left; if it cannot, the verdict "
-                        "says about how long it would need (default 120; 0: --repeats rounds only; not with --steps)")
+                        "says about how long it would need (default 120; 0: --repeats rounds only; not with --steps; "
+                        "--demo's two pipelines share it; --sweep's settings are timed apart, --repeats each)")
     p.add_argument("--warmup", type=count,
                    help="untimed steps before each measurement (default: until the step time is steady)")
     p.add_argument("--no-decode", action="store_true",
