@@ -233,7 +233,7 @@ def _diagnose_parser(sub) -> None:
                    help="seconds the caching method may measure in all: after --repeats rounds, more run while "
                         "the verdict is within noise and can settle in the time left; if it cannot, the verdict "
                         "says about how long it would need (default 120; 0: --repeats rounds only; not with --steps; "
-                        "--demo's two pipelines share it; --sweep's settings are timed apart, --repeats each)")
+                        "--demo's two pipelines share it; --sweep times its settings apart, outside this limit)")
     p.add_argument("--warmup", type=count,
                    help="untimed steps before each measurement (default: until the step time is steady)")
     p.add_argument("--no-decode", action="store_true",
