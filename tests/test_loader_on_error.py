@@ -153,6 +153,40 @@ def test_an_iterable_datasets_bad_item_is_the_next_of_its_batch(threads, tf, det
     assert loader.bad_samples.indices == [3, 6] and "position" not in loader.bad_samples.names()[0]
 
 
+# (stream length, batch size, bad positions, {bad: the item that takes its place}): a bad item alone
+# in its batch, or whose batch's other items are bad too, takes the latest item read before its batch
+ALONE = [
+    (9, 4, {8}, {8: 7}),  # the last item, alone in its batch
+    (6, 1, {3}, {3: 2}),  # batch_size=1: every item is alone
+    (6, 1, {2, 3}, {2: 1, 3: 1}),  # ... and the latest read before it is bad too
+    (10, 4, {8, 9}, {8: 7, 9: 7}),  # a short last batch all bad
+    (12, 4, {4, 5, 6, 7}, {4: 3, 5: 3, 6: 3, 7: 3}),  # a whole batch bad
+]
+
+
+@pytest.mark.parametrize("n, size, bad, replace", ALONE)
+@pytest.mark.parametrize("threads, tf, deterministic", [(1, "fused", False), (2, "fused", False), (2, "foreign", True)])
+def test_an_iterable_datasets_bad_item_alone_in_its_batch_takes_an_item_read_before(n, size, bad, replace, threads, tf,
+                                                                                      deterministic):
+    kw = dict(transform=TRANSFORMS[tf](), threads=threads, deterministic=deterministic)
+    want = _batches(Stream(bad, replace=replace, n=n), batch_size=size, **kw)
+    loader = fastprep.Loader(Stream(bad, n=n), size, on_error="skip", seed=3, **kw)
+    got = [tuple(x.clone() for x in b.decode()) for b in loader]
+    _equal(got, want)
+    assert loader.bad_samples.indices == sorted(bad) and loader.bad_samples.count == len(bad)
+
+
+@pytest.mark.parametrize("n, size, tried, says", [
+    (3, 1, [], "no other sample to try in its place (an iterable dataset's"),  # the pass's first item, alone
+    (8, 4, [1, 2, 3], "every sample there was to try (an iterable dataset's"),  # the first batch all bad
+])
+def test_an_iterable_datasets_bad_item_with_nothing_left_to_try_says_so(n, size, tried, says):
+    with pytest.raises(SubstitutesExhausted) as info:
+        list(fastprep.Loader(Stream(range(n), n=n), size, transform=_fused(), on_error="skip", seed=0, threads=1))
+    assert info.value.tried == tried and says in str(info.value)
+    assert "too many consecutive" not in str(info.value)
+
+
 def test_an_iterable_streams_own_error_ends_the_pass():
     with pytest.raises(OSError, match="the stream broke"):
         list(fastprep.Loader(Stream(fail_at=5), 4, transform=_fused(), on_error="skip", seed=0))

@@ -76,6 +76,7 @@ TO_PIL = [  # (input, mode asked, PIL mode expected, HWC pixels expected)
     ("float32 CHW 1 F", F32[:1], "F", "F", F32[0].numpy()),
     ("int32 HW", U8[0].to(torch.int32) * 1000, None, "I", U8[0].numpy().astype(np.int32) * 1000),
     ("numpy HWC", RGB, None, "RGB", RGB),
+    ("float32 HW array: F, values kept", F32[0].numpy(), None, "F", F32[0].numpy()),  # arrays are never scaled
 ]
 
 
@@ -95,6 +96,10 @@ BAD_PIL = [
     ("mode for 1 channel", U8[:1], "RGB", ValueError, r"mode 'RGB' does not fit a one-channel uint8 image, which is 'L'"),
     ("int64 3 channels", U8.long(), None, TypeError, r"a 3-channel int64 image has no PIL mode"),
     ("a list", [1, 2], None, TypeError, r"expected a tensor or a numpy array, got list"),
+    ("float32 HWC array", F32.permute(1, 2, 0).numpy(), None, TypeError, r"a 3-channel float32 image has no PIL mode"),
+    ("float64 HW array", F32[0].double().numpy(), None, TypeError, r"a 1-channel float64 image has no PIL mode"),
+    ("float64 HW array, F", F32[0].double().numpy(), "F", ValueError,
+     r"mode 'F' does not fit a one-channel float64 image, which has no PIL mode"),
 ]
 
 
@@ -103,6 +108,21 @@ BAD_PIL = [
 def test_to_pil_image_errors_name_the_value(x, mode, error, match):
     with pytest.raises(error, match=match):
         T.ToPILImage(mode)(x) if not isinstance(x, list) else fastprep.transforms.conversions.to_pil_image(x)
+
+
+@pytest.mark.one_backend  # conversions only: no kernel
+def test_to_image_makes_a_plain_hw_tensor_one_channel_as_tv_tensors_image():
+    hw = U8[0]
+    for sample, want in ((hw, hw[None]), ((hw, 3), (hw[None], 3)), ({"image": hw}, {"image": hw[None]})):
+        got = T.ToImage()(sample)
+        got, want = (got, want) if type(got) is tuple else ((got,), (want,)) if type(got) is torch.Tensor \
+            else ((got["image"],), (want["image"],))
+        assert got[0].shape == (1, 5, 7) and torch.equal(got[0], want[0]) and got[1:] == want[1:]
+    beside = T.ToImage()((Image.fromarray(RGB), hw))  # a plain tensor beside an image is not the image: left as is
+    assert beside[1] is hw and beside[0].shape == (3, 5, 7)
+    assert T.PILToTensor()(hw) is hw  # PILToTensor converts PIL images only
+    with pytest.raises(ValueError, match=r"ToImage: expected an image tensor of 2 .* got shape \(7,\)"):
+        T.ToImage()(U8[0, 0])
 
 
 @pytest.mark.one_backend  # conversions only: no kernel
@@ -116,6 +136,10 @@ def test_the_same_as_torchvision_where_it_imports():
             assert torch.equal(ours(pil(mode)), theirs(pil(mode)).as_subclass(torch.Tensor)), (ours, mode)
     for _, arr, _ in ARRAYS:
         assert torch.equal(T.ToImage()(arr), v2.ToImage()(arr).as_subclass(torch.Tensor))
+    assert torch.equal(T.ToImage()(U8[0]), v2.ToImage()(U8[0]).as_subclass(torch.Tensor))
+    for _, x, mode, error, _ in BAD_PIL[-3:]:
+        with pytest.raises(error):
+            v2.ToPILImage(mode)(x)
     for _, x, mode, _, _ in TO_PIL:
         a, b = T.ToPILImage(mode)(x), v2.ToPILImage(mode)(x)
         assert (a.mode, a.size, a.tobytes()) == (b.mode, b.size, b.tobytes()), mode
@@ -174,3 +198,60 @@ def test_the_loader_runs_a_literal_port_on_windows(tmp_path):
     assert len(runs[0]) == 2
     for (a, la), (b, lb) in zip(*runs, strict=True):
         assert a.shape == (2, 3, 32, 32) and a.dtype == torch.float32 and torch.equal(a, b) and torch.equal(la, lb)
+
+
+# PIL modes a fused run refuses (its pixels are not uint8 or float32): an absorbed ToImage / PILToTensor
+# and the run's steps go one by one, giving torchvision's tensor of the image's own dtype (fuse=False's)
+REFUSED = [("I", torch.int32), ("1", torch.bool), ("P", torch.uint8), ("I;16", torch.uint16)]
+RUNS = {"RRC+flip": lambda: [T.RandomResizedCrop(16), T.RandomHorizontalFlip()],
+        "flip+RRC+ToDtype": lambda: [T.RandomHorizontalFlip(), T.RandomResizedCrop(16), T.ToDtype(torch.float32)]}
+
+
+def _outcome(fn, x):
+    torch.manual_seed(4)
+    try:
+        return fn(x)
+    except Exception as exc:  # noqa: BLE001 (compared: the same error either way)
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _one_by_one(steps):
+    def run(x):
+        for s in steps:
+            x = s(x)
+        return x
+    return run
+
+
+@pytest.mark.parametrize("run", list(RUNS))
+@pytest.mark.parametrize(("mode", "dtype"), REFUSED)
+@pytest.mark.parametrize("step", [T.ToImage, T.PILToTensor])
+def test_an_absorbed_conversion_runs_unfused_on_a_pil_mode_the_fused_run_refuses(step, mode, dtype, run):
+    img = pil(mode).resize((30, 20)) if mode != "I;16" else pil(mode)
+    tf = T.Compose([step(), *RUNS[run]()])
+    assert tf.plan.fused is not None  # the conversion is absorbed: the uint8 path stays one op call
+    for sample in (img, (img, 7)):
+        want = _outcome(_one_by_one([step(), *RUNS[run]()]), sample)
+        got = _outcome(tf, sample)
+        if isinstance(want, str):  # torch's steps may refuse it too (a 16-bit flip): the same error
+            assert got == want and mode == "I;16"
+            continue
+        got, want = (got[0], want[0]) if type(sample) is tuple else (got, want)
+        assert got.shape == want.shape == (1, 16, 16) and got.dtype == want.dtype and torch.equal(got, want)
+        assert run != "RRC+flip" or got.dtype == dtype  # torchvision's dtype for the mode
+
+
+class _IntImages(torch.utils.data.Dataset):
+    def __len__(self):
+        return 5
+
+    def __getitem__(self, i):
+        return Image.fromarray(np.random.default_rng(i).integers(0, 10 ** 6, (20 + i, 30), dtype=np.int32)), i
+
+
+def test_the_loader_runs_an_absorbed_conversion_unfused_on_a_refused_mode():
+    runs = [[b.decode() for b in fastprep.Loader(_IntImages(), 2, transform=T.Compose(
+        [T.ToImage(), T.RandomResizedCrop(16), T.RandomHorizontalFlip()], fuse=fuse), seed=2, threads=2)]
+        for fuse in (True, False)]
+    for (a, la), (b, lb) in zip(*runs, strict=True):
+        assert a.dtype == torch.int32 and a.shape[1:] == (1, 16, 16) and torch.equal(a, b) and torch.equal(la, lb)

@@ -13,6 +13,11 @@ i + 1, i + 2, ... (mod n) that loads, transformed under the *bad sample's* seed 
 its size and shapes, and a run with the same seed is the same run). Up to ``MAX_SUBSTITUTES``
 consecutive indices are tried; past that the epoch stops with an error naming them: a dataset
 whose samples all fail is a bug to see, not to skip.
+
+An iterable dataset has no index to go to: its stream was read ahead, batch by batch, so a bad item
+is replaced by the items at hand (:func:`stream_substitutes`): the next items of its own batch
+(wrapping around to the batch's first), then the items read before the batch in the pass, the
+latest first; the same stream and seed give the same batches, whatever the threads.
 """
 
 from __future__ import annotations
@@ -44,16 +49,39 @@ def substitutes(index: int, n: int) -> range:
     return range(index + 1, index + 1 + min(MAX_SUBSTITUTES, max(n - 1, 0)))
 
 
+def stream_substitutes(j: int, n: int, earlier: int) -> list[int]:
+    """The items tried, in order, in place of the bad item at offset `j` of an iterable dataset's
+    batch of `n` items, `earlier` items read before the batch in the pass being at hand: offsets in
+    the batch, j + 1, ..., n - 1, 0, ..., j - 1 (the batch's other items), then -1, -2, ...,
+    -earlier (the items read before it, the latest first); at most MAX_SUBSTITUTES.
+
+    Example:
+        >>> stream_substitutes(3, 4, 2)  # the last of a batch of 4, two items read before it
+        [0, 1, 2, -1, -2]
+    """
+    own = [(j + k) % n for k in range(1, n)]
+    return (own + [-k for k in range(1, earlier + 1)])[:MAX_SUBSTITUTES]
+
+
 class SubstitutesExhausted(RuntimeError):
     """Bad sample `index` and every sample tried in its place (`tried`, in order) failed: past
-    MAX_SUBSTITUTES consecutive failures the epoch stops (a dataset failing sample after sample is a
-    bug to see, not to skip). `cause`: the bad sample's own error (also ``__cause__``)."""
+    MAX_SUBSTITUTES consecutive failures (or once there is nothing left to try: `alone` says why
+    nothing was) the epoch stops (a dataset failing sample after sample is a bug to see, not to
+    skip). `cause`: the bad sample's own error (also ``__cause__``)."""
 
-    def __init__(self, index: int, tried: list[int], cause: BaseException, key: str = "dataset index"):
-        self._args = (index, list(tried), cause, key)
-        super().__init__(f"sample {index} ({key}) failed ({describe_error(cause)}), and so did each of the "
-                         f"{len(tried)} samples tried in its place, {tried}: too many consecutive bad samples "
-                         f"to skip; look at the data (or at the transform) before skipping more")
+    def __init__(self, index: int, tried: list[int], cause: BaseException, key: str = "dataset index",
+                 alone: str = ""):
+        self._args = (index, list(tried), cause, key, alone)
+        if not tried:
+            what = f"and there was no other sample to try in its place{f' ({alone})' if alone else ''}"
+        elif len(tried) < MAX_SUBSTITUTES:
+            what = (f"and so did each of the {len(tried)} samples tried in its place, {tried}: every sample there "
+                    f"was to try{f' ({alone})' if alone else ''}")
+        else:
+            what = (f"and so did each of the {len(tried)} samples tried in its place, {tried}: too many "
+                    f"consecutive bad samples to skip")
+        super().__init__(f"sample {index} ({key}) failed ({describe_error(cause)}), {what}; look at the data (or at "
+                         f"the transform) before skipping more")
         self.index, self.tried = index, list(tried)
         self.__cause__ = cause
 

@@ -13,17 +13,27 @@ Bad samples (``on_error="skip" | "warn"``, fastprep/bad_samples.py): an item who
 transform raises is marked, the rest of the chunk goes on (a fused op that raises leaves its run to
 the per-sample path, which finds the culprit), and each marked slot is filled by
 :meth:`ChunkRunner._substitute` under the bad sample's own seeds; the job notes it for the consumer.
+An iterable dataset's substitutes are items at hand: its batch's others, then those read before the
+batch in the pass (:meth:`ChunkRunner.new_job` hands each batch the latest MAX_SUBSTITUTES).
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from typing import Any
 
 import numpy as np
 import torch
 
-from fastprep.bad_samples import NEVER_SKIPPED, SubstitutesExhausted, check_on_error, substitutes
+from fastprep.bad_samples import (
+    MAX_SUBSTITUTES,
+    NEVER_SKIPPED,
+    SubstitutesExhausted,
+    check_on_error,
+    stream_substitutes,
+    substitutes,
+)
 from fastprep.ops.seeded_draws import MAX_DRAWS, seeded_draws
 from fastprep.rng import SampleStream, item_seeds, seeded
 from fastprep.slots import BatchJob, SampleError
@@ -63,6 +73,17 @@ class ChunkRunner:
         group = plan.fused if plan is not None else None
         self.group = group if group is not None and group.vectorised else None
         self.draws = min(fastprep_plan.draws, MAX_DRAWS) if fastprep_plan is not None else 0
+        self._read: deque[Any] = deque(maxlen=MAX_SUBSTITUTES)  # an iterable's latest items of the pass
+
+    def new_job(self, keys: list[int], ring: Any, items: list[Any] | None) -> BatchJob:
+        """The job of the pass's next batch (`keys`; `items`: an iterable's, read in order), made in
+        the pass's order: an iterable's job holds the latest MAX_SUBSTITUTES items read before it
+        (``job.earlier``, the latest first), the substitutes its own items may lack."""
+        job = self.job_type(keys, ring, items)
+        if items is not None:
+            job.earlier = tuple(reversed(self._read))
+            self._read.extend(items)
+        return job
 
     def __call__(self, job: BatchJob, a: int, b: int, stopping: Any) -> None:
         keys = job.indices[a:b]
@@ -183,9 +204,11 @@ class ChunkRunner:
             return _Failed(exc, "dataset")
 
     def _fetch(self, job: BatchJob, j: int, seed: int, source: int | None = None) -> Any:
-        """The item at position j of the batch: its key's (or `source`'s, a substitute) item."""
-        if job.items is not None:
-            return job.items[j if source is None else source]  # an iterable's item, read in order
+        """The item at position j of the batch: its key's (or `source`'s, a substitute) item (an
+        iterable's `source`: an offset in the batch, or -k: the k-th latest item read before it)."""
+        if job.items is not None:  # an iterable's item, read in order
+            j = j if source is None else source
+            return job.items[j] if j >= 0 else job.earlier[-j - 1]
         key = job.indices[j] if source is None else source
         load = self.dataset.__getitem__ if self.load_raw is None else self.load_raw
         if self.deterministic and not self.global_rng:
@@ -225,17 +248,23 @@ class ChunkRunner:
 
     def _substitute(self, job: BatchJob, j: int, seed: int, row: list[int], exc: Exception, stage: str) -> Any:
         """Position j's item failed (`exc`, in `stage`): the first of the items after it
-        (bad_samples.substitutes: the dataset's next indices mod its length; an iterable's, the
-        batch's next items) that loads and transforms under position j's seeds, noted in the job."""
+        (bad_samples.substitutes: the dataset's next indices mod its length; an iterable's,
+        bad_samples.stream_substitutes: the batch's next items, then those read before it) that
+        loads and transforms under position j's seeds, noted in the job."""
         key = job.indices[j]
         self._failed(key, stage, exc)
-        if job.items is None and not hasattr(self.dataset, "__len__"):  # nothing to count the next indices mod
+        if job.items is not None:
+            sources = stream_substitutes(j, len(job.items), len(getattr(job, "earlier", ())))
+            alone = ("an iterable dataset's bad item is replaced by another item of its batch or one read before it "
+                     "in the pass")
+        elif hasattr(self.dataset, "__len__"):
+            n = len(self.dataset)
+            sources, alone = [c % n for c in substitutes(key, n)], f"a dataset of {n} sample{'s' * (n != 1)}"
+        else:  # nothing to count the next indices mod
             raise SampleError(key, stage, self.key) from exc
-        n, base = (len(job.items), j) if job.items is not None else (len(self.dataset), key)
         tried = []
-        for candidate in substitutes(base, n):
-            source = candidate % n
-            tried.append(source if job.items is None else job.indices[source])
+        for source in sources:
+            tried.append(source if job.items is None else key - j + source)  # an iterable's: its position
             try:
                 made = self._make(job, j, seed, row, source)
             except Exception as again:  # noqa: BLE001
@@ -244,7 +273,7 @@ class ChunkRunner:
                 continue
             job.note_bad(j, key, stage, exc, tried[-1])
             return made
-        raise SampleError(key, stage, self.key) from SubstitutesExhausted(key, tried, exc, self.key)
+        raise SampleError(key, stage, self.key) from SubstitutesExhausted(key, tried, exc, self.key, alone)
 
 
 _SKIP = object()  # an item the fused batch path must leave alone

@@ -104,16 +104,18 @@ class Loader:
             sample is replaced in its slot, so batches keep their size and shapes, by the first of
             the next indices i + 1, i + 2, ... (mod len) that loads and transforms, under the *bad*
             sample's seed: the same seed gives the same batches, whatever `threads`; an iterable
-            dataset's by the next item of its batch, wrapping around to the batch's first, as the
-            stream was read ahead; an error raised by the stream itself is raised: a generator
-            that raised cannot go on), or "warn" (as skip, and a
+            dataset's, as the stream was read ahead, by the next item of its batch, wrapping around
+            to the batch's first, then (its batch has no other item, or none that loads) by the
+            items read before its batch in the pass, the latest first; an error raised by the
+            stream itself is raised: a generator that raised cannot go on), or "warn" (as skip, and a
             :class:`~fastprep.bad_samples.BadSampleWarning` per bad sample the first time it is
             met, issued in the loop's thread). Counted and named in :attr:`bad_samples` (and the
             state_dict); the ``fastprep`` logger gets a one-line summary at the end of a pass that
             met new ones (INFO under "skip", WARNING under "warn"). MemoryError,
             KeyboardInterrupt, errors in batching (shapes, structure) and the Loader's own
             refusals always raise; so does a bad sample whose ``MAX_SUBSTITUTES`` substitutes all
-            fail (:class:`~fastprep.bad_samples.SubstitutesExhausted` names the indices tried).
+            fail, or that has none to try (an iterable's first item alone in its batch; a dataset
+            all bad): :class:`~fastprep.bad_samples.SubstitutesExhausted` names the indices tried.
 
     Attributes:
         bad_samples: a :class:`~fastprep.bad_samples.BadSamples`: ``count`` (samples replaced so

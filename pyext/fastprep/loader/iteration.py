@@ -107,7 +107,7 @@ def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: 
                 pending = False
                 break
             keys, items = nxt
-            job = runner.job_type(keys, ring, items)
+            job = runner.new_job(keys, ring, items)
             ahead.submit(pool, runner, job)
             inflight.append(job)
         if not pending and make_ahead is not None and ring.has_free():

@@ -1,6 +1,6 @@
 """torchvision v2's type conversions, so a ported pipeline runs with its steps as written:
-ToImage and PILToTensor (PIL images and numpy arrays to CHW tensors; no-ops on the tensors and
-WindowedImages fastprep's sources give, and absorbed by a fused run: transforms/plan.py), and
+ToImage and PILToTensor (PIL images and numpy arrays to CHW tensors; no-ops on CHW tensors and on
+the WindowedImages fastprep's sources give, and absorbed by a fused run: transforms/plan.py), and
 ToPILImage (a real conversion to a PIL image, which ends fusion).
 
 As torchvision's, they take a sample (an image, or a tuple, list or dict holding one) and convert
@@ -67,8 +67,9 @@ class _Conversion(Transform):
 
 class ToImage(_Conversion):
     """torchvision v2's ``ToImage()``: a PIL image or a numpy H x W x C (or H x W) array becomes a
-    C x H x W tensor, values and dtype kept (no scaling: uint8 stays uint8). Tensors pass through, as
-    do fastprep's WindowedImages (a JPEG file or packed record read by window: every fastprep
+    C x H x W tensor, values and dtype kept (no scaling: uint8 stays uint8); so does a plain H x W
+    tensor (1 x H x W, as torchvision's ``tv_tensors.Image`` makes it). C x H x W tensors pass
+    through, as do fastprep's WindowedImages (a JPEG file or packed record read by window: every fastprep
     transform and the Loader read them without a full decode; a step that is not fastprep's gets
     them decoded). In a Compose, a ToImage in front of or inside a fused run (RandomResizedCrop,
     flips, ToDtype, Normalize; RandomCrop, mask, YCbCr) is absorbed: the run reads PIL images,
@@ -86,6 +87,11 @@ class ToImage(_Conversion):
             return pil_to_tensor(x)
         if isinstance(x, np.ndarray):
             return array_to_tensor(x)
+        if plain_tensor and x.ndim < 3:  # tv_tensors.Image's rule: H x W is one channel, fewer dims no image
+            if x.ndim < 2:
+                raise ValueError(f"ToImage: expected an image tensor of 2 (H x W) or more dims (C x H x W), got "
+                                 f"shape {tuple(x.shape)}")
+            return x.unsqueeze(0)
         return x  # a tensor (CHW already), a WindowedImage, or any other value
 
 
@@ -113,12 +119,16 @@ _ONE_CHANNEL_MODES = {np.dtype(np.uint8): "L", np.dtype(np.int16): "I;16", np.dt
 
 def to_pil_image(pic: Any, mode: str | None = None) -> Any:
     """A C x H x W (or H x W) tensor or an H x W x C (or H x W) numpy array as a PIL image, as
-    torchvision's ``to_pil_image``: floats (unless mode "F") become uint8 as ``(x * 255)`` truncated;
-    1 channel: "L" (uint8), "I;16" (int16), "I" (int32), "F" (float32); 2: "LA"; 3: "RGB"; 4: "RGBA"
-    unless `mode` names another of the channels' modes."""
+    torchvision's ``to_pil_image``: a float tensor (unless mode "F") becomes uint8 as ``(x * 255)``
+    truncated; a numpy array is taken as it is (a float32 H x W one: mode "F", its values kept; other
+    float arrays have no mode: convert them first). 1 channel: "L" (uint8), "I;16" (int16), "I"
+    (int32), "F" (float32); 2: "LA"; 3: "RGB"; 4: "RGBA" unless `mode` names another of the channels'
+    modes."""
     from PIL import Image  # noqa: PLC0415 (Pillow: only where a PIL image is asked for)
 
+    scale = False  # torchvision scales float tensors only, never float arrays
     if isinstance(pic, torch.Tensor):
+        scale = pic.is_floating_point() and mode != "F"
         pic = (pic.permute(1, 2, 0) if pic.ndim == 3 else pic).numpy(force=True)
     elif not isinstance(pic, np.ndarray):
         raise TypeError(f"ToPILImage: expected a tensor or a numpy array, got {type(pic).__name__}")
@@ -130,14 +140,14 @@ def to_pil_image(pic: Any, mode: str | None = None) -> Any:
     if channels > 4:
         raise ValueError(f"ToPILImage: expected at most 4 channels, got {channels} (shape {tuple(pic.shape)}; "
                          f"a tensor is read as C x H x W, an array as H x W x C)")
-    if np.issubdtype(pic.dtype, np.floating) and mode != "F":
+    if scale:
         pic = (pic * 255).astype(np.uint8)
     if channels == 1:
         pic = pic[:, :, 0]
         expected = _ONE_CHANNEL_MODES.get(pic.dtype)
         if mode is not None and mode != expected:
-            raise ValueError(f"ToPILImage: mode {mode!r} does not fit a one-channel {pic.dtype} image, which is "
-                             f"{expected!r}")
+            which = f"which is {expected!r}" if expected is not None else "which has no PIL mode"
+            raise ValueError(f"ToPILImage: mode {mode!r} does not fit a one-channel {pic.dtype} image, {which}")
         mode = expected
     elif mode is not None and mode not in _MODES_BY_CHANNELS[channels]:
         raise ValueError(f"ToPILImage: expected mode to be one of {list(_MODES_BY_CHANNELS[channels])} for a "
@@ -146,7 +156,7 @@ def to_pil_image(pic: Any, mode: str | None = None) -> Any:
         mode = _MODES_BY_CHANNELS[channels][0]
     if mode is None:
         raise TypeError(f"ToPILImage: a {channels}-channel {pic.dtype} image has no PIL mode; convert it to uint8 "
-                        f"first (ToDtype(torch.uint8, scale=True))")
+                        f"first (ToDtype(torch.uint8, scale=True); a float array: (x * 255).astype(np.uint8))")
     # The buffer read in `mode` (as torchvision does: Pillow's fromarray no longer takes a mode):
     # int16 pixels under "I;16" keep their 16 bits, uint8 triples under "YCbCr" are taken as such.
     pic = np.ascontiguousarray(pic)

@@ -6,7 +6,10 @@ arrays for a chunk, with the same bits). The plan cuts the steps into segments: 
 whose roles match a row of :data:`FUSIONS` is one :class:`FusedGroup`, one op call; a flip in front
 of a crop is read into the crop's window (:class:`FlipIntoCrop`); every other step runs as it is.
 Steps marked ``fusion_noop`` (ToImage, PILToTensor: conversions whose output a fused run reads
-the same as their input) are absorbed by a run they stand in front of, inside or right after.
+the same as their input) are absorbed by a run they stand in front of, inside or right after; an
+image the run refuses (a PIL mode whose pixels are not uint8 or float32: "I", "1", "I;16", "P")
+runs the conversions and the steps one by one instead, as ``fuse=False`` would
+(:class:`AbsorbingGroup`).
 
 A group (transforms/group.py) draws one seed per random step in the steps' order (what the steps
 would draw), folds the geometric steps into one read of the source (fused.py's Geometry: window
@@ -36,7 +39,7 @@ from fastprep.transforms.flips import RandomHorizontalFlip
 from fastprep.transforms.fused import CROP_MASK_YCBCR, RESIZED_CROP, Fusion
 from fastprep.transforms.geometry import RandomCrop
 from fastprep.transforms.group import FusedGroup
-from fastprep.transforms.inputs import require_rgb
+from fastprep.transforms.inputs import check_pil_mode, is_pil, require_rgb
 from fastprep.transforms.pixels import RGBToYCbCr
 from fastprep.transforms.resized_crop import RandomResizedCrop
 from fastprep.transforms.sample import GEOMETRY, Sample, decode_jpeg_files
@@ -55,6 +58,39 @@ def _past_noops(steps: list[Any], j: int) -> int:
     while j < len(steps) and _noop(steps[j]):
         j += 1
     return j
+
+
+def _refused_by_mode(x: Any) -> bool:
+    """A PIL image whose mode a fused run refuses (its pixels are not uint8 or float32)."""
+    if not is_pil(x):
+        return False
+    try:
+        check_pil_mode(x)
+    except ValueError:
+        return True
+    return False
+
+
+class AbsorbingGroup(FusedGroup):
+    """A fused run that absorbed conversions (ToImage, PILToTensor) in front of, among or after its
+    steps. `unfused`: the conversions and the steps one by one, in order: what a sample the op does
+    not take runs, so that it gets what ``fuse=False`` gives. A PIL image whose mode the op refuses
+    (int32 "I", 1-bit "1", 16-bit, palette) goes there before the op looks at it: the conversions
+    make a tensor of its own dtype, as torchvision's, which the steps take as they are."""
+
+    def __call__(self, sample: Any) -> Any:
+        if type(sample) in (np.ndarray, torch.Tensor):  # no PIL image in it: the op's own checks
+            return super().__call__(sample)
+        if _refused_by_mode(sample) or (isinstance(sample, (tuple, list, dict)) and
+                                        any(_refused_by_mode(x) for x in leaves(sample))):
+            return self.unfused(sample)
+        return super().__call__(sample)
+
+    def loader_image(self, raw: Any, kind: Any) -> tuple[tuple | None, Any]:
+        """As the group's, but an item whose image the op refuses by its mode is left to the
+        Loader's per-sample path (this group's __call__)."""
+        x = raw[0] if type(raw) in (tuple, list) and raw else raw
+        return (None, None) if _refused_by_mode(x) else super().loader_image(raw, kind)
 
 
 @dataclass
@@ -122,8 +158,10 @@ class FusionPlan:
             m = re.match(fusion.pattern, tail)
             n = m.group(0).count(" ") if m is not None else 0
             if n and fusion.valid([steps[j] for j in core[:n]]):
-                run = [steps[j] for j in core[:n]]
-                return _past_noops(steps, core[n - 1] + 1) - i, FusedGroup(run, fusion, FusionPlan(run, fuse=False))
+                run, count = [steps[j] for j in core[:n]], _past_noops(steps, core[n - 1] + 1) - i
+                if count == n:
+                    return n, FusedGroup(run, fusion, FusionPlan(run, fuse=False))
+                return count, AbsorbingGroup(run, fusion, FusionPlan(steps[i:i + count], fuse=False))
         if core and core[0] != i:  # conversions in front of a step no row takes: they run as they are
             return 1, Step(steps[i])
         nxt = steps[core[1]] if len(core) > 1 else None
