@@ -16,6 +16,8 @@ from fastprep.tools import bench_usual
 from fastprep.tools.bench_port import port
 from fastprep.tools.cli import main
 
+from foreign_steps import ForeignCompose
+
 pytestmark = pytest.mark.one_backend
 
 PIL = pytest.importorskip("PIL.Image")
@@ -48,14 +50,8 @@ def _fake_v2():
     PIL images (the usual pipeline runs them)."""
     v2 = types.ModuleType("torchvision.transforms.v2")
 
-    class Compose(_Step):
-        def __init__(self, transforms):
-            self.transforms = transforms
-
-        def __call__(self, x):
-            for t in self.transforms:
-                x = t(x)
-            return x
+    class Compose(ForeignCompose):
+        pass
 
     class RandomResizedCrop(_Step):
         def __init__(self, size):
@@ -99,14 +95,8 @@ def _fake_v1(transforms):
         if not isinstance(img, PIL.Image):
             raise TypeError(f"{step}: pic should be PIL Image. Got {type(img)}")
 
-    class Compose(_Step):
-        def __init__(self, transforms):
-            self.transforms = transforms
-
-        def __call__(self, x):
-            for t in self.transforms:
-                x = t(x)
-            return x
+    class Compose(ForeignCompose):
+        pass
 
     class CenterCrop(_Step):
         def __init__(self, size):

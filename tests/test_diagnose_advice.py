@@ -19,6 +19,8 @@ from fastprep.monitoring.summary import MonitorSummary
 from fastprep.tools import photos
 from fastprep.tools import remedies as rm
 
+from foreign_steps import ForeignCompose
+
 pytestmark = [pytest.mark.one_backend,
               pytest.mark.skipif(not fio.available(), reason="fastprep._jpeg not built: " + fio.jpeg.INSTALL_HINT)]
 
@@ -27,18 +29,6 @@ class RandomResizedCrop(torch.nn.Module):
     """Stands in for torchvision.transforms.v2.RandomResizedCrop (a foreign step of that name)."""
 
     def forward(self, x):
-        return x
-
-
-class ForeignCompose:
-    """Stands in for torchvision's Compose: a `transforms` list, called in turn."""
-
-    def __init__(self, transforms):
-        self.transforms = transforms
-
-    def __call__(self, x):
-        for t in self.transforms:
-            x = t(x)
         return x
 
 
