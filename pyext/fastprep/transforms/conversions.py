@@ -119,16 +119,13 @@ _ONE_CHANNEL_MODES = {np.dtype(np.uint8): "L", np.dtype(np.int16): "I;16", np.dt
 
 def to_pil_image(pic: Any, mode: str | None = None) -> Any:
     """A C x H x W (or H x W) tensor or an H x W x C (or H x W) numpy array as a PIL image, as
-    torchvision's ``to_pil_image``: a float tensor (unless mode "F") becomes uint8 as ``(x * 255)``
-    truncated; a numpy array is taken as it is (a float32 H x W one: mode "F", its values kept; other
-    float arrays have no mode: convert them first). 1 channel: "L" (uint8), "I;16" (int16), "I"
+    torchvision's ``to_pil_image``: floats, tensor or array (unless mode "F"), become uint8 as
+    ``(x * 255)`` truncated (torchvision 0.29's bits). 1 channel: "L" (uint8), "I;16" (int16), "I"
     (int32), "F" (float32); 2: "LA"; 3: "RGB"; 4: "RGBA" unless `mode` names another of the channels'
     modes."""
     from PIL import Image  # noqa: PLC0415 (Pillow: only where a PIL image is asked for)
 
-    scale = False  # torchvision scales float tensors only, never float arrays
     if isinstance(pic, torch.Tensor):
-        scale = pic.is_floating_point() and mode != "F"
         pic = (pic.permute(1, 2, 0) if pic.ndim == 3 else pic).numpy(force=True)
     elif not isinstance(pic, np.ndarray):
         raise TypeError(f"ToPILImage: expected a tensor or a numpy array, got {type(pic).__name__}")
@@ -140,7 +137,7 @@ def to_pil_image(pic: Any, mode: str | None = None) -> Any:
     if channels > 4:
         raise ValueError(f"ToPILImage: expected at most 4 channels, got {channels} (shape {tuple(pic.shape)}; "
                          f"a tensor is read as C x H x W, an array as H x W x C)")
-    if scale:
+    if np.issubdtype(pic.dtype, np.floating) and mode != "F":  # tensors and arrays alike (torchvision 0.29.1)
         pic = (pic * 255).astype(np.uint8)
     if channels == 1:
         pic = pic[:, :, 0]
