@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from fastprep.args import check_bool
-from fastprep.io.exif import STEPS, jpeg_orientation
+from fastprep.io.exif import jpeg_orientation, upright_size
 from fastprep.io.jpeg import as_bytes, check_crop, check_image_args, decode_jpeg, read_jpeg_header
 from fastprep.io.packed_items import WindowCut
 from fastprep.io.windowed import WindowedImage
@@ -46,11 +46,11 @@ class JpegFile(WindowedImage):
 
     @property
     def height(self) -> int:
-        return self.header.width if STEPS[self.orientation][0] else self.header.height
+        return upright_size(self.header.height, self.header.width, self.orientation)[0]
 
     @property
     def width(self) -> int:
-        return self.header.height if STEPS[self.orientation][0] else self.header.width
+        return upright_size(self.header.height, self.header.width, self.orientation)[1]
 
     scaled_decode = True  # decode(scale=M) takes libjpeg-turbo's M/8 scales (fastprep.io.jpeg_scale)
 

@@ -53,11 +53,11 @@ class OrientedImage(WindowedImage):
 
     @property
     def height(self) -> int:
-        return self.image.width if STEPS[self.orientation][0] else self.image.height
+        return upright_size(self.image.height, self.image.width, self.orientation)[0]
 
     @property
     def width(self) -> int:
-        return self.image.height if STEPS[self.orientation][0] else self.image.width
+        return upright_size(self.image.height, self.image.width, self.orientation)[1]
 
     @property
     def mode(self) -> str:
