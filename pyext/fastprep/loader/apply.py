@@ -77,10 +77,10 @@ class ChunkRunner:
 
     def new_job(self, keys: list[int], ring: Any, items: list[Any] | None) -> BatchJob:
         """The job of the pass's next batch (`keys`; `items`: an iterable's, read in order), made in
-        the pass's order: an iterable's job holds the latest MAX_SUBSTITUTES items read before it
+        the pass's order: under skip / warn an iterable's job holds the latest MAX_SUBSTITUTES items read before it
         (``job.earlier``, the latest first), the substitutes its own items may lack."""
         job = self.job_type(keys, ring, items)
-        if items is not None:
+        if items is not None and self.skip:  # only a skipping Loader reads them (under "raise": no items kept)
             job.earlier = tuple(reversed(self._read))
             self._read.extend(items)
         return job

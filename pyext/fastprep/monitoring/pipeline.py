@@ -28,6 +28,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from fastprep.io.remote.store import is_url
+
 SOURCES = {
     "pil-files": "image files decoded whole by Pillow in the dataset",
     "files": "image files decoded whole by fastprep (roi=False)",
@@ -256,10 +258,6 @@ def split_refusal(transform: Any, reader: Any) -> str | None:
     return split_problem(None if transform is None else FusionPlan.of(transform))
 
 
-def _is_url(path: str) -> bool:
-    return "://" in path  # a URL (file:// too): fetched through fastprep.io.remote's cache
-
-
 def source_of_dataset(dataset: Any) -> tuple[str, Any]:
     """(source, the dataset that reads the images) from the dataset's type and settings alone."""
     import torch  # noqa: PLC0415
@@ -269,7 +267,7 @@ def source_of_dataset(dataset: Any) -> tuple[str, Any]:
 
     for d in datasets(dataset):
         if isinstance(d, PackedDataset):
-            if _is_url(d.path):
+            if is_url(d.path):
                 return "remote-pack", d
             return ("packed-raw" if (d.options or {}).get("mode") == "raw" else "packed-jpeg"), d
         if isinstance(d, ImageFolder):
@@ -292,9 +290,9 @@ def source_of_image(image: Any, dataset: Any, fallback: str = "other") -> str:
     from fastprep.io.windowed import WindowedImage  # noqa: PLC0415
 
     if isinstance(image, PackedJpeg):
-        return "remote-pack" if _is_url(str(getattr(dataset, "path", ""))) else "packed-jpeg"
+        return "remote-pack" if is_url(str(getattr(dataset, "path", ""))) else "packed-jpeg"
     if isinstance(image, PackedRaw):
-        return "remote-pack" if _is_url(str(getattr(dataset, "path", ""))) else "packed-raw"
+        return "remote-pack" if is_url(str(getattr(dataset, "path", ""))) else "packed-raw"
     if isinstance(image, JpegFile):
         return "jpeg-files"
     if isinstance(image, WindowedImage):

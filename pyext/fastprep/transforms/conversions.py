@@ -22,14 +22,11 @@ from fastprep.transforms.base import Transform
 from fastprep.transforms.inputs import is_pil
 from fastprep.transforms.sample import tv_kind
 
-_PIL_TO_TENSOR_TYPES = "a PIL image"
-
 
 def pil_to_tensor(pic: Any) -> torch.Tensor:
     """A PIL image as a C x H x W tensor of its own dtype, values unscaled (torchvision's
-    ``pil_to_tensor``: uint8 for "L", "RGB", "RGBA"...; int32 for "I", float32 for "F", bool for "1")."""
-    if not is_pil(pic):
-        raise TypeError(f"pil_to_tensor: expected {_PIL_TO_TENSOR_TYPES}, got {type(pic).__name__}")
+    ``pil_to_tensor``: uint8 for "L", "RGB", "RGBA"...; int32 for "I", float32 for "F", bool for "1").
+    Its callers check ``is_pil`` first."""
     pixels = torch.as_tensor(np.array(pic, copy=True))
     return pixels.view(pic.size[1], pic.size[0], len(pic.getbands())).permute(2, 0, 1)
 

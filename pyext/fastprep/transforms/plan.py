@@ -81,8 +81,7 @@ class AbsorbingGroup(FusedGroup):
     def __call__(self, sample: Any) -> Any:
         if type(sample) in (np.ndarray, torch.Tensor):  # no PIL image in it: the op's own checks
             return super().__call__(sample)
-        if _refused_by_mode(sample) or (isinstance(sample, (tuple, list, dict)) and
-                                        any(_refused_by_mode(x) for x in leaves(sample))):
+        if any(_refused_by_mode(x) for x in leaves(sample)):  # leaves(x) of a lone image is [x]
             return self.unfused(sample)
         return super().__call__(sample)
 
