@@ -157,11 +157,10 @@ Verdict run_decode(Session& s, const DecodeJob& job, Header& h) {
 
   if (w.top > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(w.top));
   const int channels = mode_channels(job.mode);
-  const bool direct = skip_columns == 0 && static_cast<int64_t>(crop_w) == w.width && src_channels == channels &&
-                      job.out.sc == 1 && job.out.sw == channels;
+  const bool hwc = job.out.sc == 1 && job.out.sw == channels;
+  const bool direct = skip_columns == 0 && static_cast<int64_t>(crop_w) == w.width && src_channels == channels && hwc;
   // CMYK rows are converted (cmyk.h): straight into a contiguous HWC output row, else into `converted`
   // and from there laid out as any other row.
-  const bool hwc = job.out.sc == 1 && job.out.sw == channels;
   JSAMPARRAY converted = cmyk && !hwc ? (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE,
                                                                    static_cast<JDIMENSION>(w.width * channels), 1)
                                       : nullptr;

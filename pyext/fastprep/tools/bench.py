@@ -16,7 +16,6 @@ in the same run on the same sources, and per core used.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -30,6 +29,7 @@ import fastprep
 from fastprep import transforms as T
 from fastprep.tools import bench_loader, feeds, pipelines
 from fastprep.tools.bench_table import SOURCE_LABEL
+from fastprep.tools.sweep import usable_cores
 
 SOURCES = ("pil", "numpy")
 FILE_SOURCES = ("folder", "roi", "packed-jpeg", "packed-raw")  # on request only: files are written and packed
@@ -115,7 +115,7 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
         workers: list[int] | None = None, threads: list[int] | None = None, sources: list[str] | None = None,
         seconds: float | None = None, peers: bool = True, with_ray: bool = False,
         ray_address: str | None = None, pool: int | None = None) -> dict:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = usable_cores()
     workers = list(range(0, cores + 1)) if workers is None else workers
     threads = list(range(1, cores + 1)) if threads is None else threads
     sources = check_sources(list(SOURCES) if sources is None else sources)

@@ -25,6 +25,7 @@ import torch
 
 from fastprep.tools import bench_usual
 from fastprep.tools.bench_port import Port, port
+from fastprep.tools.sweep import usable_cores
 from fastprep.tools.targets import UsageError
 
 
@@ -193,7 +194,7 @@ def run(data: str, spec: str, cores: int | None = None, batch_size: int = 64, re
     from fastprep.tools.bench_headline import dataloader_way, loader_way, measure  # noqa: PLC0415
     from fastprep.tools.stand_ins import Cycle  # noqa: PLC0415
 
-    n = cores or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    n = cores or usable_cores()
     made = prepare(data, spec)
     budget = feeds.Budget(2, 1.0 if seconds is None else seconds, 100)
     length = batch_size * (budget.max_batches + 2 * n + 8)

@@ -30,6 +30,7 @@ from torch.utils.data import default_collate
 
 from fastprep.tools import bench_usual, feeds, pipelines
 from fastprep.tools.stand_ins import Cycle
+from fastprep.tools.sweep import usable_cores
 
 QUICK_SIZES, FULL_SIZES = (300, 375, 450), (256, 300, 375, 450, 512, 640)  # photos' short sides (px)
 WORKLOADS = {"train files": "ImageNet training, JPEG files", "train packed": "ImageNet training, packed",
@@ -126,7 +127,7 @@ def run(quick: bool = False, cores: int | None = None, batch_size: int = 64, rep
     workloads = tuple(WORKLOADS) if workloads is None else workloads
     if not workloads or any(w not in WORKLOADS for w in workloads):
         raise ValueError(f"bench_headline.run: expected workloads among {list(WORKLOADS)}, got {workloads!r}")
-    n = cores or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    n = cores or usable_cores()
     repeats = repeats or (1 if seconds == 0 else 2 if quick else 3)  # --seconds 0: a smoke run
     budget = feeds.Budget(2, 0.8 if quick else 2.0, 40 if quick else 200)
     if seconds is not None:

@@ -80,7 +80,8 @@ def _settings(steps: int | None, warmup: int | None, repeats: int, precision: fl
     return Settings(steps=steps, repeats=repeats, warmup=warmup, precision=precision, max_seconds=max_seconds)
 
 
-def _cores() -> int:
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask where the OS has one)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
@@ -99,7 +100,7 @@ def sweep_loader(dataset: Any, batch_size: int, step_fn: Callable[[Any], Any] | 
         >>> print(sweep_loader(ds, 64, train_step, "cuda", collate_fn=fastprep.compact_collate).table())
     """
     if num_workers is None:
-        num_workers = tuple(range(0, _cores() + 1))
+        num_workers = tuple(range(0, usable_cores() + 1))
     if pin_memory is None:
         pin_memory = (False, True) if torch.cuda.is_available() else (False,)
     configs = []
@@ -136,7 +137,7 @@ def sweep_threads(dataset: Any, batch_size: int, step_fn: Callable[[Any], Any] |
     """
     from fastprep.loader import Loader  # noqa: PLC0415 (the Loader pulls in the slots machinery)
 
-    configs = [{"threads": t, "depth": d} for t in (threads or range(1, _cores() + 1)) for d in depth]
+    configs = [{"threads": t, "depth": d} for t in (threads or range(1, usable_cores() + 1)) for d in depth]
 
     def make(cfg: dict) -> Any:
         return Loader(dataset, batch_size, transform=transform, device=device, decode=loader_decode, **cfg,
