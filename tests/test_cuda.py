@@ -6,17 +6,20 @@ import pytest
 import torch
 
 import fastprep
+import fastprep.io
 from fastprep.ops.registry import OPS
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
 def _cuda(x):
+    if isinstance(x, (list, tuple)):  # the batch ops take lists of images
+        return type(x)(_cuda(v) for v in x)
     return x.cuda() if isinstance(x, torch.Tensor) else x
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
-    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32}[t.element_size()])
+    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
 
 
 def _same(gpu, cpu) -> bool:
@@ -34,7 +37,7 @@ def test_every_tensor_op_runs_on_cuda_with_the_cpu_bits(row):
     op = getattr(torch.ops.fastprep, row.name)
     out_cpu, out_gpu = op(*cpu_args), op(*gpu_args)
     assert _same(out_gpu, out_cpu)
-    assert torch.equal(gpu_args[0].cpu(), cpu_args[0])  # in-place ops change the input alike
+    assert _same(gpu_args[0], cpu_args[0])  # in-place ops change the input alike
 
 
 def test_colour_on_cuda_is_exact_for_every_uint8_colour():
@@ -96,3 +99,20 @@ def test_prefetcher_decodes_compact_batches_on_cuda():
     (decoded,) = list(fastprep.DevicePrefetcher([batch], "cuda", decode=True))
     cpu = batch.decode()
     assert _same(list(decoded), list(cpu))
+
+
+def test_nvjpeg_images_are_ready_for_another_stream():
+    """The images are written when decode_jpeg_batch returns (torchvision 0.26 synchronizes its
+    decoder's stream with the host), so work on a side stream (a DevicePrefetcher's) may read them."""
+    pytest.importorskip("torchvision.io")
+    from jpeg_photos import photo_jpeg  # noqa: PLC0415 (tests/ helper)
+
+    datas = [photo_jpeg(name, "4:2:0", False, (1024, 1024)) for name in ("coffee", "chelsea", "astronaut", "rocket")]
+    want = [im.cpu() for im in fastprep.io.decode_jpeg_batch(datas * 8)]
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    for _ in range(3):
+        with torch.cuda.stream(side):
+            got = [im.clone() for im in fastprep.io.decode_jpeg_batch(datas * 8)]  # read on the side stream
+        side.synchronize()
+        assert all(torch.equal(g.cpu(), w) for g, w in zip(got, want, strict=True))

@@ -257,7 +257,7 @@ def test_nvjpeg_resized_batches_are_within_the_stated_tolerance(packed, folder, 
     pytest.importorskip("torchvision.io")
     dataset = packed if source == "packed" else fio.ImageFolder(folder, roi=True)
     for transform, unit in [(T.Compose([T.RandomHorizontalFlip(), T.RandomResizedCrop(40)]), 1.0),
-                            (resized("resize", "after", False), 1 / 255),
+                            (resized("resize", "after", False), 1.0),  # no ToDtype: uint8
                             (resized("rrc", "before"), torch.tensor([1 / 255 / s for s in STD]).view(1, 3, 1, 1))]:
         kw = dict(batch_size=3, transform=transform, seed=6, threads=2)
         _close_to_libjpeg(batches(dataset, decode_on="cuda", **kw), batches(dataset, **kw), 64, 1.0, unit)
