@@ -1,6 +1,7 @@
-# The kernels' tests (one file per op family: bits against a plain reference, both layouts, bad
-# inputs), sourced by .ci/isa (run once per ISA level) and .ci/compat (with the rest of the op
-# layer's tests, per torch release): a new op's test file is added here once.
-kernel_tests=(tests/test_color.py tests/test_crop.py tests/test_crop_mask_ycbcr.py tests/test_dilate.py
-              tests/test_mask_fill.py tests/test_pack_bits.py tests/test_random_mask.py tests/test_hflip.py
-              tests/test_resize.py)
+# The op layer's test files, derived from their markers (pyproject.toml): `kernel` marks an op
+# family's kernel tests (run by .ci/isa once per ISA level), `op_layer` the op layer's other tests
+# (bindings, fakes, generator, extremes; .ci/compat runs both per torch release). A new op's test
+# file carries `pytestmark = pytest.mark.kernel` and is picked up; tests/test_ci_paths.py checks that
+# every op family has one. Sourced from the repository root.
+mapfile -t kernel_tests < <(grep -rlE --include='test_*.py' '^pytestmark = .*pytest\.mark\.kernel\b' tests | sort)
+mapfile -t op_layer_tests < <(grep -rlE --include='test_*.py' '^pytestmark = .*pytest\.mark\.op_layer\b' tests | sort)

@@ -16,6 +16,8 @@ from fastprep.ops.color import rgb_to_ycbcr_torch, ycbcr_to_rgb_torch
 from fastprep.ops.crop import random_crop_torch
 from fastprep.ops.registry import OPS
 
+pytestmark = pytest.mark.op_layer
+
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
 
 

@@ -12,6 +12,8 @@ from fastprep._backend import TorchVersionError, check_torch_compat
 
 from conftest import WARMUP_PROBE, native_available, requires_native
 
+pytestmark = pytest.mark.op_layer
+
 
 def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **env}

@@ -12,6 +12,8 @@ from fastprep.ops.color import rgb_to_ycbcr_torch, ycbcr_to_rgb_torch
 
 from conftest import bad_input_tests, call, requires_native
 
+pytestmark = pytest.mark.kernel
+
 DTYPES = [torch.uint8, torch.float32, torch.float16, torch.bfloat16]
 FLOAT_DTYPES = DTYPES[1:]
 OPS = {"rgb_to_ycbcr": (fastprep.rgb_to_ycbcr, numba_color.rgb_to_ycbcr, rgb_to_ycbcr_torch),

@@ -10,6 +10,8 @@ from fastprep.numba_kernels import counter_rng as nb_rng
 
 from conftest import native_available
 
+pytestmark = pytest.mark.op_layer
+
 # SplitMix64 started at 1234567: the reference outputs published with Vigna's generator.
 SPLITMIX_1234567 = [6457827717110365317, 3203168211198807973, 9817491932198370423]
 # Pinned outputs of fastprep's own functions: changing the generator breaks every saved seed.

@@ -13,6 +13,8 @@ from fastprep.ops.crop import crop_torch, random_crop_torch
 
 from conftest import bad_input_tests, call, requires_native
 
+pytestmark = pytest.mark.kernel
+
 DTYPES = [torch.uint8, torch.float32, torch.float16, torch.bfloat16]
 IMPLS = [fastprep.crop, numba_crop.crop, crop_torch]
 RANDOM_IMPLS = [fastprep.random_crop, numba_crop.random_crop, random_crop_torch]

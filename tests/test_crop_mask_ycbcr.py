@@ -11,6 +11,8 @@ from fastprep.ops.crop_mask_ycbcr import crop_mask_ycbcr_batch_torch, crop_mask_
 
 from conftest import bad_input_tests, call, requires_native
 
+pytestmark = pytest.mark.kernel
+
 OUT = [(None, 1.0), (torch.float32, 1 / 255), (torch.float16, 1.0), (torch.bfloat16, 0.5)]
 # (apply_mask, return_mask): every combination the schema allows.
 MASK_CHOICES = [(True, False), (True, True), (False, True), (False, False)]

@@ -11,6 +11,8 @@ from fastprep.numba_kernels import random_mask as numba_rm
 
 from conftest import bad_input_tests, call, requires_native
 
+pytestmark = pytest.mark.kernel
+
 STRUCTURES = {"cross": ndimage.generate_binary_structure(2, 1),
               "square": ndimage.generate_binary_structure(2, 2)}
 SIZES = [(1, 1), (1, 64), (7, 1), (5, 63), (6, 64), (9, 65), (4, 130), (33, 17), (8, 8), (2, 200)]

@@ -18,6 +18,8 @@ from fastprep.ops.registry import OPS
 
 from conftest import OpCall
 
+pytestmark = pytest.mark.op_layer
+
 
 def _dtypes():
     """Every dtype torch can make a CPU tensor of (quantized ones dispatch elsewhere)."""
@@ -250,9 +252,16 @@ def test_op_wrappers_refuse_what_is_not_an_int(value, match):
             use()
 
 
+def _equal(a, b) -> bool:
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    return torch.equal(a, b)
+
+
 def test_op_wrappers_take_numpy_ints():
-    for use in _int_takers(np.int64(2)).values():  # 2: a valid value for every argument above
-        use()
+    ints = _int_takers(2)  # 2: a valid value for every argument above
+    for name, use in _int_takers(np.int64(2)).items():
+        assert _equal(use(), ints[name]()), name  # the numpy int means what the int means
 
 
 def test_every_op_with_int_arguments_has_its_wrapper_check_them():

@@ -16,6 +16,8 @@ from fastprep.ops.crop_mask_ycbcr import crop_mask_ycbcr_torch
 
 from conftest import call
 
+pytestmark = pytest.mark.kernel
+
 DTYPES = [torch.uint8, torch.float32, torch.float16, torch.bfloat16]
 
 

@@ -9,6 +9,8 @@ from fastprep.numba_kernels import mask_fill as numba_mf
 
 from conftest import bad_input_tests, call, requires_native
 
+pytestmark = pytest.mark.kernel
+
 DTYPES = [torch.uint8, torch.float32, torch.float16, torch.bfloat16]
 H, W, C, N = 7, 70, 3, 2
 

@@ -15,6 +15,8 @@ from fastprep.ops.mask_fill import mask_fill__torch
 
 from conftest import bad_input_tests, call
 
+pytestmark = pytest.mark.op_layer
+
 _INTERNAL = r"mask_fill_: img has elements that share memory \(sizes \[{}\], strides \[{}\], e.g. from " \
             r"expand\(\)\), so writing it in place would depend on the order of the writes; pass img.clone\(\)"
 _MASK_IN_IMG = r"mask_fill_: mask overlaps img in memory, so writing img would change mask while it is read; " \

@@ -10,6 +10,8 @@ from fastprep.ops.pack_bits import pack_bits_torch, unpack_bits_torch
 
 from conftest import bad_input_tests, call, requires_native
 
+pytestmark = pytest.mark.kernel
+
 SHAPES = [(0,), (1,), (7,), (8,), (9,), (64,), (65,), (3, 17), (2, 0, 5), (5, 8, 3), (4, 33, 2, 3),
           (1, 1, 1), (9, 3, 130), (3, 5, 136)]
 BITORDERS = ["little", "big"]

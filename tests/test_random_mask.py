@@ -11,6 +11,8 @@ from fastprep.numba_kernels import random_mask as numba_rm
 
 from conftest import bad_input_tests, call, requires_native
 
+pytestmark = pytest.mark.kernel
+
 P_VALUES = [0.0, 1.0, 0.25, 0.1, 0.9, 1 / 3, 0.5, 2**-16, 1 - 2**-16]
 
 

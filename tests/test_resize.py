@@ -18,6 +18,8 @@ from fastprep.ops.resize import Axis, resample_axis, resized_crop_batch_torch, r
 
 from conftest import bad_input_tests, call, requires_native
 
+pytestmark = pytest.mark.kernel
+
 IMPLS = [fastprep.resized_crop, numba_resize.resized_crop, resized_crop_torch]
 BATCH_IMPLS = [fastprep.resized_crop_batch, numba_resize.resized_crop_batch, resized_crop_batch_torch]
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]  # ImageNet's

@@ -9,6 +9,8 @@ from fastprep.ops.seeded_draws import MAX_DRAWS, seeded_draws_torch
 
 from conftest import bad_input_tests, call
 
+pytestmark = pytest.mark.kernel
+
 SEEDS = torch.tensor([0, 1, -1, 7, 2**32, 2**32 + 5, 2**62 + 11, -(2**63), 2**63 - 1, 123456789], dtype=torch.int64)
 
 

@@ -11,6 +11,8 @@ from fastprep.numba_kernels import counter_rng
 
 from conftest import bad_input_tests, call, native_available
 
+pytestmark = pytest.mark.op_layer
+
 _U8 = torch.uint8
 
 

@@ -14,6 +14,8 @@ from fastprep.ops.dilate import dilate_packed_torch, dilate_torch
 from fastprep.ops.mask_fill import mask_fill__torch, mask_fill_torch
 from fastprep.ops.pack_bits import pack_bits_torch, unpack_bits_torch
 
+pytestmark = pytest.mark.op_layer
+
 FLOAT_OUT = [(torch.float32, 1 / 255), (torch.float16, 1.0), (torch.bfloat16, 0.5)]
 
 
