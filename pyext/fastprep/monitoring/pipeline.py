@@ -29,18 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastprep.io.remote.store import is_url
+from fastprep.monitoring.advice import SOURCES  # what each source is, worded in the advice catalogue
 
-SOURCES = {
-    "pil-files": "image files decoded whole by Pillow in the dataset",
-    "files": "image files decoded whole by fastprep (roi=False)",
-    "jpeg-files": "JPEG files read by window (roi=True)",
-    "packed-jpeg": "packed JPEG shards, read by window",
-    "packed-raw": "packed raw shards (uint8 pixels from a memory map, nothing decoded)",
-    "remote-pack": "a pack at a URL, fetched into a local cache",
-    "windowed": "images read by window",
-    "tensors": "tensors / arrays (nothing decoded)",
-    "other": "samples made by the dataset",
-}
 FILES = ("pil-files", "files", "jpeg-files")  # one file per sample: packing applies
 PACKS = ("packed-jpeg", "packed-raw", "remote-pack")
 WRAPPED = ("iterable", "source", "loader")  # tqdm's, DevicePrefetcher's, ...: where wrappers keep the loader
@@ -169,7 +159,7 @@ class PipelineFacts:
                               + (f", decode_on={self.decode_on!r}" if self.decode_on else "") + ")",
                   "dataloader": f"DataLoader(num_workers={self.workers})"}.get(
             self.loader, "no DataLoader or fastprep.Loader to read")
-        source = f"{self.dataset or 'a dataset'}{where}: {SOURCES[self.source]}{extra}"
+        source = f"{self.dataset or 'a dataset'}{where}: {SOURCES[self.source].what}{extra}"
         return f"pipeline: {steps}\nsource: {source}; {loader} on {self.device}"
 
 
