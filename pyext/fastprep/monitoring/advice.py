@@ -74,6 +74,7 @@ LOADER = "fastprep.Loader (threads without the GIL in its ops: no IPC, batches w
 LOADER_DONE = "a fastprep.Loader (threads, no IPC)"
 COMPACT = "collate_fn=fastprep.compact_collate (uint8 images, packed masks: 4x fewer bytes to move than float32)"
 PERSISTENT = "persistent_workers=True"
+STEADY = "fewer torch threads, torch.set_num_threads(1); fewer loader threads"  # what steadies a noisy step
 UINT8_DEVICE = ("ship uint8 batches and convert them on the GPU: fastprep.Loader(..., device='cuda', decode=True) "
                 "(or decode=False and CompactBatch.decode() there)")
 
@@ -112,9 +113,8 @@ STAGES = {
 }
 # A fastprep.Loader's collate/IPC: its threads already write compact batches without IPC.
 LOADER_COLLATE = ("Assembling batches, or the Loader's threads taking the cores the step needs, costs the step: the "
-                  "Loader already writes compact uint8 batches in threads, without IPC; give it fewer threads "
-                  "({workers} now) or torch fewer intra-op threads (torch.set_num_threads) so that the two do not "
-                  "compete, or a larger depth.")
+                  "Loader already writes compact uint8 batches in threads, without IPC; fewer threads so that the two "
+                  "do not compete (" + STEADY + ": {workers} loader threads now), or a larger depth.")
 
 
 def stage_text(stage: str, remedies: str) -> str:
@@ -125,7 +125,7 @@ def stage_text(stage: str, remedies: str) -> str:
 MODEL_BOUND = f"The input pipeline keeps up: {STEP_FIRST}."
 NOISE = ("Measure longer (more --repeats, a smaller --precision) or on a quieter machine: the levels are within "
          "noise of each other. On cores busy with other work, torch's intra-op threads stall each other at every "
-         "parallel op: fewer (torch.set_num_threads) often steadies the step.")
+         f"parallel op: fewer threads often steady the step ({STEADY}).")
 GENERAL = {"model-bound": MODEL_BOUND, "noise": NOISE, **{s: stage_text(s, st.remedies) for s, st in STAGES.items()}}
 
 # The monitor's findings (fastprep.monitoring.summary), filled with its numbers.
