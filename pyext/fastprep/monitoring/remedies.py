@@ -1,7 +1,8 @@
 """The remedies for a slow input pipeline, keyed by what the pipeline is (PipelineFacts): each names
 the stage it speeds up, when it applies, and when it is taken already. ``fastprep.monitor`` and
 ``python -m fastprep diagnose`` both advise from this one table: what applies and is not taken is
-suggested, what is taken is said to be in place.
+suggested, what is taken is said to be in place. The rows' words, and those of each stage's advice
+(`stage_advice`, diagnose's verdict), come from the advice catalogue (fastprep.monitoring.advice).
 
 =============  ======================================  =========================================
 remedy         applies to                              taken when
