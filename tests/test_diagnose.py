@@ -132,7 +132,7 @@ def test_levels_that_cannot_be_measured_say_why():
     assert report.levels[3].stats is None and "load_raw" in report.levels[3].note
     assert report.levels[1].absent and "no host->device copy" in report.levels[1].note
     assert report.verdict == "transforms + raw loading", report.table()
-    assert "fastprep ops" in report.advice and "decode less" in report.advice
+    assert "fastprep's transforms for your steps" in report.advice and "decode less" in report.advice
 
 
 def test_compact_batch_is_decoded_before_step_fn():

@@ -13,8 +13,9 @@ from torch.utils.data import DataLoader, TensorDataset
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
+from fastprep.monitoring import advice as say
 from fastprep.monitoring import remedies as mr
-from fastprep.monitoring.pipeline import PipelineFacts, facts_of
+from fastprep.monitoring.pipeline import PipelineFacts, facts_of, steps_of
 from fastprep.monitoring.summary import MonitorSummary
 from fastprep.tools import photos
 from fastprep.tools import remedies as rm
@@ -214,6 +215,24 @@ def test_cores_busy_only_when_this_process_uses_them(own, machine, says, never):
     text = str(_summary(PipelineFacts(), own, machine))
     assert says in text and never not in text, text
     assert f"CPU {own:.0f}% (machine {'n/a' if machine is None else f'{machine:.0f}%'}" in text
+
+
+@pytest.mark.parametrize("loader,workers,threads", [
+    ("fastprep", 3, "more threads (fastprep.Loader(threads=...): 3 now)"),
+    ("dataloader", 2, "more num_workers (2 now)"),
+    ("other", 0, say.MORE_THREADS),
+])
+def test_diagnose_and_the_monitor_word_one_piece_of_advice_alike(loader, workers, threads):
+    facts = PipelineFacts(steps_of(lambda x: x), "pil-files", "ImageFolder", "/data/train", loader, workers)
+    table = rm.advice_table(rm.RawSource(facts))  # diagnose's advice, stage by stage, for this pipeline
+    monitor = str(_summary(facts, cpu_process=30.0, cpu_util=40.0))
+    assert threads in table["raw loading"] and threads in table["transforms"] and threads in monitor
+    for text in mr.remedies(facts)[0]:  # each remedy named by both, in the same words
+        assert text in table["raw loading"] + table["transforms"] and text in monitor
+    assert say.PORT in monitor and say.PORT in table["transforms"]
+    assert say.STEP_FIRST in table["model-bound"]
+    keeps_up = str(MonitorSummary(**{**_summary(facts).__dict__, "wait_share": 0.01}))
+    assert say.STEP_FIRST in keeps_up and "the input keeps up" in keeps_up
 
 
 def test_bad_samples_are_counted_in_the_summary():

@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
+from fastprep.monitoring import advice as say
 from fastprep.monitoring.pipeline import PipelineFacts, steps_of
 from fastprep.tools import diagnose as dg
 from fastprep.tools import photos
@@ -75,7 +76,7 @@ def test_the_window_decode_inside_fastprep_crop_is_raw_loading(root, loader):
     assert transforms < SLOW, report.table()  # level 4 ran the crop on cached pixels, no decode
     assert "each JpegFile (roi=True) is decoded by window inside the crop" in report.raw_loading
     assert "python -m fastprep pack" in report.advice and "Already in place: roi=True" in report.advice
-    assert "pass roi=True" not in report.advice and "fastprep ops" not in report.advice
+    assert "pass roi=True" not in report.advice and say.PORT not in report.advice
     assert "pipeline: [RandomCrop + RandomDilatedMask + RGBToYCbCr: one fused crop_mask_ycbcr op]" in report.table()
 
 
@@ -139,7 +140,7 @@ def test_what_raw_loading_and_transforms_are_told_from_the_pipeline():
     advice = source.advice()
     assert "python -m fastprep pack /data/train /data/train.packed" in advice and "pass roi=True" not in advice
     assert "more threads (fastprep.Loader(threads=...): 2 now)" in advice
-    assert "fastprep's already" in source.transforms_advice() and "fastprep ops" not in source.transforms_advice()
+    assert "fastprep's already" in source.transforms_advice() and say.PORT not in source.transforms_advice()
     assert "crop_mask_ycbcr op" in source.transforms_advice()  # in place, said so
     assert "already writes compact uint8 batches" in source.collate_advice()
     foreign = rm.RawSource(PipelineFacts(

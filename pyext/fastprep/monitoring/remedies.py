@@ -1,7 +1,8 @@
 """The remedies for a slow input pipeline, keyed by what the pipeline is (PipelineFacts): each names
 the stage it speeds up, when it applies, and when it is taken already. ``fastprep.monitor`` and
 ``python -m fastprep diagnose`` both advise from this one table: what applies and is not taken is
-suggested, what is taken is said to be in place.
+suggested, what is taken is said to be in place. The rows' words, and those of each stage's advice
+(`stage_advice`, diagnose's verdict), come from the advice catalogue (fastprep.monitoring.advice).
 
 =============  ======================================  =========================================
 remedy         applies to                              taken when
@@ -35,9 +36,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fastprep.monitoring import advice as say
+from fastprep.monitoring.advice import COLLATE, RAW, TRANSFORMS, more_threads
 from fastprep.monitoring.pipeline import FILES, PACKS, PipelineFacts
 
-RAW, TRANSFORMS, COLLATE = "raw loading", "transforms", "collate/IPC"
+__all__ = ["COLLATE", "RAW", "TRANSFORMS", "TABLE", "Remedy", "gpu_split", "more_threads", "plan", "remedies",
+           "stage_advice"]
 PACKING = ("a few large shard files instead of one small file per sample, and a crop window decodes from only "
            "the restart intervals that cover it (docs/real-files.md)")
 REDUCED = 'decode="reduced"'
@@ -149,8 +153,8 @@ TABLE: tuple[Remedy, ...] = (
     Remedy("decode-less", RAW, lambda f: f.source in ("other", "tensors"), lambda f: False,
            lambda f: "nothing is decoded here: raw loading is the dataset's own __getitem__ (indexing, copies, "
                      "conversions): make it cheaper or cache what it makes" if f.source == "tensors" else
-                     "decode less (smaller stored images, a faster decoder), faster storage, cache decoded data; "
-                     "image files read by fastprep.io (ImageFolder, PackedDataset) decode in the Loader's threads"),
+                     f"{say.DECODE_LESS}; image files read by fastprep.io (ImageFolder, PackedDataset) decode in the "
+                     "Loader's threads"),
     Remedy("rrc-port", TRANSFORMS, lambda f: f.kind == "resized-crop",
            lambda f: "resized_crop" in f.fused,
            lambda f: f"fastprep's port of your steps: fastprep.transforms.Compose([{_call(f, 'RandomResizedCrop')}, "
@@ -166,20 +170,14 @@ TABLE: tuple[Remedy, ...] = (
                      "RandomDilatedMask, RGBToYCbCr runs as one crop_mask_ycbcr op on the crop's window",
            lambda f: "RandomCrop -> RandomDilatedMask -> RGBToYCbCr run as one crop_mask_ycbcr op"),
     Remedy("port", TRANSFORMS, lambda f: f.kind in ("crop", "other"), lambda f: f.fastprep_steps,
-           lambda f: "fastprep's transforms for your steps (the same names and bits as torchvision v2's, "
-                     "docs/transforms.md)",
+           lambda f: say.PORT,
            lambda f: "the steps are fastprep's"),
     Remedy("loader", COLLATE, lambda f: f.loader != "other", lambda f: f.loader == "fastprep",
-           lambda f: "fastprep.Loader (threads without the GIL in its ops: no IPC, batches written in place)",
-           lambda f: "a fastprep.Loader (threads, no IPC)"),
+           lambda f: say.LOADER, lambda f: say.LOADER_DONE),
     Remedy("compact", COLLATE, lambda f: f.loader == "dataloader", lambda f: f.compact,
-           lambda f: "collate_fn=fastprep.compact_collate (uint8 images, packed masks: 4x fewer bytes to move than "
-                     "float32)",
-           lambda f: "compact batches"),
+           lambda f: say.COMPACT, lambda f: "compact batches"),
     Remedy("uint8-device", COLLATE, lambda f: f.device != "cpu", lambda f: f.loader_device is not None,
-           lambda f: "ship uint8 batches and convert them on the GPU: fastprep.Loader(..., device='cuda', decode=True) "
-                     "(or decode=False and CompactBatch.decode() there)",
-           lambda f: f"uint8 batches copied to {f.loader_device} and converted there"),
+           lambda f: say.UINT8_DEVICE, lambda f: f"uint8 batches copied to {f.loader_device} and converted there"),
 )
 
 
@@ -199,6 +197,27 @@ def remedies(facts: PipelineFacts, stages: tuple[str, ...] = (RAW, TRANSFORMS)) 
     return todo, in_place
 
 
-def more_threads(facts: PipelineFacts) -> str:
-    return (f"more threads (fastprep.Loader(threads=...): {facts.workers} now)" if facts.loader == "fastprep"
-            else f"more num_workers ({facts.workers} now) and a larger prefetch_factor")
+def stage_advice(facts: PipelineFacts, stage: str) -> str | None:
+    """The verdict's advice for `stage` made for `facts`' pipeline: the remedies not taken (most
+    effective first), those in place, and more threads where cores are free; None where the pipeline
+    tells nothing more than the stage's general advice (fastprep.monitoring.advice.GENERAL)."""
+    todo, done = remedies(facts, (stage,))
+    if stage == RAW:
+        text = say.stage_text(RAW, "; then ".join(todo) if todo else "every remedy for it here is in place")
+        tail = f"Where cores are free: {more_threads(facts)}."
+    elif stage == TRANSFORMS and facts.steps:
+        text = (say.stage_text(TRANSFORMS, "; ".join(todo)) if todo else
+                f"{say.STAGES[TRANSFORMS].bottleneck}, and they are fastprep's already.")
+        tail = f"Then {more_threads(facts)}, or {say.GPU_MOVE}."
+    elif stage == COLLATE and facts.loader == "fastprep":
+        return say.LOADER_COLLATE.format(workers=facts.workers)
+    elif stage == COLLATE and facts.loader == "dataloader":
+        text = say.stage_text(COLLATE, "; ".join([*todo, say.PERSISTENT, more_threads(facts)]))
+        tail = ""
+    else:
+        return None
+    return " ".join(filter(None, [text, _capital(say.in_place(done)), tail]))
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from fastprep.monitoring import advice as say
 from fastprep.monitoring import remedies as mr
 from fastprep.monitoring.fetched import size
 from fastprep.monitoring.pipeline import PipelineFacts
@@ -15,11 +16,6 @@ OWN = 0.5  # the cores are this process's when it uses at least this share of wh
 GPU_LOW = 70.0  # percent: below this, with the input keeping up, the step leaves the GPU idle
 BURSTY = 4.0  # p95 / p50 of the waits above this: batches arrive in bursts
 
-DIAGNOSE = ("python -m fastprep diagnose mymodule:make_pipeline --device {device}   (make_pipeline() returns "
-            "(loader, step_fn): it names the stage that costs, raw loading/decoding, transforms, collate/IPC or the "
-            "host->device copy)")
-MORE_THREADS = ("more threads (fastprep.Loader(..., threads=N), DataLoader num_workers) and a deeper queue "
-                "(Loader depth=, DataLoader prefetch_factor=)")
 
 
 @dataclass(frozen=True)
@@ -140,27 +136,18 @@ class MonitorSummary:
         if not self.steps:
             return []
         if not self.starved:
-            out = [f"the input keeps up: the loop waited {self.wait_share:.0%} of the time (input-bound above "
-                   f"{self.threshold:.0%})."]
+            out = [say.KEEPS_UP.format(share=self.wait_share, threshold=self.threshold)]
             if self.gpu_util is not None and self.gpu_util < GPU_LOW:
-                out.append(f"yet the GPU is busy only {self.gpu_util:.0f}% of the time: the step itself leaves it "
-                           "idle (host work between kernels, .item() / .cpu() syncs, small kernels): profile the "
-                           "step (torch.profiler), larger batches, torch.compile or CUDA graphs.")
+                out.append(say.GPU_IDLE.format(util=self.gpu_util))
             else:
-                out.append("speed up the step itself (mixed precision, torch.compile, larger batches) before "
-                           "touching data loading.")
+                out.append(say.STEP_FIRST + ".")
             return out
-        out = [f"the loop waited {self.wait_share:.0%} of the time: an input that kept up would make it up to "
-               f"{1 / max(1 - self.wait_share, 1e-9):.1f}x faster.",
-               "find the stage: " + DIAGNOSE.format(device=self.device)]
-        out.append(self._cores())
+        out = [say.WAITED.format(share=self.wait_share, speedup=1 / max(1 - self.wait_share, 1e-9)),
+               say.DIAGNOSE.format(device=self.device), self._cores()]
         todo, done = self.remedies()
-        out += ["  " + c for c in todo]
-        if done:
-            out.append("already in place: " + "; ".join(done) + ".")
+        out += ["  " + c for c in todo] + list(filter(None, [say.in_place(done)]))
         if self.wait_p50 > 0 and self.wait_p95 > BURSTY * self.wait_p50:
-            out.append(f"waits come in bursts (p50 {ms(self.wait_p50)}, p95 {ms(self.wait_p95)}): workers finish "
-                       "together; a deeper queue (depth / prefetch_factor) absorbs them.")
+            out.append(say.BURSTS.format(p50=ms(self.wait_p50), p95=ms(self.wait_p95)))
         return out
 
     def _cores(self) -> str:
@@ -168,18 +155,15 @@ class MonitorSummary:
         processes' (they would compete), or with room."""
         own, machine = self.cpu_process, self.cpu_util
         busy = machine if machine is not None else own
+        threads = say.more_threads(self.facts)
         if busy is None:
-            return f"{MORE_THREADS} if the cores have room; and make samples cheaper:"
+            return say.CORES["unknown"].format(threads=threads)
         if busy >= CPU_BUSY and own is not None and own >= OWN * busy:
-            return f"the cores are busy with this process's work (CPU {own:.0f}%): make samples cheaper, more " \
-                   f"threads will not help:"
+            return say.CORES["own"].format(own=own)
         if busy >= CPU_BUSY:
-            return (f"the cores are busy, but with other processes' work (machine {busy:.0f}%, this process "
-                    f"{own or 0:.0f}%): more threads would compete with them for the cores; free the cores, or "
-                    f"make samples cheaper:")
-        return f"the cores have room (CPU {own if own is not None else busy:.0f}%"  \
-               f"{f', machine {machine:.0f}%' if machine is not None and own is not None else ''}): " \
-               f"{MORE_THREADS}; and make samples cheaper:"
+            return say.CORES["others"].format(busy=busy, own=own or 0)
+        shown = f", machine {machine:.0f}%" if machine is not None and own is not None else ""
+        return say.CORES["room"].format(busy=own if own is not None else busy, machine=shown, threads=threads)
 
     def remedies(self) -> tuple[list[str], list[str]]:
         """(remedies that apply to the pipeline and are not taken, those in place): the raw-loading and

@@ -31,6 +31,7 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from fastprep.batch import CompactBatch
 from fastprep.iterators import stop_iterator
+from fastprep.monitoring.advice import STEADY
 from fastprep.monitoring.pipeline import facts_of
 from fastprep.prefetch import check_device, move_to
 from fastprep.tools import remedies as rm
@@ -308,8 +309,8 @@ def _how_long(more: float, rounds: int, spent: float, settings: Settings, time_l
     how = "repeats / --repeats" if settings.steps else "time_limit / --time-limit"
     if seconds > 10 * max(time_limit, spent):
         return f"; within noise after {rounds} rounds ({_s(spent)}): settling it would take about {need} more " \
-               f"rounds (~{_s(seconds)}), more than ten times this run: steady the step instead (fewer torch " \
-               f"threads, torch.set_num_threads(1); fewer loader threads) or measure on a quieter machine"
+               f"rounds (~{_s(seconds)}), more than ten times this run: steady the step instead ({STEADY}) or " \
+               f"measure on a quieter machine"
     return f"; run longer: about {_s(seconds)} more ({need} more round{'s' * (need > 1)}, {how}) would settle it " \
            f"(within noise after {rounds} rounds, {_s(spent)})"
 

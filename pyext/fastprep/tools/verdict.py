@@ -27,35 +27,16 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from fastprep.monitoring.advice import COLLATE, COPY, GENERAL, RAW, TRANSFORMS
+from fastprep.monitoring.advice import STAGES as STAGE_WORDS
 from fastprep.tools.measure import Stats
 
 LEVELS = ("device-cached batch", "host-cached batch", "cached processed sample",
           "cached raw sample", "nothing cached")
 # The stage that the drop from level i-1 to level i is blamed on.
-STAGES = {1: "host->device copy", 2: "collate/IPC", 3: "transforms", 4: "raw loading"}
-WHAT = {"host->device copy": "copying batches to the device (and decoding them there)",
-        "collate/IPC": "assembling batches and moving them between processes",
-        "transforms": "the per-sample transforms",
-        "raw loading": "reading and decoding raw samples"}
-ADVICE = {
-    "model-bound": "The input pipeline keeps up: speed up the model step itself (mixed precision, "
-                   "torch.compile, larger batches) before touching data loading.",
-    "host->device copy": "Ship less and overlap the copy: CompactCollate (uint8 images, packed masks, "
-                         "small labels), pin_memory=True, fastprep.DevicePrefetcher, decode on the device.",
-    "collate/IPC": "Batches cost too much to assemble or move between processes: CompactCollate "
-                   "(writes samples straight into shared memory, 4x fewer bytes than float32), "
-                   "fastprep.Loader (threads, no IPC), more num_workers, persistent_workers=True, a "
-                   "larger prefetch_factor.",
-    "transforms": "The per-sample transforms are the bottleneck: fastprep ops (fastprep.transforms: "
-                  "torchvision v2's names and bits, fused into one op where they can be), more num_workers, "
-                  "or move the work to the GPU (ship uint8 + packed masks and decode there).",
-    "raw loading": "Reading or decoding raw samples is the bottleneck: decode less (smaller stored "
-                   "images, a faster decoder), faster storage or formats, cache decoded data, more "
-                   "num_workers, a larger prefetch_factor.",
-    "noise": "Measure longer (more --repeats, a smaller --precision) or on a quieter machine: the levels "
-             "are within noise of each other. On cores busy with other work, torch's intra-op threads stall "
-             "each other at every parallel op: fewer (torch.set_num_threads) often steadies the step.",
-}
+STAGES = {1: COPY, 2: COLLATE, 3: TRANSFORMS, 4: RAW}
+WHAT = {stage: s.what for stage, s in STAGE_WORDS.items()}  # each stage in words, for the verdict's line
+ADVICE = GENERAL  # each verdict's advice where the pipeline tells no more (fastprep.monitoring.advice)
 
 
 @dataclass
