@@ -19,7 +19,7 @@ pytestmark = pytest.mark.one_backend
 
 
 def _tf(size=24):
-    return T.Compose([T.RandomCrop(size, layout="HWC"), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+    return T.seed_workload(size, layout="HWC")
 
 
 def _images(n=12):
