@@ -140,7 +140,7 @@ SOURCES = {"folder": make_folder_source, "webdataset": make_webdataset_source, "
 
 
 def train_tf() -> T.Compose:
-    return T.Compose([T.RandomCrop(CROP), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+    return T.seed_workload(CROP)
 
 
 @pytest.fixture(scope="module")

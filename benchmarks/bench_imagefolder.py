@@ -37,7 +37,7 @@ def folder(tmp_path_factory):
 
 def _epoch_time(benchmark, folder, roi: bool, threads: int) -> None:
     benchmark.group = f"loader over JPEG files, threads={threads}, batch {BATCH}"
-    tf = T.Compose([T.RandomCrop(256), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+    tf = T.seed_workload(256)
     loader = fastprep.Loader(fio.ImageFolder(folder, roi=roi), BATCH, transform=tf, seed=0, threads=threads,
                              drop_last=True)
 

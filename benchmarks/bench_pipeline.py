@@ -65,8 +65,7 @@ def _compose_timing(benchmark, fuse: bool) -> None:
     from fastprep import transforms as T
 
     benchmark.group = FLIP_GROUP
-    tf = T.Compose([T.RandomHorizontalFlip(layout="HWC"), T.RandomCrop(256, layout="HWC"), T.RandomDilatedMask(0.25),
-                    T.RGBToYCbCr()], fuse=fuse)
+    tf = T.seed_workload(layout="HWC", hflip=True, fuse=fuse)
     src = torch.from_numpy(_source())
     benchmark(tf, src)
 

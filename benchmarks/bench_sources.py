@@ -141,7 +141,7 @@ def test_window_dali_cpu_roi_decode(benchmark, files):
 
 
 def fused():
-    return T.Compose([T.RandomCrop(CROP, layout="HWC"), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+    return T.seed_workload(CROP, layout="HWC")
 
 
 ROUNDS, WARM = 3, 3  # timed rounds of EPOCH samples (+ 1 untimed), after WARM batches (start-up, first touch)

@@ -121,7 +121,7 @@ def seed_transform() -> Any:
     """The seed workload: RandomCrop -> RandomDilatedMask(0.25) -> RGBToYCbCr (float32 /255 decoded)."""
     from fastprep import transforms as T  # noqa: PLC0415
 
-    return T.Compose([T.RandomCrop(sizes().crop, layout="HWC"), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+    return T.seed_workload(sizes().crop, layout="HWC")
 
 
 def imagenet_transform() -> Any:

@@ -131,10 +131,6 @@ def _host_batch(transform: Callable, collate: Callable, batch_size: int, pin: bo
     return tuple(t.pin_memory() if pin else t for t in batch)  # default_collate's [images, labels]
 
 
-def _fused_transform() -> T.Compose:
-    return T.Compose([T.RandomCrop(pipelines.CROP, layout="HWC"), T.RandomDilatedMask(pipelines.P), T.RGBToYCbCr()])
-
-
 def split_unavailable(device: torch.device) -> str | None:
     """Why the decode_on rows cannot run here (None: they can)."""
     if device.type != "cuda":
@@ -162,7 +158,7 @@ def _jpeg_levels(device: torch.device, batch_size: int, workers: int, threads: l
     skipped = split_unavailable(device)
     for t in threads:
         def loader(t=t, **split):
-            tf = _fused_transform()
+            tf = T.seed_workload(layout="HWC")
             ds = FileImages(files, "packed-jpeg", length, tf)
             return iter(fastprep.Loader(ds, batch_size, transform=tf, threads=t, seed=0, drop_last=True,
                                         device=device, decode=True, **split)), max(warmup, 3)
@@ -208,7 +204,7 @@ def levels(device: torch.device, batch_size: int, workers: int, threads: list[in
         yield f"fastprep DataLoader w={workers}", source, fastprep_dl
         for t in threads:
             def loader(as_pil=as_pil, t=t):
-                tf = _fused_transform()
+                tf = T.seed_workload(layout="HWC")
                 ds = pipelines.SyntheticImages(length, tf, pool=8, as_pil=as_pil)
                 return iter(fastprep.Loader(ds, batch_size, transform=tf, threads=t, seed=0, drop_last=True,
                                             device=device, decode=True)), max(warmup, 3)

@@ -11,7 +11,7 @@ would (~2 ms a batch here), so decoding is what starves it, as it starves users'
   __getitem__, then its `transform` attribute runs: PIL -> tensor, float crop, mask, YCbCr) in a
   DataLoader(num_workers=W, default this box's cores);
 - fastprep port: fastprep.io.ImageFolder(roi=True) + fastprep.Loader(threads=T, default the
-  cores) with the fused Compose RandomCrop(256) -> RandomDilatedMask(0.25) -> RGBToYCbCr(),
+  cores) with transforms.seed_workload() (RandomCrop(256) -> RandomDilatedMask(0.25) -> RGBToYCbCr()),
   decoding each crop's window only;
 - packed: the fastprep port over the photos packed by fastprep.io.pack (the remedy diagnose
   names for the fastprep port), read by fastprep.io.PackedDataset.
@@ -35,6 +35,7 @@ import time
 import torch
 
 import fastprep
+from fastprep import transforms as T
 from fastprep.tools import demo_model, photos
 from fastprep.tools.diagnose import find_bottleneck
 
@@ -77,7 +78,7 @@ def packed_port(threads: int = CORES):
     import fastprep.io as fio  # noqa: PLC0415
 
     dataset = fio.PackedDataset(packed_photos())
-    loader = fastprep.Loader(dataset, BATCH, transform=demo_model.fused_transform(), shuffle=True, threads=threads,
+    loader = fastprep.Loader(dataset, BATCH, transform=T.seed_workload(), shuffle=True, threads=threads,
                              decode=True, seed=0)
     return loader, demo_model.train_step(len(dataset.classes), pool=POOL)
 

@@ -13,7 +13,7 @@ SEED = 11
 
 
 def train_tf(fuse: bool = True) -> T.Compose:
-    return T.Compose([T.RandomCrop(64), T.RandomDilatedMask(0.25), T.RGBToYCbCr()], fuse=fuse)
+    return T.seed_workload(64, fuse=fuse)
 
 
 def expected_sample(image: torch.Tensor, seed: int) -> torch.Tensor:

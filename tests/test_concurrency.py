@@ -53,8 +53,7 @@ class _Items(Dataset):
         return 10
 
     def __getitem__(self, i):
-        return T.Compose([T.RandomCrop(32, layout="HWC"), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])(
-            IMG[i:i + 64, i:i + 64]), i
+        return T.seed_workload(32, layout="HWC")(IMG[i:i + 64, i:i + 64]), i
 
 
 def _epoch(workers):

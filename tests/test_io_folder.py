@@ -124,7 +124,7 @@ def test_the_fused_op_on_the_decoded_window_gives_the_full_images_bits(layout):
 
 
 def _train_tf():
-    return T.Compose([T.RandomCrop(64), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+    return T.seed_workload(64)
 
 
 def _collect(batches):
@@ -261,7 +261,7 @@ def test_structured_samples_with_jpeg_files_crop_every_item_at_one_window():
 
 def test_jpeg_files_that_do_not_decode_to_rgb_are_refused_by_colour_steps():
     f = fio.JpegFile(photo_jpeg("coffee"), mode="YCbCr", name="c.jpg")
-    tf = T.Compose([T.RandomCrop(32), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+    tf = T.seed_workload(32)
     with pytest.raises(ValueError, match=r"expects RGB pixels, got a JpegFile of c.jpg, .* mode 'YCbCr'.*mode='RGB'"):
         tf(f)
 

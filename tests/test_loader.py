@@ -17,7 +17,7 @@ CROP = 48
 
 
 def _tf(fuse=True):
-    return T.Compose([T.RandomCrop(CROP, layout="HWC"), T.RandomDilatedMask(0.25), T.RGBToYCbCr()], fuse=fuse)
+    return T.seed_workload(CROP, layout="HWC", fuse=fuse)
 
 
 def _dataset(n=40):

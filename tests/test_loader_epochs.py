@@ -19,7 +19,7 @@ pytestmark = pytest.mark.one_backend
 
 
 def _tf(size=24):
-    return T.Compose([T.RandomCrop(size, layout="HWC"), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+    return T.seed_workload(size, layout="HWC")
 
 
 def _images(n=12):
@@ -115,9 +115,9 @@ def test_a_batch_is_done_only_when_every_chunk_ran():
 
 
 def test_the_bench_reports_one_batch_epochs_against_long_ones():
-    from fastprep.tools import bench, bench_loader
+    from fastprep.tools import bench_loader
 
-    rates = bench_loader.epoch_rates(4, [1], bench.fused_compose(), 0.01, 2, rounds=1, step_s=0.001)
+    rates = bench_loader.epoch_rates(4, [1], T.seed_workload(layout="HWC"), 0.01, 2, rounds=1, step_s=0.001)
     assert rates["one-batch epochs"][1] > 0 and rates["long epochs"][1] > 0
     own = {**rates, "fastprep": {1: 10.0}, "batch op by hand": {1: 20.0}}
     aims = bench_loader.aims([], [], 1.0, "fused", own)

@@ -48,8 +48,7 @@ ROWS = {  # one pipeline per row of the fusion table (transforms/fused.py)
     "rrc-flip-normalize": lambda: T.Compose([T.RandomHorizontalFlip(), T.RandomResizedCrop(40), T.RandomVerticalFlip(),
                                              T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)]),
     "resize-centercrop": lambda: T.Compose([T.Resize(56), T.CenterCrop(48)]),
-    "crop-mask-ycbcr": lambda: T.Compose([T.RandomHorizontalFlip(), T.RandomCrop(48), T.RandomDilatedMask(0.25),
-                                          T.RGBToYCbCr(torch.float32, 1 / 255)]),
+    "crop-mask-ycbcr": lambda: T.seed_workload(48, hflip=True, out_dtype=torch.float32, scale=1 / 255),
 }
 
 

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.one_backend
 
 
 def _tf():
-    return T.Compose([T.RandomCrop(24, layout="HWC"), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+    return T.seed_workload(24, layout="HWC")
 
 
 def _threads() -> list[threading.Thread]:
@@ -221,7 +221,7 @@ def test_a_script_that_ends_with_a_live_iterator_exits_cleanly():
     iterator here is in a reference cycle, so only the exit handler can stop them in time."""
     code = ("import fastprep; from fastprep import transforms as T; from fastprep.tools.pipelines import "
             "SyntheticImages\n"
-            "tf = T.Compose([T.RandomCrop(24, layout='HWC'), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])\n"
+            "tf = T.seed_workload(24, layout='HWC')\n"
             "it = iter(fastprep.Loader(SyntheticImages(4000, None, pool=3, size=64), 8, transform=tf, threads=2, "
             "seed=0))\nnext(it)\nit.cycle = [it]\n")
     for _ in range(2):

@@ -24,7 +24,7 @@ N = 13  # 13 samples in batches of 3: a partial last batch (drop_last matters)
 
 
 def _tf():
-    return T.Compose([T.RandomCrop(24, layout="HWC"), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+    return T.seed_workload(24, layout="HWC")
 
 
 def _images(n=N):

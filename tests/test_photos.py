@@ -72,7 +72,7 @@ def test_bad_folders_say_what_is_wrong(tmp_path):
 
 
 def fused_crop():
-    return T.Compose([T.RandomCrop(128, layout="HWC"), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+    return T.seed_workload(128, layout="HWC")
 
 
 @pytest.fixture

@@ -252,7 +252,7 @@ def test_packed_shards_through_ray_give_the_in_process_samples(local_ray, tmp_pa
 
     path = tmp_path / "packed"
     fio.pack(_Jpegs(), path, mode=mode, progress=False)
-    tf = T.Compose([T.RandomCrop(CROP), T.RandomDilatedMask(0.25), T.RGBToYCbCr()])
+    tf = T.seed_workload(CROP)
     ds = fray.read_packed(path, override_num_blocks=3).map_batches(
         fray.CompactMap(tf, seed=SEED, num_classes=5, load=fray.PackedImages(path)), batch_format="numpy",
         batch_size=5)

@@ -15,10 +15,6 @@ def _hwc(h=40, w=50, seed=0):
     return np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
 
 
-def _chain(**kw):
-    return [T.RandomCrop(16, **kw), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]
-
-
 @pytest.mark.parametrize("kind", ["pil", "numpy", "tensor_hwc", "tensor_chw"])
 def test_inputs_all_give_the_same_chw_output(kind):
     arr = _hwc()
@@ -26,10 +22,9 @@ def test_inputs_all_give_the_same_chw_output(kind):
                    "tensor_hwc": (torch.from_numpy(arr), "HWC"),
                    "tensor_chw": (torch.from_numpy(arr).permute(2, 0, 1).contiguous(), "CHW")}[kind]
     torch.manual_seed(3)
-    out = T.Compose([T.RandomCrop(16, layout=layout), T.RandomDilatedMask(0.25), T.RGBToYCbCr()],
-                    fuse=False)(img)
+    out = T.seed_workload(16, layout=layout, fuse=False)(img)
     torch.manual_seed(3)
-    ref = T.Compose(_chain(layout="HWC"), fuse=False)(torch.from_numpy(arr))
+    ref = T.seed_workload(16, layout="HWC", fuse=False)(torch.from_numpy(arr))
     assert out.shape == (3, 16, 16) and out.dtype == torch.uint8
     assert torch.equal(out, ref)
 
@@ -55,9 +50,9 @@ def test_compose_fuses_only_what_the_fused_op_covers():
     assert not T.fusable([T.RandomCrop(4), T.RandomDilatedMask(0.1, value=3), T.RGBToYCbCr()])
     x = torch.rand(3, 20, 20)  # float input: the fused op takes uint8, so the steps run one by one
     torch.manual_seed(0)
-    out = T.Compose(_chain())(x)
+    out = T.seed_workload(16)(x)
     torch.manual_seed(0)
-    assert out.dtype == torch.float32 and torch.equal(out, T.Compose(_chain(), fuse=False)(x))
+    assert out.dtype == torch.float32 and torch.equal(out, T.seed_workload(16, fuse=False)(x))
 
 
 def test_generator_argument_and_manual_seed_reproduce():
@@ -110,7 +105,7 @@ def test_pil_modes_with_intensity_pixels_crop_and_mask(mode, channels, dtype):
 ])
 def test_pil_modes_without_intensity_pixels_are_named(mode, match):
     img = PIL.new(mode, (6, 5))
-    for transform in (T.RandomCrop(4), T.RGBToYCbCr(), T.ToDtype(), T.Compose(_chain(layout="HWC"))):
+    for transform in (T.RandomCrop(4), T.RGBToYCbCr(), T.ToDtype(), T.seed_workload(16, layout="HWC")):
         with pytest.raises(ValueError, match=match):
             transform(img)
 
@@ -122,7 +117,7 @@ def test_colour_conversion_refuses_pil_images_that_are_not_rgb(mode):
         T.RGBToYCbCr()(img)
     for fuse in (True, False):  # the crop in front would hide the mode from RGBToYCbCr
         with pytest.raises(ValueError, match=f"Compose .* expects RGB pixels, got a PIL image in mode '{mode}'"):
-            T.Compose(_chain(layout="HWC"), fuse=fuse)(img)
+            T.seed_workload(16, layout="HWC", fuse=fuse)(img)
 
 
 class _Images(Dataset):
@@ -130,7 +125,7 @@ class _Images(Dataset):
         return 12
 
     def __getitem__(self, i):
-        return T.Compose(_chain(layout="HWC"))(torch.from_numpy(_hwc(30, 30, i))), i
+        return T.seed_workload(16, layout="HWC")(torch.from_numpy(_hwc(30, 30, i))), i
 
 
 @pytest.mark.parametrize("workers", [0, 2])

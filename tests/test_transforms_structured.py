@@ -38,10 +38,6 @@ def _hwc(h=40, w=50, seed=0, c=3):
     return np.random.default_rng(seed).integers(0, 256, (h, w, c), dtype=np.uint8)
 
 
-def _chain(**kw):
-    return [T.RandomCrop(16, **kw), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]
-
-
 @pytest.mark.parametrize("make", [
     lambda img, extra: (img, 7, extra),
     lambda img, extra: [img, "name", extra],
@@ -90,7 +86,7 @@ def test_pil_images_are_read_by_window_only(monkeypatch):
     monkeypatch.setattr(PIL.Image, "tobytes", spy)
     torch.manual_seed(0)
     T.RandomCrop(32)(img)
-    T.Compose(_chain())(img)
+    T.seed_workload(16)(img)
     T.RandomCrop(32, padding=4, padding_mode="reflect")(img)
     T.RandomResizedCrop(16, scale=(0.01, 0.02))(img)
     assert sizes and max(w * h for w, h in sizes) <= 40 * 40, sizes
@@ -101,7 +97,7 @@ def test_pil_numpy_and_tensor_give_the_same_crops(kind):
     arr = _hwc(37, 61, 2)
     img = {"pil": PIL.fromarray(arr), "numpy": arr, "tensor": torch.from_numpy(arr)}[kind]
     for t in (T.RandomCrop(20, layout="HWC"), T.RandomCrop(20, padding=(3, 5), padding_mode="symmetric", layout="HWC"),
-              T.RandomResizedCrop(12, layout="HWC"), T.Compose(_chain(layout="HWC")),
+              T.RandomResizedCrop(12, layout="HWC"), T.seed_workload(16, layout="HWC"),
               T.Compose([T.RandomHorizontalFlip(), T.RandomCrop(20, layout="HWC")])):
         torch.manual_seed(5)
         out = t(img)
@@ -159,7 +155,7 @@ def test_errors_name_the_transform_the_shape_and_the_layout():
                                          r"shape \[3, 512, 512\] \(read as HWC\)\)"):
         T.RGBToYCbCr(layout="HWC")(chw)
     small = torch.zeros(256, 256, 3, dtype=torch.uint8)
-    for t in (T.Compose([T.RandomCrop(300, layout="HWC"), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]),
+    for t in (T.seed_workload(300, layout="HWC"),
               T.RandomCrop(300, layout="HWC")):
         with pytest.raises(ValueError, match=r"^RandomCrop\(size=\(300, 300\), layout='HWC'\): crop 300x300 is larger "
                                              r"than the image 256x256; pass pad_if_needed=True to pad \(the image: a "
@@ -191,7 +187,7 @@ def test_alpha_and_grey_get_a_clear_choice(mode):
             torch.manual_seed(0)
             got = T.Compose([T.RandomCrop(8), T.RandomDilatedMask(0.25), T.RGBToYCbCr(alpha="drop")], fuse=fuse)(img)
             torch.manual_seed(0)
-            ref = T.Compose([T.RandomCrop(8), T.RandomDilatedMask(0.25), T.RGBToYCbCr()], fuse=False)(img.convert("RGB"))
+            ref = T.seed_workload(8, fuse=False)(img.convert("RGB"))
             assert torch.equal(got, ref)
     else:
         with pytest.raises(ValueError, match=r"convert it first: img.convert\('RGB'\)"):

@@ -73,16 +73,11 @@ def memcpy_floor_us(nbytes: int, repeat: int = 200) -> float:
     return best * 1e6
 
 
-def fused_compose() -> Any:
-    """The target pipeline as a fastprep Compose (fused: crop_mask_ycbcr, or the batch op in the Loader)."""
-    return T.Compose([T.RandomCrop(pipelines.CROP, layout="HWC"), T.RandomDilatedMask(pipelines.P), T.RGBToYCbCr()])
-
-
 def _per_sample(backend: str, quick: bool, pools: dict[str, list]) -> list[dict]:
     """Each transform alone on one thread, on both source kinds (the old headline's numbers)."""
     variants = [("usual (PIL->tensor, scipy, float32)", pipelines.usual_transform),
                 (f"fastprep fused ({backend})", pipelines.fastprep_transform),
-                ("fastprep fused Compose", fused_compose())]
+                ("fastprep fused Compose", T.seed_workload(layout="HWC"))]
     if backend == "native":
         variants.append(("fastprep fused (numba)", pipelines.fastprep_numba_transform))
     variants.append(("fastprep unfused chain", pipelines.fastprep_unfused_transform))
@@ -134,7 +129,7 @@ def run(quick: bool = False, generate_per_item: bool = False, gpu_rate: float = 
     floor_us = memcpy_floor_us(floor_bytes)
     per_sample = _per_sample(fastprep.backend(), quick, pools)
 
-    compose = fused_compose()
+    compose = T.seed_workload(layout="HWC")  # fused: crop_mask_ycbcr, or the batch op in the Loader
     # Collates by pipeline, made afresh for each loader (a reusing one keeps that loader's buffers).
     transforms = {"usual": (pipelines.usual_transform, lambda: default_collate),
                   "fastprep": (pipelines.fastprep_transform, lambda: fastprep.compact_collate),

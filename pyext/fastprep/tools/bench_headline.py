@@ -95,14 +95,12 @@ def _ways(workload: str, photos: dict, length: int, n: int, pool: int,
         return dataloader_way(dataset, collate, batch_size, n)
 
     if workload == "seed":
-        from fastprep.tools.bench import fused_compose  # noqa: PLC0415
-
         def synthetic(tf: Any) -> Any:
             return pipelines.SyntheticImages(length, tf, pool=pool, as_pil=True)
 
         fused = synthetic(pipelines.fastprep_transform)
         return {"usual": dl(synthetic(pipelines.usual_transform), default_collate),
-                "fastprep.Loader": loader(fused, fused_compose()),
+                "fastprep.Loader": loader(fused, T.seed_workload(layout="HWC")),
                 "fastprep in a DataLoader": dl(T.SeedByIndex(fused, seed=0), fastprep.compact_collate)}
     pipeline, source = workload.split()
     port = bench_usual.fastprep_port(pipeline)

@@ -78,22 +78,16 @@ def fastprep_pipeline(root: str, batch_size: int = 8, threads: int = 1, device: 
     window into the slots, CompactBatch decoded /255 (see the module doc without the decoder)."""
     import fastprep  # noqa: PLC0415
     import fastprep.io as fio  # noqa: PLC0415
+    from fastprep import transforms as T  # noqa: PLC0415
     from fastprep.tools import photos  # noqa: PLC0415
 
     if fio.available():
         dataset, layout = fio.ImageFolder(root, roi=True), "CHW"
     else:
         dataset, layout = photos.ImageFolder(root, loader=photos.decode_array), "HWC"
-    loader = fastprep.Loader(dataset, batch_size, transform=fused_transform(layout), shuffle=True, threads=threads,
-                             device=None if device == "cpu" else device, decode=True, seed=0)
+    loader = fastprep.Loader(dataset, batch_size, transform=T.seed_workload(layout=layout), shuffle=True,
+                             threads=threads, device=None if device == "cpu" else device, decode=True, seed=0)
     return loader, train_step(len(dataset.classes), device, pool)
-
-
-def fused_transform(layout: str = "CHW") -> Any:
-    """The target workload's crop -> dilated mask -> YCbCr as fastprep's fused Compose."""
-    from fastprep import transforms as T  # noqa: PLC0415
-
-    return T.Compose([T.RandomCrop(pipelines.CROP, layout=layout), T.RandomDilatedMask(pipelines.P), T.RGBToYCbCr()])
 
 
 def demo_factory(length: int = 512, batch_size: int = 16):

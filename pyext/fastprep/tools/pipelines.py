@@ -23,10 +23,9 @@ from torch.utils.data import Dataset
 from fastprep.ops.crop import crop_window
 from fastprep.transforms import as_image
 from fastprep.transforms.inputs import is_pil
+from fastprep.transforms.workloads import CROP, P  # the crop and mask probability, defined once
 
 SOURCE_SIZE = 1024
-CROP = 256
-P = 0.25
 NUM_CLASSES = 1000
 
 # Rows: Y, Cb, Cr from R, G, B (JFIF / BT.601 full range).

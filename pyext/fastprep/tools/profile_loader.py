@@ -59,12 +59,13 @@ def profile(batch_size: int = 256, batches: int = 20, repeat: int = 7) -> dict[s
     it (caches emptied by the op's 50 MB a batch); "op by hand", "op in the Loader"."""
     import fastprep  # noqa: PLC0415
     from fastprep import slots  # noqa: PLC0415
+    from fastprep import transforms as T  # noqa: PLC0415
     from fastprep.loader import apply  # noqa: PLC0415
-    from fastprep.tools import bench, pipelines  # noqa: PLC0415
+    from fastprep.tools import pipelines  # noqa: PLC0415
 
     n = batch_size * 8
     dataset = pipelines.SyntheticImages(n, None, pool=8)
-    plan = fastprep.Loader(dataset, batch_size, transform=bench.fused_compose(), seed=0).plan
+    plan = fastprep.Loader(dataset, batch_size, transform=T.seed_workload(layout="HWC"), seed=0).plan
     runner, ring = apply.ChunkRunner(dataset, plan, 0, 0, False, False), slots.SlotRing(2, batch_size, pin=False)
     fusion, op = plan.fused.fusion, plan.fused.fusion.run
     replay, spent = [], Counter()

@@ -29,6 +29,7 @@ RandomResizedCrop or Resize (+ CenterCrop), flips, ToDtype, Normalize into `resi
 | group | FusedGroup: steps run as one op call, on one sample or a chunk's runs |
 | plan | FusionPlan and its table: which steps run as one fused op (Compose's and the Loader's) |
 | compose | Compose (a loop over its plan), SeedByIndex |
+| workloads | seed_workload: the seed workload's Compose (benchmarks, tools, tests) |
 """
 
 from fastprep.transforms.compose import Compose, SeedByIndex, fusable
@@ -42,9 +43,10 @@ from fastprep.transforms.pixels import RandomDilatedMask, RGBToYCbCr
 from fastprep.transforms.plan import FusionPlan
 from fastprep.transforms.resize import CenterCrop, Resize
 from fastprep.transforms.resized_crop import RandomResizedCrop
+from fastprep.transforms.workloads import seed_workload
 
 __all__ = [
     "CenterCrop", "Compose", "FusionPlan", "Normalize", "PILToTensor", "RGBToYCbCr", "RandomCrop", "RandomDilatedMask",
     "RandomHorizontalFlip", "RandomResizedCrop", "RandomVerticalFlip", "Resize", "SeedByIndex", "ToDtype", "ToImage",
-    "ToPILImage", "as_image", "fusable", "require_rgb", "to_dtype_image",
+    "ToPILImage", "as_image", "fusable", "require_rgb", "seed_workload", "to_dtype_image",
 ]
