@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 import torch
+from remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
 
 import fastprep.io as fio
 from fastprep.io.remote import Retry

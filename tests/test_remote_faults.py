@@ -5,6 +5,7 @@ error (RemoteReadError naming the URL and shard) with nothing corrupt or partial
 
 import pytest
 import torch
+from remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
 
 import fastprep.io as fio
 from fastprep.io.remote import Retry

@@ -1,17 +1,23 @@
 """The local cache of a remote pack's shards: each shard downloaded whole, checked, and committed by
 an atomic rename; one download per shard per node however many processes and threads ask (an
-fcntl lock file per shard); evicted least recently used past the cache's byte limit, never while
-in use.
+fcntl lock file per shard for the download); evicted least recently used past the cache's byte
+limit, never while in use.
 
-Layout: ``<cache_dir>/<pack key>/shard-00000.fpk`` (+ ``.lock``), the pack key (``<16 hex>-<16 hex>``)
-naming the URL and the pack id, so two packs (or a re-packed URL) never share files. The limit
-counts the shards of every pack folder under cache_dir; nothing else there (a folder not named as
-a pack key: someone's pack) is counted or evicted.
+Layout: ``<cache_dir>/<pack key>/shard-00000.fpk`` (+ ``.lock``, ``.fetch``), the pack key
+(``<16 hex>-<16 hex>``) naming the URL and the pack id, so two packs (or a re-packed URL) never share
+files. The limit counts the shards of every pack folder under cache_dir; nothing else there (a
+folder not named as a pack key: someone's pack) is counted or evicted.
 
 "In use" means: held by :meth:`ShardCache.acquire` and not yet released, which a
 :class:`fastprep.io.packed_shards.ShardMaps` does from mapping a shard until it drops the map. The
-hold is a shared flock on the shard's lock file, so it is seen by every process on the node; an
-eviction takes the exclusive lock without waiting, and skips the shard if it cannot.
+hold is a shared flock on the shard's ``.lock`` file (one open file per hold, so holds of threads of
+one process are as separate as those of two processes), so it is seen by every process on the node;
+an eviction takes the exclusive lock without waiting, and skips the shard if it cannot.
+
+No one ever waits on the end of a hold: holds last as long as a dataset keeps a shard mapped, maybe
+forever. A process that finds a shard missing waits only for the download (an exclusive flock on the
+``.fetch`` file, held by the one downloading, for the download's time); the hold's own lock is only
+ever taken shared with waiting (blocked by an eviction's removal at most) or exclusive without.
 """
 
 from __future__ import annotations
@@ -30,15 +36,21 @@ class Held:
     """A shard held in the cache (its lock file open with a shared lock): `path` stays readable
     until :meth:`ShardCache.release`."""
 
-    __slots__ = ("fd", "k", "path")
+    __slots__ = ("_lock", "fd", "k", "path")
 
     def __init__(self, k: int, path: str, fd: int):
         self.k, self.path, self.fd = k, path, fd
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Ends the hold once, however many threads call it (the second finds fd -1)."""
+        with self._lock:
+            fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)  # closing the descriptor drops its flock
 
     def __del__(self):  # a dataset dropped without releasing: the hold ends with it
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        self.close()
 
 
 class ShardCache:
@@ -86,33 +98,32 @@ class ShardCache:
 
     def acquire(self, k: int) -> Held:
         """Shard k's local file, downloaded and checked first if it is not cached (by this process,
-        or by another that holds the download lock: this one waits, then uses its file), held in
-        use until :meth:`release`."""
+        or by another that holds the download lock: this one waits for that download, then uses its
+        file), held in use until :meth:`release`."""
         path = self.path(k)
         fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            while True:
-                fcntl.flock(fd, fcntl.LOCK_SH)
-                if os.path.exists(path):
-                    _touch(path)
-                    return Held(k, path, fd)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                fcntl.flock(fd, fcntl.LOCK_EX)  # one downloader; the others wait here, then find the file
+            # The hold comes first (an eviction can then never remove the file between its download
+            # and its use); a shared lock waits at most for an eviction's removal.
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if not os.path.exists(path):
+                fetch = os.open(path + ".fetch", os.O_RDWR | os.O_CREAT, 0o644)
                 try:
+                    fcntl.flock(fetch, fcntl.LOCK_EX)  # one downloader; the others wait for its download only
                     if not os.path.exists(path):
                         self._download(k, path)
                 finally:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                # loop: take the shared hold (an eviction may slip in between: then fetch again)
+                    os.close(fetch)
+            _touch(path)
+            return Held(k, path, fd)
         except BaseException:
             os.close(fd)
             raise
 
     def release(self, held: Held) -> None:
-        """Ends a hold: the shard may be evicted again."""
-        if held.fd >= 0:
-            fd, held.fd = held.fd, -1
-            os.close(fd)  # closing the descriptor drops its flock
+        """Ends a hold: the shard may be evicted again. Releasing twice (from two threads too) closes
+        its lock file once: never a descriptor number the system has since given to another file."""
+        held.close()
 
     def ensure(self, k: int) -> None:
         """Shard k cached (downloaded if needed), not held: what prefetching does."""
