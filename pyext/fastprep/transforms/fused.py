@@ -15,6 +15,7 @@ import torch
 from fastprep.ops._library import BELOW_AUTOGRAD
 from fastprep.ops.crop_mask_ycbcr import mask_ycbcr
 from fastprep.ops.resize_windows import resized_crop_windows
+from fastprep.transforms.fusion_roles import FusionRole, Many, Maybe, One, Pattern
 from fastprep.transforms.sample import Item
 from fastprep.transforms.window import native_uint8_bilinear, read_region
 
@@ -156,8 +157,8 @@ class Fusion:
 
     Args:
         op: the op's name (torch.ops.fastprep.<op>).
-        pattern: a regular expression over the steps' roles, each followed by a space.
-        window: the roles of the step that cuts the window ("crop", or "resized_crop|resize|crop":
+        pattern: the steps' roles the row takes (fusion_roles.Pattern), matched at the start of a run.
+        window: the roles of the step that cuts the window (crop; or resized_crop, resize, crop:
             the first such step's layout reads the image, its repr leads the op's errors).
         valid: what else the matched steps must satisfy.
         takes_pixels: (group, tensor, layout) -> whether the op takes that image's pixels.
@@ -167,8 +168,8 @@ class Fusion:
         split: the row's GPU decode split (None: ``decode_on`` refuses the row).
     """
     op: str
-    pattern: str
-    window: str
+    pattern: Pattern
+    window: frozenset[FusionRole]
     valid: Callable[[list], bool]
     takes_pixels: Callable[[Any, torch.Tensor, str], bool]
     takes_windowed: Callable[[Any, Item], bool]
@@ -226,8 +227,9 @@ def _mask_ycbcr_on_device(group: Any, run: FusedRun, extras: dict[str, torch.Ten
 
 CROP_MASK_YCBCR = Fusion(
     op="crop_mask_ycbcr_batch",
-    pattern=r"(hflip )*crop (hflip )*mask ycbcr ",
-    window="crop",
+    pattern=Pattern(Many(FusionRole.HFLIP), One(FusionRole.CROP), Many(FusionRole.HFLIP), One(FusionRole.MASK),
+                    One(FusionRole.YCBCR)),
+    window=frozenset({FusionRole.CROP}),
     valid=_flips_after_crop_read_chw,
     takes_pixels=_rgb_uint8,
     takes_windowed=_rgb_mode,
@@ -239,7 +241,7 @@ CROP_MASK_YCBCR = Fusion(
 )
 
 
-_WINDOW_ROLES = ("crop", "resized_crop", "resize")
+_WINDOW_ROLES = (FusionRole.CROP, FusionRole.RESIZED_CROP, FusionRole.RESIZE)
 
 
 def _resized_crop_valid(steps: list) -> bool:
@@ -294,12 +296,14 @@ def _resized_crop_on_device(group: Any, run: FusedRun, extras: dict[str, torch.T
     return resized_crop_windows(run.sources, out, run.hflips, run.vflips, run.place, *_resize_args(group))
 
 
-_FLIPS = r"(?:[hv]flip )*"
+_FLIPS = Many(FusionRole.HFLIP, FusionRole.VFLIP)
+_CROP = Maybe(One(FusionRole.CROP), _FLIPS)
 
 RESIZED_CROP = Fusion(
     op="resized_crop_batch",
-    pattern=rf"{_FLIPS}(?:crop {_FLIPS})?(?:resized_crop|resize) {_FLIPS}(?:crop {_FLIPS})?(?:dtype (?:normalize )?)?",
-    window="|".join(_WINDOW_ROLES),
+    pattern=Pattern(_FLIPS, _CROP, One(FusionRole.RESIZED_CROP, FusionRole.RESIZE), _FLIPS, _CROP,
+                    Maybe(One(FusionRole.DTYPE), Maybe(One(FusionRole.NORMALIZE)))),
+    window=frozenset(_WINDOW_ROLES),
     valid=_resized_crop_valid,
     takes_pixels=_op_resizes,
     takes_windowed=_op_resizes_windowed,

@@ -13,6 +13,7 @@ from fastprep.args import check_bool
 from fastprep.ops.crop import random_crop
 from fastprep.roles import tv_class
 from fastprep.transforms.base import RandomTransform, Transform, describe_sample, word
+from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.inputs import (
     PADDING_MODES,
     check_fill,
@@ -134,9 +135,9 @@ class RandomCrop(RandomGeometric):
         return args
 
     @property
-    def fusion_role(self) -> str | None:
+    def fusion_role(self) -> FusionRole | None:
         """A crop of the image as it is (no padding) fuses into an op's read window."""
-        return None if self.pad_if_needed or any(self.padding) else "crop"
+        return None if self.pad_if_needed or any(self.padding) else FusionRole.CROP
 
     def offsets(self, seed: Any, H: Any, W: Any) -> tuple[Any, Any]:
         """(top, left) of the crop drawn from `seed` in an H x W image (padded or not): ints, or

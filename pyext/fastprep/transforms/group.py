@@ -28,8 +28,7 @@ class FusedGroup:
         self.roles = {s.fusion_role: s for s in steps}
         # The step that cuts the window (RandomCrop; RandomResizedCrop or Resize for a resizing
         # row): its layout reads the image, its errors name the transform.
-        windows = fusion.window.split("|")
-        self.crop = next(s for s in steps if s.fusion_role in windows)
+        self.crop = next(s for s in steps if s.fusion_role in fusion.window)
         self.layout = self.crop.layout  # a flip in front reads the image as the crop does (FlipIntoCrop)
         # (fold, step, its column of seeds or None: not random) for the geometric steps, in order
         self.folds = [(FOLDS[s.fusion_role], s, _index(self.random, s)) for s in steps if s.fusion_role in FOLDS]

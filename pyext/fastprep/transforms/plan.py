@@ -26,7 +26,6 @@ Loader changes (docs/transforms.md walks through it).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,10 +151,9 @@ class FusionPlan:
         and returns a tensor, which they would leave as it is)."""
         steps = self.steps
         core = [j for j in range(i, len(steps)) if not _noop(steps[j])]  # the steps that do something
-        tail = "".join(f"{getattr(steps[j], 'fusion_role', None)} " for j in core)
+        roles = [getattr(steps[j], "fusion_role", None) for j in core]
         for fusion in FUSIONS if fuse else ():
-            m = re.match(fusion.pattern, tail)
-            n = m.group(0).count(" ") if m is not None else 0
+            n = fusion.pattern.match(roles)
             if n and fusion.valid([steps[j] for j in core[:n]]):
                 run, count = [steps[j] for j in core[:n]], _past_noops(steps, core[n - 1] + 1) - i
                 if count == n:

@@ -7,6 +7,7 @@ from typing import Any
 
 from fastprep.args import check_bool, check_int
 from fastprep.transforms.base import trunc_int, where
+from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.geometry import GeometricTransform
 from fastprep.transforms.inputs import check_interpolation, check_layout, check_size, is_int
 from fastprep.transforms.sample import Item
@@ -78,8 +79,8 @@ class Resize(GeometricTransform):
         return args | ({"layout": self.layout} if self.layout != "CHW" else {})
 
     @property
-    def fusion_role(self) -> str | None:
-        return "resize" if self.interpolation == "bilinear" else None
+    def fusion_role(self) -> FusionRole | None:
+        return FusionRole.RESIZE if self.interpolation == "bilinear" else None
 
     def output_size(self, H: Any, W: Any) -> tuple[Any, Any]:
         """torchvision's _compute_resized_output_size of an H x W image: ints, or arrays (one per sample)."""
@@ -122,7 +123,7 @@ class CenterCrop(GeometricTransform):
         torch.Size([3, 224, 224])
     """
 
-    fusion_role = "crop"
+    fusion_role = FusionRole.CROP
 
     def __init__(self, size: int | tuple[int, int], layout: str = "CHW"):
         super().__init__()

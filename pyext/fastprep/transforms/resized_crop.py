@@ -10,6 +10,7 @@ import torch
 from fastprep import counter_rng
 from fastprep.args import check_bool, check_real
 from fastprep.transforms.base import any_of, exp, round_int, sqrt, unit_float, where, word
+from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.geometry import RandomGeometric
 from fastprep.transforms.inputs import check_interpolation, check_layout, check_size
 from fastprep.transforms.sample import Item
@@ -85,9 +86,9 @@ class RandomResizedCrop(RandomGeometric):
         return args
 
     @property
-    def fusion_role(self) -> str | None:
+    def fusion_role(self) -> FusionRole | None:
         """Bilinear resizing is what the resized_crop op computes."""
-        return "resized_crop" if self.interpolation == "bilinear" else None
+        return FusionRole.RESIZED_CROP if self.interpolation == "bilinear" else None
 
     def params(self, seed: Any, H: Any, W: Any) -> tuple[Any, Any, Any, Any]:
         """(top, left, height, width) of the window drawn from `seed` in an H x W image: ints, or
