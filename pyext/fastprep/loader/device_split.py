@@ -159,7 +159,7 @@ class SplitRunner(ChunkRunner):
             why = ("its loading drew seeds from the sample's stream (a fastprep transform inside load_raw), so "
                    "its draws cannot be made ahead for the batch")
         else:
-            runs = self.group.batch([self._cuttable(raw, key)], np.asarray([row], dtype=np.int64).reshape(1, -1))
+            runs = self.chunk_runs([self._cuttable(raw, key)], np.asarray([row], dtype=np.int64).reshape(1, -1))
             if runs:
                 return runs[0]
             self.plan.apply_item(raw)  # the steps' own error (an image smaller than the crop, ...)

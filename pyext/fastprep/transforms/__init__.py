@@ -25,8 +25,9 @@ RandomResizedCrop or Resize (+ CenterCrop), flips, ToDtype, Normalize into `resi
 | pixels | RandomDilatedMask, RGBToYCbCr |
 | dtype | ToDtype, to_dtype_image |
 | conversions | ToImage, PILToTensor (absorbed by fused runs), ToPILImage (ends fusion) |
+| fusion_roles | FusionRole (a step's part in a fused op) and the rows' Patterns of roles |
 | fused | the fused ops a plan calls: where they read (Geometry, FOLDS), one row (Fusion) per op |
-| group | FusedGroup: steps run as one op call, on one sample or a chunk's runs |
+| group | FusedGroup: steps run as one op call, on one sample; what the Loader's batch path asks of it |
 | plan | FusionPlan and its table: which steps run as one fused op (Compose's and the Loader's) |
 | compose | Compose (a loop over its plan), SeedByIndex |
 """

@@ -84,11 +84,10 @@ class AbsorbingGroup(FusedGroup):
             return self.unfused(sample)
         return super().__call__(sample)
 
-    def loader_image(self, raw: Any, kind: Any) -> tuple[tuple | None, Any]:
-        """As the group's, but an item whose image the op refuses by its mode is left to the
-        Loader's per-sample path (this group's __call__)."""
-        x = raw[0] if type(raw) in (tuple, list) and raw else raw
-        return (None, None) if _refused_by_mode(x) else super().loader_image(raw, kind)
+    def refuses(self, x: Any) -> bool:
+        """An image whose mode the op refuses: the Loader leaves its item to the per-sample path
+        (this group's __call__)."""
+        return _refused_by_mode(x)
 
 
 @dataclass
