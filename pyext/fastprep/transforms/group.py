@@ -1,5 +1,5 @@
 """FusedGroup: steps a FusionPlan runs as one fused op call (transforms/plan.py has the design):
-their draws, the read they make (fused.py's Geometry), the op on one sample (Compose); for the
+their draws, the read they make (fold.py's Geometry), the op on one sample (Compose); for the
 Loader's batch path (loader/fused_chunks.py), what an item's image is, whether the op takes it,
 and the op's runs."""
 
@@ -13,7 +13,8 @@ from torch import nn
 
 from fastprep.rng import SampleStream, draw_seeds
 from fastprep.transforms.base import describe_sample
-from fastprep.transforms.fused import FOLDS, FusedRun, Fusion, Geometry
+from fastprep.transforms.fold import FOLDS, Geometry
+from fastprep.transforms.fused import FusedRun, Fusion
 from fastprep.transforms.inputs import CONTEXT_ERRORS, hw, hwc_tensor, in_context
 from fastprep.transforms.sample import GEOMETRY, Item, Sample
 

@@ -12,14 +12,14 @@ runs the conversions and the steps one by one instead, as ``fuse=False`` would
 (:class:`AbsorbingGroup`).
 
 A group (transforms/group.py) draws one seed per random step in the steps' order (what the steps
-would draw), folds the geometric steps into one read of the source (fused.py's Geometry: window
+would draw), folds the geometric steps into one read of the source (fold.py's Geometry: window
 and flip) and calls the op with what was drawn. Compose does that per sample; the Loader per
 chunk, with every sample's seeds from one ``seeded_draws`` call and one op call into its batch
 slot (loader/apply.py).
 
 Adding a fused step (as RandomVerticalFlip was): the transform gets a ``fusion_role`` and a
 ``make_params`` that takes ints and numpy arrays; its role goes into a row's pattern (fused.py,
-listed in :data:`FUSIONS` below) and, if it moves the read, into fused.py's Geometry and FOLDS;
+listed in :data:`FUSIONS` below) and, if it moves the read, into fold.py's Geometry and FOLDS;
 the op (ops/<family>.py, its kernels) takes the new parameter in the row's ``run``. Nothing in the
 Loader changes (docs/transforms.md walks through it).
 """
