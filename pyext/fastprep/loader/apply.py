@@ -29,6 +29,7 @@ import torch
 from fastprep.bad_samples import (
     MAX_SUBSTITUTES,
     NEVER_SKIPPED,
+    SampleError,
     SubstitutesExhausted,
     check_on_error,
     stream_substitutes,
@@ -37,7 +38,7 @@ from fastprep.bad_samples import (
 from fastprep.loader.fused_chunks import SKIP, ChunkRuns
 from fastprep.ops.seeded_draws import MAX_DRAWS, seeded_draws
 from fastprep.rng import SampleStream, item_seeds, seeded
-from fastprep.slots import BatchJob, SampleError
+from fastprep.slots import BatchJob
 from fastprep.transforms import FusionPlan
 
 # torch's default generator is one per process: the deterministic samples of every Loader share it.

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastprep.bad_samples import SampleError
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.oriented import OrientedImage
 from fastprep.io.packed_items import WindowCut
@@ -34,7 +35,6 @@ from fastprep.io.windowed import WindowedImage
 from fastprep.loader.apply import ChunkRunner
 from fastprep.loader.device_slots import WindowJob, WindowSlotRing
 from fastprep.prefetch import check_device
-from fastprep.slots import SampleError
 from fastprep.transforms import FusionPlan
 
 STAGE = "the decode_on split"

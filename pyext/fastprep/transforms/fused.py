@@ -101,6 +101,8 @@ class Fusion:
         takes_pixels: (group, tensor, layout) -> whether the op takes that image's pixels.
         takes_windowed: (group, item) -> whether it takes a PIL image or WindowedImage (read by window).
         out_dtype: (group) -> the output's dtype.
+        out_size: (group) -> (height, width) of every sample's output image (3 channels), as the
+            steps fix it; None where it follows each image's size (a Resize of the shorter side).
         run: (group, run, out) -> None: the op on the run's samples into `out` ([n, 3, h, w]).
         split: the row's GPU decode split (None: ``decode_on`` refuses the row).
     """
@@ -111,6 +113,7 @@ class Fusion:
     takes_pixels: Callable[[Any, torch.Tensor, str], bool]
     takes_windowed: Callable[[Any, Item], bool]
     out_dtype: Callable[[Any], torch.dtype]
+    out_size: Callable[[Any], tuple[int, int] | None]
     run: Callable[[Any, FusedRun, torch.Tensor], None]
     split: DeviceSplit | None = None
 
@@ -171,6 +174,7 @@ CROP_MASK_YCBCR = Fusion(
     takes_pixels=_rgb_uint8,
     takes_windowed=_rgb_mode,
     out_dtype=lambda group: group.roles["ycbcr"].out_dtype or torch.uint8,
+    out_size=lambda group: tuple(group.roles["crop"].size),
     run=_run_crop_mask_ycbcr,
     split=DeviceSplit(pipeline="RandomCrop(size) -> RandomDilatedMask(p) -> RGBToYCbCr(), with "
                                "RandomHorizontalFlip() before or after the crop if you like",
@@ -198,6 +202,17 @@ def _resized_crop_valid(steps: list) -> bool:
         return True
     to_dtype = next(s for s in steps if s.fusion_role == "dtype")
     return to_dtype.dtype == torch.float32 and len(norm.mean) in (1, 3) and len(norm.std) in (1, 3)
+
+
+def _resized_out_size(group: Any) -> tuple[int, int] | None:
+    """The last crop's or resize's size: what the resized-crop row writes of every sample."""
+    size = None
+    for step in group.steps:
+        if step.fusion_role in (FusionRole.CROP, FusionRole.RESIZED_CROP):
+            size = tuple(step.size)
+        elif step.fusion_role == FusionRole.RESIZE:
+            size = step.fixed_size
+    return size
 
 
 def _op_resizes(group: Any, t: torch.Tensor, layout: str) -> bool:
@@ -245,6 +260,7 @@ RESIZED_CROP = Fusion(
     takes_pixels=_op_resizes,
     takes_windowed=_op_resizes_windowed,
     out_dtype=lambda group: group.roles["dtype"].dtype if "dtype" in group.roles else torch.uint8,
+    out_size=_resized_out_size,
     run=_run_resized_crop,
     split=DeviceSplit(pipeline="RandomResizedCrop(size) or Resize(size) (+ CenterCrop / RandomCrop), flips "
                                "before or after, ToDtype(scale=True) (+ Normalize)",

@@ -34,6 +34,10 @@ class FusedGroup:
         self.folds = [(FOLDS[s.fusion_role], s, _index(self.random, s)) for s in steps if s.fusion_role in FOLDS]
         self.seed_roles = [(s.fusion_role, k) for k, s in enumerate(self.random)]
         self.out_dtype = fusion.out_dtype(self)
+        size = fusion.out_size(self)
+        # What the op makes of every sample, declared (None: its size follows each image's): the
+        # Loader lays its slots' images out from it.
+        self.makes = None if size is None else ((3, *size), self.out_dtype)
         resize = self.roles.get("resized_crop") or self.roles.get("resize")
         self.reduced = getattr(resize, "decode", "exact") == "reduced"  # JPEG windows read at a reduced scale
         self.unfused = unfused  # the steps one by one: what a sample the op does not take runs

@@ -82,10 +82,15 @@ class Resize(GeometricTransform):
     def fusion_role(self) -> FusionRole | None:
         return FusionRole.RESIZE if self.interpolation == "bilinear" else None
 
+    @property
+    def fixed_size(self) -> tuple[int, int] | None:
+        """(h, w) every image is resized to; None when the output follows each image's shape."""
+        return self.size if self.size is not None and len(self.size) == 2 else None
+
     def output_size(self, H: Any, W: Any) -> tuple[Any, Any]:
         """torchvision's _compute_resized_output_size of an H x W image: ints, or arrays (one per sample)."""
-        if self.size is not None and len(self.size) == 2:
-            return self.size
+        if self.fixed_size is not None:
+            return self.fixed_size
         tall = W <= H
         short, long = where(tall, W, H), where(tall, H, W)
         if self.size is None:
