@@ -64,8 +64,8 @@ class Geometry:
 FOLDS: dict[str, Callable[[Any, Any, Geometry], None]] = {
     "hflip": lambda step, seed, g: g.flip(step.make_params(seed)),
     "vflip": lambda step, seed, g: g.flip_v(step.make_params(seed)),
-    "crop": lambda step, seed, g: g.crop(*step.offsets(seed, g.out_height, g.out_width), *step.size),
-    "resized_crop": lambda step, seed, g: g.resized_crop(step.params(seed, g.out_height, g.out_width), step.size),
-    "resize": lambda step, seed, g: g.resize(*step.output_size(g.out_height, g.out_width)),
+    "crop": lambda step, seed, g: g.crop(*step.make_params(seed, g.out_height, g.out_width), *step.size),
+    "resized_crop": lambda step, seed, g: g.resized_crop(step.make_params(seed, g.out_height, g.out_width), step.size),
+    "resize": lambda step, seed, g: g.resize(*step.make_params(seed, g.out_height, g.out_width)),
 }
 """How each geometric role moves the op's read: (step, its seed or None, Geometry) -> None."""

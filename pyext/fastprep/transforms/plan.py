@@ -1,7 +1,7 @@
 """FusionPlan: how a list of transforms runs, for Compose and for fastprep.Loader alike.
 
 Each fastprep transform says what part it can play in a fused op (its ``fusion_role``) and draws
-its parameters as a value (``make_params`` / ``offsets``, on ints for one sample or on numpy
+its parameters as a value (``make_params``, on ints for one sample or on numpy
 arrays for a chunk, with the same bits). The plan cuts the steps into segments: a run of steps
 whose roles match a row of :data:`FUSIONS` is one :class:`FusedGroup`, one op call; a flip in front
 of a crop is read into the crop's window (:class:`FlipIntoCrop`); every other step runs as it is.

@@ -90,7 +90,7 @@ class RandomResizedCrop(RandomGeometric):
         """Bilinear resizing is what the resized_crop op computes."""
         return FusionRole.RESIZED_CROP if self.interpolation == "bilinear" else None
 
-    def params(self, seed: Any, H: Any, W: Any) -> tuple[Any, Any, Any, Any]:
+    def make_params(self, seed: Any, H: Any, W: Any) -> tuple[Any, Any, Any, Any]:
         """(top, left, height, width) of the window drawn from `seed` in an H x W image: ints, or
         int64 arrays from uint64 arrays of seeds and int64 sizes (one per sample), the same bits."""
         r0, r1 = self.ratio
@@ -116,7 +116,7 @@ class RandomResizedCrop(RandomGeometric):
         return top, left, h, w
 
     def window(self, H: int, W: int, seed: int, flip: bool = False) -> Window:
-        return Window(*self.params(seed, H, W), flip=flip)
+        return Window(*self.make_params(seed, H, W), flip=flip)
 
     def cut(self, item: Item, win: Window, seed: int, H: int, W: int) -> Any:
         if not item.dense:
