@@ -208,7 +208,7 @@ def floor_table(folder: str) -> list[str]:
                      f"{timing['resize']:.3f} ms" + (f", together {total:.3f} ms ({base / total:.2f}x exact)"
                                                       if crop[2] >= 224 else " (smaller than 224: not chosen)"))
     rrc = T.RandomResizedCrop(224)
-    picks = Counter(reduced_crop(rrc.params(seed, 1024, 1024), 1024, 1024, (224, 224))[0] for seed in range(4000))
+    picks = Counter(reduced_crop(rrc.make_params(seed, 1024, 1024), 1024, 1024, (224, 224))[0] for seed in range(4000))
     lines.append("  scales RandomResizedCrop(224) picks on 1024^2: " +
                  ", ".join(f"{m}/8 {100 * n / 4000:.0f}%" for m, n in sorted(picks.items())))
     return lines

@@ -1,11 +1,13 @@
-"""FusedGroup.batch's chunk-wide path for numpy images (_plain_arrays) against its item-by-item
-reference (loader_image per item): the same runs, field by field, value types included."""
+"""The Loader's fused batch path (loader/fused_chunks.py, ChunkRuns): its chunk-wide path for numpy
+images (_plain_arrays) against its item-by-item reference (item_image per item): the same runs,
+field by field, value types included."""
 
 import numpy as np
 import pytest
 import torch
 
 import fastprep.transforms as T
+from fastprep.loader.fused_chunks import ChunkRuns
 from fastprep.transforms import FusionPlan
 
 pytestmark = pytest.mark.one_backend  # the fold is numpy and Python: no kernel runs
@@ -48,9 +50,13 @@ MIXED = {
 }
 
 
-def _runs(group, raws: list, draws: np.ndarray) -> list[tuple]:
+def _fused(pipeline: str):
+    return FusionPlan.of(PIPELINES[pipeline]()).fused
+
+
+def _runs(chunk_runs: ChunkRuns, raws: list, draws: np.ndarray) -> list[tuple]:
     out = []
-    for r in group.batch(list(raws), draws):
+    for r in chunk_runs(list(raws), draws):
         lists = [r.tops, r.lefts, r.heights, r.widths, r.hflips, r.vflips, *r.place, *r.seeds.values()]
         out.append((r.start, r.layout, r.size, r.out_size, lists, [[type(v) for v in x] for x in lists],
                     [(tuple(s.shape), s.dtype, s.data_ptr()) for s in r.sources], r.images,
@@ -60,10 +66,10 @@ def _runs(group, raws: list, draws: np.ndarray) -> list[tuple]:
 
 @pytest.mark.parametrize("pipeline", PIPELINES)
 def test_the_chunk_wide_path_makes_the_runs_the_item_by_item_path_makes(pipeline, monkeypatch):
-    group, reference = FusionPlan.of(PIPELINES[pipeline]()).fused, FusionPlan.of(PIPELINES[pipeline]()).fused
+    group, reference = ChunkRuns(_fused(pipeline)), ChunkRuns(_fused(pipeline))
     monkeypatch.setattr(reference, "_plain_arrays", lambda raws: None)
     for name, raws in {**CHUNKS, **MIXED}.items():
-        draws = np.random.default_rng(len(name)).integers(-2**63, 2**63 - 1, (len(raws), len(group.random)),
+        draws = np.random.default_rng(len(name)).integers(-2**63, 2**63 - 1, (len(raws), len(group.group.random)),
                                                           dtype=np.int64)
         taken = group._plain_arrays(list(raws)) is not None
         assert taken == (name in CHUNKS), name
@@ -72,9 +78,9 @@ def test_the_chunk_wide_path_makes_the_runs_the_item_by_item_path_makes(pipeline
 
 def test_a_chunk_like_the_last_but_for_what_the_op_takes_is_looked_at_again():
     """The kept answer is per item types, dtype and channels: an RGBA chunk after an RGB one is not taken."""
-    group = FusionPlan.of(PIPELINES["crop"]()).fused
-    draws = np.zeros((4, len(group.random)), dtype=np.int64)
-    assert len(group.batch([(SOURCES[i], i) for i in range(4)], draws)) == 1
-    assert group.batch([(_array(60, 60, 4), i) for i in range(4)], draws) == []
-    assert group.batch([(_array(60, 60, 3, np.float32), i) for i in range(4)], draws) == []
-    assert len(group.batch([(SOURCES[i], i) for i in range(4)], draws)) == 1
+    runs = ChunkRuns(_fused("crop"))
+    draws = np.zeros((4, len(runs.group.random)), dtype=np.int64)
+    assert len(runs([(SOURCES[i], i) for i in range(4)], draws)) == 1
+    assert runs([(_array(60, 60, 4), i) for i in range(4)], draws) == []
+    assert runs([(_array(60, 60, 3, np.float32), i) for i in range(4)], draws) == []
+    assert len(runs([(SOURCES[i], i) for i in range(4)], draws)) == 1

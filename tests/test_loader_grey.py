@@ -14,6 +14,7 @@ from torch.utils.data import DataLoader
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
+from fastprep.loader.fused_chunks import ChunkRuns
 from fastprep.rng import item_seed, seeded
 
 from jpeg_photos import needs_decoder, photo, photo_jpeg
@@ -89,10 +90,11 @@ def test_loader_equals_seed_by_index_on_grey_cmyk_and_png(folder, packed, row):
     # batch path, not of two runs of the steps one by one.
     group = T.FusionPlan.of(make()).fused
     assert group is not None
+    chunk_runs = ChunkRuns(group)
     for name, source in _sources(folder, packed).items():
         dataset = source()
         for i in range(len(dataset)):
-            assert group.loader_image(dataset.load_raw(i), None)[0] is not None, f"{name}: item {i} not taken"
+            assert chunk_runs.item_image(dataset.load_raw(i), None)[0] is not None, f"{name}: item {i} not taken"
     paths = [p for p, _ in fio.ImageFolder(folder).samples]
     reference = []
     for i, path in enumerate(paths):

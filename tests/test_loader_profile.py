@@ -17,5 +17,5 @@ def test_the_profile_times_every_stage_and_restores_the_functions_it_wraps():
             profile_loader.IN_LOADER} == set(result)
     assert all(us >= 0 for us in result.values())
     for beside in ("", profile_loader.BESIDE):
-        assert result["the chunk, in all" + beside] >= result["window fold (FusedGroup.batch)" + beside]
+        assert result["the chunk, in all" + beside] >= result["window fold (ChunkRuns)" + beside]
     assert result["the chunk, in all" + profile_loader.BESIDE] >= result[profile_loader.IN_LOADER]

@@ -121,19 +121,19 @@ def test_drawn_windows_and_sizes_are_the_same_for_ints_and_arrays():
     H, W = rng.integers(1, 700, 300), rng.integers(1, 700, 300)
     W[:20] = H[:20] * 9  # very wide: no try fits, the central crop
     t = T.RandomResizedCrop(10, scale=(0.5, 1.0))
-    arrays = t.params(seeds.view(np.uint64), H, W)
+    arrays = t.make_params(seeds.view(np.uint64), H, W)
     for i in range(300):
-        assert tuple(int(a[i]) for a in arrays) == t.params(int(seeds[i]), int(H[i]), int(W[i]))
+        assert tuple(int(a[i]) for a in arrays) == t.make_params(int(seeds[i]), int(H[i]), int(W[i]))
     for r in (T.Resize(37), T.Resize(30, max_size=40), T.Resize(None, max_size=50), T.Resize((5, 9))):
-        hs, ws = (np.broadcast_to(v, 300) for v in r.output_size(H, W))
-        assert [r.output_size(int(h), int(w)) for h, w in zip(H, W)] == list(zip(hs.tolist(), ws.tolist()))
+        hs, ws = (np.broadcast_to(v, 300) for v in r.make_params(None, H, W))
+        assert [r.make_params(None, int(h), int(w)) for h, w in zip(H, W)] == list(zip(hs.tolist(), ws.tolist()))
     c = T.CenterCrop((7, 4))
-    tops, lefts = c.offsets(None, H + 7, W + 4)
+    tops, lefts = c.make_params(None, H + 7, W + 4)
     assert tops.tolist() == [int(round(h / 2.0)) for h in H] and lefts.tolist() == [int(round(w / 2.0)) for w in W]
 
 
 def test_the_window_draw_is_torchvisions_algorithm_on_the_counter_generator():
-    """RandomResizedCrop.params: torchvision's get_params, math for math, on the seed's words."""
+    """RandomResizedCrop.make_params: torchvision's get_params, math for math, on the seed's words."""
     t = T.RandomResizedCrop(8)
     for seed in range(40):
         H, W = 30 + seed, 90 - seed
@@ -145,7 +145,7 @@ def test_the_window_draw_is_torchvisions_algorithm_on_the_counter_generator():
             if 0 < w <= W and 0 < h <= H:
                 top = counter_rng.uniform_below(counter_rng.random_word(seed, 4 * k + 2), H - h + 1)
                 left = counter_rng.uniform_below(counter_rng.random_word(seed, 4 * k + 3), W - w + 1)
-                assert t.params(seed, H, W) == (top, left, h, w)
+                assert t.make_params(seed, H, W) == (top, left, h, w)
                 break
 
 

@@ -101,7 +101,7 @@ def test_imagenet_pipeline_fused_is_torchvisions_on_the_same_draws(order):
         ref = dict(sample)
         for step in geometric:
             if step is rrc:
-                window = rrc.params(seeds[id(rrc)], 45, 61)
+                window = rrc.make_params(seeds[id(rrc)], 45, 61)
                 apply = lambda x, win=window: F.resized_crop(x, *win, [24, 20], antialias=True)  # noqa: E731
             elif step.make_params(seeds[id(step)]):
                 apply = F.horizontal_flip if step is hflip else F.vertical_flip
@@ -119,7 +119,7 @@ def test_random_resized_crop_alone_is_torchvisions_resized_crop():
         torch.manual_seed(seed)
         out = t(sample)
         torch.manual_seed(seed)
-        top, left, h, w = t.params(draw_seed(), 45, 61)
+        top, left, h, w = t.make_params(draw_seed(), 45, 61)
         _same(out, {k: F.resized_crop(x, top, left, h, w, [17, 23]) if k != "label" else x
                     for k, x in sample.items()})
 

@@ -36,6 +36,28 @@ class BadSampleWarning(UserWarning):
     """A sample that could not be loaded or transformed was skipped (``on_error="warn"``)."""
 
 
+class SampleError(Exception):
+    """Raised in a worker thread: sample `index` failed in `stage`; the cause is the user's error.
+    `key`: what the index is (a dataset index, or a position in an iterable dataset's epoch)."""
+
+    def __init__(self, index: int, stage: str, key: str = "dataset index"):
+        super().__init__(f"sample {index} failed in {stage}")
+        self.index, self.stage, self.key = index, stage, key
+
+
+def reraise(exc: BaseException) -> None:
+    """Raise a worker's failure in the consumer: the user's own exception (same type) with a note
+    naming the sample, so `except KeyError` around the loop still works."""
+    if isinstance(exc, SampleError) and exc.__cause__ is not None:
+        cause = exc.__cause__
+        note = f"fastprep.Loader: raised by sample {exc.index} ({exc.key}) in {exc.stage}"
+        if hasattr(cause, "add_note"):
+            cause.add_note(note)
+            raise cause
+        raise RuntimeError(f"{note}: {cause!r}") from cause
+    raise exc
+
+
 def check_on_error(who: str, on_error: Any) -> str:
     """`on_error` checked: one of ON_ERROR, else a ValueError naming `who`'s argument and the value."""
     if not isinstance(on_error, str) or on_error not in ON_ERROR:

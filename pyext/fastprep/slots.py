@@ -10,33 +10,12 @@ from typing import Any
 import torch
 
 from fastprep._tree import is_leaf, leaves, leaves_like, structure_difference, tree_map
+from fastprep.bad_samples import reraise
 from fastprep.batch import CompactBatch, Leaf
 from fastprep.collate import CompactCollate, grad_refusal
 from fastprep.roles import as_tensor, is_int_label
 
 _POLL_S = 0.1  # how often a waiting consumer looks for failures (and lets KeyboardInterrupt in)
-
-
-class SampleError(Exception):
-    """Raised in a worker thread: sample `index` failed in `stage`; the cause is the user's error.
-    `key`: what the index is (a dataset index, or a position in an iterable dataset's epoch)."""
-
-    def __init__(self, index: int, stage: str, key: str = "dataset index"):
-        super().__init__(f"sample {index} failed in {stage}")
-        self.index, self.stage, self.key = index, stage, key
-
-
-def reraise(exc: BaseException) -> None:
-    """Raise a worker's failure in the consumer: the user's own exception (same type) with a note
-    naming the sample, so `except KeyError` around the loop still works."""
-    if isinstance(exc, SampleError) and exc.__cause__ is not None:
-        cause = exc.__cause__
-        note = f"fastprep.Loader: raised by sample {exc.index} ({exc.key}) in {exc.stage}"
-        if hasattr(cause, "add_note"):
-            cause.add_note(note)
-            raise cause
-        raise RuntimeError(f"{note}: {cause!r}") from cause
-    raise exc
 
 
 class _Field:
@@ -67,14 +46,19 @@ class _Field:
 class SlotRing:
     """`count` batch slots, laid out from the first sample written and reused in turn. The layout
     (every field's role) comes from CompactCollate's rules and `fields`, so a Loader batch is the
-    batch compact_collate makes of the same samples.
+    batch compact_collate makes of the same samples. `image`: (shape, dtype) of every sample's
+    image as the plan declares it (FusedGroup.makes: a fused op's output), whose storage is
+    allocated up front and taken by a first field of that kind (another is laid out as it comes).
 
     A Loader keeps its ring from one pass to the next (:meth:`reset`): fresh slots would cost the
     first write of every epoch a page fault per 4 KiB (a 256 x 3 x 256^2 slot: 12,288 of them).
     Each take of a slot is a lease: a batch of an earlier lease handing its slot back is ignored."""
 
-    def __init__(self, count: int, batch_size: int, pin: bool, fields: dict[Any, str] | None = None):
-        self.count, self.batch_size, self.pin = count, batch_size, pin
+    def __init__(self, count: int, batch_size: int, pin: bool, fields: dict[Any, str] | None = None,
+                 image: tuple[tuple[int, ...], torch.dtype] | None = None):
+        self.count, self.batch_size, self.pin, self.image = count, batch_size, pin, image
+        self._declared = None if image is None else \
+            [torch.empty(batch_size, *image[0], dtype=image[1], pin_memory=pin) for _ in range(count)]
         self.collate = CompactCollate(fields=fields)
         self._free = list(range(count))
         self._leases = [0] * count  # bumped by every take: which batch may hand the slot back
@@ -147,8 +131,10 @@ class SlotRing:
             if kept is not None and [f.kind() for f in kept[2]] == [f.kind() for f in self.fields]:
                 self._storage = kept[3]  # the last pass's slots: already paged in
             else:
-                self._storage = [[f.storage(self.batch_size, self.pin) for f in self.fields]
-                                 for _ in range(self.count)]
+                declared, self._declared = self._declared, None  # taken by a first field of its kind, or dropped
+                taken = declared is not None and self.fields[:1] and self.fields[0].kind() == (*self.image, False)
+                self._storage = [[declared[s] if taken and k == 0 else f.storage(self.batch_size, self.pin)
+                                  for k, f in enumerate(self.fields)] for s in range(self.count)]
             # A flat tuple or list of leaves: a sample of its type and length whose elements are
             # leaves too has its structure (the usual (image, label)), without the tree walk.
             self.flat = type(sample) in (tuple, list) and all(map(is_leaf, sample))

@@ -14,6 +14,7 @@ op call per chunk of samples, with no per-sample tensor at all.
 | iteration | one pass: threads started on the first batch, batches handed out, state, close |
 | pool | the worker threads, stopped on close, garbage collection and interpreter exit |
 | apply | a chunk of a batch in a worker: seeds, loading, the transform's plan, writes into the slot |
+| fused_chunks | the fused batch path of a chunk: the items the plan's fused op takes, in runs of op calls |
 | ahead | from one pass to the next: the slot ring kept, the next epoch's first batch made ahead (prestart) |
 | device_split | decode_on: the threads cut JPEG windows, the device decodes them (the GPU decode split) |
 | device_slots | the split's batches in flight: per sample the cut, flips, placement; the rows' host tensors |

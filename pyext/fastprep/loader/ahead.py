@@ -73,11 +73,13 @@ def take(loader: Any, count: int, pin: bool, keys: list[int] | None, start: int)
     """(the ring for this pass, the batch made ahead it starts with or None): the last whole pass's
     ring when it fits (all its slots free but the batch made ahead), else a new one."""
     spare, loader.spare_ring = loader.spare_ring, None
+    group = loader.plan.fused if loader.plan is not None else None
+    image = group.makes if group is not None else None  # the images a fused op makes, declared
     if spare is not None:
         if spare.last is not None:
             spare.last.release()  # the last pass's last batch: the next batch is being asked for
         ring, ahead = spare.ring, spare.ahead
-        if ring.count == count and ring.pin == pin and ring.batch_size == loader.batch_size:
+        if ring.count == count and ring.pin == pin and ring.batch_size == loader.batch_size and ring.image == image:
             if ahead is not None and start == 0 and keys is not None and _same(spare.made_for,
                                                                                made_for(loader, loader.epoch)) \
                     and keys[:len(ahead.indices)] == ahead.indices and ring.free_count() == count - 1:
@@ -86,7 +88,7 @@ def take(loader: Any, count: int, pin: bool, keys: list[int] | None, start: int)
             if ring.free_count() >= count - (ahead is not None):
                 ring.reset()
                 return ring, None
-    return slots.SlotRing(count, loader.batch_size, pin=pin, fields=loader.fields), None
+    return slots.SlotRing(count, loader.batch_size, pin=pin, fields=loader.fields, image=image), None
 
 
 def keep(loader: Any, ring: slots.SlotRing, cpu: bool, last: CompactBatch | None, ahead: Any) -> None:

@@ -29,14 +29,16 @@ import torch
 from fastprep.bad_samples import (
     MAX_SUBSTITUTES,
     NEVER_SKIPPED,
+    SampleError,
     SubstitutesExhausted,
     check_on_error,
     stream_substitutes,
     substitutes,
 )
+from fastprep.loader.fused_chunks import SKIP, ChunkRuns
 from fastprep.ops.seeded_draws import MAX_DRAWS, seeded_draws
 from fastprep.rng import SampleStream, item_seeds, seeded
-from fastprep.slots import BatchJob, SampleError
+from fastprep.slots import BatchJob
 from fastprep.transforms import FusionPlan
 
 # torch's default generator is one per process: the deterministic samples of every Loader share it.
@@ -72,6 +74,7 @@ class ChunkRunner:
         self.global_rng = deterministic and not (plan is not None and plan.fastprep_only)
         group = plan.fused if plan is not None else None
         self.group = group if group is not None and group.vectorised else None
+        self.chunk_runs = ChunkRuns(self.group) if self.group is not None else None  # its batch path
         self.draws = min(fastprep_plan.draws, MAX_DRAWS) if fastprep_plan is not None else 0
         self._read: deque[Any] = deque(maxlen=MAX_SUBSTITUTES)  # an iterable's latest items of the pass
 
@@ -143,7 +146,7 @@ class ChunkRunner:
         samples are skipped (the per-sample path finds which one)."""
         staged = self._staged(keys, raws, drawn)
         try:
-            runs = self.group.batch(staged, draws)
+            runs = self.chunk_runs(staged, draws)
         except Exception as exc:  # noqa: BLE001
             self._failed(keys[0], "transform", exc)
             return set()
@@ -168,7 +171,7 @@ class ChunkRunner:
         """The items handed to the group's batch path (an item whose loading drew seeds, or failed, is left out)."""
         if not any(drawn) and not (self.skip and any(type(r) is _Failed for r in raws)):
             return raws
-        return [r if not d and type(r) is not _Failed else _SKIP for r, d in zip(raws, drawn)]
+        return [r if not d and type(r) is not _Failed else SKIP for r, d in zip(raws, drawn)]
 
     def _write_run(self, job: BatchJob, j: int, key: int, run: Any) -> None:
         """The op on a run of samples, straight into rows j, j + 1, ... of the slot's images."""
@@ -274,9 +277,6 @@ class ChunkRunner:
             job.note_bad(j, key, stage, exc, tried[-1])
             return made
         raise SampleError(key, stage, self.key) from SubstitutesExhausted(key, tried, exc, self.key, alone)
-
-
-_SKIP = object()  # an item the fused batch path must leave alone
 
 
 def _own_plan(dataset: Any) -> FusionPlan | None:

@@ -25,7 +25,8 @@ class WindowSlotRing(SlotRing):
                  device: torch.device):
         super().__init__(count, batch_size, pin, fields)
         self.group, self.device = group, device
-        self.out_size: tuple[int, int] | None = None  # the first run's: every batch's images have it
+        # What every batch's images are: the row's declaration, else the first run's.
+        self.out_size: tuple[int, int] | None = None if group.makes is None else tuple(group.makes[0][1:])
         self._extras: dict[str, list[torch.Tensor]] = {}
         self._extras_lock = threading.Lock()
 

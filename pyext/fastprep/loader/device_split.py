@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastprep.bad_samples import SampleError
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.oriented import OrientedImage
 from fastprep.io.packed_items import WindowCut
@@ -34,7 +35,6 @@ from fastprep.io.windowed import WindowedImage
 from fastprep.loader.apply import ChunkRunner
 from fastprep.loader.device_slots import WindowJob, WindowSlotRing
 from fastprep.prefetch import check_device
-from fastprep.slots import SampleError
 from fastprep.transforms import FusionPlan
 
 STAGE = "the decode_on split"
@@ -159,7 +159,7 @@ class SplitRunner(ChunkRunner):
             why = ("its loading drew seeds from the sample's stream (a fastprep transform inside load_raw), so "
                    "its draws cannot be made ahead for the batch")
         else:
-            runs = self.group.batch([self._cuttable(raw, key)], np.asarray([row], dtype=np.int64).reshape(1, -1))
+            runs = self.chunk_runs([self._cuttable(raw, key)], np.asarray([row], dtype=np.int64).reshape(1, -1))
             if runs:
                 return runs[0]
             self.plan.apply_item(raw)  # the steps' own error (an image smaller than the crop, ...)

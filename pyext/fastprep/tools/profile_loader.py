@@ -22,7 +22,7 @@ import torch
 STAGES = (("fastprep.loader.apply", None, "item_seeds", "item_seeds"),
           ("fastprep.loader.apply", None, "seeded_draws", "seeded_draws"),
           ("fastprep.loader.apply", "ChunkRunner", "_load_all", "loading the items under their streams"),
-          ("fastprep.transforms.group", "FusedGroup", "batch", "window fold (FusedGroup.batch)"),
+          ("fastprep.loader.fused_chunks", "ChunkRuns", "__call__", "window fold (ChunkRuns)"),
           ("fastprep.loader.apply", "ChunkRunner", "_write_run", "the op's call (ChunkRunner._write_run)"),
           ("fastprep.slots", "BatchJob", "write_rest", "writing the labels"),
           ("fastprep.loader.apply", "ChunkRunner", "__call__", "the chunk, in all"),

@@ -25,8 +25,10 @@ RandomResizedCrop or Resize (+ CenterCrop), flips, ToDtype, Normalize into `resi
 | pixels | RandomDilatedMask, RGBToYCbCr |
 | dtype | ToDtype, to_dtype_image |
 | conversions | ToImage, PILToTensor (absorbed by fused runs), ToPILImage (ends fusion) |
-| fused | the fused ops a plan calls: where they read (Geometry, FOLDS), one row (Fusion) per op |
-| group | FusedGroup: steps run as one op call, on one sample or a chunk's runs |
+| fusion_roles | FusionRole (a step's part in a fused op) and the rows' Patterns of roles |
+| fold | where a fused op reads: Geometry, and how each geometric role moves it (FOLDS) |
+| fused | the fused ops a plan calls: one row (Fusion) per op, the samples of one call (FusedRun) |
+| group | FusedGroup: steps run as one op call, on one sample; what the Loader's batch path asks of it |
 | plan | FusionPlan and its table: which steps run as one fused op (Compose's and the Loader's) |
 | compose | Compose (a loop over its plan), SeedByIndex |
 | workloads | seed_workload: the seed workload's Compose (benchmarks, tools, tests) |

@@ -13,6 +13,7 @@ from torch import nn
 
 from fastprep import counter_rng
 from fastprep.rng import draw_seed
+from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.inputs import describe
 from fastprep.transforms.sample import Sample
 
@@ -83,7 +84,7 @@ class Transform(nn.Module):
     # samples. Compose is one when all its steps are.
     fastprep_only = True
     # The part this step plays in a fused op (transforms/plan.py's table), or None: it runs alone.
-    fusion_role: str | None = None
+    fusion_role: FusionRole | None = None
 
     def forward(self, *inputs: Any) -> Any:
         if not inputs:

@@ -8,6 +8,7 @@ import torch
 
 from fastprep.args import check_bool
 from fastprep.transforms.base import Transform
+from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.inputs import check_layout, chw
 from fastprep.transforms.pixels import map_pixels
 
@@ -85,10 +86,10 @@ class ToDtype(Transform):
         return {"dtype": self.dtype, "scale": self.scale} | ({"layout": self.layout} if self.layout != "CHW" else {})
 
     @property
-    def fusion_role(self) -> str | None:
+    def fusion_role(self) -> FusionRole | None:
         """A float output is what a fused op writes: ``float32(v) * float32(op_scale)`` (rounded
         once to float16 / bfloat16) is this conversion of uint8 values."""
-        return "dtype" if self.dtype in (torch.float32, torch.float16, torch.bfloat16) else None
+        return FusionRole.DTYPE if self.dtype in (torch.float32, torch.float16, torch.bfloat16) else None
 
     @property
     def op_scale(self) -> float:

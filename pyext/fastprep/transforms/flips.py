@@ -10,6 +10,7 @@ import torch
 
 from fastprep.args import check_real
 from fastprep.transforms.base import RandomTransform, describe_sample, unit_float, word
+from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.inputs import check_layout, chw, error_context
 from fastprep.transforms.sample import GEOMETRY, Item, Sample
 from fastprep.transforms.window import Window, crop_dense, geometry_tv, read_region, tv_functional
@@ -64,7 +65,7 @@ class RandomHorizontalFlip(RandomFlip):
         tensor([[[2, 1, 0]]])
     """
 
-    fusion_role = "hflip"
+    fusion_role = FusionRole.HFLIP
 
     def flip(self, item: Item, H: int, W: int) -> Any:
         win = Window(0, 0, H, W, flip=True)
@@ -84,7 +85,7 @@ class RandomVerticalFlip(RandomFlip):
         tensor([2, 1, 0])
     """
 
-    fusion_role = "vflip"
+    fusion_role = FusionRole.VFLIP
 
     def flip(self, item: Item, H: int, W: int) -> Any:
         if not item.dense:

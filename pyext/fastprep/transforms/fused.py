@@ -1,6 +1,6 @@
-"""The fused ops a FusionPlan calls (transforms/plan.py): where an op reads (:class:`Geometry`),
-the samples of one op call (:class:`FusedRun`), and one :class:`Fusion` per op: the roles it
-fuses, the images it takes, the call with what the steps drew, and its GPU decode split
+"""The fused ops a FusionPlan calls (transforms/plan.py): the samples of one op call
+(:class:`FusedRun`, read where fold.py's Geometry says), and one :class:`Fusion` per op: the roles
+it fuses, the images it takes, what it makes, the call with what the steps drew, and its GPU decode split
 (:class:`DeviceSplit`: what the Loader's threads make beside each window's JPEG cut, what the
 device makes of the decoded windows)."""
 
@@ -15,71 +15,9 @@ import torch
 from fastprep.ops._library import BELOW_AUTOGRAD
 from fastprep.ops.crop_mask_ycbcr import mask_ycbcr
 from fastprep.ops.resize_windows import resized_crop_windows
+from fastprep.transforms.fusion_roles import FusionRole, Many, Maybe, One, Pattern
 from fastprep.transforms.sample import Item
 from fastprep.transforms.window import native_uint8_bilinear, read_region
-
-
-class Geometry:
-    """Where a fused op reads and what it writes: rows [top, top + height) and columns [left, left +
-    width) of the source image, resized (when a step resizes) to resized_height x resized_width,
-    of which the part at (out_top, out_left) of out_height x out_width is written (the size of what
-    the steps made so far), flipped left-right when `hflip`, upside down when `vflip`. `fits`: every
-    crop fits the image it cuts (else the steps run one by one: padding, or their error). Each value
-    is an int (one sample) or a numpy array (a chunk, one element per sample): the folds below are
-    the same code for both."""
-
-    def __init__(self, H: Any, W: Any):
-        # A field no step has moved yet is one value for every sample (False: no flip, whose
-        # arithmetic crop skips): a chunk's fold makes only the arrays its steps need.
-        self.top, self.left, self.height, self.width = 0, 0, H, W
-        self.hflip = self.vflip = False
-        self.fits = True
-        self.resized = False  # whether a step resized (every sample alike)
-        self.resized_height, self.resized_width, self.out_top, self.out_left = 0, 0, 0, 0  # 0: not resized
-        self.out_height, self.out_width = H, W
-
-    def flip(self, f: Any) -> None:
-        """A horizontal flip of what is made so far."""
-        self.hflip = self.hflip ^ f
-
-    def flip_v(self, f: Any) -> None:
-        """A vertical flip of what is made so far."""
-        self.vflip = self.vflip ^ f
-
-    def crop(self, top: Any, left: Any, height: Any, width: Any) -> None:
-        """A crop of what is made so far (of the source, or of the resize's outputs): its rows count
-        from the bottom when flipped vertically, its columns from the right when flipped horizontally."""
-        self.fits = self.fits & (top >= 0) & (left >= 0) & (top + height <= self.out_height) & \
-            (left + width <= self.out_width)
-        if self.vflip is not False:
-            top = top + (self.out_height - 2 * top - height) * self.vflip
-        if self.hflip is not False:
-            left = left + (self.out_width - 2 * left - width) * self.hflip
-        if self.resized:
-            self.out_top, self.out_left = self.out_top + top, self.out_left + left
-        else:
-            self.top, self.left, self.height, self.width = self.top + top, self.left + left, height, width
-        self.out_height, self.out_width = height, width
-
-    def resize(self, height: Any, width: Any) -> None:
-        """What is made so far resized to height x width (one resize an op call; a flip commutes with
-        it: each axis table is its own mirror image, docs/resize.md)."""
-        self.resized = True
-        self.resized_height, self.resized_width = self.out_height, self.out_width = height, width
-
-    def resized_crop(self, window: tuple[Any, Any, Any, Any], size: tuple[int, int]) -> None:
-        self.crop(*window)
-        self.resize(*size)
-
-
-FOLDS: dict[str, Callable[[Any, Any, Geometry], None]] = {
-    "hflip": lambda step, seed, g: g.flip(step.make_params(seed)),
-    "vflip": lambda step, seed, g: g.flip_v(step.make_params(seed)),
-    "crop": lambda step, seed, g: g.crop(*step.offsets(seed, g.out_height, g.out_width), *step.size),
-    "resized_crop": lambda step, seed, g: g.resized_crop(step.params(seed, g.out_height, g.out_width), step.size),
-    "resize": lambda step, seed, g: g.resize(*step.output_size(g.out_height, g.out_width)),
-}
-"""How each geometric role moves the op's read: (step, its seed or None, Geometry) -> None."""
 
 
 class FusedRun:
@@ -156,23 +94,26 @@ class Fusion:
 
     Args:
         op: the op's name (torch.ops.fastprep.<op>).
-        pattern: a regular expression over the steps' roles, each followed by a space.
-        window: the roles of the step that cuts the window ("crop", or "resized_crop|resize|crop":
+        pattern: the steps' roles the row takes (fusion_roles.Pattern), matched at the start of a run.
+        window: the roles of the step that cuts the window (crop; or resized_crop, resize, crop:
             the first such step's layout reads the image, its repr leads the op's errors).
         valid: what else the matched steps must satisfy.
         takes_pixels: (group, tensor, layout) -> whether the op takes that image's pixels.
         takes_windowed: (group, item) -> whether it takes a PIL image or WindowedImage (read by window).
         out_dtype: (group) -> the output's dtype.
+        out_size: (group) -> (height, width) of every sample's output image (3 channels), as the
+            steps fix it; None where it follows each image's size (a Resize of the shorter side).
         run: (group, run, out) -> None: the op on the run's samples into `out` ([n, 3, h, w]).
         split: the row's GPU decode split (None: ``decode_on`` refuses the row).
     """
     op: str
-    pattern: str
-    window: str
+    pattern: Pattern
+    window: frozenset[FusionRole]
     valid: Callable[[list], bool]
     takes_pixels: Callable[[Any, torch.Tensor, str], bool]
     takes_windowed: Callable[[Any, Item], bool]
     out_dtype: Callable[[Any], torch.dtype]
+    out_size: Callable[[Any], tuple[int, int] | None]
     run: Callable[[Any, FusedRun, torch.Tensor], None]
     split: DeviceSplit | None = None
 
@@ -226,12 +167,14 @@ def _mask_ycbcr_on_device(group: Any, run: FusedRun, extras: dict[str, torch.Ten
 
 CROP_MASK_YCBCR = Fusion(
     op="crop_mask_ycbcr_batch",
-    pattern=r"(hflip )*crop (hflip )*mask ycbcr ",
-    window="crop",
+    pattern=Pattern(Many(FusionRole.HFLIP), One(FusionRole.CROP), Many(FusionRole.HFLIP), One(FusionRole.MASK),
+                    One(FusionRole.YCBCR)),
+    window=frozenset({FusionRole.CROP}),
     valid=_flips_after_crop_read_chw,
     takes_pixels=_rgb_uint8,
     takes_windowed=_rgb_mode,
     out_dtype=lambda group: group.roles["ycbcr"].out_dtype or torch.uint8,
+    out_size=lambda group: tuple(group.roles["crop"].size),
     run=_run_crop_mask_ycbcr,
     split=DeviceSplit(pipeline="RandomCrop(size) -> RandomDilatedMask(p) -> RGBToYCbCr(), with "
                                "RandomHorizontalFlip() before or after the crop if you like",
@@ -239,7 +182,7 @@ CROP_MASK_YCBCR = Fusion(
 )
 
 
-_WINDOW_ROLES = ("crop", "resized_crop", "resize")
+_WINDOW_ROLES = (FusionRole.CROP, FusionRole.RESIZED_CROP, FusionRole.RESIZE)
 
 
 def _resized_crop_valid(steps: list) -> bool:
@@ -259,6 +202,17 @@ def _resized_crop_valid(steps: list) -> bool:
         return True
     to_dtype = next(s for s in steps if s.fusion_role == "dtype")
     return to_dtype.dtype == torch.float32 and len(norm.mean) in (1, 3) and len(norm.std) in (1, 3)
+
+
+def _resized_out_size(group: Any) -> tuple[int, int] | None:
+    """The last crop's or resize's size: what the resized-crop row writes of every sample."""
+    size = None
+    for step in group.steps:
+        if step.fusion_role in (FusionRole.CROP, FusionRole.RESIZED_CROP):
+            size = tuple(step.size)
+        elif step.fusion_role == FusionRole.RESIZE:
+            size = step.fixed_size
+    return size
 
 
 def _op_resizes(group: Any, t: torch.Tensor, layout: str) -> bool:
@@ -294,16 +248,19 @@ def _resized_crop_on_device(group: Any, run: FusedRun, extras: dict[str, torch.T
     return resized_crop_windows(run.sources, out, run.hflips, run.vflips, run.place, *_resize_args(group))
 
 
-_FLIPS = r"(?:[hv]flip )*"
+_FLIPS = Many(FusionRole.HFLIP, FusionRole.VFLIP)
+_CROP = Maybe(One(FusionRole.CROP), _FLIPS)
 
 RESIZED_CROP = Fusion(
     op="resized_crop_batch",
-    pattern=rf"{_FLIPS}(?:crop {_FLIPS})?(?:resized_crop|resize) {_FLIPS}(?:crop {_FLIPS})?(?:dtype (?:normalize )?)?",
-    window="|".join(_WINDOW_ROLES),
+    pattern=Pattern(_FLIPS, _CROP, One(FusionRole.RESIZED_CROP, FusionRole.RESIZE), _FLIPS, _CROP,
+                    Maybe(One(FusionRole.DTYPE), Maybe(One(FusionRole.NORMALIZE)))),
+    window=frozenset(_WINDOW_ROLES),
     valid=_resized_crop_valid,
     takes_pixels=_op_resizes,
     takes_windowed=_op_resizes_windowed,
     out_dtype=lambda group: group.roles["dtype"].dtype if "dtype" in group.roles else torch.uint8,
+    out_size=_resized_out_size,
     run=_run_resized_crop,
     split=DeviceSplit(pipeline="RandomResizedCrop(size) or Resize(size) (+ CenterCrop / RandomCrop), flips "
                                "before or after, ToDtype(scale=True) (+ Normalize)",

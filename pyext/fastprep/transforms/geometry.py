@@ -13,6 +13,7 @@ from fastprep.args import check_bool
 from fastprep.ops.crop import random_crop
 from fastprep.roles import tv_class
 from fastprep.transforms.base import RandomTransform, Transform, describe_sample, word
+from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.inputs import (
     PADDING_MODES,
     check_fill,
@@ -134,11 +135,11 @@ class RandomCrop(RandomGeometric):
         return args
 
     @property
-    def fusion_role(self) -> str | None:
+    def fusion_role(self) -> FusionRole | None:
         """A crop of the image as it is (no padding) fuses into an op's read window."""
-        return None if self.pad_if_needed or any(self.padding) else "crop"
+        return None if self.pad_if_needed or any(self.padding) else FusionRole.CROP
 
-    def offsets(self, seed: Any, H: Any, W: Any) -> tuple[Any, Any]:
+    def make_params(self, seed: Any, H: Any, W: Any) -> tuple[Any, Any]:
         """(top, left) of the crop drawn from `seed` in an H x W image (padded or not): ints, or
         int64 arrays from uint64 arrays of seeds and sizes, one per sample (FusionPlan's chunks)."""
         h, w = self.size
@@ -163,7 +164,7 @@ class RandomCrop(RandomGeometric):
         if self.pad_if_needed and Pw < w:
             left, right, Pw = left + w - Pw, right + w - Pw, 2 * w - Pw
         self.check_fits(Ph, Pw, any(self.padding))
-        return Window(*self.offsets(seed, Ph, Pw), h, w, (left, top, right, bottom), flip)
+        return Window(*self.make_params(seed, Ph, Pw), h, w, (left, top, right, bottom), flip)
 
     def cut(self, item: Item, win: Window, seed: int, H: int, W: int) -> Any:
         if not item.dense:

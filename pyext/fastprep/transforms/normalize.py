@@ -8,6 +8,7 @@ import torch
 
 from fastprep.args import check_bool, check_real
 from fastprep.transforms.base import Transform
+from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.inputs import check_layout, chw
 from fastprep.transforms.pixels import map_pixels
 
@@ -42,7 +43,7 @@ class Normalize(Transform):
         tensor([[[2., 2.]]])
     """
 
-    fusion_role = "normalize"
+    fusion_role = FusionRole.NORMALIZE
 
     def __init__(self, mean: Any, std: Any, inplace: bool = False, layout: str = "CHW"):
         super().__init__()

@@ -14,6 +14,7 @@ from fastprep.args import check_int, check_real
 from fastprep.ops.color import rgb_to_ycbcr
 from fastprep.ops.mask_fill import mask_fill
 from fastprep.transforms.base import RandomTransform, Transform, describe_sample
+from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.inputs import (
     as_image,
     channel_hint,
@@ -56,9 +57,9 @@ class RandomDilatedMask(RandomTransform):
         self.layout = check_layout("RandomDilatedMask", layout)
 
     @property
-    def fusion_role(self) -> str | None:
+    def fusion_role(self) -> FusionRole | None:
         """One dilation zeroing the masked pixels is what the fused ops draw and apply."""
-        return "mask" if self.iterations == 1 and self.value == 0 else None
+        return FusionRole.MASK if self.iterations == 1 and self.value == 0 else None
 
     def repr_args(self) -> dict[str, Any]:
         args: dict[str, Any] = {"p": self.p}
@@ -112,7 +113,7 @@ class RGBToYCbCr(Transform):
             raise ValueError(f"RGBToYCbCr: expected alpha to be 'error' or 'drop', got {alpha!r}")
         self.alpha = alpha
 
-    fusion_role = "ycbcr"
+    fusion_role = FusionRole.YCBCR
 
     def repr_args(self) -> dict[str, Any]:
         args: dict[str, Any] = {}

@@ -1,7 +1,7 @@
 """FusionPlan: how a list of transforms runs, for Compose and for fastprep.Loader alike.
 
 Each fastprep transform says what part it can play in a fused op (its ``fusion_role``) and draws
-its parameters as a value (``make_params`` / ``offsets``, on ints for one sample or on numpy
+its parameters as a value (``make_params``, on ints for one sample or on numpy
 arrays for a chunk, with the same bits). The plan cuts the steps into segments: a run of steps
 whose roles match a row of :data:`FUSIONS` is one :class:`FusedGroup`, one op call; a flip in front
 of a crop is read into the crop's window (:class:`FlipIntoCrop`); every other step runs as it is.
@@ -12,21 +12,20 @@ runs the conversions and the steps one by one instead, as ``fuse=False`` would
 (:class:`AbsorbingGroup`).
 
 A group (transforms/group.py) draws one seed per random step in the steps' order (what the steps
-would draw), folds the geometric steps into one read of the source (fused.py's Geometry: window
+would draw), folds the geometric steps into one read of the source (fold.py's Geometry: window
 and flip) and calls the op with what was drawn. Compose does that per sample; the Loader per
 chunk, with every sample's seeds from one ``seeded_draws`` call and one op call into its batch
 slot (loader/apply.py).
 
 Adding a fused step (as RandomVerticalFlip was): the transform gets a ``fusion_role`` and a
 ``make_params`` that takes ints and numpy arrays; its role goes into a row's pattern (fused.py,
-listed in :data:`FUSIONS` below) and, if it moves the read, into fused.py's Geometry and FOLDS;
+listed in :data:`FUSIONS` below) and, if it moves the read, into fold.py's Geometry and FOLDS;
 the op (ops/<family>.py, its kernels) takes the new parameter in the row's ``run``. Nothing in the
 Loader changes (docs/transforms.md walks through it).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,11 +84,10 @@ class AbsorbingGroup(FusedGroup):
             return self.unfused(sample)
         return super().__call__(sample)
 
-    def loader_image(self, raw: Any, kind: Any) -> tuple[tuple | None, Any]:
-        """As the group's, but an item whose image the op refuses by its mode is left to the
-        Loader's per-sample path (this group's __call__)."""
-        x = raw[0] if type(raw) in (tuple, list) and raw else raw
-        return (None, None) if _refused_by_mode(x) else super().loader_image(raw, kind)
+    def refuses(self, x: Any) -> bool:
+        """An image whose mode the op refuses: the Loader leaves its item to the per-sample path
+        (this group's __call__)."""
+        return _refused_by_mode(x)
 
 
 @dataclass
@@ -152,10 +150,9 @@ class FusionPlan:
         and returns a tensor, which they would leave as it is)."""
         steps = self.steps
         core = [j for j in range(i, len(steps)) if not _noop(steps[j])]  # the steps that do something
-        tail = "".join(f"{getattr(steps[j], 'fusion_role', None)} " for j in core)
+        roles = [getattr(steps[j], "fusion_role", None) for j in core]
         for fusion in FUSIONS if fuse else ():
-            m = re.match(fusion.pattern, tail)
-            n = m.group(0).count(" ") if m is not None else 0
+            n = fusion.pattern.match(roles)
             if n and fusion.valid([steps[j] for j in core[:n]]):
                 run, count = [steps[j] for j in core[:n]], _past_noops(steps, core[n - 1] + 1) - i
                 if count == n:

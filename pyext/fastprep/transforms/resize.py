@@ -7,6 +7,7 @@ from typing import Any
 
 from fastprep.args import check_bool, check_int
 from fastprep.transforms.base import trunc_int, where
+from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.geometry import GeometricTransform
 from fastprep.transforms.inputs import check_interpolation, check_layout, check_size, is_int
 from fastprep.transforms.sample import Item
@@ -78,13 +79,19 @@ class Resize(GeometricTransform):
         return args | ({"layout": self.layout} if self.layout != "CHW" else {})
 
     @property
-    def fusion_role(self) -> str | None:
-        return "resize" if self.interpolation == "bilinear" else None
+    def fusion_role(self) -> FusionRole | None:
+        return FusionRole.RESIZE if self.interpolation == "bilinear" else None
 
-    def output_size(self, H: Any, W: Any) -> tuple[Any, Any]:
-        """torchvision's _compute_resized_output_size of an H x W image: ints, or arrays (one per sample)."""
-        if self.size is not None and len(self.size) == 2:
-            return self.size
+    @property
+    def fixed_size(self) -> tuple[int, int] | None:
+        """(h, w) every image is resized to; None when the output follows each image's shape."""
+        return self.size if self.size is not None and len(self.size) == 2 else None
+
+    def make_params(self, seed: Any, H: Any, W: Any) -> tuple[Any, Any]:
+        """The output size of an H x W image (`seed`: unused, nothing is drawn), torchvision's
+        _compute_resized_output_size: ints, or arrays (one per sample)."""
+        if self.fixed_size is not None:
+            return self.fixed_size
         tall = W <= H
         short, long = where(tall, W, H), where(tall, H, W)
         if self.size is None:
@@ -101,7 +108,7 @@ class Resize(GeometricTransform):
         return Window(0, 0, H, W, flip=flip)
 
     def cut(self, item: Item, win: Window, seed: Any, H: int, W: int) -> Any:
-        size = self.output_size(H, W)
+        size = self.make_params(seed, H, W)
         if not item.dense:
             return tv_functional().resize(item.value, size=list(size))
         return item.wrap(resize_region(item, win, W, size, self.antialias, self.interpolation, self.decode))
@@ -122,7 +129,7 @@ class CenterCrop(GeometricTransform):
         torch.Size([3, 224, 224])
     """
 
-    fusion_role = "crop"
+    fusion_role = FusionRole.CROP
 
     def __init__(self, size: int | tuple[int, int], layout: str = "CHW"):
         super().__init__()
@@ -132,7 +139,7 @@ class CenterCrop(GeometricTransform):
     def repr_args(self) -> dict[str, Any]:
         return {"size": self.size} | ({"layout": self.layout} if self.layout != "CHW" else {})
 
-    def offsets(self, seed: Any, H: Any, W: Any) -> tuple[Any, Any]:
+    def make_params(self, seed: Any, H: Any, W: Any) -> tuple[Any, Any]:
         """(top, left) of the crop in an H x W image it fits: ``round(d / 2)`` with halves to even is
         d // 2, plus 1 when d // 2 is odd and d is: d % 4 == 3 (ints or arrays alike)."""
         dh, dw = H - self.size[0], W - self.size[1]
@@ -143,7 +150,7 @@ class CenterCrop(GeometricTransform):
         h, w = self.size
         pl, pt = max(w - W, 0) // 2, max(h - H, 0) // 2
         pad = (pl, pt, max(w - W, 0) - pl, max(h - H, 0) - pt)
-        return Window(*self.offsets(seed, H + pt + pad[3], W + pl + pad[2]), h, w, pad, flip)
+        return Window(*self.make_params(seed, H + pt + pad[3], W + pl + pad[2]), h, w, pad, flip)
 
     def cut(self, item: Item, win: Window, seed: Any, H: int, W: int) -> Any:
         if not item.dense:

@@ -10,6 +10,7 @@ import torch
 from fastprep import counter_rng
 from fastprep.args import check_bool, check_real
 from fastprep.transforms.base import any_of, exp, round_int, sqrt, unit_float, where, word
+from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.geometry import RandomGeometric
 from fastprep.transforms.inputs import check_interpolation, check_layout, check_size
 from fastprep.transforms.sample import Item
@@ -85,11 +86,11 @@ class RandomResizedCrop(RandomGeometric):
         return args
 
     @property
-    def fusion_role(self) -> str | None:
+    def fusion_role(self) -> FusionRole | None:
         """Bilinear resizing is what the resized_crop op computes."""
-        return "resized_crop" if self.interpolation == "bilinear" else None
+        return FusionRole.RESIZED_CROP if self.interpolation == "bilinear" else None
 
-    def params(self, seed: Any, H: Any, W: Any) -> tuple[Any, Any, Any, Any]:
+    def make_params(self, seed: Any, H: Any, W: Any) -> tuple[Any, Any, Any, Any]:
         """(top, left, height, width) of the window drawn from `seed` in an H x W image: ints, or
         int64 arrays from uint64 arrays of seeds and int64 sizes (one per sample), the same bits."""
         r0, r1 = self.ratio
@@ -115,7 +116,7 @@ class RandomResizedCrop(RandomGeometric):
         return top, left, h, w
 
     def window(self, H: int, W: int, seed: int, flip: bool = False) -> Window:
-        return Window(*self.params(seed, H, W), flip=flip)
+        return Window(*self.make_params(seed, H, W), flip=flip)
 
     def cut(self, item: Item, win: Window, seed: int, H: int, W: int) -> Any:
         if not item.dense:

@@ -1,0 +1,71 @@
+"""Where a fused op reads: :class:`Geometry`, the one read (window, flips, resize and placement)
+that a group's geometric steps fold into, and :data:`FOLDS`, how each geometric role moves it
+(transforms/group.py folds a group's steps; docs/transforms.md walks through adding one)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+class Geometry:
+    """Where a fused op reads and what it writes: rows [top, top + height) and columns [left, left +
+    width) of the source image, resized (when a step resizes) to resized_height x resized_width,
+    of which the part at (out_top, out_left) of out_height x out_width is written (the size of what
+    the steps made so far), flipped left-right when `hflip`, upside down when `vflip`. `fits`: every
+    crop fits the image it cuts (else the steps run one by one: padding, or their error). Each value
+    is an int (one sample) or a numpy array (a chunk, one element per sample): the folds below are
+    the same code for both."""
+
+    def __init__(self, H: Any, W: Any):
+        # A field no step has moved yet is one value for every sample (False: no flip, whose
+        # arithmetic crop skips): a chunk's fold makes only the arrays its steps need.
+        self.top, self.left, self.height, self.width = 0, 0, H, W
+        self.hflip = self.vflip = False
+        self.fits = True
+        self.resized = False  # whether a step resized (every sample alike)
+        self.resized_height, self.resized_width, self.out_top, self.out_left = 0, 0, 0, 0  # 0: not resized
+        self.out_height, self.out_width = H, W
+
+    def flip(self, f: Any) -> None:
+        """A horizontal flip of what is made so far."""
+        self.hflip = self.hflip ^ f
+
+    def flip_v(self, f: Any) -> None:
+        """A vertical flip of what is made so far."""
+        self.vflip = self.vflip ^ f
+
+    def crop(self, top: Any, left: Any, height: Any, width: Any) -> None:
+        """A crop of what is made so far (of the source, or of the resize's outputs): its rows count
+        from the bottom when flipped vertically, its columns from the right when flipped horizontally."""
+        self.fits = self.fits & (top >= 0) & (left >= 0) & (top + height <= self.out_height) & \
+            (left + width <= self.out_width)
+        if self.vflip is not False:
+            top = top + (self.out_height - 2 * top - height) * self.vflip
+        if self.hflip is not False:
+            left = left + (self.out_width - 2 * left - width) * self.hflip
+        if self.resized:
+            self.out_top, self.out_left = self.out_top + top, self.out_left + left
+        else:
+            self.top, self.left, self.height, self.width = self.top + top, self.left + left, height, width
+        self.out_height, self.out_width = height, width
+
+    def resize(self, height: Any, width: Any) -> None:
+        """What is made so far resized to height x width (one resize an op call; a flip commutes with
+        it: each axis table is its own mirror image, docs/resize.md)."""
+        self.resized = True
+        self.resized_height, self.resized_width = self.out_height, self.out_width = height, width
+
+    def resized_crop(self, window: tuple[Any, Any, Any, Any], size: tuple[int, int]) -> None:
+        self.crop(*window)
+        self.resize(*size)
+
+
+FOLDS: dict[str, Callable[[Any, Any, Geometry], None]] = {
+    "hflip": lambda step, seed, g: g.flip(step.make_params(seed)),
+    "vflip": lambda step, seed, g: g.flip_v(step.make_params(seed)),
+    "crop": lambda step, seed, g: g.crop(*step.make_params(seed, g.out_height, g.out_width), *step.size),
+    "resized_crop": lambda step, seed, g: g.resized_crop(step.make_params(seed, g.out_height, g.out_width), step.size),
+    "resize": lambda step, seed, g: g.resize(*step.make_params(seed, g.out_height, g.out_width)),
+}
+"""How each geometric role moves the op's read: (step, its seed or None, Geometry) -> None."""
