@@ -132,12 +132,12 @@ void run_image(const char* op, const Tensor& img, const ImageView& v, int64_t i,
       out,    a.out.type, a.out.scale, a.mean.empty() ? nullptr : a.mean.data(), a.std.empty() ? nullptr : a.std.data(),
       p.vflip};
   try {
-    kernels::ResampleAxis rows = kernels::resample_axis(w.height, p.height, antialias, false, p.top, out_h);
-    kernels::ResampleAxis cols = kernels::resample_axis(w.width, p.width, antialias, hflip, p.left, out_w);
-    int64_t height = w.height, width = w.width;  // only the rows and columns the outputs read
-    const int64_t top = w.top + kernels::narrow_axis(rows, height), left = w.left + kernels::narrow_axis(cols, width);
-    const kernels::ResizeSource src{base + top * v.sh + left * v.sw, v.c, height, width, v.sc, v.sh, v.sw};
-    kernels::resized_crop(src, rows, cols, o, scratch);
+    // Only the rows and columns the outputs read; the tables of the previous image when they are its.
+    const kernels::NarrowedAxis& rows = scratch.rows.get(w.height, p.height, antialias, false, p.top, out_h);
+    const kernels::NarrowedAxis& cols = scratch.cols.get(w.width, p.width, antialias, hflip, p.left, out_w);
+    const int64_t top = w.top + rows.first, left = w.left + cols.first;
+    const kernels::ResizeSource src{base + top * v.sh + left * v.sw, v.c, rows.extent, cols.extent, v.sc, v.sh, v.sw};
+    kernels::resized_crop(src, rows.table, cols.table, o, scratch);
   } catch (const std::bad_alloc&) {  // a window or output size past this machine's memory
     fail(op, ": could not allocate the resampling buffers for ", w.image, " (window ", w.height, "x", w.width, " -> ",
          p.height, "x", p.width, ")");

@@ -103,6 +103,31 @@ def narrow_axis(start, count, extent):
     return lo, hi - lo
 
 
+@njit(cache=True)
+def narrowed_axis(size, full, antialias, reverse, first, n):
+    """resize.h's NarrowedAxis: resample_axis's table narrowed to the inputs it reads, as (table,
+    first input read, inputs read)."""
+    table = resample_axis(size, full, antialias, reverse, first, n)
+    first_read, extent = narrow_axis(table[0], table[1], size)
+    return table, first_read, extent
+
+
+class AxisCache:
+    """resize.h's AxisCache: the last narrowed table of one axis, kept while the next image asks for
+    the same one (a batch of equal windows and placements builds each table once)."""
+
+    def __init__(self) -> None:
+        self._key = None
+        self._axis = None
+
+    def get(self, size: int, full: int, antialias: bool, reverse: bool, first: int, n: int):
+        """narrowed_axis(size, full, antialias, reverse, first, n), built again only for new arguments."""
+        key = (size, full, antialias, reverse, first, n)
+        if key != self._key:
+            self._axis, self._key = narrowed_axis(size, full, antialias, reverse, first, n), key
+        return self._axis
+
+
 @njit(cache=True, inline="always")
 def saturate(acc, shift):
     """resize_simd.h's saturate: the sum shifted down, clamped to [0, 255]."""
@@ -222,18 +247,13 @@ def float_row(row, scale, mean, std, ch, dst, d):
 
 
 @njit(cache=True)
-def resized_crop_at(src, src_n, dst, dst_n, dst_dtype, base, obase, c, height, width, sc, sh, sw, out_h, out_w,
-                    antialias, hflip, out_type, scale, mean, std, place):
-    """One image on tensors' addresses (storage.py): its window (element (0, 0, 0) at `base` of the
-    src_n bytes) into the [c, out_h, out_w] output at element `obase` of dst, placed by `place`
-    (resized height, width, out top, left, vflip). As run_image."""
+def resized_crop_at(src, src_n, dst, dst_n, dst_dtype, base, obase, c, height, width, sc, sh, sw, rows, cols,
+                    out_type, scale, mean, std, vflip):
+    """One image on tensors' addresses (storage.py): the height x width inputs its narrowed tables
+    read (element (0, 0, 0) at `base` of the src_n bytes) into the [c, out_h, out_w] output at
+    element `obase` of dst (out_h, out_w: the tables' lengths). As resize.cpp's resized_crop."""
+    out_h, out_w = rows[0].shape[0], cols[0].shape[0]
     s, out = array_at(src, src_n, np.uint8), array_at(dst, dst_n, dst_dtype)[obase:obase + c * out_h * out_w]
-    full_h, full_w, out_top, out_left, vflip = place
-    rows = resample_axis(height, full_h, antialias, False, out_top, out_h)
-    cols = resample_axis(width, full_w, antialias, hflip, out_left, out_w)
-    top, height = narrow_axis(rows[0], rows[1], height)  # only the rows and columns the outputs read
-    left, width = narrow_axis(cols[0], cols[1], width)
-    base += top * sh + left * sw
     max_count = rows[1].max()
     cap = (max_count + 2 * BLOCK - 1) // BLOCK * BLOCK  # the rows an output row reads, and a block
     scratch = (np.empty(c * width * BLOCK, np.uint8), np.empty(c * out_w * BLOCK, np.uint8), np.empty(BLOCK, np.int64),
@@ -257,12 +277,16 @@ def _stats(a) -> tuple[np.ndarray, np.ndarray]:
     return (empty, empty) if a.mean is None else (np.array(a.mean, np.float32), np.array(a.std, np.float32))
 
 
-def _run(img, v, i, window, out, obase, out_h, out_w, hflip, antialias, scale, stats, p) -> None:
+def _run(img, v, i, window, out, obase, out_h, out_w, hflip, antialias, scale, stats, p, tables) -> None:
+    """resize.cpp's run_image: image i of img, its window placed at p; `tables` (rows, cols) are the
+    AxisCaches the images of one call share."""
     top, left, height, width = window
+    # Only the rows and columns the outputs read; the tables of the previous image when they are its.
+    rows, first_row, height = tables[0].get(height, p.height, antialias, False, p.top, out_h)
+    cols, first_col, width = tables[1].get(width, p.width, antialias, hflip, p.left, out_w)
     resized_crop_at(img.data_ptr(), span_count(img), out.data_ptr(), out.numel(), FLAT_DTYPE[out.dtype],
-                    i * v.sn + top * v.sh + left * v.sw, obase, v.c, height, width, v.sc, v.sh, v.sw, out_h, out_w,
-                    antialias, hflip, TYPE_CODE[out.dtype], scale, *stats,
-                    (p.height, p.width, p.top, p.left, bool(p.vflip)))
+                    i * v.sn + (top + first_row) * v.sh + (left + first_col) * v.sw, obase, v.c, height, width, v.sc,
+                    v.sh, v.sw, rows, cols, TYPE_CODE[out.dtype], scale, *stats, bool(p.vflip))
 
 
 def resized_crop(img, top, left, height, width, out_height, out_width, layout="CHW", hflip=False, antialias=True,
@@ -274,9 +298,10 @@ def resized_crop(img, top, left, height, width, out_height, out_width, layout="C
                             lambda: f"out_height={out_height}, out_width={out_width}")
     if out.numel() == 0:
         return out
+    stats, tables = _stats(a), (AxisCache(), AxisCache())
     for i in range(v.n):
         _run(img, v, i, (top, left, height, width), out, i * v.c * out_height * out_width, out_height, out_width,
-             bool(hflip), bool(antialias), scale, _stats(a), p)
+             bool(hflip), bool(antialias), scale, stats, p, tables)
     return out
 
 
@@ -288,7 +313,7 @@ def resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout="CHW", hf
     _, c, out_h, out_w = out.shape
     if c == 0:
         return
-    stats = _stats(a)
+    stats, tables = _stats(a), (AxisCache(), AxisCache())
     for i, (img, v) in enumerate(zip(imgs, views)):
         _run(img, v, 0, (tops[i], lefts[i], heights[i], widths[i]), out, i * c * out_h * out_w, out_h, out_w,
-             bool(hflips and hflips[i]), bool(antialias), scale, stats, places[i])
+             bool(hflips and hflips[i]), bool(antialias), scale, stats, places[i], tables)
