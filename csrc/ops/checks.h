@@ -139,6 +139,14 @@ inline void check_min_dim(const char* op, const char* arg, const Tensor& t, int6
                  t.dim(), "-D tensor");
 }
 
+// An input of one dtype and at least min_dim dims (the bit ops' x, packed and mask), checked in
+// that order: None, dtype, dims.
+inline void check_input(const char* op, const char* arg, const Tensor& t, ScalarType dtype, int64_t min_dim) {
+  check_tensor(op, arg, t);
+  check_dtype(op, arg, t, dtype);
+  check_min_dim(op, arg, t, min_dim);
+}
+
 // Python-style negative dims; returns the dim in [0, ndim).
 inline int64_t wrap_dim(const char* op, int64_t dim, int64_t ndim) {
   FASTPREP_CHECK(dim >= -ndim && dim < ndim, op, ": dim ", dim, " is out of range for a ", ndim,
