@@ -112,22 +112,6 @@ def narrowed_axis(size, full, antialias, reverse, first, n):
     return table, first_read, extent
 
 
-class AxisCache:
-    """resize.h's AxisCache: the last narrowed table of one axis, kept while the next image asks for
-    the same one (a batch of equal windows and placements builds each table once)."""
-
-    def __init__(self) -> None:
-        self._key = None
-        self._axis = None
-
-    def get(self, size: int, full: int, antialias: bool, reverse: bool, first: int, n: int):
-        """narrowed_axis(size, full, antialias, reverse, first, n), built again only for new arguments."""
-        key = (size, full, antialias, reverse, first, n)
-        if key != self._key:
-            self._axis, self._key = narrowed_axis(size, full, antialias, reverse, first, n), key
-        return self._axis
-
-
 @njit(cache=True, inline="always")
 def saturate(acc, shift):
     """resize_simd.h's saturate: the sum shifted down, clamped to [0, 255]."""
@@ -272,21 +256,49 @@ def resized_crop_at(src, src_n, dst, dst_n, dst_dtype, base, obase, c, height, w
                      vflip)
 
 
+# The columns of resized_images' rows: one image each.
+ADDRESS, SPAN, BASE, HEIGHT, WIDTH, SC, SH, SW, HFLIP, FULL_H, FULL_W, OUT_TOP, OUT_LEFT, VFLIP, OBASE = range(15)
+
+
+@njit(cache=True)
+def resized_images(images, dst, dst_n, dst_dtype, c, out_h, out_w, antialias, out_type, scale, mean, std):
+    """resize.cpp's loop of run_image: one image a row of `images` (its source's address and
+    elements, its window's first element, size and strides, hflip, placement, output's first
+    element; the columns above). Each axis's narrowed table is kept while the next image asks for
+    the same one, as resize.h's AxisCache (a batch of equal windows and placements builds it once)."""
+    rows, cols = narrowed_axis(1, 1, antialias, False, 0, 1), narrowed_axis(1, 1, antialias, False, 0, 1)
+    rows_key, cols_key = (-1, -1, -1, -1), (-1, -1, -1, -1)
+    for i in range(images.shape[0]):
+        im = images[i]
+        key = (im[HEIGHT], im[FULL_H], 0, im[OUT_TOP])
+        if key != rows_key:
+            rows, rows_key = narrowed_axis(im[HEIGHT], im[FULL_H], antialias, False, im[OUT_TOP], out_h), key
+        key = (im[WIDTH], im[FULL_W], im[HFLIP], im[OUT_LEFT])
+        if key != cols_key:
+            cols, cols_key = narrowed_axis(im[WIDTH], im[FULL_W], antialias, im[HFLIP] != 0, im[OUT_LEFT], out_w), key
+        # Only the rows and columns the outputs read.
+        table_rows, first_row, height = rows
+        table_cols, first_col, width = cols
+        base = im[BASE] + first_row * im[SH] + first_col * im[SW]
+        resized_crop_at(im[ADDRESS], im[SPAN], dst, dst_n, dst_dtype, base, im[OBASE], c, height, width, im[SC], im[SH],
+                        im[SW], table_rows, table_cols, out_type, scale, mean, std, im[VFLIP] != 0)
+
+
 def _stats(a) -> tuple[np.ndarray, np.ndarray]:
     empty = np.empty(0, np.float32)
     return (empty, empty) if a.mean is None else (np.array(a.mean, np.float32), np.array(a.std, np.float32))
 
 
-def _run(img, v, i, window, out, obase, out_h, out_w, hflip, antialias, scale, stats, p, tables) -> None:
-    """resize.cpp's run_image: image i of img, its window placed at p; `tables` (rows, cols) are the
-    AxisCaches the images of one call share."""
+def _image(img, v, i, window, hflip, p, obase) -> list[int]:
+    """Image i of img (its view v), its window placed at p, as a row of resized_images' images."""
     top, left, height, width = window
-    # Only the rows and columns the outputs read; the tables of the previous image when they are its.
-    rows, first_row, height = tables[0].get(height, p.height, antialias, False, p.top, out_h)
-    cols, first_col, width = tables[1].get(width, p.width, antialias, hflip, p.left, out_w)
-    resized_crop_at(img.data_ptr(), span_count(img), out.data_ptr(), out.numel(), FLAT_DTYPE[out.dtype],
-                    i * v.sn + (top + first_row) * v.sh + (left + first_col) * v.sw, obase, v.c, height, width, v.sc,
-                    v.sh, v.sw, rows, cols, TYPE_CODE[out.dtype], scale, *stats, bool(p.vflip))
+    return [img.data_ptr(), span_count(img), i * v.sn + top * v.sh + left * v.sw, height, width, v.sc, v.sh, v.sw,
+            int(bool(hflip)), p.height, p.width, p.top, p.left, int(bool(p.vflip)), obase]
+
+
+def _run(images, out, c, out_h, out_w, antialias, scale, a) -> None:
+    resized_images(np.array(images, np.int64).reshape(-1, 15), out.data_ptr(), out.numel(), FLAT_DTYPE[out.dtype], c,
+                   out_h, out_w, bool(antialias), TYPE_CODE[out.dtype], np.float32(scale), *_stats(a))
 
 
 def resized_crop(img, top, left, height, width, out_height, out_width, layout="CHW", hflip=False, antialias=True,
@@ -298,10 +310,9 @@ def resized_crop(img, top, left, height, width, out_height, out_width, layout="C
                             lambda: f"out_height={out_height}, out_width={out_width}")
     if out.numel() == 0:
         return out
-    stats, tables = _stats(a), (AxisCache(), AxisCache())
-    for i in range(v.n):
-        _run(img, v, i, (top, left, height, width), out, i * v.c * out_height * out_width, out_height, out_width,
-             bool(hflip), bool(antialias), scale, stats, p, tables)
+    images = [_image(img, v, i, (top, left, height, width), hflip, p, i * v.c * out_height * out_width)
+              for i in range(v.n)]
+    _run(images, out, v.c, out_height, out_width, antialias, scale, a)
     return out
 
 
@@ -313,7 +324,6 @@ def resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout="CHW", hf
     _, c, out_h, out_w = out.shape
     if c == 0:
         return
-    stats, tables = _stats(a), (AxisCache(), AxisCache())
-    for i, (img, v) in enumerate(zip(imgs, views)):
-        _run(img, v, 0, (tops[i], lefts[i], heights[i], widths[i]), out, i * c * out_h * out_w, out_h, out_w,
-             bool(hflips and hflips[i]), bool(antialias), scale, stats, places[i], tables)
+    images = [_image(img, v, 0, (tops[i], lefts[i], heights[i], widths[i]), hflips and hflips[i], places[i],
+                     i * c * out_h * out_w) for i, (img, v) in enumerate(zip(imgs, views))]
+    _run(images, out, c, out_h, out_w, antialias, scale, a)
