@@ -93,6 +93,29 @@ def test_batch_places_each_image_as_the_per_sample_op():
         assert torch.equal(out, want), impl.__module__
 
 
+# A batch's images in order, each changing one thing of what its weight tables depend on (window
+# size, resized size, place, hflip) or nothing (a new window position, vflip): the tables kept from
+# the previous image serve only when they are its. (window, resized, place, hflip, vflip).
+TABLE_REUSE = [((0, 0, 50, 70), (40, 56), (4, 6), False, False), ((0, 0, 50, 70), (40, 56), (4, 6), False, False),
+               ((5, 7, 50, 70), (40, 56), (4, 6), False, False), ((5, 7, 50, 70), (40, 56), (4, 6), True, False),
+               ((5, 7, 50, 70), (40, 56), (5, 6), True, False), ((2, 3, 45, 70), (40, 56), (5, 6), True, False),
+               ((2, 3, 45, 70), (40, 56), (5, 6), True, True), ((2, 3, 45, 70), (41, 56), (5, 6), True, True),
+               ((0, 0, 50, 70), (40, 56), (4, 6), False, False)]
+
+
+def test_batch_tables_follow_each_images_arguments():
+    imgs = [_image((61, 83, 3), 10 + i) for i in range(len(TABLE_REUSE))]
+    want = torch.stack([_reference(img, win, rs, pl, (20, 20), hf, vf) for img, (win, rs, pl, hf, vf)
+                        in zip(imgs, TABLE_REUSE)])
+    windows, resized, places, hflips, vflips = (list(v) for v in zip(*TABLE_REUSE))
+    tops, lefts, heights, widths = (list(v) for v in zip(*windows))
+    for impl in BATCH_IMPLS:
+        out = torch.zeros((len(imgs), 3, 20, 20), dtype=torch.uint8)
+        impl(imgs, tops, lefts, heights, widths, out, "HWC", hflips, True, 1.0, None, None, vflips,
+             [r[0] for r in resized], [r[1] for r in resized], [p[0] for p in places], [p[1] for p in places])
+        assert torch.equal(out, want), impl.__module__
+
+
 def test_opcheck_with_placements():
     img = _image((9, 8, 3))
     torch.library.opcheck(torch.ops.fastprep.resized_crop.default,

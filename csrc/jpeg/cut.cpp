@@ -189,12 +189,12 @@ void check_bands(const RawRecord& r, int64_t y0, int64_t y1, int64_t b0, int64_t
   const uint8_t* ptrs[kMaxRanges];
   size_t sizes[kMaxRanges];
   uint32_t crcs[kMaxRanges];
-  int64_t ys[kMaxRanges], bs[kMaxRanges];
+  int64_t ys[kMaxRanges], bs[kMaxRanges], crc_offsets[kMaxRanges];
   int64_t k = 0;
   auto flush = [&] {
     crc32c_many(ptrs, sizes, crcs, static_cast<size_t>(k));
     for (int64_t i = 0; i < k; ++i) {
-      if (crcs[i] != le32(r.band_crc + 4 * (ys[i] * r.bands + bs[i]))) {
+      if (crcs[i] != le32(r.band_crc + crc_offsets[i])) {
         throw RecordError("checksum mismatch in pixel row " + std::to_string(ys[i]) + ", band " +
                           std::to_string(bs[i]) + ": the shard is corrupt");
       }
@@ -203,10 +203,10 @@ void check_bands(const RawRecord& r, int64_t y0, int64_t y1, int64_t b0, int64_t
   };
   for (int64_t y = y0; y < y1; ++y) {
     for (int64_t b = b0; b < b1; ++b) {
-      const int64_t x0 = b * r.band, x1 = std::min(r.width, x0 + r.band);
-      ptrs[k] = r.pixels + (y * r.width + x0) * r.channels;
-      sizes[k] = static_cast<size_t>((x1 - x0) * r.channels);
-      ys[k] = y, bs[k] = b;
+      const BandSpan s = band_span(y, b, r.width, r.channels, r.band, r.bands);
+      ptrs[k] = r.pixels + s.offset;
+      sizes[k] = static_cast<size_t>(s.size);
+      ys[k] = y, bs[k] = b, crc_offsets[k] = s.crc_offset;
       if (++k == kMaxRanges) flush();
     }
   }

@@ -54,11 +54,16 @@ py::dict layout_dict(const jp::ScanLayout& L) {
   return d;
 }
 
-// Binds f(record, checksum, top, left, height, width, verify): the window functions' one signature.
+// Binds f(record's bytes, checksum, window, verify) as name(record, checksum, top, left, height,
+// width, verify=True): the window functions' one signature.
 template <class F>
-void def_window(py::module_& m, const char* name, F&& f, const char* doc) {
-  m.def(name, std::forward<F>(f), py::arg("record"), py::arg("checksum"), py::arg("top"), py::arg("left"),
-        py::arg("height"), py::arg("width"), py::arg("verify") = true, doc);
+void def_window(py::module_& m, const char* name, F f, const char* doc) {
+  m.def(
+      name,
+      [f](const py::buffer& record, uint32_t checksum, int64_t top, int64_t left, int64_t height, int64_t width,
+          bool verify) { return f(jp::input_bytes(record), checksum, jp::Window{top, left, height, width}, verify); },
+      py::arg("record"), py::arg("checksum"), py::arg("top"), py::arg("left"), py::arg("height"), py::arg("width"),
+      py::arg("verify") = true, doc);
 }
 
 }  // namespace
@@ -157,13 +162,9 @@ void bind_packed(py::module_& m) {
 
   def_window(
       m, "check_raw_window",
-      [](const py::buffer& record, uint32_t checksum, int64_t top, int64_t left, int64_t height, int64_t width,
-         bool verify) {
-        py::buffer_info in = jp::input_bytes(record);
-        const jp::RawRecord r = without_gil([&] {
-          return jp::check_raw_window(static_cast<const uint8_t*>(in.ptr), in.size, checksum,
-                                      jp::Window{top, left, height, width}, verify);
-        });
+      [](const py::buffer_info& in, uint32_t checksum, const jp::Window& w, bool verify) {
+        const jp::RawRecord r = without_gil(
+            [&] { return jp::check_raw_window(static_cast<const uint8_t*>(in.ptr), in.size, checksum, w, verify); });
         const int64_t offset = r.pixels - static_cast<const uint8_t*>(in.ptr);
         return py::make_tuple(offset, r.width * r.channels, r.channels);
       },
@@ -172,11 +173,8 @@ void bind_packed(py::module_& m) {
 
   def_window(
       m, "cut_record",
-      [](const py::buffer& record, uint32_t checksum, int64_t top, int64_t left, int64_t height, int64_t width,
-         bool verify) {
-        py::buffer_info in = jp::input_bytes(record);
+      [](const py::buffer_info& in, uint32_t checksum, const jp::Window& w, bool verify) {
         const auto* data = static_cast<const uint8_t*>(in.ptr);
-        const jp::Window w{top, left, height, width};
         jp::JpegRecord rec;
         jp::Cut cut = without_gil([&] {
           rec = jp::open_jpeg_record(data, in.size, checksum);
@@ -190,7 +188,7 @@ void bind_packed(py::module_& m) {
           jp::write_cut(rec, cut, reinterpret_cast<uint8_t*>(dst));
           return 0;
         });
-        return py::make_tuple(out, top - cut.top, left - cut.left);
+        return py::make_tuple(out, w.top - cut.top, w.left - cut.left);
       },
       "The JPEG of the restart intervals covering a window, and the window's (top, left) in it: "
       "(bytes, top, left). Decoding it and cropping gives the window's bits.");

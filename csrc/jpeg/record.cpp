@@ -113,11 +113,10 @@ BuiltRecord build_raw_record(const uint8_t* pixels, int64_t height, int64_t widt
   put64(m + 32, pixel_bytes);
   uint8_t* band_crc = m + kMetaBytes;
   for (int64_t y = 0; y < height; ++y) {
-    uint8_t* row = m + pixel_offset + y * row_bytes;
-    std::memcpy(row, pixels + y * row_stride, static_cast<size_t>(row_bytes));
+    std::memcpy(m + pixel_offset + y * row_bytes, pixels + y * row_stride, static_cast<size_t>(row_bytes));
     for (int64_t b = 0; b < bands; ++b) {
-      const int64_t x0 = b * kRawBand * channels, x1 = std::min(row_bytes, x0 + kRawBand * channels);
-      put32(band_crc + 4 * (y * bands + b), crc32c(row + x0, static_cast<size_t>(x1 - x0)));
+      const BandSpan s = band_span(y, b, width, channels, kRawBand, bands);
+      put32(band_crc + s.crc_offset, crc32c(m + pixel_offset + s.offset, static_cast<size_t>(s.size)));
     }
   }
   put32(m + 40, crc32c(band_crc, static_cast<size_t>(table)));  // the checksum below covers every pixel

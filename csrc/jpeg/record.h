@@ -27,6 +27,7 @@
 // before use: a window read checks the JPEG header and the MCU rows it cuts, or the pixel bands it
 // copies. Corruption is an error, never a wrong image.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -86,6 +87,18 @@ struct RawRecord {
   uint16_t version = 0;
   uint32_t table_crc = 0;  // of band_crc's 4 * height * bands bytes (version 2)
 };
+
+// Where the CRC of band b of pixel row y lies in a raw record: its bytes in the pixels (`band`
+// pixels a band, a row's last band shorter) and its u32 in the band CRC table. The one statement
+// of the band layout, which the writer and the readers share.
+struct BandSpan {
+  int64_t offset, size;  // bytes [offset, offset + size) of the pixels
+  int64_t crc_offset;    // the table's bytes [crc_offset, crc_offset + 4)
+};
+inline BandSpan band_span(int64_t y, int64_t b, int64_t width, int64_t channels, int64_t band, int64_t bands) {
+  const int64_t x0 = b * band, x1 = std::min(width, x0 + band);
+  return BandSpan{(y * width + x0) * channels, (x1 - x0) * channels, 4 * (y * bands + b)};
+}
 
 // 1 (JPEG) or 2 (raw), from the magic; throws RecordError for anything else.
 int record_kind(const uint8_t* record, size_t size);

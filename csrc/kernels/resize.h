@@ -38,6 +38,27 @@ ResampleAxis resample_axis(int64_t in, int64_t full, bool antialias, bool revers
 // table's starts by it; `extent` becomes the span read.
 int64_t narrow_axis(ResampleAxis& a, int64_t& extent);
 
+// One axis's table narrowed (narrow_axis): `first` is the first input it reads, `extent` the span.
+struct NarrowedAxis {
+  ResampleAxis table;
+  int64_t first = 0, extent = 0;
+};
+
+// The last narrowed table of one axis, kept while the next image asks for the same one: a batch
+// of equal windows and placements (Resize then CenterCrop on equal-size images, the images of a
+// 4-D tensor) builds each table once; different windows (RandomResizedCrop) build theirs as before.
+class AxisCache {
+ public:
+  // The table of resample_axis(in, full, antialias, reverse, first, count), narrowed over `in` inputs.
+  const NarrowedAxis& get(int64_t in, int64_t full, bool antialias, bool reverse, int64_t first, int64_t count);
+
+ private:
+  bool valid_ = false;
+  int64_t in_ = 0, full_ = 0, first_ = 0, count_ = 0;
+  bool antialias_ = false, reverse_ = false;
+  NarrowedAxis axis_;
+};
+
 struct ResizeSource {
   const uint8_t* data;  // element (0, 0, 0) of the window
   int64_t c, height, width;
@@ -55,10 +76,11 @@ struct ResizeOutput {
   bool vflip;  // output row y written at out_h - 1 - y
 };
 
-// Buffers a batch reuses from sample to sample.
+// Buffers and tables a batch reuses from sample to sample.
 struct ResizeScratch {
   std::vector<uint8_t> tile, tile_out, ring, row;
   std::vector<const uint8_t*> row_taps;
+  AxisCache rows, cols;
 };
 
 void resized_crop(const ResizeSource& src, const ResampleAxis& rows, const ResampleAxis& cols, const ResizeOutput& out,

@@ -126,4 +126,19 @@ int64_t narrow_axis(ResampleAxis& a, int64_t& extent) {
   return lo;
 }
 
+const NarrowedAxis& AxisCache::get(int64_t in, int64_t full, bool antialias, bool reverse, int64_t first,
+                                   int64_t count) {
+  if (valid_ && in == in_ && full == full_ && antialias == antialias_ && reverse == reverse_ && first == first_ &&
+      count == count_) {
+    return axis_;
+  }
+  valid_ = false;  // until the new table is whole (resample_axis may throw bad_alloc)
+  axis_.table = resample_axis(in, full, antialias, reverse, first, count);
+  axis_.extent = in;
+  axis_.first = narrow_axis(axis_.table, axis_.extent);
+  in_ = in, full_ = full, first_ = first, count_ = count, antialias_ = antialias, reverse_ = reverse;
+  valid_ = true;
+  return axis_;
+}
+
 }  // namespace fastprep::kernels

@@ -7,7 +7,6 @@
 #include <torch/csrc/stable/tensor.h>
 #include <torch/headeronly/util/Exception.h>
 
-#include <cmath>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -140,6 +139,14 @@ inline void check_min_dim(const char* op, const char* arg, const Tensor& t, int6
                  t.dim(), "-D tensor");
 }
 
+// An input of one dtype and at least min_dim dims (the bit ops' x, packed and mask), checked in
+// that order: None, dtype, dims.
+inline void check_input(const char* op, const char* arg, const Tensor& t, ScalarType dtype, int64_t min_dim) {
+  check_tensor(op, arg, t);
+  check_dtype(op, arg, t, dtype);
+  check_min_dim(op, arg, t, min_dim);
+}
+
 // Python-style negative dims; returns the dim in [0, ndim).
 inline int64_t wrap_dim(const char* op, int64_t dim, int64_t ndim) {
   FASTPREP_CHECK(dim >= -ndim && dim < ndim, op, ": dim ", dim, " is out of range for a ", ndim,
@@ -171,13 +178,6 @@ inline bool parse_structure(const char* op, const StrArg& structure) {
 // The largest finite value of a float image dtype: a larger finite fill value would become inf.
 inline double largest_finite(ScalarType t) {
   return t == ScalarType::Half ? 65504.0 : t == ScalarType::BFloat16 ? 3.3895313892515355e38 : 3.4028234663852886e38;
-}
-
-// The colour ops' `scale` multiplies in float32: a value float32 cannot hold (inf, nan, 1e300)
-// would turn every output into inf or nan.
-inline void check_scale(const char* op, double scale) {
-  FASTPREP_CHECK(std::isfinite(scale) && std::abs(scale) <= 3.4028234663852886e38, op,
-                 ": expected scale to be a finite float32 value, got scale=", scale);
 }
 
 inline void check_iterations(const char* op, int64_t iterations) {

@@ -4,7 +4,7 @@
 #include "kernels/color.h"
 #include "ops/alloc.h"
 #include "ops/checks.h"
-#include "ops/color_args.h"
+#include "ops/output_args.h"
 #include "ops/views.h"
 
 namespace fastprep::ops {
@@ -17,16 +17,12 @@ Tensor convert(const char* op, const Tensor& img, const StrArg& layout, std::opt
   const ImageView v = image_view(op, "img", img, parse_layout(op, layout));
   FASTPREP_CHECK(v.c == 3, op, ": expected img to have 3 channels, got ", v.c);
   const int32_t out_code = out_dtype ? out_dtype->code : dtype_code(in);
-  FASTPREP_CHECK(color_type_code(out_code) >= 0, op,
-                 ": expected out_dtype to be torch.uint8, torch.float32, "
-                 "torch.float16 or torch.bfloat16, got ",
-                 dtype_name(out_code));
-  const auto odt = static_cast<ScalarType>(out_code);
-  FASTPREP_CHECK(odt != ScalarType::Byte || in == ScalarType::Byte, op,
+  // Only a uint8 out_dtype fails this, and check_output's dtype check passes it: checked first, it
+  // gives the messages in the same order as checked between check_output's dtype and scale checks.
+  FASTPREP_CHECK(out_code != dtype_code(ScalarType::Byte) || in == ScalarType::Byte, op,
                  ": out_dtype=torch.uint8 needs a torch.uint8 img, got ", dtype_name(in));
-  FASTPREP_CHECK(odt != ScalarType::Byte || scale == 1.0, op,
-                 ": expected scale=1 for a torch.uint8 output, got scale=", scale);
-  check_scale(op, scale);
+  const OutputType o = check_output(op, out_code, scale);
+  const auto odt = static_cast<ScalarType>(out_code);
   std::vector<int64_t> sizes{3, v.h, v.w};
   if (v.batched) sizes.insert(sizes.begin(), v.n);
   const auto source = shape_source("img", img);
@@ -36,9 +32,8 @@ Tensor convert(const char* op, const Tensor& img, const StrArg& layout, std::opt
   for (int64_t i = 0; i < v.n; ++i) {
     const kernels::ColorSource src{
         static_cast<const char*>(img.const_data_ptr()) + i * v.sn * ies, v.h, v.w, v.sc, v.sh, v.sw};
-    char* o = static_cast<char*>(out.mutable_data_ptr()) + i * 3 * v.h * v.w * oes;
-    kernels::convert_color(src, color_type_code(dtype_code(in)), o, color_type_code(out_code), forward,
-                           static_cast<float>(scale));
+    char* dst = static_cast<char*>(out.mutable_data_ptr()) + i * 3 * v.h * v.w * oes;
+    kernels::convert_color(src, color_type_code(dtype_code(in)), dst, o.type, forward, o.scale);
   }
   return out;
 }

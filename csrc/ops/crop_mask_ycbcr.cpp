@@ -14,7 +14,7 @@
 #include "kernels/random_mask.h"
 #include "ops/alloc.h"
 #include "ops/checks.h"
-#include "ops/color_args.h"
+#include "ops/output_args.h"
 #include "ops/overlap.h"
 #include "ops/views.h"
 
@@ -42,17 +42,19 @@ void check_crop_size(const char* op, int64_t height, int64_t width) {
   FASTPREP_CHECK(height > 0 && width > 0, op, ": expected a positive crop size, got height=", height, " width=", width);
 }
 
-// The arguments every sample shares but the crop size; returns whether the structure is "square".
-bool check_shared(const char* op, double p, const StrArg& structure, int32_t out_code, double scale) {
+struct Sample {
+  int64_t height, width;
+  double p;
+  bool square;
+  OutputType out;
+};
+
+// What every sample shares, checked (the crop size is checked before, with the image).
+Sample check_shared(const char* op, int64_t height, int64_t width, double p, const StrArg& structure, int32_t out_code,
+                    double scale) {
   FASTPREP_CHECK(p >= 0.0 && p <= 1.0, op, ": expected 0 <= p <= 1, got p=", p);  // NaN fails too
   const bool square = parse_structure(op, structure);
-  FASTPREP_CHECK(color_type_code(out_code) >= 0, op,
-                 ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or torch.bfloat16, got ",
-                 dtype_name(out_code));
-  FASTPREP_CHECK(out_code != dtype_code(ScalarType::Byte) || scale == 1.0, op,
-                 ": expected scale=1 for a torch.uint8 output, got scale=", scale);
-  check_scale(op, scale);
-  return square;
+  return Sample{height, width, p, square, check_output(op, out_code, scale)};
 }
 
 // One source image (`arg` names it in messages): uint8, 3-D, 3 channels.
@@ -70,14 +72,6 @@ void check_fits(const char* op, const ImageView& v, int64_t height, int64_t widt
   FASTPREP_CHECK(height <= v.h && width <= v.w, op, ": crop ", height, "x", width, " is larger than the image ", v.h,
                  "x", v.w);
 }
-
-struct Sample {
-  int64_t height, width;
-  double p;
-  bool square;
-  int out_type;
-  float scale;
-};
 
 // One sample into out ([3, height, width] contiguous) and, when mask_out is given, its packed mask
 // ([height, ceil(width / 8)]): the window at (top, left) of the image (checked inside it), the mask
@@ -100,7 +94,7 @@ void run_sample(const Sample& s, const Tensor& img, const ImageView& v, int64_t 
   const kernels::RgbSource src{hflip ? base + (v.w - 1) * v.sw : base, v.sc, v.sh, hflip ? -v.sw : v.sw};
   // In the flipped read the window's columns are counted from the image's right edge.
   kernels::crop_mask_ycbcr(src, top, hflip ? v.w - left - s.width : left, s.height, s.width,
-                           apply_mask ? words : nullptr, out, s.out_type, s.scale);
+                           apply_mask ? words : nullptr, out, s.out.type, s.out.scale);
 }
 
 // Where crop_mask_ycbcr_batch reads sample `i`: tops[i] / lefts[i] place the window in imgs[i].
@@ -133,7 +127,7 @@ std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t w
   check_crop_size(op, height, width);
   check_fits(op, v, height, width);
   const int32_t out_code = out_dtype ? out_dtype->code : dtype_code(ScalarType::Byte);
-  const bool square = check_shared(op, p, structure, out_code, scale);
+  const Sample s = check_shared(op, height, width, p, structure, out_code, scale);
   const auto odt = static_cast<ScalarType>(out_code);
   const std::vector<int64_t> sizes{3, height, width};
   const auto source = [&] { return "height=" + std::to_string(height) + ", width=" + std::to_string(width); };
@@ -142,7 +136,6 @@ std::tuple<Tensor, Tensor> crop_mask_ycbcr(Tensor img, int64_t height, int64_t w
   const std::vector<int64_t> mask_sizes{height, bytes_for_bits(width)};
   Tensor mask = new_output(op, img, return_mask ? mask_sizes : std::vector<int64_t>{0}, ScalarType::Byte, source);
   Scratch scratch;
-  const Sample s{height, width, p, square, color_type_code(out_code), static_cast<float>(scale)};
   // The seed's window, drawn over the image as the crop sees it (flipped or not: the same sizes),
   // is at the mirrored columns of the image itself when flipped.
   const uint64_t useed = static_cast<uint64_t>(seed);
@@ -163,7 +156,7 @@ void crop_mask_ycbcr_batch(std::vector<Tensor> imgs, std::vector<int64_t> tops, 
   const bool hwc = parse_layout(op, layout);
   const ScalarType odt = image_dtype(op, "out", out);
   check_crop_size(op, height, width);
-  const bool square = check_shared(op, p, structure, dtype_code(odt), scale);
+  const Sample s = check_shared(op, height, width, p, structure, dtype_code(odt), scale);
   const int64_t n = static_cast<int64_t>(imgs.size());
   const auto check_count = [&](size_t got, const char* one, const char* arg) {
     FASTPREP_CHECK(static_cast<int64_t>(got) == n, op, ": expected one ", one, " per image (", n, "), got ", got, " ",
@@ -195,7 +188,6 @@ void crop_mask_ycbcr_batch(std::vector<Tensor> imgs, std::vector<int64_t> tops, 
   if (masks) check_outputs_apart(op, "out", out, "masks", *masks);
   if (n == 0) return;  // out may then be [0, 3, height, width] with sizes whose product overflows
   // out and masks exist with these shapes, so their per-sample sizes fit int64.
-  const Sample s{height, width, p, square, color_type_code(dtype_code(odt)), static_cast<float>(scale)};
   const int64_t image_bytes = 3 * height * width * dtype_size(odt), mask_bytes = height * bytes_for_bits(width);
   Scratch scratch;
   for (int64_t i = 0; i < n; ++i) {

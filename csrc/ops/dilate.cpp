@@ -27,17 +27,13 @@ Tensor run_dilate(const char* op, const char* arg, const Tensor& x, int64_t widt
 
 Tensor dilate(Tensor mask, StrArg structure, int64_t iterations) {
   constexpr const char* op = "dilate";
-  check_tensor(op, "mask", mask);
-  check_dtype(op, "mask", mask, ScalarType::Bool);
-  check_min_dim(op, "mask", mask, 2);
+  check_input(op, "mask", mask, ScalarType::Bool, 2);
   return run_dilate(op, "mask", mask, mask.size(mask.dim() - 1), false, structure, iterations);
 }
 
 Tensor dilate_packed(Tensor packed, int64_t width, StrArg structure, int64_t iterations) {
   constexpr const char* op = "dilate_packed";
-  check_tensor(op, "packed", packed);
-  check_dtype(op, "packed", packed, ScalarType::Byte);
-  check_min_dim(op, "packed", packed, 2);
+  check_input(op, "packed", packed, ScalarType::Byte, 2);
   const int64_t nb = packed.size(packed.dim() - 1);
   FASTPREP_CHECK(width >= 0 && bytes_for_bits(width) == nb, op, ": width=", width, " needs ",
                  width >= 0 ? bytes_for_bits(width) : 0, " bytes per row but packed has ", nb, " (last dim)");

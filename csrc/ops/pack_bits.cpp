@@ -23,9 +23,7 @@ std::string int128_str(__int128 v) {
 
 Tensor pack_bits(Tensor x, int64_t dim, StrArg bitorder) {
   constexpr const char* op = "pack_bits";
-  check_tensor(op, "x", x);
-  check_dtype(op, "x", x, ScalarType::Bool);
-  check_min_dim(op, "x", x, 1);
+  check_input(op, "x", x, ScalarType::Bool, 1);
   const int64_t d = wrap_dim(op, dim, x.dim());
   const bool little = parse_bitorder(op, bitorder);
   const Tensor xc = contiguous_input(op, "x", x);
@@ -41,9 +39,7 @@ Tensor pack_bits(Tensor x, int64_t dim, StrArg bitorder) {
 
 Tensor unpack_bits(Tensor packed, int64_t count, int64_t dim, StrArg bitorder) {
   constexpr const char* op = "unpack_bits";
-  check_tensor(op, "packed", packed);
-  check_dtype(op, "packed", packed, ScalarType::Byte);
-  check_min_dim(op, "packed", packed, 1);
+  check_input(op, "packed", packed, ScalarType::Byte, 1);
   const int64_t d = wrap_dim(op, dim, packed.dim());
   const bool little = parse_bitorder(op, bitorder);
   const int64_t m = packed.size(d);

@@ -12,7 +12,7 @@
 #include "kernels/resize.h"
 #include "ops/alloc.h"
 #include "ops/checks.h"
-#include "ops/color_args.h"
+#include "ops/output_args.h"
 #include "ops/overlap.h"
 #include "ops/views.h"
 
@@ -101,25 +101,21 @@ std::vector<float> per_channel(const char* op, const char* arg, const std::vecto
 
 // What every image's output shares: its type, scale and normalisation (kernels/resize.h).
 struct OutputArgs {
-  int type;
-  float scale;
+  OutputType out;
   std::vector<float> mean, std;
 };
 
+// check_output's checks, then the normalisation's. A uint8 output passes check_output only with
+// scale=1, so its mean/std check comes after check_output's scale checks with the same messages
+// whichever arguments are bad.
 OutputArgs check_output_args(const char* op, int32_t out_code, double scale,
                              const std::optional<std::vector<double>>& mean,
                              const std::optional<std::vector<double>>& std, int64_t c) {
-  FASTPREP_CHECK(color_type_code(out_code) >= 0, op,
-                 ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or torch.bfloat16, got ",
-                 dtype_name(out_code));
-  const bool u8 = out_code == dtype_code(ScalarType::Byte);
-  FASTPREP_CHECK(!u8 || scale == 1.0, op, ": expected scale=1 for a torch.uint8 output, got scale=", scale);
-  FASTPREP_CHECK(!u8 || (!mean && !std), op,
+  OutputArgs a{check_output(op, out_code, scale), {}, {}};
+  FASTPREP_CHECK(a.out.type != kernels::kU8 || (!mean && !std), op,
                  ": expected mean=None and std=None for a torch.uint8 output (Normalize needs a float output)");
-  check_scale(op, scale);
   FASTPREP_CHECK(mean.has_value() == std.has_value(), op, ": expected mean and std together, got only ",
                  mean ? "mean" : "std");
-  OutputArgs a{color_type_code(out_code), static_cast<float>(scale), {}, {}};
   if (mean) {
     a.mean = per_channel(op, "mean", *mean, c, false);
     a.std = per_channel(op, "std", *std, c, true);
@@ -133,14 +129,15 @@ void run_image(const char* op, const Tensor& img, const ImageView& v, int64_t i,
                kernels::ResizeScratch& scratch) {
   const auto* base = static_cast<const uint8_t*>(img.const_data_ptr()) + i * v.sn;
   const kernels::ResizeOutput o{
-      out, a.type, a.scale, a.mean.empty() ? nullptr : a.mean.data(), a.std.empty() ? nullptr : a.std.data(), p.vflip};
+      out,    a.out.type, a.out.scale, a.mean.empty() ? nullptr : a.mean.data(), a.std.empty() ? nullptr : a.std.data(),
+      p.vflip};
   try {
-    kernels::ResampleAxis rows = kernels::resample_axis(w.height, p.height, antialias, false, p.top, out_h);
-    kernels::ResampleAxis cols = kernels::resample_axis(w.width, p.width, antialias, hflip, p.left, out_w);
-    int64_t height = w.height, width = w.width;  // only the rows and columns the outputs read
-    const int64_t top = w.top + kernels::narrow_axis(rows, height), left = w.left + kernels::narrow_axis(cols, width);
-    const kernels::ResizeSource src{base + top * v.sh + left * v.sw, v.c, height, width, v.sc, v.sh, v.sw};
-    kernels::resized_crop(src, rows, cols, o, scratch);
+    // Only the rows and columns the outputs read; the tables of the previous image when they are its.
+    const kernels::NarrowedAxis& rows = scratch.rows.get(w.height, p.height, antialias, false, p.top, out_h);
+    const kernels::NarrowedAxis& cols = scratch.cols.get(w.width, p.width, antialias, hflip, p.left, out_w);
+    const int64_t top = w.top + rows.first, left = w.left + cols.first;
+    const kernels::ResizeSource src{base + top * v.sh + left * v.sw, v.c, rows.extent, cols.extent, v.sc, v.sh, v.sw};
+    kernels::resized_crop(src, rows.table, cols.table, o, scratch);
   } catch (const std::bad_alloc&) {  // a window or output size past this machine's memory
     fail(op, ": could not allocate the resampling buffers for ", w.image, " (window ", w.height, "x", w.width, " -> ",
          p.height, "x", p.width, ")");

@@ -103,6 +103,15 @@ def narrow_axis(start, count, extent):
     return lo, hi - lo
 
 
+@njit(cache=True)
+def narrowed_axis(size, full, antialias, reverse, first, n):
+    """resize.h's NarrowedAxis: resample_axis's table narrowed to the inputs it reads, as (table,
+    first input read, inputs read)."""
+    table = resample_axis(size, full, antialias, reverse, first, n)
+    first_read, extent = narrow_axis(table[0], table[1], size)
+    return table, first_read, extent
+
+
 @njit(cache=True, inline="always")
 def saturate(acc, shift):
     """resize_simd.h's saturate: the sum shifted down, clamped to [0, 255]."""
@@ -222,18 +231,13 @@ def float_row(row, scale, mean, std, ch, dst, d):
 
 
 @njit(cache=True)
-def resized_crop_at(src, src_n, dst, dst_n, dst_dtype, base, obase, c, height, width, sc, sh, sw, out_h, out_w,
-                    antialias, hflip, out_type, scale, mean, std, place):
-    """One image on tensors' addresses (storage.py): its window (element (0, 0, 0) at `base` of the
-    src_n bytes) into the [c, out_h, out_w] output at element `obase` of dst, placed by `place`
-    (resized height, width, out top, left, vflip). As run_image."""
+def resized_crop_at(src, src_n, dst, dst_n, dst_dtype, base, obase, c, height, width, sc, sh, sw, rows, cols,
+                    out_type, scale, mean, std, vflip):
+    """One image on tensors' addresses (storage.py): the height x width inputs its narrowed tables
+    read (element (0, 0, 0) at `base` of the src_n bytes) into the [c, out_h, out_w] output at
+    element `obase` of dst (out_h, out_w: the tables' lengths). As resize.cpp's resized_crop."""
+    out_h, out_w = rows[0].shape[0], cols[0].shape[0]
     s, out = array_at(src, src_n, np.uint8), array_at(dst, dst_n, dst_dtype)[obase:obase + c * out_h * out_w]
-    full_h, full_w, out_top, out_left, vflip = place
-    rows = resample_axis(height, full_h, antialias, False, out_top, out_h)
-    cols = resample_axis(width, full_w, antialias, hflip, out_left, out_w)
-    top, height = narrow_axis(rows[0], rows[1], height)  # only the rows and columns the outputs read
-    left, width = narrow_axis(cols[0], cols[1], width)
-    base += top * sh + left * sw
     max_count = rows[1].max()
     cap = (max_count + 2 * BLOCK - 1) // BLOCK * BLOCK  # the rows an output row reads, and a block
     scratch = (np.empty(c * width * BLOCK, np.uint8), np.empty(c * out_w * BLOCK, np.uint8), np.empty(BLOCK, np.int64),
@@ -252,17 +256,49 @@ def resized_crop_at(src, src_n, dst, dst_n, dst_dtype, base, obase, c, height, w
                      vflip)
 
 
+# The columns of resized_images' rows: one image each.
+ADDRESS, SPAN, BASE, HEIGHT, WIDTH, SC, SH, SW, HFLIP, FULL_H, FULL_W, OUT_TOP, OUT_LEFT, VFLIP, OBASE = range(15)
+
+
+@njit(cache=True)
+def resized_images(images, dst, dst_n, dst_dtype, c, out_h, out_w, antialias, out_type, scale, mean, std):
+    """resize.cpp's loop of run_image: one image a row of `images` (its source's address and
+    elements, its window's first element, size and strides, hflip, placement, output's first
+    element; the columns above). Each axis's narrowed table is kept while the next image asks for
+    the same one, as resize.h's AxisCache (a batch of equal windows and placements builds it once)."""
+    rows, cols = narrowed_axis(1, 1, antialias, False, 0, 1), narrowed_axis(1, 1, antialias, False, 0, 1)
+    rows_key, cols_key = (-1, -1, -1, -1), (-1, -1, -1, -1)
+    for i in range(images.shape[0]):
+        im = images[i]
+        key = (im[HEIGHT], im[FULL_H], 0, im[OUT_TOP])
+        if key != rows_key:
+            rows, rows_key = narrowed_axis(im[HEIGHT], im[FULL_H], antialias, False, im[OUT_TOP], out_h), key
+        key = (im[WIDTH], im[FULL_W], im[HFLIP], im[OUT_LEFT])
+        if key != cols_key:
+            cols, cols_key = narrowed_axis(im[WIDTH], im[FULL_W], antialias, im[HFLIP] != 0, im[OUT_LEFT], out_w), key
+        # Only the rows and columns the outputs read.
+        table_rows, first_row, height = rows
+        table_cols, first_col, width = cols
+        base = im[BASE] + first_row * im[SH] + first_col * im[SW]
+        resized_crop_at(im[ADDRESS], im[SPAN], dst, dst_n, dst_dtype, base, im[OBASE], c, height, width, im[SC], im[SH],
+                        im[SW], table_rows, table_cols, out_type, scale, mean, std, im[VFLIP] != 0)
+
+
 def _stats(a) -> tuple[np.ndarray, np.ndarray]:
     empty = np.empty(0, np.float32)
     return (empty, empty) if a.mean is None else (np.array(a.mean, np.float32), np.array(a.std, np.float32))
 
 
-def _run(img, v, i, window, out, obase, out_h, out_w, hflip, antialias, scale, stats, p) -> None:
+def _image(img, v, i, window, hflip, p, obase) -> list[int]:
+    """Image i of img (its view v), its window placed at p, as a row of resized_images' images."""
     top, left, height, width = window
-    resized_crop_at(img.data_ptr(), span_count(img), out.data_ptr(), out.numel(), FLAT_DTYPE[out.dtype],
-                    i * v.sn + top * v.sh + left * v.sw, obase, v.c, height, width, v.sc, v.sh, v.sw, out_h, out_w,
-                    antialias, hflip, TYPE_CODE[out.dtype], scale, *stats,
-                    (p.height, p.width, p.top, p.left, bool(p.vflip)))
+    return [img.data_ptr(), span_count(img), i * v.sn + top * v.sh + left * v.sw, height, width, v.sc, v.sh, v.sw,
+            int(bool(hflip)), p.height, p.width, p.top, p.left, int(bool(p.vflip)), obase]
+
+
+def _run(images, out, c, out_h, out_w, antialias, scale, a) -> None:
+    resized_images(np.array(images, np.int64).reshape(-1, 15), out.data_ptr(), out.numel(), FLAT_DTYPE[out.dtype], c,
+                   out_h, out_w, bool(antialias), TYPE_CODE[out.dtype], np.float32(scale), *_stats(a))
 
 
 def resized_crop(img, top, left, height, width, out_height, out_width, layout="CHW", hflip=False, antialias=True,
@@ -274,9 +310,9 @@ def resized_crop(img, top, left, height, width, out_height, out_width, layout="C
                             lambda: f"out_height={out_height}, out_width={out_width}")
     if out.numel() == 0:
         return out
-    for i in range(v.n):
-        _run(img, v, i, (top, left, height, width), out, i * v.c * out_height * out_width, out_height, out_width,
-             bool(hflip), bool(antialias), scale, _stats(a), p)
+    images = [_image(img, v, i, (top, left, height, width), hflip, p, i * v.c * out_height * out_width)
+              for i in range(v.n)]
+    _run(images, out, v.c, out_height, out_width, antialias, scale, a)
     return out
 
 
@@ -288,7 +324,6 @@ def resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout="CHW", hf
     _, c, out_h, out_w = out.shape
     if c == 0:
         return
-    stats = _stats(a)
-    for i, (img, v) in enumerate(zip(imgs, views)):
-        _run(img, v, 0, (tops[i], lefts[i], heights[i], widths[i]), out, i * c * out_h * out_w, out_h, out_w,
-             bool(hflips and hflips[i]), bool(antialias), scale, stats, places[i])
+    images = [_image(img, v, 0, (tops[i], lefts[i], heights[i], widths[i]), hflips and hflips[i], places[i],
+                     i * c * out_h * out_w) for i, (img, v) in enumerate(zip(imgs, views))]
+    _run(images, out, c, out_h, out_w, antialias, scale, a)
