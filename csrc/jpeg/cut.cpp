@@ -20,7 +20,7 @@ size_t interval_len(const JpegRecord& rec, int64_t i) { return le16(rec.interval
 
 // Bytes of row r's intervals before column c0, and of columns [c0, c1).
 void row_span(const JpegRecord& rec, int64_t r, int64_t c0, int64_t c1, size_t& before, size_t& span) {
-  const int64_t first = r * (rec.layout.mcus_per_row / rec.layout.restart);
+  const int64_t first = r * (rec.geometry.mcus_per_row / rec.geometry.restart);
   before = span = 0;
   for (int64_t c = 0; c < c0; ++c) before += interval_len(rec, first + c);
   for (int64_t c = c0; c < c1; ++c) span += interval_len(rec, first + c);
@@ -48,7 +48,7 @@ namespace {
 
 // The cut for window w with v_margin / h_margin pixels of context each side (where the image goes on).
 Cut plan_cut_with(const JpegRecord& rec, const Window& w, int64_t v_margin, int64_t h_margin) {
-  const ScanLayout& L = rec.layout;
+  const ScanGeometry& L = rec.geometry;
   check_window(w, L.height, L.width);
   const int64_t per_row = L.mcus_per_row / L.restart, interval_width = L.restart * L.mcu_width;
   Cut cut;
@@ -78,11 +78,11 @@ Cut plan_cut_with(const JpegRecord& rec, const Window& w, int64_t v_margin, int6
 }  // namespace
 
 Cut plan_cut(const JpegRecord& rec, const Window& w) {
-  return plan_cut_with(rec, w, rec.layout.v_margin, rec.layout.h_margin);
+  return plan_cut_with(rec, w, rec.geometry.v_margin, rec.geometry.h_margin);
 }
 
 void write_cut(const JpegRecord& rec, const Cut& cut, uint8_t* out) {
-  const ScanLayout& L = rec.layout;
+  const ScanGeometry& L = rec.geometry;
   if (cut.whole) {
     std::memcpy(out, rec.jpeg, rec.jpeg_size);
     return;
@@ -119,7 +119,7 @@ namespace {
 // scaled block size starts at M and doubles while it is under 8 and twice it still divides
 // max_samp * M along both axes; what that leaves short of the iMCU's share is upsampled. So 4:2:0
 // is never upsampled at M < 8, 4:2:2 always horizontally (its vertical factors stop the doubling).
-void scaled_upsampling(const ScanLayout& L, int scale, bool& vertical, bool& horizontal) {
+void scaled_upsampling(const ScanGeometry& L, int scale, bool& vertical, bool& horizontal) {
   int max_h = 1, max_v = 1;
   for (int c = 0; c < L.components; ++c) max_h = std::max(max_h, L.h_samp[c]), max_v = std::max(max_v, L.v_samp[c]);
   vertical = horizontal = false;
@@ -150,7 +150,7 @@ std::vector<std::string> decode_record_window(const uint8_t* record, size_t size
   if (scale < 1 || scale > kScaleDenom) {
     throw ArgumentError("scale: expected M of a scale M/8 in 1..8, got " + std::to_string(scale));
   }
-  const ScanLayout& L = rec.layout;
+  const ScanGeometry& L = rec.geometry;
   Window source = window;  // the image's pixels the window's scaled pixels come from
   if (scale != kScaleDenom) {
     const int64_t sh = scaled_extent(L.height, scale), sw = scaled_extent(L.width, scale);
@@ -244,7 +244,7 @@ void read_raw_window(const uint8_t* record, size_t size, uint32_t checksum, cons
 void verify_record(const uint8_t* record, size_t size, uint32_t checksum) {
   if (record_kind(record, size) == 1) {
     const JpegRecord rec = open_jpeg_record(record, size, checksum);
-    verify_rows(rec, 0, rec.layout.mcu_rows);
+    verify_rows(rec, 0, rec.geometry.mcu_rows);
     return;
   }
   const RawRecord r = open_raw_record(record, size, checksum);

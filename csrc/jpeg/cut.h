@@ -2,7 +2,7 @@
 // window (a "cut"), decoded by decode.h; and raw records' windows, copied. Torch-free.
 //
 // A cut keeps, of every MCU row the window touches, the restart intervals covering the window's
-// columns, plus the neighbours libjpeg's fancy upsampling reads (ScanLayout::h_margin / v_margin:
+// columns, plus the neighbours libjpeg's fancy upsampling reads (ScanGeometry::h_margin / v_margin:
 // one chroma sample each side, where the image goes on): without them, the cut's first and last
 // pixel rows and columns would be upsampled as image edges and differ from a full decode. Its SOF
 // gets the cut's size, its DRI stays, its RST markers are renumbered from RST0 and its last

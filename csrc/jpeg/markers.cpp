@@ -28,7 +28,7 @@ std::string frame_kind(int marker) {
   }
 }
 
-std::string parse_sof(const uint8_t* seg, uint32_t len, ScanLayout& out) {
+std::string parse_sof(const uint8_t* seg, uint32_t len, ScanGeometry& out) {
   if (len < 8) return "SOF segment of " + std::to_string(len) + " bytes";
   const int precision = seg[4];
   out.height = be16(seg + 5);
@@ -70,8 +70,8 @@ std::string parse_sof(const uint8_t* seg, uint32_t len, ScanLayout& out) {
 
 }  // namespace
 
-std::string parse_scan_layout(const uint8_t* data, size_t size, bool need_restart, ScanLayout& out) {
-  out = ScanLayout{};
+std::string parse_scan_geometry(const uint8_t* data, size_t size, bool need_restart, ScanGeometry& out) {
+  out = ScanGeometry{};
   if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) return "not a JPEG (no SOI marker)";
   bool have_sof = false;
   size_t pos = 2;
@@ -126,14 +126,14 @@ std::string parse_scan_layout(const uint8_t* data, size_t size, bool need_restar
   return "";
 }
 
-std::string find_restart_intervals(const uint8_t* data, size_t size, const ScanLayout& layout,
+std::string find_restart_intervals(const uint8_t* data, size_t size, const ScanGeometry& geometry,
                                    std::vector<uint32_t>& starts) {
-  const int64_t expected = layout.intervals();
+  const int64_t expected = geometry.intervals();
   if (size > UINT32_MAX) return "JPEG of " + std::to_string(size) + " bytes (at most 4 GiB)";
   starts.clear();
   starts.reserve(static_cast<size_t>(expected));
-  starts.push_back(static_cast<uint32_t>(layout.scan_offset));
-  size_t pos = layout.scan_offset;
+  starts.push_back(static_cast<uint32_t>(geometry.scan_offset));
+  size_t pos = geometry.scan_offset;
   while (true) {
     const void* hit = pos < size ? std::memchr(data + pos, 0xFF, size - pos) : nullptr;
     if (hit == nullptr || static_cast<const uint8_t*>(hit) + 1 >= data + size) return "the scan has no EOI marker";

@@ -11,7 +11,7 @@
 namespace fastprep::jpeg {
 
 // The single scan of a sequential JPEG and the geometry of its MCUs.
-struct ScanLayout {
+struct ScanGeometry {
   int64_t height = 0, width = 0;
   int components = 0;  // 1 (grey), 3 (YCbCr, RGB) or 4 (CMYK, YCCK)
   int h_samp[4] = {0, 0, 0, 0}, v_samp[4] = {0, 0, 0, 0};
@@ -29,12 +29,12 @@ struct ScanLayout {
 // Parses data[0:size) up to its SOS: one baseline or extended Huffman frame (SOF0 / SOF1), 8-bit,
 // 1, 3 or 4 components with integer sampling ratios, one scan holding every component. With
 // `need_restart`, a DRI whose interval divides the MCUs of a row is required too.
-std::string parse_scan_layout(const uint8_t* data, size_t size, bool need_restart, ScanLayout& out);
+std::string parse_scan_geometry(const uint8_t* data, size_t size, bool need_restart, ScanGeometry& out);
 
-// The offset of every restart interval's first byte in data[layout.scan_offset:size): the scan
+// The offset of every restart interval's first byte in data[geometry.scan_offset:size): the scan
 // start, then the byte after each RSTn marker (RST0, RST1, ..., RST7, RST0, ...), ending at the
-// EOI marker, which must end the data. Expects layout.intervals() intervals.
-std::string find_restart_intervals(const uint8_t* data, size_t size, const ScanLayout& layout,
+// EOI marker, which must end the data. Expects geometry.intervals() intervals.
+std::string find_restart_intervals(const uint8_t* data, size_t size, const ScanGeometry& geometry,
                                    std::vector<uint32_t>& starts);
 
 // A restart interval's marker (RST0 + k mod 8) after interval k.

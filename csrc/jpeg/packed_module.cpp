@@ -41,7 +41,7 @@ py::bytes as_bytes(const std::vector<uint8_t>& v) {
   return py::bytes(reinterpret_cast<const char*>(v.data()), v.size());
 }
 
-py::dict layout_dict(const jp::ScanLayout& L) {
+py::dict geometry_dict(const jp::ScanGeometry& L) {
   py::dict d;
   d["height"] = L.height;
   d["width"] = L.width;
@@ -88,7 +88,7 @@ void bind_packed(py::module_& m) {
           r = jp::build_jpeg_record(t);
           return 0;
         });
-        py::dict info = layout_dict(t.layout);
+        py::dict info = geometry_dict(t.geometry);
         info["jpeg_bytes"] = t.jpeg.size();
         info["orientation"] = t.orientation;
         info["color_space"] = jp::color_space_name(t.color);
@@ -96,7 +96,7 @@ void bind_packed(py::module_& m) {
       },
       py::arg("data"), py::arg("restart"), py::arg("strict"),
       "Losslessly transcodes a JPEG to baseline Huffman with a restart marker every K MCUs (K dividing the MCU row, "
-      "near `restart`) and returns (record bytes, record checksum, layout dict, libjpeg's warnings). The dict's "
+      "near `restart`) and returns (record bytes, record checksum, geometry dict, libjpeg's warnings). The dict's "
       "'orientation' is the source's EXIF orientation (0: none), kept in the record's JPEG header when not 1.");
 
   m.def(
@@ -202,11 +202,11 @@ void bind_packed(py::module_& m) {
         py::dict d;
         if (kind == 1) {
           const jp::JpegRecord rec = without_gil([&] { return jp::open_jpeg_record(data, in.size, checksum); });
-          d = layout_dict(rec.layout);
+          d = geometry_dict(rec.geometry);
           d["kind"] = "jpeg";
           d["jpeg_bytes"] = rec.jpeg_size;
-          d["header_bytes"] = rec.layout.scan_offset;
-          d["orientation"] = jp::header_orientation(rec.jpeg, rec.layout.scan_offset);  // 0: none
+          d["header_bytes"] = rec.geometry.scan_offset;
+          d["orientation"] = jp::header_orientation(rec.jpeg, rec.geometry.scan_offset);  // 0: none
         } else {
           const jp::RawRecord r = without_gil([&] { return jp::open_raw_record(data, in.size, checksum); });
           d["kind"] = "raw";

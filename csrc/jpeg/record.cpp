@@ -51,7 +51,7 @@ void check_checksum(uint32_t got, uint32_t expected, const char* what) {
 }  // namespace
 
 BuiltRecord build_jpeg_record(const Transcoded& t) {
-  const ScanLayout& L = t.layout;
+  const ScanGeometry& L = t.geometry;
   const int64_t rows = L.mcu_rows, n = L.intervals(), per_row = L.mcus_per_row / L.restart;
   const size_t table = static_cast<size_t>(8 * rows + 2 * n);
   const size_t jpeg_offset = align64(kMetaBytes + table);
@@ -144,9 +144,9 @@ JpegRecord open_jpeg_record(const uint8_t* record, size_t size, uint32_t checksu
   }
   rec.jpeg = record + offset;
   rec.jpeg_size = jpeg_size;
-  const std::string err = parse_scan_layout(rec.jpeg, rec.jpeg_size, true, rec.layout);
+  const std::string err = parse_scan_geometry(rec.jpeg, rec.jpeg_size, true, rec.geometry);
   if (!err.empty()) throw RecordError("record's JPEG: " + err);
-  const ScanLayout& L = rec.layout;
+  const ScanGeometry& L = rec.geometry;
   if (static_cast<uint64_t>(L.height) != le32(record + 16) || static_cast<uint64_t>(L.width) != le32(record + 20) ||
       static_cast<uint64_t>(L.mcu_rows) != rows || static_cast<uint64_t>(L.intervals()) != n) {
     throw RecordError("record's JPEG header disagrees with the record (size or restart intervals)");
@@ -160,7 +160,7 @@ JpegRecord open_jpeg_record(const uint8_t* record, size_t size, uint32_t checksu
 }
 
 void verify_rows(const JpegRecord& rec, int64_t r0, int64_t r1, bool crcs) {
-  const ScanLayout& L = rec.layout;
+  const ScanGeometry& L = rec.geometry;
   const int64_t per_row = L.mcus_per_row / L.restart, n = L.intervals();
   constexpr int64_t kBatch = 64;
   const uint8_t* ptrs[kBatch];

@@ -71,12 +71,12 @@ inline uint64_t le64(const uint8_t* p) { return uint64_t{le32(p)} | (uint64_t{le
 struct JpegRecord {
   const uint8_t* jpeg = nullptr;
   size_t jpeg_size = 0;
-  ScanLayout layout;
+  ScanGeometry geometry;
   const uint8_t* row_start = nullptr;     // u32 [mcu_rows]
   const uint8_t* row_crc = nullptr;       // u32 [mcu_rows]
   const uint8_t* interval_len = nullptr;  // u16 [intervals]
   size_t row_begin(int64_t r) const { return le32(row_start + 4 * r); }
-  size_t row_end(int64_t r) const { return r + 1 < layout.mcu_rows ? row_begin(r + 1) : jpeg_size; }
+  size_t row_end(int64_t r) const { return r + 1 < geometry.mcu_rows ? row_begin(r + 1) : jpeg_size; }
 };
 
 struct RawRecord {
@@ -90,7 +90,7 @@ struct RawRecord {
 
 // Where the CRC of band b of pixel row y lies in a raw record: its bytes in the pixels (`band`
 // pixels a band, a row's last band shorter) and its u32 in the band CRC table. The one statement
-// of the band layout, which the writer and the readers share.
+// of the bands' byte spans, which the writer and the readers share.
 struct BandSpan {
   int64_t offset, size;  // bytes [offset, offset + size) of the pixels
   int64_t crc_offset;    // the table's bytes [crc_offset, crc_offset + 4)

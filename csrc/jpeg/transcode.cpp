@@ -181,8 +181,8 @@ Transcoded transcode_with_restarts(const uint8_t* data, size_t size, int64_t res
   t.color = color_space_of(s.color);
   t.orientation = s.orientation;
   for (long i = 0; i < std::min<long>(s.err.n_warnings, kMaxWarnings); ++i) t.warnings.emplace_back(s.err.warnings[i]);
-  std::string err = parse_scan_layout(t.jpeg.data(), t.jpeg.size(), true, t.layout);
-  if (err.empty()) err = find_restart_intervals(t.jpeg.data(), t.jpeg.size(), t.layout, t.interval_starts);
+  std::string err = parse_scan_geometry(t.jpeg.data(), t.jpeg.size(), true, t.geometry);
+  if (err.empty()) err = find_restart_intervals(t.jpeg.data(), t.jpeg.size(), t.geometry, t.interval_starts);
   if (!err.empty()) throw ArgumentError("the transcoded JPEG cannot be indexed: " + err);
   return t;
 }

@@ -20,8 +20,8 @@ namespace fastprep::jpeg {
 
 struct Transcoded {
   std::vector<uint8_t> jpeg;              // SOI .. EOI
-  ScanLayout layout;                      // of `jpeg`, restart included
-  std::vector<uint32_t> interval_starts;  // layout.intervals() offsets into `jpeg`
+  ScanGeometry geometry;                  // of `jpeg`, restart included
+  std::vector<uint32_t> interval_starts;  // geometry.intervals() offsets into `jpeg`
   std::vector<std::string> warnings;      // corrupt data libjpeg recovered from (not kept with strict)
   ColorSpace color = ColorSpace::kOther;  // GRAY, YCbCr, RGB (Adobe, no transform), CMYK or YCCK
   int orientation = 0;                    // the source's EXIF orientation 1..8 (0: none or malformed); `jpeg`
