@@ -50,15 +50,6 @@ def check_image_dtype(op: str, arg: str, t: torch.Tensor) -> None:
              "tensor, got ", t.dtype)
 
 
-def check_out_dtype(op: str, out_dtype) -> None:
-    """An out_dtype the colour kernels write. The op wrappers check it before dispatching, as torch
-    cannot pass the quantized, bits and sub-byte dtypes to a stable-ABI kernel at all ("Not yet
-    supported ScalarType Bits8"); the kernels' own check gives this text for every other one."""
-    if out_dtype is not None and out_dtype not in IMAGE_DTYPES:
-        fail(op, ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or torch.bfloat16, got ",
-             out_dtype)
-
-
 def quoted(s: str) -> str:
     """A str argument as the messages print it (checks.h's quoted): single quotes, every byte of its
     UTF-8 outside printable ASCII escaped (\\xNN, \\t, \\n, \\r), \\ and ' backslashed. Python's
@@ -290,12 +281,6 @@ def rounds_to_inf(value: float, dtype: torch.dtype) -> bool:
         bits = int(f32.view(np.uint32)) & 0x7FFFFFFF
         return bits + 0x7FFF + ((bits >> 16) & 1) >= 0x7F800000
     return False
-
-
-def check_scale(op: str, scale: float) -> None:
-    """The colour ops multiply by float32(scale): inf, nan or 1e300 would make every output inf/nan."""
-    if not math.isfinite(scale) or abs(scale) > FLOAT_MAX[torch.float32]:
-        fail(op, ": expected scale to be a finite float32 value, got scale=", fmt_float(scale))
 
 
 # Memory overlap of what an op writes in place (overlap.h's twins), as torch checks its in-place

@@ -8,7 +8,8 @@ import torch
 
 from fastprep.ops import checks
 from fastprep.ops._library import call_differentiable, define, impl_any_device
-from fastprep.ops.crop import IMAGE_DTYPES, check_image_dtype
+from fastprep.ops.crop import check_image_dtype
+from fastprep.ops.output_checks import check_out_dtype, check_output
 
 __all__ = ["rgb_to_ycbcr", "ycbcr_to_rgb"]
 
@@ -32,13 +33,13 @@ _DOC = """
 
 def rgb_to_ycbcr(img: torch.Tensor, layout: str = "CHW", out_dtype: torch.dtype | None = None,
                  scale: float = 1.0) -> torch.Tensor:
-    checks.check_out_dtype("rgb_to_ycbcr", out_dtype)
+    check_out_dtype("rgb_to_ycbcr", out_dtype)
     return call_differentiable(torch.ops.fastprep.rgb_to_ycbcr.default, img, layout, out_dtype, scale)
 
 
 def ycbcr_to_rgb(img: torch.Tensor, layout: str = "CHW", out_dtype: torch.dtype | None = None,
                  scale: float = 1.0) -> torch.Tensor:
-    checks.check_out_dtype("ycbcr_to_rgb", out_dtype)
+    check_out_dtype("ycbcr_to_rgb", out_dtype)
     return call_differentiable(torch.ops.fastprep.ycbcr_to_rgb.default, img, layout, out_dtype, scale)
 
 
@@ -57,14 +58,9 @@ def check_color(op: str, img: torch.Tensor, layout: str, out_dtype, scale: float
     if v.c != 3:
         checks.fail(op, ": expected img to have 3 channels, got ", v.c)
     odt = img.dtype if out_dtype is None else out_dtype
-    if odt not in IMAGE_DTYPES:
-        checks.fail(op, ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or "
-                     "torch.bfloat16, got ", odt)
     if odt == torch.uint8 and img.dtype != torch.uint8:
         checks.fail(op, ": out_dtype=torch.uint8 needs a torch.uint8 img, got ", img.dtype)
-    if odt == torch.uint8 and scale != 1.0:
-        checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", checks.fmt_float(scale))
-    checks.check_scale(op, scale)
+    check_output(op, odt, scale)
     checks.check_output_bytes(op, out_shape(v), odt, checks.shape_source("img", img))
     return v, odt
 

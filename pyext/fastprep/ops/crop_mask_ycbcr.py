@@ -9,6 +9,7 @@ import torch
 from fastprep import counter_rng
 from fastprep.ops import checks
 from fastprep.ops._library import define, impl_any_device, writes_buffers
+from fastprep.ops.output_checks import check_out_dtype, check_output
 
 __all__ = ["crop_mask_ycbcr", "crop_mask_ycbcr_batch", "mask_ycbcr"]
 
@@ -20,9 +21,6 @@ define("crop_mask_ycbcr(Tensor img, int height, int width, float p, int seed, st
 define("crop_mask_ycbcr_batch(Tensor[] imgs, int[] tops, int[] lefts, int height, int width, float p, "
        "int[] mask_seeds, Tensor(a!) out, str layout='HWC', str structure='cross', float scale=1.0, "
        "bool apply_mask=True, Tensor(b!)? masks=None, bool[]? hflips=None) -> ()")
-
-OUT_DTYPES = (torch.uint8, torch.float32, torch.float16, torch.bfloat16)
-
 
 def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: int,
                     layout: str = "HWC", structure: str = "cross",
@@ -57,7 +55,7 @@ def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: 
         >>> crop_mask_ycbcr(img, 256, 256, 0.25, seed=0).shape
         torch.Size([3, 256, 256])
     """
-    checks.check_out_dtype("crop_mask_ycbcr", out_dtype)
+    check_out_dtype("crop_mask_ycbcr", out_dtype)
     seed = checks.op_seed("crop_mask_ycbcr", "seed", seed)
     height, width = checks.op_int("crop_mask_ycbcr", "height", height), checks.op_int("crop_mask_ycbcr", "width", width)
     if mask_seed is not None:
@@ -158,12 +156,7 @@ def check_shared(op: str, p: float, structure: str, odt: torch.dtype, scale: flo
     if not 0.0 <= p <= 1.0:  # also rejects NaN
         checks.fail(op, ": expected 0 <= p <= 1, got p=", checks.fmt_float(p))
     checks.parse_structure(op, structure)
-    if odt not in OUT_DTYPES:
-        checks.fail(op, ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or "
-                    "torch.bfloat16, got ", odt)
-    if odt == torch.uint8 and scale != 1.0:
-        checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", checks.fmt_float(scale))
-    checks.check_scale(op, scale)
+    check_output(op, odt, scale)
 
 
 def check_crop_mask_ycbcr(img, height, width, p, layout, structure, out_dtype, scale):

@@ -12,7 +12,8 @@ import torch
 
 from fastprep.ops import checks
 from fastprep.ops._library import define, impl_any_device, writes_buffers
-from fastprep.ops.resize_checks import OutputArgs, check_resized_crop, check_resized_crop_batch, out_shape
+from fastprep.ops.output_checks import OutputArgs, check_out_dtype
+from fastprep.ops.resize_checks import check_resized_crop, check_resized_crop_batch, out_shape
 from fastprep.ops.resize_weights import Axis, resample_axis
 
 __all__ = ["resized_crop", "resized_crop_batch"]
@@ -66,7 +67,7 @@ def resized_crop(img: torch.Tensor, top: int, left: int, height: int, width: int
         (torch.Size([3, 224, 224]), torch.float32)
     """
     op = "resized_crop"
-    checks.check_out_dtype(op, out_dtype)
+    check_out_dtype(op, out_dtype)
     ints = (("top", top), ("left", left), ("height", height), ("width", width), ("out_height", out_height),
             ("out_width", out_width), ("resized_height", resized_height), ("resized_width", resized_width),
             ("out_top", out_top), ("out_left", out_left))

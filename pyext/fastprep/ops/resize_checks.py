@@ -3,13 +3,12 @@ word, for the fake kernels, the torch-ops implementation and the Numba backend."
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
-import numpy as np
 import torch
 
 from fastprep.ops import checks
+from fastprep.ops.output_checks import check_output
 
 
 def _check_window(op: str, v: checks.ImageView, top, left, height, width, suffix: str = "",
@@ -25,45 +24,6 @@ def _check_window(op: str, v: checks.ImageView, top, left, height, width, suffix
         if av + bv > limit:
             checks.fail(op, ": expected ", a, " + ", b, " <= ", limit, " (the ", what, " of ", image, "), got ", a, "=",
                         av, ", ", b, "=", bv)
-
-
-def _per_channel(op: str, arg: str, values, c: int, nonzero: bool) -> list[float]:
-    n = len(values)
-    if n not in (1, c):
-        checks.fail(op, ": expected ", arg, " to have 1 or ", c, " values (one per channel), got ", n)
-    out = []
-    for i in range(c):
-        k = 0 if n == 1 else i
-        x, name = float(values[k]), f"{arg}[{k}]"
-        if not (math.isfinite(x) and abs(x) <= checks.FLOAT_MAX[torch.float32]):
-            checks.fail(op, ": expected ", name, " to be a finite float32 value, got ", name, "=", checks.fmt_float(x))
-        if nonzero and np.float32(x) == 0:
-            checks.fail(op, ": expected ", name, " to be nonzero in float32 (Normalize divides by it), got ", name, "=",
-                        checks.fmt_float(x))
-        out.append(float(np.float32(x)))
-    return out
-
-
-class OutputArgs(NamedTuple):
-    dtype: torch.dtype
-    mean: list[float] | None  # float32 values, one per channel
-    std: list[float] | None
-
-
-def check_output_args(op: str, odt, scale, mean, std, c: int) -> OutputArgs:
-    if odt not in checks.IMAGE_DTYPES:
-        checks.fail(op, ": expected out_dtype to be torch.uint8, torch.float32, torch.float16 or torch.bfloat16, got ",
-                    odt)
-    if odt == torch.uint8 and scale != 1.0:
-        checks.fail(op, ": expected scale=1 for a torch.uint8 output, got scale=", checks.fmt_float(scale))
-    if odt == torch.uint8 and (mean is not None or std is not None):
-        checks.fail(op, ": expected mean=None and std=None for a torch.uint8 output (Normalize needs a float output)")
-    checks.check_scale(op, scale)
-    if (mean is None) != (std is None):
-        checks.fail(op, ": expected mean and std together, got only ", "mean" if mean is not None else "std")
-    if mean is None:
-        return OutputArgs(odt, None, None)
-    return OutputArgs(odt, _per_channel(op, "mean", mean, c, False), _per_channel(op, "std", std, c, True))
 
 
 MAX_RESIZED = 1 << 24  # the largest resized size a placement takes (csrc/ops/resize.cpp's kMaxResized)
@@ -117,7 +77,7 @@ def check_resized_crop(img, top, left, height, width, out_height, out_width, lay
     for name, value in (("out_height", out_height), ("out_width", out_width)):
         if value <= 0:
             checks.fail(op, ": expected ", name, " > 0, got ", name, "=", value)
-    a = check_output_args(op, torch.uint8 if out_dtype is None else out_dtype, scale, mean, std, v.c)
+    a = check_output(op, torch.uint8 if out_dtype is None else out_dtype, scale, mean, std, v.c)
     p = check_placement(op, resized_height, resized_width, out_top, out_left, out_height, out_width, vflip)
     checks.check_output_bytes(op, out_shape(v, out_height, out_width), a.dtype,
                               lambda: f"out_height={out_height}, out_width={out_width}")
@@ -146,7 +106,7 @@ def check_resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout, hf
     for name, values in optional:
         if values is not None and len(values) != n:
             checks.fail(op, ": expected ", name, " to have one value per image (", n, "), got ", len(values))
-    a = check_output_args(op, out.dtype, scale, mean, std, c)
+    a = check_output(op, out.dtype, scale, mean, std, c)
     at = lambda values, i: values[i] if values is not None else 0  # noqa: E731
     views, placements = [], []
     for i, img in enumerate(imgs):  # nothing read may share memory with what is written

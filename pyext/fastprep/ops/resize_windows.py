@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import torch
 
-from fastprep.ops.resize_checks import check_output_args, check_placement
+from fastprep.ops.output_checks import check_output
+from fastprep.ops.resize_checks import check_placement
 
 __all__ = ["resized_crop_windows", "axis_tables"]
 
@@ -126,7 +127,7 @@ def resized_crop_windows(windows: list[torch.Tensor], out: torch.Tensor, hflips:
     op = "resized_crop_windows"
     if out.dim() != 4 or out.shape[1] != 3:
         raise ValueError(f"{op}: expected out to be [N, 3, H, W], got {tuple(out.shape)}")
-    a = check_output_args(op, out.dtype, scale, mean, std, 3)
+    a = check_output(op, out.dtype, scale, mean, std, 3)
     n, _, oh, ow = out.shape
     dev = out.device
     for name, values in (("windows", windows), ("hflips", hflips), ("vflips", vflips),
