@@ -51,6 +51,15 @@ def test_label_dtype_given_and_out_of_range():
         CompactCollate(label_dtype=torch.float32)
 
 
+@pytest.mark.parametrize("labels,bad,at", [([1, 2**70], 2**70, 1), ([2**64 - 1, -1], 2**64 - 1, 0),
+                                           ([5, -2**63 - 1], -2**63 - 1, 1), ([0, -1], -1, 1)])
+def test_a_label_that_does_not_fit_is_named_exactly(labels, bad, at):
+    """The label printed is the one given, however large (numpy would turn [2**64 - 1, -1] into floats)."""
+    with pytest.raises(ValueError, match=rf"CompactCollate: label {bad} \(sample\[0\] of sample {at}\) does not fit "
+                                         r"label_dtype=torch.uint8 \[0, 255\]"):
+        CompactCollate(label_dtype=torch.uint8)([(x,) for x in labels])
+
+
 def test_dicts_namedtuples_lists_numpy_and_other_leaves():
     samples = [{"img": np.full((4, 4, 3), i, np.uint8), "meta": {"name": f"s{i}", "y": np.int64(i)},
                 "pair": [torch.ones(2), Sample(torch.zeros(1, 2, 2, dtype=torch.uint8),

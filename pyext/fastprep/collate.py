@@ -21,6 +21,7 @@ from torch.utils.data import default_collate, get_worker_info
 from fastprep._tree import is_namedtuple, structure_difference
 from fastprep.args import check_bool
 from fastprep.batch import CompactBatch, Leaf
+from fastprep.labels import check_label_dtype, narrow_labels, smallest_int_dtype
 from fastprep.roles import (
     RESTORED_TV,
     as_tensor,
@@ -32,23 +33,6 @@ from fastprep.roles import (
     tv_name,
 )
 from fastprep.shared_slots import SharedSlots
-
-LABEL_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
-
-
-def check_label_dtype(owner: str, label_dtype: torch.dtype | None) -> None:
-    if label_dtype is not None and label_dtype not in LABEL_DTYPES:
-        raise ValueError(f"{owner}: expected label_dtype to be one of "
-                         f"{[str(d) for d in LABEL_DTYPES]} or None, got {label_dtype}")
-
-
-def smallest_int_dtype(lo: int, hi: int) -> torch.dtype:
-    """The smallest integer dtype holding every value in [lo, hi] (uint8 preferred)."""
-    for dtype in LABEL_DTYPES:
-        info = torch.iinfo(dtype)
-        if info.min <= lo and hi <= info.max:
-            return dtype
-    raise ValueError(f"labels in [{lo}, {hi}] do not fit in int64")
 
 
 class BufferPool:
@@ -285,14 +269,9 @@ class CompactCollate:
             dtype = self.label_dtype or smallest_int_dtype(lo, hi)
         except ValueError as exc:
             raise ValueError(f"CompactCollate: {where}: {exc}") from None
-        info = torch.iinfo(dtype)
-        if lo < info.min or hi > info.max:
-            for i, v in enumerate(values):
-                if not info.min <= v <= info.max:
-                    raise ValueError(f"CompactCollate: label {v} ({at(where, i)}) does not fit "
-                                     f"label_dtype={dtype} [{info.min}, {info.max}]")
+        narrowed = narrow_labels("CompactCollate", values, dtype, lambda i: f"({at(where, i)})")
         out = _alloc([len(values)], dtype, self._batch_pool)
-        out.copy_(torch.tensor(values, dtype=torch.int64))
+        out.copy_(torch.from_numpy(narrowed))
         return out
 
     def _stack(self, tensors: list[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:

@@ -30,7 +30,7 @@ except ImportError as exc:  # pragma: no cover (the extra is installed in CI)
 
 from fastprep.args import check_int
 from fastprep.batch import CompactBatch, Leaf
-from fastprep.collate import check_label_dtype, smallest_int_dtype
+from fastprep.labels import check_label_dtype, narrow_labels, smallest_int_dtype
 from fastprep.rng import check_epoch, draw_seed, item_seed, seed_argument, seeded
 from fastprep.roles import ROLES, check_fields, field_role
 
@@ -145,7 +145,6 @@ class CompactMap:
         return Leaf(role)
 
     def _labels(self, labels: np.ndarray, keys: np.ndarray) -> np.ndarray:
-        info = torch.iinfo(self.label_dtype)
         if not np.issubdtype(labels.dtype, np.integer):
             raise ValueError(f"CompactMap: expected integer labels in {self.label_column!r}, got "
                              f"dtype {labels.dtype}")
@@ -156,16 +155,7 @@ class CompactMap:
                 raise ValueError(f"CompactMap: label {int(labels[i])} of row {_py(keys[i])!r} is not a class "
                                  f"index for num_classes={self.num_classes} (expected 0 <= label < "
                                  f"{self.num_classes})")
-        bad = np.flatnonzero((labels < info.min) | (labels > info.max))
-        if bad.size:
-            i = int(bad[0])
-            raise ValueError(f"CompactMap: label {int(labels[i])} of row {_py(keys[i])!r} does not "
-                             f"fit label_dtype={self.label_dtype} [{info.min}, {info.max}]")
-        return labels.astype(_NUMPY[self.label_dtype])
-
-
-_NUMPY = {torch.uint8: np.uint8, torch.int8: np.int8, torch.int16: np.int16,
-          torch.int32: np.int32, torch.int64: np.int64}
+        return narrow_labels("CompactMap", labels, self.label_dtype, lambda i: f"of row {_py(keys[i])!r}")
 
 
 def _py(key: Any) -> Any:
