@@ -20,6 +20,7 @@ import torch
 from fastprep._tree import leaves, tree_map
 from fastprep.args import check_bool, check_int
 from fastprep.batch import CompactBatch
+from fastprep.devices import check_device
 from fastprep.iterators import stop_workers
 
 
@@ -35,23 +36,6 @@ def _tensors(batch: Any) -> list[torch.Tensor]:
     if isinstance(batch, CompactBatch):
         return batch.tensors()
     return [x for x in leaves(batch) if isinstance(x, torch.Tensor)]
-
-
-def check_device(owner: str, device: Any) -> torch.device:
-    """`device` as a torch.device that exists here, or a ValueError naming `owner` and the value."""
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"{owner}: bad device {device!r}: {exc}") from None
-    if dev.type == "cuda":
-        # Otherwise the first copy fails deep in a worker loop, or non-tensor batches pass silently.
-        if not torch.cuda.is_available():
-            raise ValueError(f"{owner}: device={device!r} but CUDA is not available "
-                             f"(torch {torch.__version__})")
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"{owner}: device={device!r} but there are "
-                             f"{torch.cuda.device_count()} CUDA devices")
-    return dev
 
 
 def _decoder(decode: Any) -> Callable[[Any], Any] | None:
@@ -96,7 +80,7 @@ class DevicePrefetcher:
         self.source = source
         self.device = check_device("DevicePrefetcher", device)
         self.decode = _decoder(decode)
-        self._streams = self.device.type == "cuda" and torch.cuda.is_available()
+        self._streams = self.device.type == "cuda"  # check_device refused a CUDA device without CUDA
 
     def __len__(self) -> int:
         return len(self.source)  # type: ignore[arg-type]  (TypeError when the source has none)

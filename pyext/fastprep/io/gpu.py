@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from fastprep.devices import nvjpeg_decoder
 from fastprep.io.jpeg import as_bytes, decode_jpeg
 from fastprep.ops.color import rgb_to_ycbcr
 
@@ -91,16 +92,7 @@ def _nvjpeg(who: str, device: Any, mode: str) -> tuple[torch.device, Callable, A
         raise ValueError(f"{who}: expected a CUDA device, got {device!r}") from exc
     if dev.type != "cuda":
         raise ValueError(f"{who}: expected a CUDA device, got {device!r}; on the CPU use fastprep.io.decode_jpeg")
-    try:
-        from torchvision.io import ImageReadMode  # noqa: PLC0415 (optional)
-        from torchvision.io import decode_jpeg as tv_decode_jpeg  # noqa: PLC0415 (optional)
-    except (ImportError, RuntimeError, OSError) as exc:
-        raise RuntimeError(f"{who} needs torchvision built for torch {torch.__version__} "
-                           f"(pip install torchvision from the same index as torch): {exc}") from exc
-    if not torch.cuda.is_available():
-        raise RuntimeError(f"{who}: CUDA is not available (torch {torch.__version__}, "
-                           f"CUDA build {torch.version.cuda})")
-    return dev, tv_decode_jpeg, ImageReadMode
+    return (dev, *nvjpeg_decoder(who))
 
 
 def _decode_batch(who: str, buffers: list[Any], crops: Sequence[tuple[int, int, int, int]] | None, mode: str,

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from fastprep.bad_samples import SampleError
+from fastprep.devices import nvjpeg_decoder
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.oriented import OrientedImage
 from fastprep.io.packed_items import WindowCut
@@ -52,11 +53,7 @@ def check_decode_on(decode_on: Any, device: torch.device | None) -> torch.device
         raise ValueError(f"Loader: decode_on={decode_on!r} decodes the batches on {dev}, so they are made there; "
                          f"device={str(device)!r} differs: pass device=None or the same device")
     if dev.type == "cuda":
-        try:
-            from torchvision.io import decode_jpeg  # noqa: F401, PLC0415 (optional: the CUDA decoder)
-        except (ImportError, RuntimeError, OSError) as exc:
-            raise RuntimeError(f"Loader: decode_on={decode_on!r} decodes with torchvision.io.decode_jpeg (nvJPEG): "
-                               f"pip install torchvision built for torch {torch.__version__} ({exc})") from exc
+        nvjpeg_decoder(f"Loader: decode_on={decode_on!r} (nvJPEG through torchvision.io.decode_jpeg)")
     return dev
 
 
