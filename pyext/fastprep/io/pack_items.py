@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from fastprep.io import jpeg as jpeg_io
+from fastprep.io.encode import encode_pixels
 from fastprep.io.errors import PackSourceError
 from fastprep.io.files import read_file
 from fastprep.io.jpeg_file import JpegFile
@@ -144,14 +145,6 @@ def _shrunk(pixels: np.ndarray, max_side: int | None) -> np.ndarray:
     return np.asarray(img.resize(size, Image.Resampling.LANCZOS))
 
 
-def _encode(pixels: np.ndarray, quality: int) -> bytes:
-    Image = pil_image("pack", "an input")  # noqa: N806 (the module: imported once, packing threads race)
-    buf = io.BytesIO()
-    Image.fromarray(pixels[:, :, 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels).save(
-        buf, format="JPEG", quality=quality)
-    return buf.getvalue()
-
-
 def _jpeg_record(data: bytes, opts: Options) -> Packed:
     try:
         rec, checksum, info, notes = jpeg_io.native("pack").transcode_record(data, opts.restart, False)
@@ -194,7 +187,7 @@ def make_record(image: Any, opts: Options) -> Packed:
     _check_pixels(*pixels.shape[:2])
     small = _shrunk(pixels, opts.max_side)
     if opts.mode == "jpeg" and opts.non_jpeg == "encode":
-        p = _jpeg_record(_encode(small, opts.quality), opts)
+        p = _jpeg_record(encode_pixels(small, "JPEG", opts.quality, who="pack"), opts)
         p.how = "non_jpeg_encoded"
     else:
         p = _raw_record(small)
@@ -226,7 +219,7 @@ def _jpeg_input(data: bytes, opts: Options) -> Packed:
         raise Unreadable(str(exc).removeprefix("decode_jpeg: ")) from None
     pixels = _shrunk(pixels, opts.max_side)
     if opts.mode == "jpeg":
-        p = _jpeg_record(_encode(pixels, opts.quality), opts)
+        p = _jpeg_record(encode_pixels(pixels, "JPEG", opts.quality, who="pack"), opts)
         p.how = "jpeg_reencoded"
     else:
         p = _raw_record(pixels)

@@ -16,13 +16,11 @@ import numpy as np
 import torch
 
 from fastprep.args import check_int
+from fastprep.io.encode import PIL_FORMATS, encode_pixels
 from fastprep.io.jpeg_file import JpegFile
 from fastprep.io.shards import seal
 from fastprep.io.tar_shards import IMAGE_EXTS, INT_EXTS, JSON_EXTS
 from fastprep.io.windowed import WindowedImage
-
-PIL_FORMATS = {"jpg": "JPEG", "jpeg": "JPEG", "png": "PNG", "ppm": "PPM", "pgm": "PPM", "bmp": "BMP", "tif": "TIFF",
-               "tiff": "TIFF", "webp": "WEBP"}
 
 
 def _pixels(value: Any, layout: str) -> np.ndarray:
@@ -46,14 +44,10 @@ def encode_image(value: Any, ext: str, quality: int, layout: str) -> bytes:
     re-encoding), anything else encoded by Pillow (JPEG at `quality`, 4:2:0)."""
     if isinstance(value, JpegFile) and ext in ("jpg", "jpeg"):
         return bytes(value.data)
-    from PIL import Image  # noqa: PLC0415 (only pixels to encode need Pillow)
-
-    buf = io.BytesIO()
     fmt = PIL_FORMATS.get(ext)
     if fmt is None:
         raise ValueError(f"cannot encode an image as {ext!r}; use one of {sorted(PIL_FORMATS)}")
-    Image.fromarray(_pixels(value, layout)).save(buf, format=fmt, **({"quality": quality} if fmt == "JPEG" else {}))
-    return buf.getvalue()
+    return encode_pixels(_pixels(value, layout), fmt, quality, who="write_webdataset")
 
 
 def encode_member(ext: str, value: Any, quality: int, layout: str) -> bytes:

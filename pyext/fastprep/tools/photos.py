@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from torch.utils.data import Dataset
 
+from fastprep.io.encode import encode_pixels
+
 PHOTOS_INSTALL = "pip install 'fastprep[photos]' (or: pip install scikit-image)"
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry")
 SIZES = (256, 320, 400, 512)  # the short side of the written JPEGs, in pixels (>= the 256 crop)
@@ -93,16 +95,16 @@ def write_photo_folder(root: str | os.PathLike, sizes: Sequence[int] = SIZES, na
         >>> where = write_photo_folder("/tmp/photos")
         >>> dataset = ImageFolder("/tmp/photos", transform=my_transform)
     """
-    from PIL import Image  # noqa: PLC0415 (pillow is a test/bench extra)
-
     if not sizes or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
         raise ValueError(f"write_photo_folder: expected sizes to be positive ints, got {sizes!r}")
     if not isinstance(synthetic, bool):
         raise ValueError(f"write_photo_folder: expected synthetic to be a bool, got {synthetic!r}")
     pictures, where = source_pictures(names, fallback=False, synthetic=synthetic)
     for folder, name, size, resized in _resized(pictures, root, sizes, min):
-        resized.save(folder / f"{name}_{size}.jpg", quality=quality)
-        resized.transpose(Image.FLIP_LEFT_RIGHT).save(folder / f"{name}_{size}_mirrored.jpg", quality=quality)
+        pixels = np.asarray(resized)
+        for suffix, image in (("", pixels), ("_mirrored", pixels[:, ::-1])):
+            (folder / f"{name}_{size}{suffix}.jpg").write_bytes(
+                encode_pixels(image, "JPEG", quality, who="write_photo_folder"))
     return where
 
 
@@ -122,14 +124,12 @@ def write_mosaic_folder(root: str | os.PathLike, files: int, size: int = 1024, c
                         quality: int = 90) -> str:
     """root/class_k/i.jpg: `files` JPEGs (4:2:0) of the photo mosaic, each rolled differently so
     no two files are the same image; returns root."""
-    from PIL import Image  # noqa: PLC0415
-
     base = mosaic(size)
     for i in range(files):
-        folder = os.path.join(root, f"class_{i % classes}")
-        os.makedirs(folder, exist_ok=True)
-        Image.fromarray(np.roll(base, (37 * i, 53 * i), axis=(0, 1))).save(os.path.join(folder, f"{i}.jpg"),
-                                                                           quality=quality)
+        folder = Path(root) / f"class_{i % classes}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{i}.jpg").write_bytes(encode_pixels(np.roll(base, (37 * i, 53 * i), axis=(0, 1)), "JPEG", quality,
+                                                        who="write_mosaic_folder"))
     return os.fspath(root)
 
 
@@ -150,10 +150,12 @@ def write_mixed_folder(root: str | os.PathLike, quality: int = 90) -> str:
     except ImportError:
         pass
     for k, (folder, _, side, resized) in enumerate(_resized(pictures, root, MIXED_SIDES, max)):
+        pixels = np.asarray(resized)
         if k == 0:
-            resized.save(folder / f"{side}.png")
+            (folder / f"{side}.png").write_bytes(encode_pixels(pixels, "PNG", who="write_mixed_folder"))
         else:
-            resized.save(folder / f"{side}.jpg", quality=quality, progressive=k % 3 == 2)
+            (folder / f"{side}.jpg").write_bytes(encode_pixels(pixels, "JPEG", quality, who="write_mixed_folder",
+                                                               progressive=k % 3 == 2))
     return os.fspath(root)
 
 
