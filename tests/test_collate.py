@@ -9,6 +9,7 @@ from torch.utils.data import DataLoader, Dataset
 
 import fastprep
 from fastprep import CompactBatch, CompactCollate, compact_collate
+from fastprep.batch import Leaf, TensorHolder
 from fastprep.collate import smallest_int_dtype
 
 pytestmark = pytest.mark.one_backend
@@ -323,3 +324,38 @@ def test_reuse_in_a_worker_keeps_one_batch_per_slot(case):
         held = slots._buffers[(0, pool.slot)]
         assert sorted(t.nbytes for t in held.values()) == sorted(t.nbytes for t in (data[0], data[1]))
         pool.give_batch([])
+
+
+class _Held(TensorHolder):
+    """A field holding one tensor, whose to() gives a view of it (another tensor, the same memory)."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def tensors(self):
+        return [self.t]
+
+    def map(self, fn):
+        return _Held(fn(self.t))
+
+    @property
+    def nbytes(self):
+        return self.t.numel() * self.t.element_size() + 1000  # its own count, not its tensor's
+
+    def to(self, device, non_blocking=False):
+        return self.t.to(device, non_blocking=non_blocking)[1:]
+
+
+def test_a_tensor_holder_field_is_listed_mapped_counted_and_linked_by_storage():
+    """CompactBatch's one leaf protocol (WindowBatch's window cuts use it): a TensorHolder's tensors
+    are the batch's; to() makes a plain CompactBatch of what the holder gives, released with the
+    batch when it shares memory with it, though no tensor of it is one of the batch's objects."""
+    held = torch.arange(6, dtype=torch.uint8)
+    batch = CompactBatch((_Held(held), "a name"), (Leaf("image"), Leaf("other")))
+    assert [t is held for t in batch.tensors()] == [True] and batch.nbytes == 6 + 1000
+    cloned = batch.clone()
+    assert type(cloned) is CompactBatch and isinstance(cloned.data[0], _Held) and cloned.data[0].t is not held
+    moved = batch.to("cpu")
+    assert type(moved) is CompactBatch and moved.data[0].tolist() == [1, 2, 3, 4, 5]
+    batch.release()
+    assert moved.released and not cloned.released

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 import weakref
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +36,41 @@ class Leaf:
 
 
 _EXPANDED_ITEMSIZE = {"image": 4, "mask": 1, "label": 8}  # float32 / bool / int64
+
+
+class TensorHolder(ABC):
+    """A batch field that is not a tensor but holds some: the one protocol by which a CompactBatch
+    lists, copies, counts and moves the tensors of such a field, so a batch of them (WindowBatch,
+    whose image field is a WindowCuts: JPEG window cuts and their host tensors) keeps no tensor
+    bookkeeping of its own.
+
+    Example:
+        >>> batch.tensors()          # a TensorHolder field contributes holder.tensors()
+        >>> batch.pin_memory()       # ... and becomes holder.map(pin)
+    """
+
+    __slots__ = ()
+
+    @abstractmethod
+    def tensors(self) -> list[torch.Tensor]:
+        """The tensors it holds (released, pooled and moved with the batch)."""
+
+    @abstractmethod
+    def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> TensorHolder:
+        """The same field with `fn` of its tensors (a pinned copy, a clone)."""
+
+    @property
+    @abstractmethod
+    def nbytes(self) -> int:
+        """Bytes that cross to a device."""
+
+    @abstractmethod
+    def to(self, device: Any, non_blocking: bool = False) -> Any:
+        """What the field is on `device` (WindowCuts: its images, decoded there)."""
+
+
+def _field_tensors(x: Any) -> list[torch.Tensor]:
+    return [x] if isinstance(x, torch.Tensor) else x.tensors() if isinstance(x, TensorHolder) else []
 
 
 class CompactBatch:
@@ -136,15 +173,22 @@ class CompactBatch:
         except Exception:  # noqa: S110 (never raise from a finaliser, at interpreter exit least of all)
             pass
 
-    def _map(self, fn, what: str) -> CompactBatch:
+    def _map(self, fn: Callable[[torch.Tensor], torch.Tensor], what: str,
+             holder_fn: Callable[[TensorHolder], Any] | None = None) -> CompactBatch:
+        """The batch with `fn` of every tensor and `holder_fn` (default: ``holder.map(fn)``) of every
+        TensorHolder field; of this batch's class while such fields remain, else a CompactBatch."""
         self._check_alive(what)
         # The result's tensors are its own (pinned, on another device) and never return to the
         # pool; unless fn gave back this batch's memory (to() the device it is on): then it is a
         # view of this batch, released with it.
         mine = self.tensors()
-        out = CompactBatch(tree_map(lambda x: fn(x) if isinstance(x, torch.Tensor) else x, self._data),
-                           self.layout)
-        if any(_shares_memory(a, b) for a, b in zip(mine, out.tensors())):
+        holder_fn = holder_fn or (lambda h: h.map(fn))
+        data = tree_map(lambda x: fn(x) if isinstance(x, torch.Tensor) else holder_fn(x) if isinstance(x, TensorHolder)
+                        else x, self._data)
+        holders = any(isinstance(x, TensorHolder) for x in leaves(data))
+        out = (type(self) if holders else CompactBatch)(data, self.layout)
+        keys = {k for k in map(_storage_key, mine) if k is not None}
+        if any(_storage_key(t) in keys for t in out.tensors()):
             out._base = self
             self._views.add(out)
         return out
@@ -163,17 +207,21 @@ class CompactBatch:
         return self._map(lambda t: t.clone(), "clone")
 
     def to(self, device: Any, non_blocking: bool = False) -> CompactBatch:
-        non_blocking = check_bool("CompactBatch.to", "non_blocking", non_blocking)
-        return self._map(lambda t: t.to(device, non_blocking=non_blocking), "to")
+        """The batch on `device` (a TensorHolder field becomes what its own to() gives there)."""
+        non_blocking = check_bool(f"{type(self).__name__}.to", "non_blocking", non_blocking)
+        return self._map(lambda t: t.to(device, non_blocking=non_blocking), "to",
+                         lambda h: h.to(device, non_blocking))
 
     def tensors(self) -> list[torch.Tensor]:
         self._check_alive("tensors")
-        return [x for x in leaves(self._data) if isinstance(x, torch.Tensor)]
+        return [t for x in leaves(self._data) for t in _field_tensors(x)]
 
     @property
     def nbytes(self) -> int:
-        """Bytes that cross to the device."""
-        return sum(t.numel() * t.element_size() for t in self.tensors())
+        """Bytes that cross to the device (a TensorHolder field's own count)."""
+        self._check_alive("nbytes")
+        return sum(x.nbytes if isinstance(x, TensorHolder) else x.numel() * x.element_size()
+                   for x in leaves(self._data) if isinstance(x, (TensorHolder, torch.Tensor)))
 
     @property
     def nbytes_expanded(self) -> int:
@@ -284,9 +332,15 @@ def _only_held_here(tensors: list[torch.Tensor]) -> bool:
                for t in tensors)
 
 
+def _storage_key(t: torch.Tensor) -> tuple[torch.device, int] | None:
+    """Where t's memory is (its device and storage), None for an empty storage (no memory to share)."""
+    storage = t.untyped_storage()
+    return (t.device, storage.data_ptr()) if storage.nbytes() > 0 else None
+
+
 def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.device == b.device and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() \
-        and a.untyped_storage().nbytes() > 0
+    key = _storage_key(a)
+    return key is not None and key == _storage_key(b)
 
 
 def _decode_image(x, dtype, scale, mean, std, channels_last):

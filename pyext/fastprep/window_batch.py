@@ -19,14 +19,13 @@ from typing import Any
 
 import torch
 
-from fastprep._tree import leaves, tree_map
-from fastprep.args import check_bool
-from fastprep.batch import CompactBatch
+from fastprep._tree import leaves
+from fastprep.batch import CompactBatch, TensorHolder
 from fastprep.io.gpu import decode_window_batch
 from fastprep.io.packed_items import WindowCut
 
 
-class WindowCuts:
+class WindowCuts(TensorHolder):
     """A batch's images before decoding: per sample its :class:`~fastprep.io.WindowCut` (the
     window's small JPEG and the window's place in it), flips ``(hflips, vflips)`` and placement in
     its resize ``(resized heights, widths, out tops, lefts)``; `extras`: the row's host tensors by
@@ -81,6 +80,10 @@ class WindowCuts:
         extras = {k: v.to(dev, non_blocking=non_blocking) for k, v in self.extras.items()}
         return self.group.finish_on_device(windows, self.flips, self.place, self.out_size, extras)
 
+    def to(self, device: Any, non_blocking: bool = False) -> torch.Tensor:
+        """A batch's to(device): the images decoded there."""
+        return self.decode(device, non_blocking)
+
     def __repr__(self) -> str:
         h, w = self.out_size
         return f"WindowCuts({len(self)} windows to {h}x{w}, {self.nbytes} bytes, decode on {self.device})"
@@ -90,18 +93,12 @@ class WindowBatch(CompactBatch):
     """A CompactBatch whose image field is a :class:`WindowCuts` (what ``Loader(decode_on=...)``'s
     threads make): ``to(device)`` decodes the windows on `device` and returns the CompactBatch the
     CPU path makes of the same samples; ``decode()`` does that on the cuts' own device first.
+    Its tensors are listed, copied, moved and linked by CompactBatch's own TensorHolder protocol.
 
     Lifetime as a Loader slot's: the masks are the slot's rows, so the batch is valid until
     released, and a slot is reused only after its copy to the device completed (DevicePrefetcher
     waits for the copy's event before releasing it).
     """
-
-    def tensors(self) -> list[torch.Tensor]:
-        self._check_alive("tensors")
-        out = []
-        for x in leaves(self._data):
-            out += x.tensors() if isinstance(x, WindowCuts) else [x] if isinstance(x, torch.Tensor) else []
-        return out
 
     @property
     def windows(self) -> WindowCuts:
@@ -110,42 +107,11 @@ class WindowBatch(CompactBatch):
         return next(x for x in leaves(self._data) if isinstance(x, WindowCuts))
 
     @property
-    def nbytes(self) -> int:
-        """Bytes that cross to the device: the cuts, the masks, the other fields."""
-        self._check_alive("nbytes")
-        return sum(x.nbytes if isinstance(x, WindowCuts) else x.numel() * x.element_size()
-                   for x in leaves(self._data) if isinstance(x, (WindowCuts, torch.Tensor)))
-
-    @property
     def nbytes_expanded(self) -> int:
         """Bytes of the same batch the usual way: float32 images, int64 labels."""
         w = self.windows
         return super().nbytes_expanded + len(w) * 3 * w.out_size[0] * w.out_size[1] * 4
 
-    def to(self, device: Any, non_blocking: bool = False) -> CompactBatch:
-        """The batch on `device` with its windows decoded there (see the module)."""
-        non_blocking = check_bool("WindowBatch.to", "non_blocking", non_blocking)
-        self._check_alive("to")
-        out = CompactBatch(tree_map(lambda x: x.decode(device, non_blocking) if isinstance(x, WindowCuts)
-                                    else x.to(device, non_blocking=non_blocking) if isinstance(x, torch.Tensor)
-                                    else x, self._data), self.layout)
-        return self._linked(out)
-
     def decode(self, *args: Any, **kwargs: Any) -> Any:
         """``to(the cuts' device).decode(...)``: CompactBatch.decode's arguments."""
         return self.to(self.windows.device).decode(*args, **kwargs)
-
-    def _map(self, fn: Callable[[torch.Tensor], torch.Tensor], what: str) -> WindowBatch:
-        self._check_alive(what)
-        out = WindowBatch(tree_map(lambda x: x.map(fn) if isinstance(x, WindowCuts)
-                                   else fn(x) if isinstance(x, torch.Tensor) else x, self._data), self.layout)
-        return self._linked(out)
-
-    def _linked(self, out: CompactBatch) -> CompactBatch:
-        """`out`, released with this batch when it holds one of this batch's tensors itself (a
-        field moved to the device it is on, a pinned tensor pinned again), as CompactBatch.to does."""
-        mine = {id(t) for t in self.tensors()}
-        if any(id(t) in mine for t in out.tensors()):
-            out._base = self
-            self._views.add(out)
-        return out
