@@ -1,7 +1,7 @@
 """The converted output's arguments (out_dtype, scale, mean, std): one rule for every op that writes
 its output in another dtype (rgb_to_ycbcr / ycbcr_to_rgb, crop_mask_ycbcr, resized_crop). Mirror of
-the C++ bindings' checks (csrc/ops/color.cpp, crop_mask_ycbcr.cpp, resize.cpp): same conditions,
-same order, same text."""
+csrc/ops/output_args.h's check_output (and resize.cpp's mean / std checks): same conditions, same
+order, same text."""
 
 from __future__ import annotations
 
