@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastprep import args
 from fastprep import counter_rng
-from fastprep.ops import checks
 
 # The SampleStream draw_seed() takes from in this thread when given no generator.
 _thread = threading.local()
@@ -31,10 +31,10 @@ def _draw(generator: torch.Generator | None, count: int = 1) -> int:
         with torch.inference_mode(False):  # a normal tensor: refilled in place in and out of inference mode
             out = _thread.seed_out = torch.empty((), dtype=torch.int64)
     if count > 1:
-        torch.empty(count - 1, dtype=torch.int64).random_(checks.INT64_MIN, checks.INT64_MAX, generator=generator)
+        torch.empty(count - 1, dtype=torch.int64).random_(args.INT64_MIN, args.INT64_MAX, generator=generator)
     # torch.randint(lo, hi, ()) is empty(()).random_(lo, hi): the same draw, less the allocation
     # and size parsing (0.6 us of 1.6, twice per sample in a fused pipeline).
-    return int(out.random_(checks.INT64_MIN, checks.INT64_MAX, generator=generator))
+    return int(out.random_(args.INT64_MIN, args.INT64_MAX, generator=generator))
 
 
 def draw_seed(generator: torch.Generator | None = None) -> int:
@@ -61,7 +61,7 @@ def draw_seeds(count: int) -> list[int]:
     if out is None:
         with torch.inference_mode(False):  # refilled in place in and out of inference mode, as draw_seed's
             out = outs[count] = torch.empty(count, dtype=torch.int64)
-    return out.random_(checks.INT64_MIN, checks.INT64_MAX).tolist()
+    return out.random_(args.INT64_MIN, args.INT64_MAX).tolist()
 
 
 class SampleStream:
@@ -111,25 +111,25 @@ def thread_seeded(seed: int) -> SampleStream:
     """Inside the block, draw_seed() in this thread (every fastprep transform's draws) returns what
     torch's generator seeded with `seed` would (as :func:`seeded`), without touching state other
     threads share."""
-    return SampleStream(checks.check_seed("seed", seed))
+    return SampleStream(args.check_seed("seed", seed))
 
 
-# One seed check for the ops and the seed helpers (ops.checks, the contract layer); the owner's
+# One seed check for the ops and the seed helpers (fastprep/args.py, which ops.checks re-exports); the owner's
 # name (SeedByIndex, Loader, CompactMap, ...) leads its message as an op's name does.
-seed_argument = checks.op_seed
+seed_argument = args.op_seed
 
 
 def check_epoch(owner: str, epoch: Any) -> int:
     """An epoch number: an int (Python or numpy) in [0, 2^63 - 1]."""
     if isinstance(epoch, (bool, np.bool_)) or not isinstance(epoch, (int, np.integer)) or \
-            not 0 <= epoch <= checks.INT64_MAX:
+            not 0 <= epoch <= args.INT64_MAX:
         raise ValueError(f"{owner}: expected epoch to be an int >= 0, got {epoch!r}")
     return int(epoch)
 
 
 def random_word(seed: int, counter: int) -> int:
     """Word `counter` (a uint64, as a Python int) of the stream of `seed`."""
-    seed = checks.check_seed("seed", seed)
+    seed = args.check_seed("seed", seed)
     if isinstance(counter, (bool, np.bool_)) or not isinstance(counter, (int, np.integer)) \
             or not 0 <= counter < 2**64:
         raise ValueError(f"expected counter to be an int in [0, 2**64), got {counter!r}")
@@ -138,7 +138,7 @@ def random_word(seed: int, counter: int) -> int:
 
 def derive_seed(seed: int, stream: int) -> int:
     """The int64 seed of sub-stream `stream` of `seed` (sample i of a batch uses stream i)."""
-    return counter_rng.derive_seed(checks.check_seed("seed", seed), checks.check_seed("stream", stream))
+    return counter_rng.derive_seed(args.check_seed("seed", seed), args.check_seed("stream", stream))
 
 
 def key_stream(key: int | str | bytes) -> int:
@@ -146,7 +146,7 @@ def key_stream(key: int | str | bytes) -> int:
     path, a record id) through a 64-bit BLAKE2b hash, stable across processes and machines
     (Python's hash() is salted per process)."""
     if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
-        return checks.check_seed("key", key)
+        return args.check_seed("key", key)
     if isinstance(key, str):
         key = key.encode()
     if isinstance(key, bytes):
@@ -157,12 +157,12 @@ def key_stream(key: int | str | bytes) -> int:
 def item_seed(seed: int, key: int | str | bytes, epoch: int = 0) -> int:
     """The seed that sample `key` of epoch `epoch` runs under: one function for SeedByIndex in a
     DataLoader and for fastprep.ray on a Ray cluster, so both give the same samples."""
-    return derive_seed(derive_seed(seed, checks.check_seed("epoch", epoch)), key_stream(key))
+    return derive_seed(derive_seed(seed, args.check_seed("epoch", epoch)), key_stream(key))
 
 
 def item_seeds(seed: int, keys: Any, epoch: int = 0) -> np.ndarray:
     """:func:`item_seed` of many int keys (indices, positions) at once: an int64 array."""
-    base = derive_seed(seed, checks.check_seed("epoch", epoch)) & counter_rng.MASK64
+    base = derive_seed(seed, args.check_seed("epoch", epoch)) & counter_rng.MASK64
     return counter_rng.derive_seed(base, np.asarray(keys, dtype=np.int64).view(np.uint64))
 
 
@@ -174,7 +174,7 @@ def seeded(seed: int) -> Iterator[None]:
     """torch's CPU generator seeded with `seed` inside the block and restored after it. It is
     what ``fork_rng(devices=[])`` + ``torch.manual_seed`` do, at about 2 us instead of 90 per
     sample (torch.manual_seed also seeds every accelerator's generators, and leaves them so)."""
-    seed = checks.check_seed("seed", seed)
+    seed = args.check_seed("seed", seed)
     generator = torch.default_generator
     state = generator.get_state()
     generator.manual_seed(seed)

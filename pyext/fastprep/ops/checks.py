@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch._subclasses.fake_tensor import is_fake
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+from fastprep.args import INT64_MAX, INT64_MIN, check_seed, op_seed  # noqa: F401 (the one seed check)
 
 
 def fail(*parts: object) -> None:
@@ -66,29 +66,6 @@ def quoted(s: str) -> str:
         else:
             out.append(ch)
     return "'" + "".join(out) + "'"
-
-
-def check_seed(name: str, value: Any) -> int:
-    """`value` as an int64 seed: a Python int or a numpy integer in [-2^63, 2^63 - 1] (np.uint64 too,
-    when it fits), returned as a Python int. A bool (numpy's too), a float (even 1.0), a tensor or
-    anything else is a TypeError, an int out of range a ValueError: torch's own int parsing takes
-    True and tensor(1) silently. The one seed check of fastprep, for the ops and the seed helpers."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"expected {name} to be an int, got {type(value).__name__} ({value!r})")
-    value = int(value)
-    if not INT64_MIN <= value <= INT64_MAX:
-        raise ValueError(f"expected {name} to fit in int64, got {value}")
-    return value
-
-
-def op_seed(op: str, name: str, value: Any) -> int:
-    """check_seed for argument `name` of op `op`, the message naming the op."""
-    if type(value) is int and INT64_MIN <= value <= INT64_MAX:  # the usual seed, without the ABC checks (0.25 us)
-        return value
-    try:
-        return check_seed(name, value)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{op}: {exc}") from None
 
 
 def op_int(op: str, name: str, value: Any) -> int:
