@@ -72,7 +72,7 @@ def test_dicts_namedtuples_lists_numpy_and_other_leaves():
     assert batch.data["meta"]["y"].dtype == torch.uint8
     inner = batch.data["pair"][1]
     assert isinstance(inner, Sample) and inner.mask.shape == (3, 2, 2) and inner.label.tolist() == [0, 1, 2]
-    assert batch.layout["pair"][1].mask.role == "mask" and batch.layout["pair"][1].mask.width == 9
+    assert batch.spec["pair"][1].mask.role == "mask" and batch.spec["pair"][1].mask.width == 9
     assert batch.roles == {"img": "image", "meta": {"name": "other", "y": "label"},
                            "pair": ["tensor", Sample("image", "mask", "label")]}
 
@@ -268,7 +268,7 @@ def test_release_hands_the_whole_batch_back_in_one_call():
     between two calls and have it freed under its next batch (seen as batch 9 inside batch 7)."""
     pool = _RecordingPool()
     batch = CompactCollate()([_Images()[i] for i in range(4)])
-    batch = CompactBatch(batch.data, batch.layout, pool=pool)
+    batch = CompactBatch(batch.data, batch.spec, pool=pool)
     tensors = batch.tensors()
     batch.release()
     batch.release()

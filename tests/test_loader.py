@@ -115,7 +115,7 @@ def test_generic_samples_collate_like_compact_collate():
     want = list(DataLoader(ds, batch_size=6, collate_fn=fastprep.compact_collate))
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
-        assert repr(g.layout) == repr(w.layout)
+        assert repr(g.spec) == repr(w.spec)
         for a, b in zip(g.decode(), w.decode(), strict=True):
             assert torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
 

@@ -54,10 +54,10 @@ def test_the_loader_lays_its_images_out_from_the_declaration():
 def test_the_declared_storage_is_the_slots_or_dropped_for_another_kind():
     ring = slots.SlotRing(2, 4, pin=False, image=((3, 5, 6), torch.uint8))
     declared = [t.data_ptr() for t in ring._declared]
-    ring.ensure_layout((torch.zeros(3, 5, 6, dtype=torch.uint8), 1), 0)
+    ring.ensure_spec((torch.zeros(3, 5, 6, dtype=torch.uint8), 1), 0)
     assert [ring.storage(k)[0].data_ptr() for k in range(2)] == declared
     other = slots.SlotRing(2, 4, pin=False, image=((3, 5, 6), torch.uint8))
-    other.ensure_layout((torch.zeros(1, 5, 6, dtype=torch.uint8), 1), 0)  # a grey image, run step by step
+    other.ensure_spec((torch.zeros(1, 5, 6, dtype=torch.uint8), 1), 0)  # a grey image, run step by step
     assert tuple(other.storage(0)[0].shape) == (4, 1, 5, 6) and other._declared is None
 
 

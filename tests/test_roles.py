@@ -54,7 +54,7 @@ def test_tensor_fields_keep_their_dtype_unless_narrowed():
     samples = [(torch.rand(2, dtype=torch.float64),) for _ in range(2)]
     assert compact_collate(samples).decode()[0].dtype == torch.float64  # not cast to decode's dtype
     narrowed = CompactCollate(float_dtype=torch.bfloat16)(samples)
-    assert narrowed.layout[0].dtype == torch.float64 and narrowed.decode()[0].dtype == torch.float32
+    assert narrowed.spec[0].dtype == torch.float64 and narrowed.decode()[0].dtype == torch.float32
     assert narrowed.nbytes_expanded == 2 * 2 * 8
 
 
@@ -148,7 +148,7 @@ def test_loader_uses_the_same_roles_and_fields_as_compact_collate():
         got = [b.clone() for b in fastprep.Loader(ds, 4, threads=2, seed=0, fields=fields)]
         want = [CompactCollate(fields=fields)([ds[i] for i in range(k, k + 4)]) for k in (0, 4)]
         for g, w in zip(got, want, strict=True):
-            assert g.roles == w.roles and repr(g.layout) == repr(w.layout)
+            assert g.roles == w.roles and repr(g.spec) == repr(w.spec)
             for name in ("tok", "vec", "y"):  # item 5's keys in reverse order land in their own fields
                 assert torch.equal(g.data[name], w.data[name])
             assert torch.equal(g.decode()["tok"], w.decode()["tok"])

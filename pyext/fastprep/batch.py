@@ -75,22 +75,29 @@ def _field_tensors(x: Any) -> list[torch.Tensor]:
 
 class CompactBatch:
     """A collated batch: `data` has the samples' structure (tuple, list, dict, namedtuple) with
-    compact tensors at the leaves; `layout` has the same structure with a Leaf per field (its
-    role and how it is stored); `roles` is the same structure with the role names.
+    compact tensors at the leaves; `spec` has the same structure with a Leaf per field (its
+    role and how it is stored); `roles` is the same structure with the role names. (`layout`, its
+    name before 0.1's re-filing, still reads it: "layout" now means only CHW / HWC.)
 
     After :meth:`release` the batch is gone: its buffers may already hold another batch, so every
     method and `data` raise a RuntimeError saying so (a second release() does nothing).
     """
 
-    def __init__(self, data: Any, layout: Any, pool: Any = None):
+    def __init__(self, data: Any, spec: Any, pool: Any = None):
         self._data = data
-        self.layout = layout
+        self.spec = spec
         self._pool = pool  # the BufferPool of a reusing CompactCollate, if any
         self._released = False
         # Batches made from this one that share its memory (to() the device it is on): released
         # with it, since its buffers may then hold another batch. Weak: a view dropped is gone.
         self._views: weakref.WeakSet[CompactBatch] = weakref.WeakSet()
         self._base: CompactBatch | None = None
+
+
+    @property
+    def layout(self) -> Any:
+        """`spec`, by its name before the re-filing."""
+        return self.spec
 
     @property
     def reusable(self) -> bool:
@@ -133,7 +140,7 @@ class CompactBatch:
     def roles(self) -> Any:
         """The role of every field ("image", "mask", "label", "tensor", "other"), in the batch's
         structure: what decode() does to it."""
-        return tree_map(lambda leaf: leaf.role, self.layout)
+        return tree_map(lambda leaf: leaf.role, self.spec)
 
     def release(self) -> None:
         """Hand this batch's buffers back to its CompactCollate(reuse=True) for the next batch.
@@ -151,7 +158,7 @@ class CompactBatch:
         self._views.clear()
 
     def __getstate__(self) -> dict[str, Any]:
-        # Across processes (a DataLoader worker's batch) a batch is its data, layout and pool:
+        # Across processes (a DataLoader worker's batch) a batch is its data, spec and pool:
         # views and bases are this process's objects.
         state = dict(self.__dict__)
         state["_views"], state["_base"] = None, None
@@ -186,7 +193,7 @@ class CompactBatch:
         data = tree_map(lambda x: fn(x) if isinstance(x, torch.Tensor) else holder_fn(x) if isinstance(x, TensorHolder)
                         else x, self._data)
         holders = any(isinstance(x, TensorHolder) for x in leaves(data))
-        out = (type(self) if holders else CompactBatch)(data, self.layout)
+        out = (type(self) if holders else CompactBatch)(data, self.spec)
         keys = {k for k in map(_storage_key, mine) if k is not None}
         if any(_storage_key(t) in keys for t in out.tensors()):
             out._base = self
@@ -240,7 +247,7 @@ class CompactBatch:
             else:
                 total += x.numel() * _EXPANDED_ITEMSIZE.get(leaf.role, x.element_size())
 
-        tree_map(add, self._data, self.layout)
+        tree_map(add, self._data, self.spec)
         return total
 
     def decode(self, dtype: torch.dtype = torch.float32, scale: float = 1 / 255,
@@ -298,13 +305,13 @@ class CompactBatch:
                 return x.to(dtype)
             return x
 
-        return tree_map(one, self._data, self.layout)
+        return tree_map(one, self._data, self.spec)
 
     def __repr__(self) -> str:
         if self._released:
             return "CompactBatch(released)"
         desc = tree_map(lambda x, leaf: f"{leaf.role}{tuple(x.shape)}:{x.dtype}"
-                        if isinstance(x, torch.Tensor) else type(x).__name__, self._data, self.layout)
+                        if isinstance(x, torch.Tensor) else type(x).__name__, self._data, self.spec)
         return f"CompactBatch({desc}, nbytes={self.nbytes})"
 
 

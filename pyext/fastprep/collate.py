@@ -167,14 +167,14 @@ class CompactCollate:
         else:
             self._batch_pool = self.shared.claim(worker.id) if self.shared is not None else None
         try:
-            data, layout = self._collate(samples, "sample", top=True)
+            data, spec = self._collate(samples, "sample", top=True)
         except BaseException:
             if worker is not None and self._batch_pool is not None:
                 self._batch_pool.give_batch([])  # the slot was never handed out
             raise
         if worker is not None and self._batch_pool is not None:
             self._batch_pool.keep_only_taken()  # the slot's buffers are this batch's, no more
-        return CompactBatch(data, layout, pool=self._batch_pool)
+        return CompactBatch(data, spec, pool=self._batch_pool)
 
     def _collate(self, items: list[Any], where: str, top: bool = False) -> tuple[Any, Any]:
         first = items[0]
@@ -183,10 +183,10 @@ class CompactCollate:
             return ({k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items()})
         if isinstance(first, (tuple, list)):
             pairs = [self._field(items, j, f"{where}[{j}]", top) for j in range(len(first))]
-            data, layout = [p[0] for p in pairs], [p[1] for p in pairs]
+            data, spec = [p[0] for p in pairs], [p[1] for p in pairs]
             if is_namedtuple(first):
-                return type(first)(*data), type(first)(*layout)
-            return (tuple(data), tuple(layout)) if isinstance(first, tuple) else (data, layout)
+                return type(first)(*data), type(first)(*spec)
+            return (tuple(data), tuple(spec)) if isinstance(first, tuple) else (data, spec)
         return self.collate_field(items, where)
 
     def _field(self, items: list[Any], key: Any, where: str, top: bool) -> tuple[Any, Any]:

@@ -215,7 +215,7 @@ def to_compact_batch(batch: dict[str, np.ndarray], fields: dict[str, str] | None
         raise ValueError(f"to_compact_batch: fields names {missing}, which the batch does not have "
                          f"(columns: {sorted(n for n in batch if n != ROLES_COLUMN)})")
     data: dict[str, Any] = {}
-    layout: dict[str, Leaf] = {}
+    spec: dict[str, Leaf] = {}
     for name, arr in batch.items():
         if name == ROLES_COLUMN:
             continue
@@ -227,10 +227,10 @@ def to_compact_batch(batch: dict[str, np.ndarray], fields: dict[str, str] | None
         if leaf is None:
             leaf = Leaf(column_role("to_compact_batch", name, arr, fields.get(name)))
         if leaf.role == "other" or arr.dtype.kind not in "biufc":
-            data[name], layout[name] = arr.tolist(), Leaf("other")
+            data[name], spec[name] = arr.tolist(), Leaf("other")
         else:
-            data[name], layout[name] = _tensor(arr), leaf
-    return CompactBatch(data, layout)
+            data[name], spec[name] = _tensor(arr), leaf
+    return CompactBatch(data, spec)
 
 
 def _tensor(arr: np.ndarray) -> torch.Tensor:

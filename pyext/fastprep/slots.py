@@ -44,7 +44,7 @@ class _Field:
 
 
 class SlotRing:
-    """`count` batch slots, laid out from the first sample written and reused in turn. The layout
+    """`count` batch slots, laid out from the first sample written and reused in turn. The spec
     (every field's role) comes from CompactCollate's rules and `fields`, so a Loader batch is the
     batch compact_collate makes of the same samples. `image`: (shape, dtype) of every sample's
     image as the plan declares it (FusedGroup.makes: a fused op's output), whose storage is
@@ -64,7 +64,7 @@ class SlotRing:
         self._leases = [0] * count  # bumped by every take: which batch may hand the slot back
         self._lock = threading.Lock()
         self.structure: Any = None  # the first sample: the structure every batch has
-        self.layout: Any = None
+        self.spec: Any = None
         self.fields: list[_Field] = []
         self.first_index = -1
         self.flat = False
@@ -96,19 +96,19 @@ class SlotRing:
                 self._free.append(slot)
 
     def reset(self, keep: int | None = None) -> None:
-        """Every slot free for a new pass (the batches of the last one are stale), the layout taken
-        again from the pass's first sample; the storage is kept for a layout of the same fields.
-        `keep`: a slot whose batch (made ahead for this pass) stays, and with it the layout."""
+        """Every slot free for a new pass (the batches of the last one are stale), the spec taken
+        again from the pass's first sample; the storage is kept for a spec of the same fields.
+        `keep`: a slot whose batch (made ahead for this pass) stays, and with it the spec."""
         with self._lock:
             self._free = [k for k in range(self.count) if k != keep]
             self._leases = [n + (k != keep) for k, n in enumerate(self._leases)]
             if keep is not None:
                 return
             if self.structure is not None:
-                self._kept = (self.structure, self.layout, self.fields, self._storage)
-            self.structure, self.layout, self.fields, self.first_index, self._storage = None, None, [], -1, []
+                self._kept = (self.structure, self.spec, self.fields, self._storage)
+            self.structure, self.spec, self.fields, self.first_index, self._storage = None, None, [], -1, []
 
-    def ensure_layout(self, sample: Any, index: int) -> None:
+    def ensure_spec(self, sample: Any, index: int) -> None:
         if self.structure is not None:  # set once, under the lock below
             return
         with self._lock:
@@ -117,17 +117,17 @@ class SlotRing:
             kept, self._kept = self._kept, None
             if kept is not None and _signature(sample) == _signature(kept[0]) \
                     and structure_difference(kept[0], sample, "") is None:
-                # The last pass's layout (collating the sample again would copy it, on torch's
+                # The last pass's spec (collating the sample again would copy it, on torch's
                 # thread pool, whose threads then spin against the Loader's), slots paged in.
-                self.structure, self.layout, self.fields, self._storage = kept
+                self.structure, self.spec, self.fields, self._storage = kept
                 self.flat, self.first_index = type(sample) in (tuple, list) and all(map(is_leaf, sample)), index
                 self.structure = sample
                 return
             try:
-                layout = self.collate([sample]).layout  # compact_collate's roles, field by field
+                spec = self.collate([sample]).spec  # compact_collate's roles, field by field
             except (ValueError, TypeError) as exc:
                 raise ValueError(f"Loader: sample {index}: {exc}") from None
-            self.fields = [_Field(leaf, x) for leaf, x in zip(leaves(layout), leaves(sample), strict=True)]
+            self.fields = [_Field(leaf, x) for leaf, x in zip(leaves(spec), leaves(sample), strict=True)]
             if kept is not None and [f.kind() for f in kept[2]] == [f.kind() for f in self.fields]:
                 self._storage = kept[3]  # the last pass's slots: already paged in
             else:
@@ -138,7 +138,7 @@ class SlotRing:
             # A flat tuple or list of leaves: a sample of its type and length whose elements are
             # leaves too has its structure (the usual (image, label)), without the tree walk.
             self.flat = type(sample) in (tuple, list) and all(map(is_leaf, sample))
-            self.structure, self.layout, self.first_index = sample, layout, index
+            self.structure, self.spec, self.first_index = sample, spec, index
 
     def values(self, sample: Any, index: int) -> list[Any]:
         """The leaves of `sample` in the order of the first sample's fields; a sample of another
@@ -157,7 +157,7 @@ class SlotRing:
 
 
 def _signature(sample: Any) -> list[tuple]:
-    """What a sample's layout depends on: each leaf's type, and shape and dtype for a tensor or array."""
+    """What a sample's spec depends on: each leaf's type, and shape and dtype for a tensor or array."""
     out = []
     for x in leaves(sample):
         t = as_tensor(x)
@@ -225,7 +225,7 @@ class BatchJob:
         """Sample `index` into position j of the batch (the first field already written when
         skip_first: the fused path writes images itself)."""
         ring = self.ring
-        ring.ensure_layout(sample, index)
+        ring.ensure_spec(sample, index)
         values = ring.values(sample, index)
         storage = ring.storage(self.slot)
         for k, (field, x) in enumerate(zip(ring.fields, values, strict=True)):
@@ -278,11 +278,11 @@ class BatchJob:
 
     def image_rows(self, template: Any, index: int, a: int, b: int) -> torch.Tensor:
         """Rows a:b of the slot's first field (the fused path's images), laid out from `template`."""
-        self.ring.ensure_layout(template, index)
+        self.ring.ensure_spec(template, index)
         return self.ring.storage(self.slot)[0][a:b]
 
     def batch(self) -> CompactBatch:
-        return CompactBatch(self.data(), self.ring.layout, pool=self.slot_return())
+        return CompactBatch(self.data(), self.ring.spec, pool=self.slot_return())
 
     def slot_return(self) -> _SlotReturn:
         """The pool of a batch in this job's slot: releasing the batch gives the slot back to the ring."""

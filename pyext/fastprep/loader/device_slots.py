@@ -77,7 +77,7 @@ class WindowJob(BatchJob):
         ring, n = self.ring, len(run)
         group = ring.group
         ring.check_out_size(tuple(run.out_size), key)
-        # The batch's layout is the CPU path's: an image of the row's dtype (made on the device).
+        # The batch's spec is the CPU path's: an image of the row's dtype (made on the device).
         self.image_rows(run.output_like(0, torch.empty(3, 0, 0, dtype=group.out_dtype)), key, j, j + n)
         if not all(type(c) is WindowCut for c in run.sources):
             raise TypeError(f"Loader(decode_on=...): the plan read {type(run.sources[0]).__name__}s where it "
@@ -96,4 +96,4 @@ class WindowJob(BatchJob):
                              ring.group, ring.out_size, ring.device)
         first = [windows]  # the image field (the first leaf: the batch path's image)
         data = tree_map(lambda x: first.pop() if first else x, self.data())
-        return WindowBatch(data, ring.layout, pool=self.slot_return())
+        return WindowBatch(data, ring.spec, pool=self.slot_return())

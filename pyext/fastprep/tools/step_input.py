@@ -43,7 +43,7 @@ def own(batch: Any) -> Any:
             pinned = False
         return t.clone().pin_memory() if pinned else t.clone()
 
-    return CompactBatch(tree_map(lambda x: copy(x) if isinstance(x, torch.Tensor) else x, batch.data), batch.layout)
+    return CompactBatch(tree_map(lambda x: copy(x) if isinstance(x, torch.Tensor) else x, batch.data), batch.spec)
 
 
 class Epochs:
