@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastprep import args
-from fastprep import counter_rng
+from fastprep import args, counter_rng
 
 # The SampleStream draw_seed() takes from in this thread when given no generator.
 _thread = threading.local()
