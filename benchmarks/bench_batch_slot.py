@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.tools import pipelines
+from fastprep.tools.bench import pipelines
 
 from conftest import run_floor
 

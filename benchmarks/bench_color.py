@@ -10,7 +10,7 @@ import torch
 
 import fastprep
 from fastprep.numba_kernels import color as numba_color
-from fastprep.tools import pipelines
+from fastprep.tools.bench import pipelines
 
 from conftest import bench_warm, run_floor
 

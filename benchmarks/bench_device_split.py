@@ -30,7 +30,7 @@ from bench_sources import BATCH, BATCHES, CROP, _epoch, files, fused, random_win
 import fastprep
 from fastprep import transforms as T
 from fastprep.loader import iteration
-from fastprep.tools.file_sources import FileImages, FileSet
+from fastprep.tools.bench.file_sources import FileImages, FileSet
 
 pytestmark = [pytest.mark.usefixtures("one_thread"),
               pytest.mark.skipif(not fastprep.io.available(), reason="fastprep._jpeg not built (no libjpeg-turbo)")]

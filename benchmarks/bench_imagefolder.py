@@ -3,7 +3,7 @@ the fused crop + mask + YCbCr op: what a training job reading files sees, per ba
 
 Images: 48 files of 1024x1024 mosaics of scikit-image's photos (bench_decode.mosaic: Pillow,
 quality 90, 4:2:0), 256x256 crops. The Loader decodes in its threads (the decoder releases the
-GIL); with roi=True the fused path decodes only each crop's window (same bits: tests/test_io_folder.py).
+GIL); with roi=True the fused path decodes only each crop's window (same bits: tests/io/test_io_folder.py).
 
 Run: python -m pytest benchmarks/bench_imagefolder.py --benchmark-only -p no:logging
 """

@@ -5,7 +5,7 @@ import pytest
 from torch.utils.data import DataLoader, default_collate
 
 import fastprep
-from fastprep.tools import pipelines
+from fastprep.tools.bench import pipelines
 
 from conftest import run_floor
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from fastprep.tools import pipelines
+from fastprep.tools.bench import pipelines
 
 from conftest import bench_warm, requires_native, run_floor
 

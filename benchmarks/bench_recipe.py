@@ -140,7 +140,7 @@ def psnr_table(folder: str, ffcv: bool) -> dict:
     import torch  # noqa: PLC0415
 
     import fastprep.io as fio  # noqa: PLC0415
-    from fastprep.io.jpeg_scale import reduced_crop  # noqa: PLC0415
+    from fastprep.io.jpeg.scale import reduced_crop  # noqa: PLC0415
     from fastprep.ops.resize import resized_crop  # noqa: PLC0415
 
     files = sorted(os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs)[:16]
@@ -185,7 +185,7 @@ def floor_table(folder: str) -> list[str]:
 
     import fastprep.io as fio  # noqa: PLC0415
     from fastprep import transforms as T  # noqa: PLC0415
-    from fastprep.io.jpeg_scale import reduced_crop, scaled_crop  # noqa: PLC0415
+    from fastprep.io.jpeg.scale import reduced_crop, scaled_crop  # noqa: PLC0415
     from fastprep.ops.resize import resized_crop  # noqa: PLC0415
 
     torch.set_num_threads(1)

@@ -35,8 +35,8 @@ import torch
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
-from fastprep.tools import feeds
-from fastprep.tools.file_sources import FileImages, FileSet, bytes_read
+from fastprep.tools.bench import feeds
+from fastprep.tools.bench.file_sources import FileImages, FileSet, bytes_read
 
 pytestmark = [pytest.mark.usefixtures("one_thread"),
               pytest.mark.skipif(not fio.available(), reason="fastprep._jpeg not built (no libjpeg-turbo)")]

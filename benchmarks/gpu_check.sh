@@ -3,7 +3,7 @@
 #   jpeg    libjpeg-turbo's headers: the system's, or unpacked from .debs/*.deb (Debian's
 #           libjpeg62-turbo-dev + libjpeg62-turbo, carried in) into a private prefix
 #   build   fastprep built against the machine's torch (pip install --no-build-isolation --no-deps .)
-#   tests   tests/test_cuda.py + tests/test_device_split.py on the native backend, installed build
+#   tests   tests/ops/test_cuda.py + tests/loader/test_device_split.py on the native backend, installed build
 #   decode  nvJPEG on window cuts against libjpeg-turbo on one core (benchmarks/gpu_decode.py)
 #   loader  fastprep.Loader with and without decode_on="cuda", seed and ImageNet pipelines,
 #           threads 1, 4, 16 (benchmarks/gpu_loader.py)
@@ -114,7 +114,7 @@ xdist=$("$py" -c 'import xdist' 2>/dev/null && echo "-n 4")
 # -p no:benchmark: pytest-benchmark, where installed, warns beside xdist, and the suite makes warnings errors.
 # shellcheck disable=SC2086 # $xdist: none or two words
 run tests 120 env FASTPREP_BACKEND=native "$py" -m pytest -q -p no:cacheprovider -p no:benchmark -c ../pyproject.toml \
-  --rootdir .. --tb=short $xdist test_cuda.py test_device_split.py
+  --rootdir .. --tb=short $xdist ops/test_cuda.py loader/test_device_split.py
 run decode 60 "$py" "$root/benchmarks/gpu_decode.py"
 run loader 150 "$py" "$root/benchmarks/gpu_loader.py"
 run train 180 "$py" "$root/benchmarks/gpu_train.py"

@@ -7,7 +7,7 @@ from torch.utils.data import DataLoader
 
 import fastprep
 from fastprep import transforms as T
-from fastprep.rng import item_seed, seeded
+from fastprep.core.rng import item_seed, seeded
 
 SEED = 11
 

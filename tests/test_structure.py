@@ -18,7 +18,20 @@ pytestmark = pytest.mark.one_backend
 
 PACKAGE = Path(fastprep.__file__).parent
 # Leaf modules the contract may use: they import nothing of fastprep's.
-CONTRACT_MAY_IMPORT = ("fastprep.ops", "fastprep.counter_rng")
+CONTRACT_MAY_IMPORT = ("fastprep.ops", "fastprep.core")
+# The layers, bottom up: a module may import its own layer and those below (docs/design.md's
+# picture). fastprep/__init__.py (the public names) and __main__ sit above them all.
+LAYERS = [
+    ("fastprep.core",),
+    ("fastprep.ops",),
+    ("fastprep.numba_kernels", "fastprep.backends"),
+    ("fastprep.io",),
+    ("fastprep.transforms",),
+    ("fastprep.batch",),
+    ("fastprep.loader",),
+    ("fastprep.monitoring", "fastprep.integrations"),
+    ("fastprep.tools",),
+]
 
 
 
@@ -58,8 +71,27 @@ def test_the_contract_never_imports_a_backend():
             assert not bad, f"{name} imports {bad}: the contract may import only {CONTRACT_MAY_IMPORT}"
 
 
+def _layer(module: str) -> int | None:
+    for rank, packages in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in packages):
+            return rank
+    return None
+
+
+def test_every_module_lives_in_a_layer():
+    """No loose modules at the top: a module's folder says which layer it is in."""
+    loose = [m for m in _graph() if _layer(m) is None and m not in ("fastprep", "fastprep.__main__")]
+    assert not loose, f"modules outside the layers {LAYERS}: {loose}"
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    bad = [(m, d) for m, deps in _graph().items() if _layer(m) is not None
+           for d in deps if _layer(d) is not None and _layer(d) > _layer(m)]
+    assert not bad, f"imports that point up the layers (importer, imported): {bad}"
+
+
 def test_the_counter_generator_is_a_leaf():
-    assert _graph()["fastprep.counter_rng"] == set()
+    assert _graph()["fastprep.core.counter_rng"] == set()
 
 
 def test_the_library_never_imports_the_tooling():

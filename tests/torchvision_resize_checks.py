@@ -1,6 +1,6 @@
 """fastprep's Resize, CenterCrop, Normalize, RandomVerticalFlip and the fused resized-crop pipelines
 against torchvision v2 on the same samples and draws: images, masks, boxes and key points.
-Collected through tests/test_torchvision_interop.py (which skips where torchvision does not import),
+Collected through tests/transforms/test_torchvision_interop.py (which skips where torchvision does not import),
 so that `bash .ci/torchvision` runs them."""
 
 import numpy as np
@@ -11,7 +11,7 @@ from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
 from fastprep import transforms as T
-from fastprep.rng import draw_seed
+from fastprep.core.rng import draw_seed
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 

@@ -1,7 +1,7 @@
 // fastprep._jpeg: the libjpeg-turbo decoder (decode.h) for Python, built only when CMake finds
 // libjpeg-turbo. Torch-free: the caller allocates the output (a torch tensor's numpy view) and
 // passes it as a writable buffer; decoding runs without the GIL, so loader threads decode in
-// parallel. The Python API with its checks is fastprep/io/jpeg.py.
+// parallel. The Python API with its checks is fastprep/io/jpeg/__init__.py.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 

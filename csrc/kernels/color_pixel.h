@@ -24,12 +24,12 @@ namespace fastprep::kernels::color_pixel {
 // N and partial sum is an integer below 2^24, so float32 holds them exactly whatever the order.
 // Each division is then one float32 product, truncated: floor(N / 1000) = trunc(N * r1000) with
 // r1000 = the float32 just above 1/1000, floor(N / 31250) = trunc(N * float32(1 / 31250)), exact
-// over those ranges (tests/test_color.py checks every N); Cb and Cr are at most 256, clamped.
+// over those ranges (tests/ops/test_color.py checks every N); Cb and Cr are at most 256, clamped.
 // color_simd.h reaches the same values with other exact steps. Backward, N (an int32) is clamped
 // to [0, 256 D) and divided the same way: c = clamped N >> Shift is below 2^24, so exact in float32,
 // and trunc(c * float32(1 / (D >> Shift))) = floor(c / (D >> Shift)) over that range;
 // floor(floor(N / 2^Shift) / (D / 2^Shift)) = floor(N / D). G shifts by 3 (256 x 125000 is past
-// 2^24; 125000 = 8 x 15625). tests/test_color.py checks every c and the end result over all 2^24
+// 2^24; 125000 = 8 x 15625). tests/ops/test_color.py checks every c and the end result over all 2^24
 // colours. A remainder-corrected int32 estimate took twice the time: GCC turns its constant
 // multiplies into shift-and-add chains.
 constexpr float kInv1000 = 0x1.0624ep-10f;  // nextafter(float32(1 / 1000), 1) = 0x1.0624dep-10 + 1 ulp

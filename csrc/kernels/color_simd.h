@@ -11,7 +11,7 @@
 //   Cb = min(floor(N_Cb / 31250), 255), N_Cb in [31250, 8000000] < 2^24 (exact in float32):
 //        truncating float32(N) * float32(1 / 31250) gives floor(N / 31250) for every N in
 //        [0, 8000000]; the clamp at 255 is the unsigned saturation of the byte pack. Cr alike.
-// tests/test_color.py checks both identities over their whole ranges and the end result over all
+// tests/ops/test_color.py checks both identities over their whole ranges and the end result over all
 // 2^24 colours on every ISA level (.ci/isa).
 #pragma once
 #include <cstdint>

@@ -7,22 +7,24 @@ here, one per row of ops/registry.py) and loads the backend that runs them on CP
 
 from fastprep import io as io  # fastprep.io.* after a plain `import fastprep`
 from fastprep import ops
-from fastprep._backend import NativeUnavailableWarning, backend, build_info, select_backend
-from fastprep._warnings import NumbaCacheWarning
-from fastprep.bad_samples import BadSamples, BadSampleWarning
-from fastprep.batch import CompactBatch
-from fastprep.collate import CompactCollate, compact_collate
+from fastprep.backends.choice import NativeUnavailableWarning, backend, build_info, select_backend
+from fastprep.backends.warmup import warmup
+from fastprep.batch.collate import CompactCollate, compact_collate
+from fastprep.batch.compact import CompactBatch
+from fastprep.batch.prefetch import DevicePrefetcher
+from fastprep.core import moved
+from fastprep.core.bad_samples import BadSamples, BadSampleWarning
+from fastprep.core.rng import derive_seed, draw_seed, random_word
+from fastprep.core.warning_types import NumbaCacheWarning
 from fastprep.loader import Loader, ResumePositionDropped
 from fastprep.monitoring import Monitor, MonitorSummary, monitor
 from fastprep.ops import *  # noqa: F403  (the op wrappers, as listed in ops.__all__)
-from fastprep.prefetch import DevicePrefetcher
-from fastprep.rng import derive_seed, draw_seed, random_word
 from fastprep.transforms import SeedByIndex
-from fastprep.warmup import warmup
 
 __version__ = "0.1.0"
 
 select_backend()
+moved.install()  # the import paths from before the re-filing (core/moved.py)
 
 __all__ = [
     "BadSampleWarning", "BadSamples", "CompactBatch", "CompactCollate", "DevicePrefetcher", "Loader", "Monitor",

@@ -23,14 +23,10 @@ how to get it. The rest of fastprep does not need it. Headers claiming more pixe
 ``exif=True`` (decode_jpeg, JpegFile, every source) turns photos upright by their EXIF orientation,
 as torchvision's ``decode_jpeg(apply_exif_orientation=True)``; off by default, as torchvision's
 ImageFolder (:func:`jpeg_orientation`, :class:`OrientedImage`). ``on_error`` on the map-style
-sources skips bad samples (fastprep.bad_samples).
+sources skips bad samples (fastprep.core.bad_samples).
 """
 
 from fastprep.io.errors import PackLockedError, PackSourceError, PackWriteError, RemoteReadError, ShardFormatError
-from fastprep.io.exif import jpeg_orientation
-from fastprep.io.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
-from fastprep.io.gpu import decode_jpeg_batch, decode_window_batch
-from fastprep.io.hdf5 import HDF5Dataset, HDF5Image
 from fastprep.io.jpeg import (
     CorruptJpegWarning,
     JpegHeader,
@@ -39,15 +35,19 @@ from fastprep.io.jpeg import (
     libjpeg_turbo_version,
     read_jpeg_header,
 )
-from fastprep.io.jpeg_file import JpegFile
-from fastprep.io.lmdb import LMDBDataset
-from fastprep.io.oriented import OrientedImage, oriented
-from fastprep.io.pack import PackSummary, PackWarning, pack
-from fastprep.io.packed import PackedDataset
-from fastprep.io.packed_items import PackedImage, PackedJpeg, PackedRaw, WindowCut
+from fastprep.io.jpeg.exif import jpeg_orientation
+from fastprep.io.jpeg.file import JpegFile
+from fastprep.io.jpeg.gpu import decode_jpeg_batch, decode_window_batch
+from fastprep.io.jpeg.oriented import OrientedImage, oriented
+from fastprep.io.packed.dataset import PackedDataset
+from fastprep.io.packed.pack import PackSummary, PackWarning, pack
+from fastprep.io.packed.records import PackedImage, PackedJpeg, PackedRaw, WindowCut
 from fastprep.io.remote.upload import pack  # noqa: F811 (pack, whose dest may also be a URL)
-from fastprep.io.webdataset import WebDataset
-from fastprep.io.webdataset_writer import write_webdataset
+from fastprep.io.sources.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
+from fastprep.io.sources.hdf5 import HDF5Dataset, HDF5Image
+from fastprep.io.sources.lmdb import LMDBDataset
+from fastprep.io.sources.webdataset import WebDataset
+from fastprep.io.sources.webdataset_writer import write_webdataset
 from fastprep.io.windowed import WindowedImage
 
 __all__ = [

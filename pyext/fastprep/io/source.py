@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastprep._tree import tree_map
-from fastprep.bad_samples import NEVER_SKIPPED, BadSamples, SubstitutesExhausted, check_on_error, substitutes
+from fastprep.core.bad_samples import NEVER_SKIPPED, BadSamples, SubstitutesExhausted, check_on_error, substitutes
+from fastprep.core.rng import owns_generator
+from fastprep.core.tree import tree_map
 from fastprep.io.jpeg import decode_jpeg, ycbcr_in_layout
-from fastprep.io.jpeg_file import JpegFile
+from fastprep.io.jpeg.file import JpegFile
 from fastprep.io.windowed import WindowedImage
-from fastprep.rng import owns_generator
 
 JPEG_MAGIC = b"\xff\xd8\xff"
 
@@ -113,7 +113,7 @@ class ImageSource(torch.utils.data.Dataset):
     torchvision's v1 transforms get a PIL image, as torchvision's ImageFolder gives them; any other
     transform gets the image decoded whole, a uint8 tensor.
 
-    Bad samples (fastprep.bad_samples): a subclass reads item i in ``read_item(i)`` and names it
+    Bad samples (fastprep.core.bad_samples): a subclass reads item i in ``read_item(i)`` and names it
     in ``sample_name(i)``; ``load_raw`` and ``dataset[i]`` apply `on_error`. Under "skip" / "warn"
     a sample whose reading (``load_raw``: reading only, the Loader's path) or reading and
     transform (``dataset[i]``: a DataLoader's path) raises is replaced by the first of the

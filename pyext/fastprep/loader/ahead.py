@@ -23,8 +23,8 @@ from typing import Any
 
 from torch import nn
 
-from fastprep import slots
-from fastprep.batch import CompactBatch
+from fastprep.batch import slots
+from fastprep.batch.compact import CompactBatch
 from fastprep.loader.apply import ChunkRunner
 from fastprep.loader.pool import WorkerPool
 

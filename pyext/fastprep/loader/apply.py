@@ -9,7 +9,7 @@ reproduce. Code that is not fastprep's (the dataset's own, a foreign transform) 
 shared generator: in parallel and unseeded by default; with ``deterministic=True`` one sample at a
 time under one lock, torch's generator seeded per sample (SeedByIndex's bits, serialised).
 
-Bad samples (``on_error="skip" | "warn"``, fastprep/bad_samples.py): an item whose loading or
+Bad samples (``on_error="skip" | "warn"``, fastprep/core/bad_samples.py): an item whose loading or
 transform raises is marked, the rest of the chunk goes on (a fused op that raises leaves its run to
 the per-sample path, which finds the culprit), and each marked slot is filled by
 :meth:`ChunkRunner._substitute` under the bad sample's own seeds; the job notes it for the consumer.
@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastprep.bad_samples import (
+from fastprep.batch.slots import BatchJob
+from fastprep.core.bad_samples import (
     MAX_SUBSTITUTES,
     NEVER_SKIPPED,
     SampleError,
@@ -35,10 +36,9 @@ from fastprep.bad_samples import (
     stream_substitutes,
     substitutes,
 )
+from fastprep.core.rng import SampleStream, item_seeds, seeded
 from fastprep.loader.fused_chunks import SKIP, ChunkRuns
 from fastprep.ops.seeded_draws import MAX_DRAWS, seeded_draws
-from fastprep.rng import SampleStream, item_seeds, seeded
-from fastprep.slots import BatchJob
 from fastprep.transforms import FusionPlan
 
 # torch's default generator is one per process: the deterministic samples of every Loader share it.

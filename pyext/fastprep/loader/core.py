@@ -12,16 +12,16 @@ from typing import Any
 import numpy as np
 from torch.utils.data import Sampler
 
-from fastprep.args import check_bool, check_int
-from fastprep.bad_samples import BadSamples, BadSampleWarning, sample_name
+from fastprep.batch.prefetch import check_device
+from fastprep.core.args import check_bool, check_int
+from fastprep.core.bad_samples import BadSamples, BadSampleWarning, sample_name
+from fastprep.core.rng import check_epoch, draw_seed, seed_argument
+from fastprep.core.roles import check_fields
 from fastprep.loader import ranks
 from fastprep.loader.device_split import check_decode_on, check_splittable
 from fastprep.loader.iteration import Iteration
 from fastprep.loader.order import Order, is_iterable, saved_keys
 from fastprep.loader.shard_order import check_shuffle, window_of
-from fastprep.prefetch import check_device
-from fastprep.rng import check_epoch, draw_seed, seed_argument
-from fastprep.roles import check_fields
 from fastprep.transforms import FusionPlan, SeedByIndex
 
 
@@ -39,7 +39,7 @@ class Loader:
     (a structured sample as torchvision v2 takes it: masks and boxes cut with the image) when the
     transform is made of fastprep transforms only, else to its image (the item, or its first
     element). Batches are :class:`CompactBatch` es as
-    :func:`fastprep.compact_collate` makes them, every field with the same role (fastprep/roles.py,
+    :func:`fastprep.compact_collate` makes them, every field with the same role (fastprep/core/roles.py,
     or `fields`); or, with `decode`, decoded (on `device` when given). A fused transform (a
     ``Compose`` that one op runs) writes each chunk of samples into the batch with one op call.
 
@@ -108,17 +108,17 @@ class Loader:
             to the batch's first, then (its batch has no other item, or none that loads) by the
             items read before its batch in the pass, the latest first; an error raised by the
             stream itself is raised: a generator that raised cannot go on), or "warn" (as skip, and a
-            :class:`~fastprep.bad_samples.BadSampleWarning` per bad sample the first time it is
+            :class:`~fastprep.core.bad_samples.BadSampleWarning` per bad sample the first time it is
             met, issued in the loop's thread). Counted and named in :attr:`bad_samples` (and the
             state_dict); the ``fastprep`` logger gets a one-line summary at the end of a pass that
             met new ones (INFO under "skip", WARNING under "warn"). MemoryError,
             KeyboardInterrupt, errors in batching (shapes, structure) and the Loader's own
             refusals always raise; so does a bad sample whose ``MAX_SUBSTITUTES`` substitutes all
             fail, or that has none to try (an iterable's first item alone in its batch; a dataset
-            all bad): :class:`~fastprep.bad_samples.SubstitutesExhausted` names the indices tried.
+            all bad): :class:`~fastprep.core.bad_samples.SubstitutesExhausted` names the indices tried.
 
     Attributes:
-        bad_samples: a :class:`~fastprep.bad_samples.BadSamples`: ``count`` (samples replaced so
+        bad_samples: a :class:`~fastprep.core.bad_samples.BadSamples`: ``count`` (samples replaced so
             far, in batches the loop received), ``indices``, ``names()``, ``summary()``.
 
     Example:

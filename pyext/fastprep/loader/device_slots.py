@@ -9,10 +9,10 @@ from typing import Any
 
 import torch
 
-from fastprep._tree import tree_map
-from fastprep.io.packed_items import WindowCut
-from fastprep.slots import BatchJob, SlotRing
-from fastprep.window_batch import WindowBatch, WindowCuts
+from fastprep.batch.slots import BatchJob, SlotRing
+from fastprep.batch.window import WindowBatch, WindowCuts
+from fastprep.core.tree import tree_map
+from fastprep.io.packed.records import WindowCut
 
 
 class WindowSlotRing(SlotRing):

@@ -6,7 +6,7 @@ the same seeds and draws as without it, but where that path would decode each sa
 they cut its small JPEG out of the shard (:meth:`PackedJpeg.cut`: byte copies, no entropy
 decoding; a :class:`JpegFile` hands its whole bytes) and make what the row's device half asks of
 them (``DeviceSplit.host``: the seed row's packed masks; nothing for a resized crop). The batch (a
-:class:`~fastprep.window_batch.WindowBatch`) holds the cuts, each window's place in its cut, the
+:class:`~fastprep.batch.window.WindowBatch`) holds the cuts, each window's place in its cut, the
 flips and placement, those host tensors and the labels. The device stage (DevicePrefetcher, in
 the consumer's thread) decodes the cuts there in one batch, crops each window and runs the row's
 device half (``DeviceSplit.finish``: mask + colour, or the resize + dtype + normalize).
@@ -27,15 +27,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastprep.bad_samples import SampleError
-from fastprep.devices import nvjpeg_decoder
-from fastprep.io.jpeg_file import JpegFile
-from fastprep.io.oriented import OrientedImage
-from fastprep.io.packed_items import WindowCut
+from fastprep.batch.prefetch import check_device
+from fastprep.core.bad_samples import SampleError
+from fastprep.core.devices import nvjpeg_decoder
+from fastprep.io.jpeg.file import JpegFile
+from fastprep.io.jpeg.oriented import OrientedImage
+from fastprep.io.packed.records import WindowCut
 from fastprep.io.windowed import WindowedImage
 from fastprep.loader.apply import ChunkRunner
 from fastprep.loader.device_slots import WindowJob, WindowSlotRing
-from fastprep.prefetch import check_device
 from fastprep.transforms import FusionPlan
 
 STAGE = "the decode_on split"

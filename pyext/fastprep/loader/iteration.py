@@ -14,13 +14,13 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-from fastprep import slots
-from fastprep.batch import CompactBatch
+from fastprep.batch import slots
+from fastprep.batch.compact import CompactBatch
+from fastprep.batch.prefetch import DevicePrefetcher
 from fastprep.loader import ahead
 from fastprep.loader.apply import ChunkRunner
 from fastprep.loader.device_split import split_parts
 from fastprep.loader.pool import WorkerPool
-from fastprep.prefetch import DevicePrefetcher
 
 
 class Iteration:

@@ -12,10 +12,10 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset
 
+from fastprep.core.rng import item_seed
+from fastprep.core.roles import is_int_label
 from fastprep.loader import ranks
 from fastprep.loader.shard_order import item_shards, shard_order
-from fastprep.rng import item_seed
-from fastprep.roles import is_int_label
 
 
 def is_iterable(dataset: Any) -> bool:

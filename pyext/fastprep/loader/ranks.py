@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch.distributed as dist
 
-from fastprep.args import check_int
+from fastprep.core.args import check_int
 
 log = logging.getLogger("fastprep")
 _told: set[tuple[int, int, str]] = set()

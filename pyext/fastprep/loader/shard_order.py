@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from fastprep.args import check_int
-from fastprep.rng import item_seed
+from fastprep.core.args import check_int
+from fastprep.core.rng import item_seed
 
 DEFAULT_WINDOW = 8  # shards shuffled together when neither the Loader nor the dataset says
 

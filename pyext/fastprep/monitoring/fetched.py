@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastprep.batch import CompactBatch
+from fastprep.batch.compact import CompactBatch
 
 WRAPPED = ("source", "loader")  # where wrappers (DevicePrefetcher, ...) keep the loader they wrap
 

@@ -11,8 +11,9 @@ from typing import Any, TextIO
 
 import torch
 
-from fastprep.args import check_int, check_real
-from fastprep.iterators import stop_iterator
+from fastprep.batch.prefetch import check_device
+from fastprep.core.args import check_int, check_real
+from fastprep.core.iterators import stop_iterator
 from fastprep.monitoring.events import EventRing
 from fastprep.monitoring.fetched import FetchMeter, fetching_dataset
 from fastprep.monitoring.live import Live, TensorBoard, tqdm_around, tqdm_class
@@ -20,7 +21,6 @@ from fastprep.monitoring.pipeline import PipelineFacts, facts_of
 from fastprep.monitoring.samplers import CpuClock, GpuProbe, ProcessClock, Sampler, mean_cpu, mean_gpu, mean_process
 from fastprep.monitoring.stats import StepStats, Window
 from fastprep.monitoring.summary import MonitorSummary
-from fastprep.prefetch import check_device
 
 NO_SUMS = (0.0, 0, 0.0, 0.0, 0.0, 0.0)
 

@@ -194,8 +194,8 @@ def source_of_dataset(dataset: Any) -> tuple[str, Any]:
     """(source, the dataset that reads the images) from the dataset's type and settings alone."""
     import torch  # noqa: PLC0415
 
-    from fastprep.io.folder import ImageFolder  # noqa: PLC0415
-    from fastprep.io.packed import PackedDataset  # noqa: PLC0415
+    from fastprep.io.packed.dataset import PackedDataset  # noqa: PLC0415
+    from fastprep.io.sources.folder import ImageFolder  # noqa: PLC0415
 
     for d in datasets(dataset):
         if isinstance(d, PackedDataset):
@@ -217,8 +217,8 @@ def source_of_dataset(dataset: Any) -> tuple[str, Any]:
 
 def source_of_image(image: Any, dataset: Any, fallback: str = "other") -> str:
     """The source of a raw sample's image, read by `dataset` (diagnose holds one)."""
-    from fastprep.io.jpeg_file import JpegFile  # noqa: PLC0415
-    from fastprep.io.packed_items import PackedJpeg, PackedRaw  # noqa: PLC0415
+    from fastprep.io.jpeg.file import JpegFile  # noqa: PLC0415
+    from fastprep.io.packed.records import PackedJpeg, PackedRaw  # noqa: PLC0415
     from fastprep.io.windowed import WindowedImage  # noqa: PLC0415
 
     if isinstance(image, PackedJpeg):

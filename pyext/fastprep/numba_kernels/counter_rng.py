@@ -1,9 +1,9 @@
-"""The counter generator for Numba kernels: fastprep/counter_rng.py (the plain-Python definition,
+"""The counter generator for Numba kernels: fastprep/core/counter_rng.py (the plain-Python definition,
 whose constants it takes) compiled on uint64, as csrc/kernels/counter_rng.h is for C++."""
 
 import numpy as np
 
-from fastprep import counter_rng as definition
+from fastprep.core import counter_rng as definition
 from fastprep.numba_kernels._cache import njit
 
 GOLDEN = np.uint64(definition.GOLDEN)

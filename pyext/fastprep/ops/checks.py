@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch._subclasses.fake_tensor import is_fake
 
-from fastprep.args import INT64_MAX, INT64_MIN, check_seed, op_seed  # noqa: F401 (the one seed check)
+from fastprep.core.args import INT64_MAX, INT64_MIN, check_seed, op_seed  # noqa: F401 (the one seed check)
 
 
 def fail(*parts: object) -> None:

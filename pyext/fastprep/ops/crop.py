@@ -8,7 +8,7 @@ import math
 import numpy as np
 import torch
 
-from fastprep import counter_rng
+from fastprep.core import counter_rng
 from fastprep.ops import checks
 from fastprep.ops._library import call_differentiable, define, impl_any_device
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from fastprep import counter_rng
+from fastprep.core import counter_rng
 from fastprep.ops import checks
 from fastprep.ops._library import define, impl_any_device, writes_buffers
 from fastprep.ops.output_checks import check_out_dtype, check_output

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastprep.tools.verdict import ceiling_of
+from fastprep.tools.diagnose.verdict import ceiling_of
 
 
 def _pyplot():

@@ -11,8 +11,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from fastprep import counter_rng
-from fastprep.rng import draw_seed
+from fastprep.core import counter_rng
+from fastprep.core.rng import draw_seed
 from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.inputs import describe
 from fastprep.transforms.sample import Sample

@@ -7,8 +7,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from fastprep.args import check_bool
-from fastprep.rng import check_epoch, draw_seed, item_seed, seed_argument, seeded
+from fastprep.core.args import check_bool
+from fastprep.core.rng import check_epoch, draw_seed, item_seed, seed_argument, seeded
 from fastprep.transforms.base import Transform
 from fastprep.transforms.plan import FusionPlan
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastprep._tree import leaves, tree_map
+from fastprep.core.tree import leaves, tree_map
 from fastprep.io.windowed import WindowedImage
 from fastprep.transforms.base import Transform
 from fastprep.transforms.inputs import is_pil

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from fastprep.args import check_bool
+from fastprep.core.args import check_bool
 from fastprep.transforms.base import Transform
 from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.inputs import check_layout, chw

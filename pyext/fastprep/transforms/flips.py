@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from fastprep.args import check_real
+from fastprep.core.args import check_real
 from fastprep.transforms.base import RandomTransform, describe_sample, unit_float, word
 from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.inputs import check_layout, chw, error_context

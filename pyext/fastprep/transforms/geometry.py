@@ -8,10 +8,10 @@ from typing import Any
 
 import torch
 
-from fastprep import counter_rng
-from fastprep.args import check_bool
+from fastprep.core import counter_rng
+from fastprep.core.args import check_bool
+from fastprep.core.roles import tv_class
 from fastprep.ops.crop import random_crop
-from fastprep.roles import tv_class
 from fastprep.transforms.base import RandomTransform, Transform, describe_sample, word
 from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.inputs import (

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from fastprep.rng import SampleStream, draw_seeds
+from fastprep.core.rng import SampleStream, draw_seeds
 from fastprep.transforms.base import describe_sample
 from fastprep.transforms.fold import FOLDS, Geometry
 from fastprep.transforms.fused import FusedRun, Fusion

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastprep.args import check_real
+from fastprep.core.args import check_real
 from fastprep.io.windowed import WindowedImage
 
 _WARNINGS_LOCK = threading.Lock()

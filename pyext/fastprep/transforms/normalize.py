@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from fastprep.args import check_bool, check_real
+from fastprep.core.args import check_bool, check_real
 from fastprep.transforms.base import Transform
 from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.inputs import check_layout, chw

@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
-from fastprep._tree import leaves
-from fastprep.args import check_int, check_real
+from fastprep.core.args import check_int, check_real
+from fastprep.core.tree import leaves
 from fastprep.ops.color import rgb_to_ycbcr
 from fastprep.ops.mask_fill import mask_fill
 from fastprep.transforms.base import RandomTransform, Transform, describe_sample

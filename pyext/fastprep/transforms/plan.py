@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastprep._tree import leaves
+from fastprep.core.tree import leaves
 from fastprep.transforms.base import Transform
 from fastprep.transforms.flips import RandomHorizontalFlip
 from fastprep.transforms.fused import CROP_MASK_YCBCR, RESIZED_CROP, Fusion

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastprep.args import check_bool, check_int
+from fastprep.core.args import check_bool, check_int
 from fastprep.transforms.base import trunc_int, where
 from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.geometry import GeometricTransform

@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from fastprep import counter_rng
-from fastprep.args import check_bool, check_real
+from fastprep.core import counter_rng
+from fastprep.core.args import check_bool, check_real
 from fastprep.transforms.base import any_of, exp, round_int, sqrt, unit_float, where, word
 from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.geometry import RandomGeometric

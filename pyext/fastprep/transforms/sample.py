@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastprep._tree import leaves, tree_map
+from fastprep.core.roles import tv_class
+from fastprep.core.tree import leaves, tree_map
 from fastprep.io.source import as_pil, wants_pil
 from fastprep.io.windowed import WindowedImage
-from fastprep.roles import tv_class
 from fastprep.transforms.inputs import as_image, check_pil_mode, hw, hwc_tensor, is_pil
 
 GEOMETRY = ("image", "video", "mask", "boxes", "keypoints")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from fastprep.args import check_bool
+from fastprep.core.args import check_bool
 from fastprep.transforms.compose import Compose
 from fastprep.transforms.flips import RandomHorizontalFlip
 from fastprep.transforms.geometry import RandomCrop

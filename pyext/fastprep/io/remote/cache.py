@@ -9,7 +9,7 @@ files. The limit counts the shards of every pack folder under cache_dir; nothing
 folder not named as a pack key: someone's pack) is counted or evicted.
 
 "In use" means: held by :meth:`ShardCache.acquire` and not yet released, which a
-:class:`fastprep.io.packed_shards.ShardMaps` does from mapping a shard until it drops the map. The
+:class:`fastprep.io.packed.shard_maps.ShardMaps` does from mapping a shard until it drops the map. The
 hold is a shared flock on the shard's ``.lock`` file (one open file per hold, so holds of threads of
 one process are as separate as those of two processes), so it is seen by every process on the node;
 an eviction takes the exclusive lock without waiting, and skips the shard if it cannot.
@@ -28,7 +28,7 @@ import mmap
 import os
 import threading
 
-from fastprep.io import shards as fmt
+from fastprep.io.packed import format as fmt
 from fastprep.io.remote.store import RemoteStore
 
 

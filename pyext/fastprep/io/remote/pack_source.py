@@ -12,7 +12,7 @@ import os
 import threading
 from collections import OrderedDict
 
-from fastprep.io import shards as fmt
+from fastprep.io.packed import format as fmt
 from fastprep.io.remote import ranges as rr
 from fastprep.io.remote.cache import ShardCache
 from fastprep.io.remote.prefetch import Prefetcher, first_use
@@ -126,7 +126,7 @@ class RemotePack:
                 self._heads_bytes -= len(head)
 
     def fetch_index(self) -> tuple[str, tuple]:
-        """The index in the cache: its local path and :func:`fastprep.io.shards.read_index`'s
+        """The index in the cache: its local path and :func:`fastprep.io.packed.format.read_index`'s
         reading of it (parsed and checked once), downloaded unless the
         copy there is of the same object (size and ETag or modification time), which several ranks
         opening the pack then share. One download per node: a lock file per URL."""

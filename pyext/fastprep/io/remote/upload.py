@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from fastprep.io import shards as fmt
-from fastprep.io.pack import PackSummary
-from fastprep.io.pack import pack as pack_local
+from fastprep.io.packed import format as fmt
+from fastprep.io.packed.pack import PackSummary
+from fastprep.io.packed.pack import pack as pack_local
 from fastprep.io.remote.pack_source import default_staging_dir, url_key
 from fastprep.io.remote.retry import Retry, redact
 from fastprep.io.remote.store import RemoteStore, is_url
@@ -60,7 +60,7 @@ def pack(src: Any, dest: str | os.PathLike, *, storage_options: dict | None = No
     """Pack an image folder or a map-style dataset into shards + an index for :class:`PackedDataset`,
     in a local folder or at a URL (s3://, gs://, az://, file://: whatever fsspec writes).
 
-    A local `dest` is packed in place, by :func:`fastprep.io.pack.pack` (restart-indexed JPEGs or raw
+    A local `dest` is packed in place, by :func:`fastprep.io.packed.pack.pack` (restart-indexed JPEGs or raw
     pixels, resumable: its docstring and docs/real-files.md say how). A URL `dest` is packed into
     `staging`, then uploaded by :func:`fastprep.io.remote.upload_pack`: shards first, the index last,
     only the shards the URL lacks (a re-run resumes both the packing and the upload).
@@ -73,7 +73,7 @@ def pack(src: Any, dest: str | os.PathLike, *, storage_options: dict | None = No
             ~/.cache/fastprep/staging, named after the URL, kept for a resume; never under the shard
             cache, whose eviction must not reach it).
         retry: for a URL: how failed uploads are retried (:class:`fastprep.io.remote.Retry`).
-        **options: :func:`fastprep.io.pack.pack`'s: mode, max_side, threads, quality, non_jpeg,
+        **options: :func:`fastprep.io.packed.pack.pack`'s: mode, max_side, threads, quality, non_jpeg,
             shard_bytes, restart, progress, overwrite, on_error.
 
     Returns:

@@ -1,0 +1,1 @@
+"""fastprep inside other frameworks: Ray Data."""

@@ -1,0 +1,126 @@
+"""Where fastprep.Loader's time per sample goes around its batch op (issue 32 item 3), in thread CPU
+time (robust on a shared machine): ``python -m fastprep.tools.bench.profile_loader [batch_size]``.
+
+One Loader chunk (the seed workload: RandomCrop -> RandomDilatedMask -> RGBToYCbCr over the bench's
+1024^2 numpy sources) is run in this thread, as a worker runs it, with its stages timed: with the op
+skipped (the Python alone, caches warm), then with the op, beside the same op called by hand with
+the same draws (the plan's own runs, replayed into a batch-sized output); the stages are timed in
+both rounds: beside the op, the Python finds its data out of cache."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+STAGES = (("fastprep.loader.apply", None, "item_seeds", "item_seeds"),
+          ("fastprep.loader.apply", None, "seeded_draws", "seeded_draws"),
+          ("fastprep.loader.apply", "ChunkRunner", "_load_all", "loading the items under their streams"),
+          ("fastprep.loader.fused_chunks", "ChunkRuns", "__call__", "window fold (ChunkRuns)"),
+          ("fastprep.loader.apply", "ChunkRunner", "_write_run", "the op's call (ChunkRunner._write_run)"),
+          ("fastprep.batch.slots", "BatchJob", "write_rest", "writing the labels"),
+          ("fastprep.loader.apply", "ChunkRunner", "__call__", "the chunk, in all"),
+          ("fastprep.batch.slots", "BatchJob", "batch", "hand-off: BatchJob.batch (consumer's thread)"))
+
+
+@contextlib.contextmanager
+def _timed(spent: Counter) -> Iterator[None]:
+    """Each stage's function wrapped to add its thread CPU time to `spent`; restored after."""
+    saved = []
+    for module, cls, name, label in STAGES:
+        owner = importlib.import_module(module)
+        owner = getattr(owner, cls) if cls else owner
+        fn = owner.__dict__[name]
+
+        def wrapped(*args: Any, _fn: Any = fn, _label: str = label, **kwargs: Any) -> Any:
+            t0 = time.thread_time()
+            try:
+                return _fn(*args, **kwargs)
+            finally:
+                spent[_label] += time.thread_time() - t0
+        saved.append((owner, name, fn))
+        setattr(owner, name, wrapped)
+    try:
+        yield
+    finally:
+        for owner, name, fn in saved:
+            setattr(owner, name, fn)
+
+
+def profile(batch_size: int = 256, batches: int = 20, repeat: int = 7) -> dict[str, float]:
+    """us per sample of each stage (best of `repeat` rounds of `batches` chunks) and of a whole round,
+    with the op skipped (the Python alone, caches warm); the same, f"{stage}, beside the op", with
+    it (caches emptied by the op's 50 MB a batch); "op by hand", "op in the Loader"."""
+    import fastprep  # noqa: PLC0415
+    from fastprep import transforms as T  # noqa: PLC0415
+    from fastprep.batch import slots  # noqa: PLC0415
+    from fastprep.loader import apply  # noqa: PLC0415
+    from fastprep.tools.bench import pipelines  # noqa: PLC0415
+
+    n = batch_size * 8
+    dataset = pipelines.SyntheticImages(n, None, pool=8)
+    plan = fastprep.Loader(dataset, batch_size, transform=T.seed_workload(layout="HWC"), seed=0).plan
+    runner, ring = apply.ChunkRunner(dataset, plan, 0, 0, False, False), slots.SlotRing(2, batch_size, pin=False)
+    fusion, op = plan.fused.fusion, plan.fused.fusion.run
+    replay, spent = [], Counter()
+
+    def chunk(k: int) -> None:
+        job = runner.job_type(list(range(k * batch_size % n, k * batch_size % n + batch_size)), ring, None)
+        job.add_chunk()
+        runner(job, 0, batch_size, lambda: None)
+        job.chunk_done()
+        job.wait()
+        job.batch().release()
+
+    def rounds(fn: Any) -> dict[str, float]:
+        best: dict[str, float] = {}
+        for _ in range(repeat):
+            spent.clear()
+            t0 = time.thread_time()
+            for k in range(batches):
+                fn(k)
+            spent[ROUND] = time.thread_time() - t0
+            for key, s in spent.items():
+                best[key] = min(best.get(key, float("inf")), 1e6 * s / (batches * batch_size))
+        return best
+
+    def keep(group: Any, run: Any, out: torch.Tensor) -> None:
+        t0 = time.thread_time()
+        op(group, run, out)
+        spent[IN_LOADER] += time.thread_time() - t0
+        replay[:] = [*replay[-7:], (group, run)]
+
+    result = {}
+    try:
+        for run, suffix in ((lambda group, run, rows: None, ""), (keep, BESIDE)):
+            object.__setattr__(fusion, "run", run)
+            for k in range(8):
+                chunk(k)
+            with _timed(spent):
+                result.update({f"{key}{suffix if key != IN_LOADER else ''}": us for key, us in rounds(chunk).items()})
+    finally:
+        object.__setattr__(fusion, "run", op)
+    rows = torch.empty(batch_size, 3, pipelines.CROP, pipelines.CROP, dtype=torch.uint8)
+    result[BY_HAND] = rounds(lambda k: op(*replay[k % len(replay)], rows))[ROUND]
+    return result
+
+
+ROUND, BESIDE = "a round in all (job, chunk, wait, hand-off)", ", beside the op"
+BY_HAND, IN_LOADER = "op by hand (the same draws)", "op in the Loader"
+
+
+if __name__ == "__main__":
+    result = profile(int(sys.argv[1]) if len(sys.argv) > 1 else 256)
+    print(f"{'us per sample':<50}{'op skipped':>12}{'beside the op':>15}  (skipped: the op's work, not its call)")
+    for *_, label in (*STAGES, (ROUND,)):
+        print(f"{label:<50}{result[label]:12.2f}{result[label + BESIDE]:15.2f}")
+    hand, loader = result[BY_HAND], result[ROUND + BESIDE]
+    print(f"{BY_HAND:<50}{hand:27.2f}\n{IN_LOADER:<50}{result[IN_LOADER]:27.2f}")
+    print(f"the Loader around the op (round - op by hand): {loader - hand:.2f} us/sample; op by hand / round "
+          f"{hand / loader:.1%}")

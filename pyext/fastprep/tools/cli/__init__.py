@@ -1,0 +1,16 @@
+"""The command line: `python -m fastprep pack | bench | diagnose`."""
+
+_REPLACED_NAMES = frozenset([
+    'BENCH_HELP', 'DIAGNOSE_HELP', 'TABLE_OPTIONS', 'bench', 'build_parser', 'count', 'demo', 'fraction',
+    'int_list', 'number', 'positive',
+])
+
+
+def __getattr__(name: str):
+    """fastprep.tools.cli.NAME as before the re-filing (the module this package
+    replaced is fastprep.tools.cli.main)."""
+    if name not in _REPLACED_NAMES:  # a submodule not imported yet, or no such name
+        raise AttributeError(f"module 'fastprep.tools.cli' has no attribute {name!r}")
+    from fastprep.tools.cli import main  # noqa: PLC0415 (lazy: no cycle through the package)
+
+    return getattr(main, name)

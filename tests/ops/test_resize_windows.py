@@ -1,0 +1,97 @@
+"""fastprep.ops.resize_windows: the GPU decode split's batched resize of whole windows (any device)
+has the definition's weights (resample_axis) and the kernel's bits (resized_crop_batch), on the CPU
+here; tests/loader/test_device_split.py runs it on CUDA against the CPU."""
+
+import numpy as np
+import pytest
+import torch
+
+from fastprep.ops.resize_weights import resample_axis
+from fastprep.ops.resize_windows import axis_tables, resized_crop_windows
+
+pytestmark = pytest.mark.one_backend
+
+
+# (size, resized, first, count): down and up, by a little and a lot, identity, crops of the resize
+AXES = [(700, 224, 0, 224), (300, 224, 0, 224), (224, 224, 0, 224), (91, 256, 16, 224), (1024, 37, 3, 30),
+        (5, 3, 0, 3), (1, 7, 2, 4), (4000, 224, 0, 224), (257, 256, 0, 256), (333, 333, 10, 100), (64, 71, 0, 71)]
+
+
+@pytest.mark.parametrize("antialias", [True, False])
+def test_axis_tables_are_resample_axis(antialias):
+    for reverse in (False, True):
+        count = 24  # every case's tables at once, through the count outputs they share
+        cases = [(s, r, f, count) for s, r, f, c in AXES if f + count <= r] + [(9, 30, 1, count)]
+        size, out, first = (torch.tensor(column) for column in list(zip(*cases))[:3])
+        start, w, precision = axis_tables(size, out, antialias, torch.full((len(cases),), reverse), first, count)
+        for i, (size, out, first, n) in enumerate(cases):
+            a = resample_axis(size, out, antialias, reverse, first, n)
+            taps = a.w.shape[1]
+            assert int(precision[i]) == a.precision, (size, out)
+            assert np.array_equal(start[i].numpy(), a.start), (size, out, first)
+            assert np.array_equal(w[i, :, :taps].numpy(), a.w) and not w[i, :, taps:].any(), (size, out, first)
+
+
+def _windows(g, sizes):
+    return [torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g) for h, w in sizes]
+
+
+@pytest.mark.parametrize("dtype,scale,norm", [(torch.uint8, 1.0, False), (torch.float32, 1 / 255, True),
+                                              (torch.float16, 1 / 255, False), (torch.bfloat16, 1.0, True)])
+@pytest.mark.parametrize("antialias", [True, False])
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA device"))])
+def test_the_kernels_bits(dtype, scale, norm, antialias, device):
+    g = torch.Generator().manual_seed(int(antialias))
+    sizes = [(90, 120), (31, 40), (40, 31), (200, 64), (32, 32), (7, 300)]
+    windows = _windows(g, sizes)
+    big = [torch.randint(0, 256, (h + 5, 3, w + 4), dtype=torch.uint8, generator=g) for h, w in sizes[:2]]
+    windows += [b.permute(1, 0, 2)[:, 2:2 + h, 1:1 + w] for b, (h, w) in zip(big, sizes)]  # strided views, as
+    # nvJPEG's images cropped to their windows
+    sizes += sizes[:2]
+    n = len(windows)
+    hflips, vflips = [i % 2 == 0 for i in range(n)], [i % 3 == 0 for i in range(n)]
+    place = ([0, 40, 0, 0, 33, 0, 0, 48], [0, 36, 0, 64, 35, 0, 40, 0], [0, 4, 0, 0, 1, 0, 0, 8],
+             [0, 2, 0, 30, 0, 0, 5, 0])  # Resize + CenterCrop's placements, and 0s: the output's size
+    mean, std = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]) if norm else (None, None)
+    want = torch.empty(n, 3, 32, 34, dtype=dtype)
+    heights, widths = [h for h, _ in sizes], [w for _, w in sizes]
+    torch.ops.fastprep.resized_crop_batch.default(windows, [0] * n, [0] * n, heights, widths, want, "CHW", hflips,
+                                                  antialias, scale, mean, std, vflips, *place)
+    got = resized_crop_windows([x.to(device) for x in windows], torch.empty_like(want, device=device), hflips, vflips,
+                               place, antialias, scale, mean, std)
+    assert got.device.type == device and got.dtype == dtype
+    assert torch.equal(got.cpu().view(torch.uint8), want.view(torch.uint8))
+
+
+def test_refuses_a_normalize_on_uint8():
+    with pytest.raises(RuntimeError, match="mean=None and std=None for a torch.uint8 output"):
+        resized_crop_windows([torch.zeros(3, 4, 4, dtype=torch.uint8)], torch.empty(1, 3, 2, 2, dtype=torch.uint8),
+                             [False], [False], ([0], [0], [0], [0]), mean=[0.5], std=[0.5])
+
+
+def test_refuses_what_does_not_match_out():
+    win, out, none = torch.zeros(3, 4, 4, dtype=torch.uint8), torch.empty(1, 3, 2, 2), ([0], [0], [0], [0])
+    for args, match in [(([win, win], out, [False], [False], none), r"expected 1 windows \(out has 1 images\), got 2"),
+                        (([win], out, [False], [], none), r"expected 1 vflips"),
+                        (([win], out, [False], [False], ([0], [0], [0], [])), r"expected 1 place\[3\]"),
+                        (([win.float()], out, [False], [False], none), r"windows\[0\] to be a non-empty uint8"),
+                        (([win[:1]], out, [False], [False], none), r"uint8 \[3, h, w\].*\(1, 4, 4\)"),
+                        (([win], out[0], [False], [False], none), r"out to be \[N, 3, H, W\], got \(3, 2, 2\)")]:
+        with pytest.raises(ValueError, match=match):
+            resized_crop_windows(*args)
+
+
+@pytest.mark.parametrize("place, match", [
+    (([0, 0], [0, 0], [0, 1], [0, 0]), r"out_tops\[1\] \+ out's height <= resized_heights\[1\] \(32\)"),
+    (([0, 0], [0, 40], [0, 0], [0, 9]), r"out_lefts\[1\] \+ out's width <= resized_widths\[1\] \(40\)"),
+    (([0, 0], [0, 0], [0, -1], [0, 0]), r"out_tops\[1\] >= 0, got out_tops\[1\]=-1"),
+    (([0, 0], [0, -3], [0, 0], [0, 0]), r"resized_widths\[1\] >= 0"),
+    (([16, 0], [0, 0], [0, 0], [0, 0]), r"resized_heights\[0\] \(16\)"),
+])
+def test_refuses_a_place_outside_the_resized_window(place, match):
+    wins = [torch.zeros(3, 5, 6, dtype=torch.uint8)] * 2
+    out = torch.full((2, 3, 32, 32), 7, dtype=torch.uint8)
+    with pytest.raises(ValueError, match=match + r".*place of windows\[\d\]"):
+        resized_crop_windows(wins, out, [False] * 2, [False] * 2, place)
+    assert (out == 7).all()  # nothing written
