@@ -38,7 +38,7 @@ import fastprep
 from fastprep import transforms as T
 from fastprep.tools import photos
 from fastprep.tools.diagnose import demo_model
-from fastprep.tools.diagnose.main import find_bottleneck
+from fastprep.tools.diagnose.bottleneck import find_bottleneck
 
 BATCH, SIDE, POOL = 8, 1024, 4
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -11,7 +11,7 @@ from fastprep.backends.choice import NativeUnavailableWarning, backend, build_in
 from fastprep.backends.warmup import warmup
 from fastprep.batch.collate import CompactCollate, compact_collate
 from fastprep.batch.compact import CompactBatch
-from fastprep.batch.prefetch import DevicePrefetcher
+from fastprep.batch.device_prefetcher import DevicePrefetcher
 from fastprep.core import moved
 from fastprep.core.bad_samples import BadSamples, BadSampleWarning
 from fastprep.core.rng import derive_seed, draw_seed, random_word

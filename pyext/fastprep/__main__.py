@@ -2,7 +2,7 @@
 
 import sys
 
-from fastprep.tools.cli.main import main
+from fastprep.tools.cli.commands import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -221,7 +221,7 @@ def test_to_compact_batch_without_records_uses_the_rules_or_fields():
 
 
 def test_bench_ray_row(local_ray, tmp_path, capsys):
-    from fastprep.tools.cli.main import main
+    from fastprep.tools.cli.commands import main
     path = tmp_path / "bench.json"
     assert main(["bench", "--quick", "--batch-size", "4", "--workers", "0", "--seconds", "0", "--ray", "--json",
                  str(path)]) == 0

@@ -15,7 +15,7 @@ import torch
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
-from fastprep.batch.window import WindowBatch
+from fastprep.batch.window_batch import WindowBatch
 from fastprep.loader import iteration
 
 from jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree

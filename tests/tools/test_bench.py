@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import fastprep
+from fastprep.tools.bench import compare as bench
 from fastprep.tools.bench import feeds, pipelines
-from fastprep.tools.bench import main as bench
 
 pytestmark = pytest.mark.one_backend
 

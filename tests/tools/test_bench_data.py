@@ -14,7 +14,7 @@ import torch
 
 from fastprep.tools.bench import usual as bench_usual
 from fastprep.tools.bench.port import port
-from fastprep.tools.cli.main import main
+from fastprep.tools.cli.commands import main
 
 from foreign_steps import ForeignCompose
 

@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, Dataset, Subset
 import fastprep
 from fastprep import transforms as T
 from fastprep.tools.diagnose import stand_ins as si
-from fastprep.tools.diagnose.main import find_bottleneck, split_dataset, sweep, sweep_loader, sweep_threads
+from fastprep.tools.diagnose.bottleneck import find_bottleneck, split_dataset, sweep, sweep_loader, sweep_threads
 from fastprep.tools.diagnose.measure import Settings, Source, Stats, block_means, measure
 from fastprep.tools.diagnose.run_plan import Plan, Progress
 from fastprep.tools.diagnose.verdict import LEVELS, BottleneckReport, Level, judge, side_by_side

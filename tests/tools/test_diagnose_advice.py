@@ -18,7 +18,7 @@ from fastprep.monitoring import remedies as mr
 from fastprep.monitoring.pipeline import PipelineFacts, facts_of, steps_of
 from fastprep.monitoring.summary import MonitorSummary
 from fastprep.tools import photos
-from fastprep.tools.diagnose import remedies as rm
+from fastprep.tools.diagnose import raw_loading as rm
 
 from foreign_steps import ForeignCompose
 

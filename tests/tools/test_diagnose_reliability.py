@@ -37,7 +37,7 @@ from torch.utils.data import DataLoader, Dataset, default_collate
 import fastprep.io as fio
 from fastprep.tools import photos
 from fastprep.tools.diagnose import demo_model
-from fastprep.tools.diagnose.main import find_bottleneck
+from fastprep.tools.diagnose.bottleneck import find_bottleneck
 
 COST = 0.004  # seconds
 MAX_STEPS = 10  # timed steps per measurement at most (the default 200 would time until +-10%)

@@ -23,10 +23,10 @@ from fastprep import transforms as T
 from fastprep.monitoring import advice as say
 from fastprep.monitoring.pipeline import PipelineFacts, steps_of
 from fastprep.tools import photos
-from fastprep.tools.diagnose import main as dg
-from fastprep.tools.diagnose import remedies as rm
+from fastprep.tools.diagnose import bottleneck as dg
+from fastprep.tools.diagnose import raw_loading as rm
 from fastprep.tools.diagnose import stand_ins as si
-from fastprep.tools.diagnose.main import find_bottleneck
+from fastprep.tools.diagnose.bottleneck import find_bottleneck
 from fastprep.tools.diagnose.measure import Stats, Timing, round_adjusted
 from fastprep.tools.diagnose.verdict import LEVELS, Level, disorder, judge, more_data
 

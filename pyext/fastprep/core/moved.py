@@ -9,6 +9,9 @@ import importlib.abc
 import importlib.util
 import sys
 
+# Not here: fastprep.io.oriented, fastprep.io.pack and fastprep.warmup, which are also functions of
+# their package (io.oriented, io.pack, fastprep.warmup): importing a module by that name would
+# replace the function on the package.
 OLD_TO_NEW = {
     "fastprep._backend": "fastprep.backends.choice",
     "fastprep._tree": "fastprep.core.tree",
@@ -25,13 +28,11 @@ OLD_TO_NEW = {
     "fastprep.io.jpeg_file": "fastprep.io.jpeg.file",
     "fastprep.io.jpeg_scale": "fastprep.io.jpeg.scale",
     "fastprep.io.lmdb": "fastprep.io.sources.lmdb",
-    "fastprep.io.oriented": "fastprep.io.jpeg.oriented",
-    "fastprep.io.pack": "fastprep.io.packed.pack",
     "fastprep.io.pack_identity": "fastprep.io.packed.identity",
     "fastprep.io.pack_items": "fastprep.io.packed.pack_item",
     "fastprep.io.pack_lock": "fastprep.io.packed.lock",
     "fastprep.io.pack_sources": "fastprep.io.packed.pack_sources",
-    "fastprep.io.pack_summary": "fastprep.io.packed.summary",
+    "fastprep.io.pack_summary": "fastprep.io.packed.pack_summary",
     "fastprep.io.pack_writer": "fastprep.io.packed.writer",
     "fastprep.io.packed_items": "fastprep.io.packed.records",
     "fastprep.io.packed_shards": "fastprep.io.packed.shard_maps",
@@ -41,7 +42,7 @@ OLD_TO_NEW = {
     "fastprep.io.webdataset_writer": "fastprep.io.sources.webdataset_writer",
     "fastprep.iterators": "fastprep.core.iterators",
     "fastprep.labels": "fastprep.batch.labels",
-    "fastprep.prefetch": "fastprep.batch.prefetch",
+    "fastprep.prefetch": "fastprep.batch.device_prefetcher",
     "fastprep.progress": "fastprep.core.progress",
     "fastprep.ray": "fastprep.integrations.ray",
     "fastprep.ray_sources": "fastprep.integrations.ray_sources",
@@ -63,20 +64,19 @@ OLD_TO_NEW = {
     "fastprep.tools.feeds": "fastprep.tools.bench.feeds",
     "fastprep.tools.file_sources": "fastprep.tools.bench.file_sources",
     "fastprep.tools.measure": "fastprep.tools.diagnose.measure",
-    "fastprep.tools.pack_cli": "fastprep.tools.cli.pack",
+    "fastprep.tools.pack_cli": "fastprep.tools.cli.pack_command",
     "fastprep.tools.pipelines": "fastprep.tools.bench.pipelines",
     "fastprep.tools.profile_loader": "fastprep.tools.bench.profile_loader",
     "fastprep.tools.progress": "fastprep.tools.diagnose.run_plan",
     "fastprep.tools.ray_row": "fastprep.tools.bench.ray_row",
     "fastprep.tools.ray_synthetic": "fastprep.tools.bench.ray_synthetic",
-    "fastprep.tools.remedies": "fastprep.tools.diagnose.remedies",
+    "fastprep.tools.remedies": "fastprep.tools.diagnose.raw_loading",
     "fastprep.tools.stand_ins": "fastprep.tools.diagnose.stand_ins",
     "fastprep.tools.step_input": "fastprep.tools.diagnose.step_input",
     "fastprep.tools.sweep": "fastprep.tools.bench.sweep",
     "fastprep.tools.targets": "fastprep.tools.diagnose.targets",
     "fastprep.tools.verdict": "fastprep.tools.diagnose.verdict",
-    "fastprep.warmup": "fastprep.backends.warmup",
-    "fastprep.window_batch": "fastprep.batch.window",
+    "fastprep.window_batch": "fastprep.batch.window_batch",
 }
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from torch.utils.data import Sampler
 
-from fastprep.batch.prefetch import check_device
+from fastprep.batch.device_prefetcher import check_device
 from fastprep.core.args import check_bool, check_int
 from fastprep.core.bad_samples import BadSamples, BadSampleWarning, sample_name
 from fastprep.core.rng import check_epoch, draw_seed, seed_argument

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from fastprep.batch.slots import BatchJob, SlotRing
-from fastprep.batch.window import WindowBatch, WindowCuts
+from fastprep.batch.window_batch import WindowBatch, WindowCuts
 from fastprep.core.tree import tree_map
 from fastprep.io.packed.records import WindowCut
 

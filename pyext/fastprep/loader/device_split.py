@@ -6,7 +6,7 @@ the same seeds and draws as without it, but where that path would decode each sa
 they cut its small JPEG out of the shard (:meth:`PackedJpeg.cut`: byte copies, no entropy
 decoding; a :class:`JpegFile` hands its whole bytes) and make what the row's device half asks of
 them (``DeviceSplit.host``: the seed row's packed masks; nothing for a resized crop). The batch (a
-:class:`~fastprep.batch.window.WindowBatch`) holds the cuts, each window's place in its cut, the
+:class:`~fastprep.batch.window_batch.WindowBatch`) holds the cuts, each window's place in its cut, the
 flips and placement, those host tensors and the labels. The device stage (DevicePrefetcher, in
 the consumer's thread) decodes the cuts there in one batch, crops each window and runs the row's
 device half (``DeviceSplit.finish``: mask + colour, or the resize + dtype + normalize).
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastprep.batch.prefetch import check_device
+from fastprep.batch.device_prefetcher import check_device
 from fastprep.core.bad_samples import SampleError
 from fastprep.core.devices import nvjpeg_decoder
 from fastprep.io.jpeg.file import JpegFile

@@ -16,7 +16,7 @@ from typing import Any
 
 from fastprep.batch import slots
 from fastprep.batch.compact import CompactBatch
-from fastprep.batch.prefetch import DevicePrefetcher
+from fastprep.batch.device_prefetcher import DevicePrefetcher
 from fastprep.loader import ahead
 from fastprep.loader.apply import ChunkRunner
 from fastprep.loader.device_split import split_parts

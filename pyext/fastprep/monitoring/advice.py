@@ -1,7 +1,7 @@
 """The one catalogue of advice about a slow input pipeline: each piece is worded here once, as data.
 
 ``python -m fastprep diagnose`` (its verdict, fastprep.tools.diagnose.verdict, and the advice made for the
-pipeline, fastprep.tools.diagnose.remedies) and ``fastprep.monitor``'s summary (fastprep.monitoring.summary)
+pipeline, fastprep.tools.diagnose.raw_loading) and ``fastprep.monitor``'s summary (fastprep.monitoring.summary)
 only choose pieces and fill in their numbers; the remedy table (fastprep.monitoring.remedies) words
 its rows with the phrases below.
 

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 import torch
 
-from fastprep.batch.prefetch import check_device
+from fastprep.batch.device_prefetcher import check_device
 from fastprep.core.args import check_int, check_real
 from fastprep.core.iterators import stop_iterator
 from fastprep.monitoring.events import EventRing

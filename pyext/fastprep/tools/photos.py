@@ -6,7 +6,7 @@ ImageFolder layout (``root/<class>/<file>.jpg``). Without scikit-image it refuse
 install (``pip install 'fastprep[photos]'``), unless synthetic pictures are asked for
 (``synthetic=True``). `ImageFolder` reads that layout as torchvision's does, without
 torchvision: item i is ``(transform(loader(path)), class_index)``, with a ``transform`` attribute
-(so fastprep.tools.diagnose.main splits decoding from the transforms).
+(so fastprep.tools.diagnose.bottleneck splits decoding from the transforms).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 import fastprep.io as fio
 from fastprep.core.bad_samples import BadSampleWarning
 from fastprep.io.packed.format import shown
-from fastprep.tools.cli.pack import print_summary
+from fastprep.tools.cli.pack_command import print_summary
 
 from jpeg_photos import needs_decoder, photo_jpeg
 

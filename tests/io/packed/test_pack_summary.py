@@ -15,7 +15,7 @@ import fastprep.io as fio
 from fastprep.core.bad_samples import BadSampleWarning
 from fastprep.io.packed import format as fmt
 from fastprep.io.packed.writer import scan_shards
-from fastprep.tools.cli.main import main
+from fastprep.tools.cli.commands import main
 
 from jpeg_photos import needs_decoder, photo, photo_jpeg
 

@@ -20,7 +20,7 @@ import fastprep.io as fio
 from fastprep import transforms as T
 from fastprep.core.bad_samples import BadSampleWarning
 from fastprep.io.packed.writer import ShardWriter
-from fastprep.tools.cli.main import main
+from fastprep.tools.cli.commands import main
 
 from jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode, write_tree
 from jpeg_samples import arithmetic, sampled_440

@@ -36,7 +36,7 @@ from fastprep.io.packed.identity import check_kept, check_written, pack_identity
 from fastprep.io.packed.lock import pack_lock
 from fastprep.io.packed.pack_item import Options, Packed, Unreadable, make_record
 from fastprep.io.packed.pack_sources import Item, Sources, dataset_sources, folder_sources, shown
-from fastprep.io.packed.summary import PackSummary, add_shard_kinds
+from fastprep.io.packed.pack_summary import PackSummary, add_shard_kinds
 from fastprep.io.packed.writer import ShardWriter, pack_files, scan_shards
 
 MODES, NON_JPEG = ("jpeg", "raw"), ("encode", "raw")

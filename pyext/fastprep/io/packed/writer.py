@@ -18,7 +18,7 @@ import numpy as np
 
 from fastprep.io.packed import format as fmt
 from fastprep.io.packed.pack_item import Packed
-from fastprep.io.packed.summary import KindStats, shard_kinds
+from fastprep.io.packed.pack_summary import KindStats, shard_kinds
 
 _SHARD_FILE = re.compile(r"shard-(\d{5})\.fpk(\.tmp)?$")
 

@@ -8,9 +8,9 @@ _REPLACED_NAMES = frozenset([
 
 def __getattr__(name: str):
     """fastprep.tools.bench.NAME as before the re-filing (the module this package
-    replaced is fastprep.tools.bench.main)."""
+    replaced is fastprep.tools.bench.compare)."""
     if name not in _REPLACED_NAMES:  # a submodule not imported yet, or no such name
         raise AttributeError(f"module 'fastprep.tools.bench' has no attribute {name!r}")
-    from fastprep.tools.bench import main  # noqa: PLC0415 (lazy: no cycle through the package)
+    from fastprep.tools.bench import compare  # noqa: PLC0415 (lazy: no cycle through the package)
 
-    return getattr(main, name)
+    return getattr(compare, name)

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader
 
-from fastprep.batch.prefetch import check_device, move_to
+from fastprep.batch.device_prefetcher import check_device, move_to
 from fastprep.tools.diagnose.measure import Settings, Source, Stats, measure, synchronize
 from fastprep.tools.diagnose.run_plan import Plan
 from fastprep.tools.diagnose.step_input import Epochs, decoder

@@ -1,4 +1,4 @@
-"""The printed form of `python -m fastprep bench`'s result (fastprep.tools.bench.main.run)."""
+"""The printed form of `python -m fastprep bench`'s result (fastprep.tools.bench.compare.run)."""
 
 from __future__ import annotations
 

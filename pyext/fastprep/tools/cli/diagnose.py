@@ -1,4 +1,4 @@
-"""`python -m fastprep diagnose`: the run behind the command line (fastprep.tools.cli.main parses it).
+"""`python -m fastprep diagnose`: the run behind the command line (fastprep.tools.cli.commands parses it).
 
 Everything the user gave is checked first (fastprep.tools.diagnose.targets): a UsageError is one line on
 stderr and exit status 2. Then the caching method runs with a progress bar, prints its table and
@@ -44,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _check_outputs(args: argparse.Namespace) -> Any:
-    from fastprep.batch.prefetch import check_device  # noqa: PLC0415
+    from fastprep.batch.device_prefetcher import check_device  # noqa: PLC0415
 
     if args.demo and args.target:
         raise UsageError(f"give MODULE:FACTORY or --demo, not both (got {args.target!r} and --demo)")
@@ -73,7 +73,7 @@ def _progress(args: argparse.Namespace, title: str) -> Any:
 def _measure(args: argparse.Namespace, loader: Any, step_fn: Any, device: Any, title: str, share: int = 1) -> Any:
     """find_bottleneck with the CLI's settings; `share`: how many measurements split --time-limit
     (the demo's two pipelines: the limit is the whole command's)."""
-    from fastprep.tools.diagnose.main import find_bottleneck  # noqa: PLC0415
+    from fastprep.tools.diagnose.bottleneck import find_bottleneck  # noqa: PLC0415
 
     progress = _progress(args, title)
     try:
@@ -86,7 +86,7 @@ def _measure(args: argparse.Namespace, loader: Any, step_fn: Any, device: Any, t
 
 
 def _sweep(args: argparse.Namespace, loader: Any, step_fn: Any, device: Any, title: str) -> Any:
-    from fastprep.tools.diagnose.main import sweep  # noqa: PLC0415
+    from fastprep.tools.diagnose.bottleneck import sweep  # noqa: PLC0415
 
     progress = _progress(args, title)
     try:

@@ -10,9 +10,9 @@ _REPLACED_NAMES = frozenset([
 
 def __getattr__(name: str):
     """fastprep.tools.diagnose.NAME as before the re-filing (the module this package
-    replaced is fastprep.tools.diagnose.main)."""
+    replaced is fastprep.tools.diagnose.bottleneck)."""
     if name not in _REPLACED_NAMES:  # a submodule not imported yet, or no such name
         raise AttributeError(f"module 'fastprep.tools.diagnose' has no attribute {name!r}")
-    from fastprep.tools.diagnose import main  # noqa: PLC0415 (lazy: no cycle through the package)
+    from fastprep.tools.diagnose import bottleneck  # noqa: PLC0415 (lazy: no cycle through the package)
 
-    return getattr(main, name)
+    return getattr(bottleneck, name)

@@ -95,7 +95,7 @@ class Target:
 def _is_loader(obj: Any) -> bool:
     from torch.utils.data import DataLoader  # noqa: PLC0415
 
-    from fastprep.tools.diagnose.main import is_fastprep_loader  # noqa: PLC0415
+    from fastprep.tools.diagnose.bottleneck import is_fastprep_loader  # noqa: PLC0415
 
     return isinstance(obj, DataLoader) or is_fastprep_loader(obj)
 

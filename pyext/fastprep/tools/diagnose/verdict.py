@@ -156,7 +156,7 @@ def assess(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5) 
 def judge(levels: list[Level], threshold: float = 0.8, dominance: float = 1.5,
           advice: dict[str, str] | None = None) -> tuple[str, str, str]:
     """(verdict, margin, advice) for measured levels; see the module doc. `advice` is ADVICE made
-    for the pipeline (fastprep.tools.diagnose.remedies.advice_table), default ADVICE itself."""
+    for the pipeline (fastprep.tools.diagnose.raw_loading.advice_table), default ADVICE itself."""
     table = ADVICE if advice is None else advice
     found = assess(levels, threshold, dominance)
     text = " ".join(_advice(stage, table) for stage in found.advice)
@@ -212,7 +212,7 @@ class BottleneckReport:
     advice: str
     device: str = "cpu"
     settings: dict[str, Any] = field(default_factory=dict)
-    raw_loading: str = ""  # what raw loading is in this pipeline (fastprep.tools.diagnose.remedies.RawSource.describe)
+    raw_loading: str = ""  # what raw loading is in this pipeline (tools.diagnose.raw_loading.RawSource.describe)
     pipeline: str = ""  # its steps, source and loader (fastprep.monitoring.pipeline.PipelineFacts.describe)
 
     @property

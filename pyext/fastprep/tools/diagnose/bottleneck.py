@@ -30,12 +30,12 @@ from typing import Any
 from torch.utils.data import DataLoader, IterableDataset
 
 from fastprep.batch.compact import CompactBatch
-from fastprep.batch.prefetch import check_device, move_to
+from fastprep.batch.device_prefetcher import check_device, move_to
 from fastprep.core.iterators import stop_iterator
 from fastprep.monitoring.advice import STEADY
 from fastprep.monitoring.pipeline import facts_of
 from fastprep.tools.bench.sweep import SweepReport, sweep, sweep_loader, sweep_threads
-from fastprep.tools.diagnose import remedies as rm
+from fastprep.tools.diagnose import raw_loading as rm
 from fastprep.tools.diagnose import stand_ins as si
 from fastprep.tools.diagnose.failures import PHASE_NOTE
 from fastprep.tools.diagnose.measure import Settings, Source, Stats, measure, round_adjusted, synchronize

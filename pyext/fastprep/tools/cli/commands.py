@@ -86,9 +86,9 @@ def bench(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"python -m fastprep bench: error: {exc}", file=sys.stderr)
         return 2
+    from fastprep.tools.bench import compare as b  # noqa: PLC0415
     from fastprep.tools.bench import headline as bench_headline  # noqa: PLC0415
     from fastprep.tools.bench import headline_text as bench_headline_text  # noqa: PLC0415
-    from fastprep.tools.bench import main as b  # noqa: PLC0415
 
     if args.sources:
         b.check_sources(args.sources.split(","))
@@ -307,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_p.set_defaults(func=bench)
 
     _diagnose_parser(sub)
-    from fastprep.tools.cli.pack import add_parser as add_pack_parser  # noqa: PLC0415 (pack_cli.py: the command)
+    from fastprep.tools.cli.pack_command import add_parser as add_pack_parser  # noqa: PLC0415 (pack_cli.py: the command)
 
     add_pack_parser(sub)
     return parser
