@@ -8,6 +8,8 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+from collections.abc import Callable
+from typing import Any
 
 # Not here: fastprep.io.oriented, fastprep.io.pack and fastprep.warmup, which are also functions of
 # their package (io.oriented, io.pack, fastprep.warmup): importing a module by that name would
@@ -102,3 +104,17 @@ class MovedModules(importlib.abc.MetaPathFinder):
 def install() -> None:
     if not any(isinstance(f, MovedModules) for f in sys.meta_path):
         sys.meta_path.append(MovedModules())
+
+
+def module_names(package: str, module: str, names: frozenset[str]) -> Callable[[str], Any]:
+    """The ``__getattr__`` of a package that replaced a module of its own name (fastprep.batch was
+    a module, now fastprep.batch.compact): ``package.NAME`` for each of the module's public `names`,
+    imported on first use (no import cycle through the package). Other names raise AttributeError,
+    so ``from package import submodule`` still finds the submodule."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{package}.{module}"), name)
+
+    return __getattr__

@@ -1,16 +1,9 @@
 """Packed datasets (`fastprep pack`): the writer, the shard format, identity and locks, the reader."""
 
-_REPLACED_NAMES = frozenset([
+from fastprep.core.moved import module_names
+
+# fastprep.io.packed was a module before the re-filing (now fastprep.io.packed.dataset): its names still read here.
+__getattr__ = module_names(__name__, "dataset", frozenset([
     'ImageSource', 'LAYOUTS', 'MODES', 'PackedDataset', 'PackedImage', 'PackedJpeg', 'PackedRaw', 'RemotePack',
     'RemoteReadError', 'Retry', 'ShardMaps', 'WindowCut', 'check_bool', 'fmt', 'is_url', 'native', 'oriented',
-])
-
-
-def __getattr__(name: str):
-    """fastprep.io.packed.NAME as before the re-filing (the module this package
-    replaced is fastprep.io.packed.dataset)."""
-    if name not in _REPLACED_NAMES:  # a submodule not imported yet, or no such name
-        raise AttributeError(f"module 'fastprep.io.packed' has no attribute {name!r}")
-    from fastprep.io.packed import dataset  # noqa: PLC0415 (lazy: no cycle through the package)
-
-    return getattr(dataset, name)
+]))
