@@ -3,9 +3,9 @@ index (the format: fastprep/io/packed/format.py), read back by :class:`fastprep.
 
 Resumable: shards are written whole (temporary name, fsync, rename) in source order, so after a
 kill ``pack`` keeps the shards it finds, once each is checked to be of the same source and options
-(pack_identity.py; anything else is refused by name), and goes on after the last one's sources.
+(identity.py; anything else is refused by name), and goes on after the last one's sources.
 The index comes last, and is read back against the shards before pack returns. One writer at a
-time: DEST is locked while pack writes (pack_lock.py).
+time: DEST is locked while pack writes (lock.py).
 
 An input that cannot be packed (unreadable, not an image, a dataset item that raises) meets the
 bad-sample policy (fastprep/core/bad_samples.py): ``on_error="raise"`` stops the pack naming it;

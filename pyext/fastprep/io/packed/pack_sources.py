@@ -1,7 +1,7 @@
 """What :func:`fastprep.io.pack` packs: a folder's files or a dataset's items, each read into an
 :class:`Item` (its name, image, label, extras) with a digest of what it holds.
 
-The digests are the pack's identity (pack_identity.py): a folder item's digest covers its relative
+The digests are the pack's identity (identity.py): a folder item's digest covers its relative
 path, size and modification time (no read), a dataset item's the image as given (encoded bytes, a
 file's bytes, or pixels with their shape), its label and its extras. A dataset item that raises
 is a bad sample (an Item saying why, its exception kept: pack's ``on_error`` decides); one that

@@ -1,8 +1,8 @@
 """Writing shard files whole, and finding the ones an interrupted :func:`fastprep.io.pack` completed.
 
 A shard is written to ``shard-NNNNN.fpk.tmp``, closed by its table and footer, fsynced and renamed:
-a file with a shard's name is complete (shards.py has the format). Each records what it holds: the
-source, the options and every item's digest (pack_identity.py checks them before a resume), and
+a file with a shard's name is complete (format.py has the format). Each records what it holds: the
+source, the options and every item's digest (identity.py checks them before a resume), and
 what became of its inputs per kind (pack_summary.py).
 """
 

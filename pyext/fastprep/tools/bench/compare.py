@@ -1,5 +1,5 @@
 """`python -m fastprep bench --details`: the seed workload, delivered into a consumer, by every loader
-and setting (the headline before it: bench_headline.py; --data: bench_data.py).
+and setting (the headline before it: headline.py; --data: data.py).
 
 The figure a training job feels is samples/s delivered into its step, not kernel time. Every row
 here is a loader feeding a consumer that copies each batch once into a preallocated buffer of the

@@ -5,7 +5,7 @@ fastprep's way side by side, at the same worker / thread count.
 - the usual way: torchvision's ImageFolder(DIR, transform) in a DataLoader(num_workers=n)
   (a pack, which torchvision cannot read: fastprep's PackedDataset decoding each image whole,
   then the transform);
-- fastprep's way: the transform ported to fastprep.transforms (bench_port.py) in
+- fastprep's way: the transform ported to fastprep.transforms (port.py) in
   fastprep.Loader(threads=n) over fastprep.io.ImageFolder(DIR, roi=True) or the pack, and the
   port in a DataLoader; where a step has no port, the Loader runs the transform as it is (a
   foreign transform: in its threads, sharing the GIL), and the steps without a port are named.

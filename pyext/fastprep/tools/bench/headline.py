@@ -1,7 +1,7 @@
 """`python -m fastprep bench`'s first screen: how many times the usual pipeline fastprep delivers,
 per workload, measured side by side in one run at the same worker / thread count.
 
-Workloads: torchvision's ImageNet training and validation pipelines (bench_usual.py) on a folder of
+Workloads: torchvision's ImageNet training and validation pipelines (usual.py) on a folder of
 real photos (scikit-image's, written by photos.write_photo_folder at several sizes), read from the
 files and from a fastprep pack of them; and the seed workload (pipelines.py: 256² crop, dilated
 mask, YCbCr) on 1024² images decoded in memory as PIL images. Each is run

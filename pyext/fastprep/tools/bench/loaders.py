@@ -16,7 +16,7 @@ import torch
 from fastprep.tools.bench import pipelines
 
 # pipeline -> the Loader's keywords (transform, deterministic): the dataset is SyntheticImages with
-# the pipeline's per-sample transform (bench.py's `transforms`), applied by __getitem__.
+# the pipeline's per-sample transform (compare.py's `transforms`), applied by __getitem__.
 LOADER_KWARGS = {
     "fastprep": lambda compose: {"transform": compose},
     "dataset Compose": lambda compose: {"transform": None},  # dataset[i] applies the Compose itself

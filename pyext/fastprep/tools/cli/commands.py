@@ -307,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_p.set_defaults(func=bench)
 
     _diagnose_parser(sub)
-    from fastprep.tools.cli.pack_command import add_parser as add_pack_parser  # noqa: PLC0415 (pack_cli.py: the command)
+    from fastprep.tools.cli.pack_command import add_parser as add_pack_parser  # noqa: PLC0415 (the pack command)
 
     add_pack_parser(sub)
     return parser
