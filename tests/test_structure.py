@@ -17,7 +17,7 @@ from fastprep.ops.registry import OPS
 pytestmark = pytest.mark.one_backend
 
 PACKAGE = Path(fastprep.__file__).parent
-# Leaf modules the contract may use: they import nothing of fastprep's.
+# What the contract may import: itself and core (which imports only core).
 CONTRACT_MAY_IMPORT = ("fastprep.ops", "fastprep.core")
 # The layers, bottom up: a module may import its own layer and those below (docs/design.md's
 # picture). fastprep/__init__.py (the public names) and __main__ sit above them all.

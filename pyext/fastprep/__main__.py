@@ -1,4 +1,4 @@
-"""`python -m fastprep COMMAND`; see fastprep/cli.py."""
+"""`python -m fastprep COMMAND`; see fastprep/tools/cli/commands.py."""
 
 import sys
 

@@ -1,5 +1,6 @@
-"""Batches: the compact batch and its collate, the Loader's slots, the device prefetcher, the GPU
-decode split's window batch."""
+"""Batches: the compact batch (compact) and its collate, label dtypes (labels), the Loader's slots
+(slots, shared_slots), the device prefetcher (device_prefetcher), the GPU decode split's window
+batch (window_batch)."""
 
 from fastprep.core.moved import module_names
 

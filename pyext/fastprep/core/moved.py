@@ -1,4 +1,4 @@
-"""Import paths from before the re-filing (docs/design.md, "Where things live"): `import
+"""Import paths from before the re-filing (docs/design.md, "Layout"): `import
 fastprep.window_batch` and the like still give the module, from its new home, as the same module
 object (so attributes patched or read through the old path are the new module's)."""
 

@@ -3,6 +3,9 @@
 The decoder is the native module ``fastprep._jpeg`` (csrc/jpeg/), built when CMake finds
 libjpeg-turbo >= 1.5. It decodes straight into a uint8 tensor, only the rows and columns a crop
 window needs, and can hand out the JPEG's own YCbCr samples.
+
+Beside it in this package: ``file`` (JpegFile, an image read by window), ``scale`` (reduced DCT
+scales), ``exif`` and ``oriented`` (EXIF orientation, OrientedImage), ``gpu`` (nvJPEG batches).
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""`python -m fastprep bench`: loaders side by side on the same data and transform."""
+"""`python -m fastprep bench`: loaders side by side on the same data and transform (compare), on your
+data (data, port), the headline screen (headline), thread sweeps (sweep), the Ray rows and the loader
+profile; the pipelines and file sources diagnose measures too."""
 
 from fastprep.core.moved import module_names
 

@@ -1,4 +1,4 @@
-"""The command line: `python -m fastprep pack | bench | diagnose`."""
+"""The command line: `python -m fastprep demo | bench | diagnose | pack`."""
 
 from fastprep.core.moved import module_names
 
