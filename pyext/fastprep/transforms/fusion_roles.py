@@ -7,11 +7,15 @@ many steps as they can first (as a regular expression's greedy match would, with
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from enum import StrEnum
+from enum import Enum
 
 
-class FusionRole(StrEnum):
-    """What a step does inside a fused op (a str: ``FusionRole.CROP == "crop"``)."""
+class FusionRole(str, Enum):
+    """What a step does inside a fused op (a str: ``FusionRole.CROP == "crop"``, printed as its value).
+    Not enum.StrEnum, which Python 3.10 (the oldest fastprep claims) does not have."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
     HFLIP = "hflip"
     VFLIP = "vflip"
     CROP = "crop"
