@@ -33,7 +33,7 @@ def encode_pixels(pixels: np.ndarray, fmt: str = "JPEG", quality: int = 90, *, w
         >>> data[:2] == b"\\xff\\xd8"
         True
     """
-    Image = pil_image(who, "an input")  # noqa: N806 (the module: imported once, encoding threads race)
+    Image = pil_image(who, "encoding pixels as an image file")  # noqa: N806 (imported once: threads race)
     image = Image.fromarray(pixels[:, :, 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels)
     buf = io.BytesIO()
     image.save(buf, format=fmt, **({"quality": quality, "progressive": progressive} if fmt == "JPEG" else {}))

@@ -28,16 +28,17 @@ JPEG_MAGIC = b"\xff\xd8\xff"
 _pil_lock = threading.Lock()
 
 
-def pil_image(who: str, name: str) -> Any:
+def pil_image(who: str, need: str) -> Any:
     """PIL.Image with every format plugin loaded, imported once under a lock: the first PNG met by
     several loader threads at once had them import Pillow together, and a thread could see the
     partly initialised module ("module 'PIL.Image' has no attribute 'Image'"); Image.open also
-    imports its plugins on first use, as racy."""
+    imports its plugins on first use, as racy. Without Pillow, a RuntimeError: "`who`: `need`
+    needs Pillow" (`need`: what Pillow is for here, e.g. "x.png is not a JPEG; decoding it")."""
     with _pil_lock:
         try:
             from PIL import Image  # noqa: PLC0415 (only images that are not JPEGs need Pillow)
         except ImportError as exc:
-            raise RuntimeError(f"{who}: {name} is not a JPEG; decoding it needs Pillow (pip install pillow)") from exc
+            raise RuntimeError(f"{who}: {need} needs Pillow (pip install pillow)") from exc
         Image.init()
     return Image
 
@@ -45,7 +46,7 @@ def pil_image(who: str, name: str) -> Any:
 def decode_other(who: str, data: Any, name: str, mode: str, layout: str, exif: bool = False) -> torch.Tensor:
     """A non-JPEG image (PNG, BMP, ...) through Pillow, in the same mode and layout; with `exif`,
     turned upright by its EXIF orientation (``ImageOps.exif_transpose``: PNG, WebP and TIFF carry one too)."""
-    Image = pil_image(who, name)  # noqa: N806 (the module, under its usual name)
+    Image = pil_image(who, f"{name} is not a JPEG; decoding it")  # noqa: N806 (the module, under its usual name)
     try:
         with Image.open(io.BytesIO(data)) as img:
             if exif:
@@ -100,7 +101,8 @@ def as_pil(image: Any, layout: str) -> Any:
     else:
         return image
     arr = hwc.contiguous().numpy()
-    return pil_image("a torchvision v1 transform", "an image").fromarray(arr[..., 0] if arr.shape[-1] == 1 else arr)
+    image = pil_image("a torchvision v1 transform", "handing it a PIL image")
+    return image.fromarray(arr[..., 0] if arr.shape[-1] == 1 else arr)
 
 
 class ImageSource(torch.utils.data.Dataset):

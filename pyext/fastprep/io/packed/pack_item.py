@@ -107,7 +107,7 @@ def read_input(path: str | os.PathLike) -> bytes:
 
 
 def _pil_pixels(data: bytes) -> np.ndarray:
-    Image = pil_image("pack", "an input")  # noqa: N806 (the module: imported once, packing threads race)
+    Image = pil_image("pack", "an input is not a JPEG; decoding it")  # noqa: N806 (imported once: threads race)
     try:
         with Image.open(io.BytesIO(data)) as img:
             return np.asarray(img.convert("L" if img.mode in ("L", "1") else "RGB"))
@@ -138,7 +138,7 @@ def _shrunk(pixels: np.ndarray, max_side: int | None) -> np.ndarray:
     h, w = pixels.shape[:2]
     if max_side is None or max(h, w) <= max_side:
         return pixels
-    Image = pil_image("pack", "an input")  # noqa: N806 (the module: imported once, packing threads race)
+    Image = pil_image("pack", "resizing an input to max_side")  # noqa: N806 (imported once: threads race)
     scale = max_side / max(h, w)
     size = (max(1, round(w * scale)), max(1, round(h * scale)))
     img = Image.fromarray(pixels[:, :, 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels)
