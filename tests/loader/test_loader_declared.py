@@ -59,6 +59,10 @@ def test_the_declared_storage_is_the_slots_or_dropped_for_another_kind():
     other = slots.SlotRing(2, 4, pin=False, image=((3, 5, 6), torch.uint8))
     other.ensure_spec((torch.zeros(1, 5, 6, dtype=torch.uint8), 1), 0)  # a grey image, run step by step
     assert tuple(other.storage(0)[0].shape) == (4, 1, 5, 6) and other._declared is None
+    later = slots.SlotRing(2, 4, pin=False, image=((3, 5, 6), torch.uint8))
+    declared = [t.data_ptr() for t in later._declared]
+    later.ensure_spec({"label": 1, "image": torch.zeros(3, 5, 6, dtype=torch.uint8)}, 0)  # not the first field
+    assert [later.storage(k)[1].data_ptr() for k in range(2)] == declared
 
 
 def test_images_the_op_does_not_take_are_laid_out_as_they_come():

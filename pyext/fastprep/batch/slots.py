@@ -131,9 +131,10 @@ class SlotRing:
             if kept is not None and [f.kind() for f in kept[2]] == [f.kind() for f in self.fields]:
                 self._storage = kept[3]  # the last pass's slots: already paged in
             else:
-                declared, self._declared = self._declared, None  # taken by a first field of its kind, or dropped
-                taken = declared is not None and self.fields[:1] and self.fields[0].kind() == (*self.image, False)
-                self._storage = [[declared[s] if taken and k == 0 else f.storage(self.batch_size, self.pin)
+                declared, self._declared = self._declared, None  # taken by the first field of its kind, or dropped
+                at = -1 if declared is None else \
+                    next((k for k, f in enumerate(self.fields) if f.kind() == (*self.image, False)), -1)
+                self._storage = [[declared[s] if k == at else f.storage(self.batch_size, self.pin)
                                   for k, f in enumerate(self.fields)] for s in range(self.count)]
             # A flat tuple or list of leaves: a sample of its type and length whose elements are
             # leaves too has its structure (the usual (image, label)), without the tree walk.
