@@ -17,10 +17,19 @@ if _REQUESTED and fastprep.backend() != _REQUESTED:
     raise RuntimeError(f"FASTPREP_BACKEND={_REQUESTED} but fastprep runs {fastprep.backend()}")
 
 
+# Prints how many kernels warmup() ran, then how many of their first calls loaded from Numba's disk
+# cache and how many compiled (the dispatchers' cache statistics: a count, not a timing).
 WARMUP_PROBE = """
-import fastprep
+import sys, numba, fastprep
 latency = fastprep.warmup()
-print(len(latency), max(latency.values()))
+hits = misses = 0
+for name, module in list(sys.modules.items()):
+    if name.startswith("fastprep.numba_kernels."):
+        for obj in vars(module).values():
+            if isinstance(obj, numba.core.dispatcher.Dispatcher):
+                hits += sum(obj.stats.cache_hits.values())
+                misses += sum(obj.stats.cache_misses.values())
+print(len(latency), hits, misses)
 """
 
 
