@@ -1,6 +1,6 @@
 """The caching method names an injected bottleneck in at least 9 of 10 runs, and says
 "inconclusive" when two stages cost the same, on a real DataLoader pipeline on this noisy machine;
-on real JPEG ImageFolder pipelines, ported both ways, it names raw loading (decoding) in 10 of 10.
+on real JPEG ImageFolder pipelines, ported both ways, over slow storage, it names raw loading in 9 of 10.
 
 Each scenario injects a sleep into one stage of a DataLoader pipeline: raw loading (the dataset's
 load_raw) or transforms (its apply_transform), 4 ms per sample, 8 ms per batch of 2; the step,
@@ -14,13 +14,18 @@ competes with the step for CPU, which diagnose rightly reports as a cost (test_d
 workers).
 
 The JPEG scenarios run diagnose --demo's two ports (fastprep.tools.diagnose.demo_model) on scikit-image's
-photos written at a short side of 1024 (6 files), batch 2, with the step on the batch pooled 4x
+photos written at a short side of 512 (3 files), batch 2, with the step on the batch pooled 4x
 (as fast, next to the CPU's decoding, as an accelerator's step): the torchvision port (Pillow
 decodes each file whole in the dataset, the usual float transforms, DataLoader) and the fastprep
 port (ImageFolder(roi=True), whose crop windows are decoded inside fastprep's fused crop: raw
-loading all the same). Decoding costs 2-4x the usual transforms there and 10x fastprep's.
-A run takes 0.4-2 s (time_limit bounds the extra rounds); benchmarks/imagefolder_diagnose.py
-runs the same at batch 8 with the loaders' default workers and threads.
+loading all the same). Their storage is made slow on purpose (a sleep of SLOW_READ per file read,
+as a network file system's), so that raw loading dominates on every machine: how real decoding
+compares with real transforms depends on the CPU (on an AVX2-only Zen 3 the fastprep port's window
+decode and its fused transforms cost the same, 0.99 vs 1.06 ms a step, and "inconclusive" is the
+right answer there), so that comparison is a benchmark, not a test:
+benchmarks/imagefolder_diagnose.py prints the verdicts on the real costs. What these tests pin is
+that the decode inside the fused crop is billed to raw loading, with that pipeline's wording and
+advice. A run takes 0.4-2 s (time_limit bounds the extra rounds).
 
 Diagnose is backend-agnostic (it times whatever the pipeline runs), so the 10-repeat loop runs on
 the native backend only: under FASTPREP_BACKEND=numba it is skipped, keeping the suite's time.
@@ -44,10 +49,12 @@ MAX_STEPS = 10  # timed steps per measurement at most (the default 200 would tim
 RUNS, NEEDED = 10, 9
 
 # Diagnose is backend-agnostic (the skip keeps a plain `pytest` under FASTPREP_BACKEND=numba short);
-# serial: the verdicts time sleeps, so .ci/test runs this module alone, not beside another worker.
+# serial: the verdicts time sleeps, so CI runs this module alone, not beside another worker; slow: the
+# 10 repeats of each scenario take two minutes, so .ci/slow runs them (test_diagnose.py checks each
+# verdict once in the README's test command).
 pytestmark = [pytest.mark.skipif(os.environ.get("FASTPREP_BACKEND") == "numba",
                                  reason="diagnose is backend-agnostic: the repeat loop runs on native only"),
-              pytest.mark.one_backend, pytest.mark.serial]
+              pytest.mark.one_backend, pytest.mark.serial, pytest.mark.slow]
 
 
 class Pipeline(Dataset):
@@ -124,27 +131,45 @@ def test_verdict_is_right_in_9_of_10_runs(scenario):
 def photo_root(tmp_path_factory):
     pytest.importorskip("skimage.data", reason="the photos come from scikit-image")
     root = tmp_path_factory.mktemp("photos")
-    photos.write_photo_folder(root, sizes=(1024,), names=("astronaut", "coffee", "chelsea"))
+    photos.write_photo_folder(root, sizes=(512,), names=("astronaut", "coffee", "chelsea"))
     return str(root)
 
 
 JPEG_PORTS = {"torchvision port": lambda root: demo_model.usual_pipeline(root, 2, workers=0, pool=4),
               "fastprep port": lambda root: demo_model.fastprep_pipeline(root, 2, threads=1, pool=4)}
+SLOW_READ = 0.02  # seconds per file read: 10x or more what either port's transforms cost a sample on a 2-core CPU
+
+
+def with_slow_storage(port):
+    """The port's (loader, step) with each file read SLOW_READ slower: where the dataset reads its
+    files (fastprep.io.ImageFolder's load_raw, the torchvision-style dataset's loader), a sleep first."""
+    loader, step = port
+    dataset = loader.dataset
+    name = "load_raw" if callable(getattr(dataset, "load_raw", None)) else "loader"
+    read = getattr(dataset, name)
+
+    def slow_read(*args):
+        time.sleep(SLOW_READ)
+        return read(*args)
+
+    setattr(dataset, name, slow_read)
+    return loader, step
 
 
 @pytest.mark.skipif(not fio.available(), reason="fastprep._jpeg not built: " + fio.jpeg.INSTALL_HINT)
 @pytest.mark.parametrize("port", list(JPEG_PORTS))
-def test_jpeg_folder_verdict_is_raw_loading_in_10_of_10_runs(port, photo_root):
+def test_jpeg_folder_on_slow_storage_verdict_is_raw_loading_in_9_of_10_runs(port, photo_root):
     torch_threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the step on one core, as diagnose --demo runs it
     try:
-        reports = [find_bottleneck(*JPEG_PORTS[port](photo_root), max_steps=6, warmup=2, time_limit=10)
+        reports = [find_bottleneck(*with_slow_storage(JPEG_PORTS[port](photo_root)), max_steps=6, warmup=2,
+                                   time_limit=10)
                    for _ in range(RUNS)]
     finally:
         torch.set_num_threads(torch_threads)
     verdicts = collections.Counter(r.verdict for r in reports)
     detail = "\n\n".join(r.table() for r in reports if r.verdict != "raw loading")
-    assert verdicts["raw loading"] == RUNS, f"{dict(verdicts)}\n{detail}"
+    assert verdicts["raw loading"] >= NEEDED, f"{dict(verdicts)}\n{detail}"
     taken = "each JpegFile (roi=True) is decoded by window" if port == "fastprep port" else "Pillow decodes"
     assert all(taken in r.raw_loading and "python -m fastprep pack" in r.advice for r in reports), reports[0].table()
 
