@@ -23,6 +23,7 @@ pytestmark = pytest.mark.one_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+SLOW_PAGES = {"docs/ray.md"}  # starts a Ray cluster (~40 s idle on 2 cores): .ci/slow runs it
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
 
 RUNNER = r'''
@@ -72,7 +73,8 @@ def python_blocks(page: Path) -> list[tuple[int, str]]:
     return blocks
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow) if str(p.relative_to(ROOT)) in SLOW_PAGES else p
+                                  for p in PAGES], ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_example_runs_as_written(page, tmp_path):
     blocks = python_blocks(page)
     if not blocks:

@@ -19,7 +19,9 @@ from fastprep.tools.bench.ray_synthetic import SyntheticSource, synthetic_images
 N, SIZE, CROP, SEED = 40, 48, 24, 7
 
 # Ray Data warns about its own deprecated settings when it builds its default context.
-pytestmark = [pytest.mark.filterwarnings("ignore:.*is deprecated:DeprecationWarning:ray"), pytest.mark.one_backend]
+# slow: each module run starts a Ray cluster; .ci/slow runs it, the README's test command does not.
+pytestmark = [pytest.mark.filterwarnings("ignore:.*is deprecated:DeprecationWarning:ray"), pytest.mark.one_backend,
+              pytest.mark.slow]
 
 
 def _transform():

@@ -81,6 +81,7 @@ def test_large_image_crop_touching_the_last_row_and_column():
     assert torch.equal(fused, fastprep.rgb_to_ycbcr(big, "HWC"))
 
 
+@pytest.mark.slow  # the bad-input tables again, in a subprocess
 def test_invalid_arguments_never_crash_the_process():
     """Every bad-input case, run in a child: a segfault or abort there is a failure here, not a
     dead test process."""
@@ -138,6 +139,7 @@ if __name__ == "__main__":
 
 
 @pytest.mark.one_backend  # the probe runs Numba whatever the backend
+@pytest.mark.slow  # shares the cold compile of every kernel (warmed_numba_cache)
 @pytest.mark.parametrize("context", ["fork", "spawn"])
 def test_warmup_before_workers_spares_them_every_compile(tmp_path, context, warmed_numba_cache):
     """Forked workers inherit warmup()'s compiled kernels; spawned ones load them from the disk

@@ -15,7 +15,8 @@ import pytest
 from jpeg_photos import needs_decoder
 
 pytest.importorskip("PIL")
-pytestmark = [pytest.mark.one_backend, needs_decoder]
+# slow: the whole GPU check, dry-run on the CPU in a subprocess; .ci/slow runs it.
+pytestmark = [pytest.mark.one_backend, needs_decoder, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 
