@@ -145,7 +145,7 @@ class PackedDataset(ImageSource):
     @property
     def cache_limit(self) -> int | None:
         """A remote pack's cache_limit (bytes; None: no limit, and for a local pack): the Loader's
-        ``shuffle="shards"`` keeps as many shards open as half of it holds."""
+        ``shuffle="shards"`` refuses a shard window that half of it cannot hold (never sized from it)."""
         return None if self._remote is None else self._remote.limit
 
     def _view(self, k: int, i: int | None = None) -> memoryview:
