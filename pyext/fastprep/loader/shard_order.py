@@ -18,7 +18,7 @@ windows differ make different global orders, so their strided split loses and re
 
 from __future__ import annotations
 
-import hashlib
+import zlib
 from typing import Any
 
 import numpy as np
@@ -75,10 +75,11 @@ def window_of(window: Any, dataset: Any) -> int:
 
 
 def table_digest(shards: np.ndarray) -> str:
-    """'<shards> shards, <digest>': the shard table an order was made from (what a checkpoint keeps
-    of it: a re-packed dataset with as many items has another table, hence another order)."""
-    digest = hashlib.blake2b(np.ascontiguousarray(shards, dtype="<i8").tobytes(), digest_size=8).hexdigest()
-    return f"{len(np.unique(shards))} shards, {digest}"
+    """'<shards> shards, crc32 <hex>': the shard table an order was made from (what a checkpoint
+    keeps of it: a re-packed dataset with as many items has another table, hence another order).
+    A CRC, not a cryptographic hash: it tells a re-pack apart, and costs ~5 ms per million items."""
+    table = np.ascontiguousarray(shards, dtype="<i8")
+    return f"{np.count_nonzero(np.bincount(table))} shards, crc32 {zlib.crc32(table):08x}"  # no sort
 
 
 def shard_order(shards: np.ndarray, seed: int, epoch: int, window: int, world: int = 1) -> np.ndarray:
