@@ -125,6 +125,19 @@ def stored_window(crop: tuple[int, int, int, int], height: int, width: int,
     return (left, top, w, h) if transpose else (top, left, h, w)
 
 
+def upright_window(window: tuple[int, int, int, int], height: int, width: int,
+                   orientation: int) -> tuple[int, int, int, int]:
+    """The window (top, left, h, w) of the upright image (`height` x `width`) whose pixels are
+    window `window` of the stored image: the inverse of :func:`stored_window`."""
+    transpose, flip_rows, flip_cols = STEPS[orientation]
+    top, left, h, w = (window[1], window[0], window[3], window[2]) if transpose else window
+    if flip_rows:
+        top = height - top - h
+    if flip_cols:
+        left = width - left - w
+    return top, left, h, w
+
+
 def to_upright(hwc: torch.Tensor, orientation: int, layout: str, out: torch.Tensor | None = None) -> torch.Tensor:
     """A decoded stored window (HWC uint8) turned upright, in `layout`: written into `out` (checked
     by the caller: the upright window's shape) and returned, else a new contiguous tensor. One copy
