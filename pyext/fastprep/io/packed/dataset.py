@@ -232,10 +232,17 @@ class PackedDataset(ImageSource):
                                           f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})")
 
     def cut_window(self, i: int, crop: tuple[int, int, int, int] | None = None) -> WindowCut:
-        """Record i's window as a small JPEG (see :meth:`PackedJpeg.cut`); raw records have none."""
+        """Record i's window as a small JPEG (see :meth:`PackedJpeg.cut`); raw records have none.
+        With `exif`, a record stored turned is refused (ValueError): the cut's JPEG decodes to the
+        stored pixels, and `crop` would be a window of the upright image, which the dataset hands out."""
         image = self.record_image(i)
         if not isinstance(image, PackedJpeg):
             raise ValueError(f"PackedDataset.cut_window: {self.where(i)} holds raw pixels, not a JPEG")
+        if self.exif and (orientation := image.orientation()) != 1:
+            raise ValueError(f"PackedDataset.cut_window: {self.where(i)} is stored turned (EXIF orientation "
+                             f"{orientation}) and this dataset reads it upright (exif=True): a cut decodes to the "
+                             f"stored pixels, not the upright window; decode it on the CPU "
+                             f"(load_raw(i)[0].decode(crop)), or cut the stored image with exif=False")
         return image.cut(crop)
 
     def check_shards(self) -> None:
