@@ -119,7 +119,7 @@ class PackedDataset(ImageSource):
         self._entries = entries
         self._total = sum(size for _, size in self._shards)
         self.classes = list(meta["classes"] or [])
-        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+        self.class_to_idx = dict(meta.get("class_to_idx") or {c: i for i, c in enumerate(self.classes)})
         self.targets = entries["label"].tolist()
         self.skipped = [(name, why) for _, name, why in meta["skipped"]]
         self.options = meta["options"]

@@ -45,8 +45,14 @@ A shard is written under a temporary name, fsynced, and renamed: a file with a s
 complete. The index is written the same way once every shard is, so a pack without its index was
 interrupted, and ``pack`` resumes it from the shards it finds.
 
-Version 2 (this fastprep) added the source identity to the shard JSON, the JSON name lines and
-raw records whose checksum covers their pixels (record.h); version 1 packs are still read.
+Version 2 added the source identity to the shard JSON, the JSON name lines and raw records whose
+checksum covers their pixels (record.h). Version 3 (this fastprep) made the pack id a content id:
+a shard is written with the id of its source and options (its classes and class_to_idx too, in
+the shard JSON with "source_id"), and once every shard is, each header gets the finished pack's
+id, which covers every item's digest and every shard's records (identity.content_id), before the
+index is written; the index JSON adds "class_to_idx". Two packs with one id hold the same records
+(a remote cache and an upload trust that). Version 1 and 2 packs still read; pack() refuses to
+resume or return them (by name: their id covered only the first item), overwrite=True re-packs.
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ import numpy as np
 
 from fastprep.io.errors import ShardFormatError, ShardMismatchError
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: the pack id covers every item and record (below); 1 and 2 still read
 SHARD_MAGIC, FOOTER_MAGIC, INDEX_MAGIC = b"FPSHARD\x00", b"FPSEND\x00\x00", b"FPINDEX\x00"
 HEADER_BYTES = FOOTER_BYTES = 64
 ALIGN = 64
