@@ -234,13 +234,18 @@ def index_bytes(entries: np.ndarray, pack_id: bytes, meta: dict, names: list[str
     return [_sealed(head), table, text, listing]
 
 
+def read_index_header(block: bytes, where: str) -> tuple[int, bytes]:
+    """(record count, pack id) of an index's first 64 bytes, checked."""
+    head = _unseal(block[:HEADER_BYTES], INDEX_MAGIC, where)
+    return struct.unpack_from("<I", head, 12)[0], bytes(head[16:32])
+
+
 def read_index(path: str) -> tuple[np.ndarray, bytes, dict, int]:
     """(entries, pack id, JSON, offset of the names) of an index file, checked."""
     with open(path, "rb") as f:
         data = f.read()
-    head = _unseal(data[:HEADER_BYTES], INDEX_MAGIC, path)
-    count = struct.unpack_from("<I", head, 12)[0]
-    pack_id = bytes(head[16:32])
+    count, pack_id = read_index_header(data[:HEADER_BYTES], path)
+    head = data[:HEADER_BYTES]
     table_at, json_at, json_len, crc = struct.unpack_from("<QQQI", head, 32)
     end = json_at + json_len
     if table_at != HEADER_BYTES or json_at - table_at != count * ENTRY.itemsize or end > len(data):

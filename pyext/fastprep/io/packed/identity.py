@@ -170,7 +170,7 @@ def check_written(dest: str) -> None:
             data.close()
         mine = entries[at:at + count]
         if number != k or shard_id != pack_id or not np.array_equal(table, mine) or \
-                shard_meta.get("digest") != meta["digests"][k]:
+                shard_meta.get("digest") != meta.get("digests", [shard_meta.get("digest")] * (k + 1))[k]:
             raise fmt.ShardFormatError(f"pack: {path} does not hold the records the index just written says: "
                                        f"another process wrote into {dest}?")
         at += count
