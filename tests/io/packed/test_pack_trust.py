@@ -139,9 +139,10 @@ def test_overwrite_keeps_a_users_file_named_like_a_shard(tmp_path):
     fio.pack(Items(items), tmp_path / "p", progress=False)
     mine = tmp_path / "p" / "shard-00007.fpk"
     mine.write_bytes(b"my own notes")
-    with pytest.raises(fio.PackSourceError, match=r"overwrite=True: .*shard-00007.fpk' is not a file fastprep's "
-                                                  r"pack wrote .*move it away or choose another DEST"):
-        fio.pack(Items(items[::-1]), tmp_path / "p", progress=False, overwrite=True)
+    for overwrite in (True, False):  # a resume's scan would have removed it as a damaged shard
+        with pytest.raises(fio.PackSourceError, match=r"shard-00007.fpk' is not a file fastprep's pack wrote .*"
+                                                      r"move it away or choose another DEST"):
+            fio.pack(Items(items[::-1] if overwrite else items), tmp_path / "p", progress=False, overwrite=overwrite)
     assert mine.read_bytes() == b"my own notes"
     assert len(fio.PackedDataset(tmp_path / "p")) == 2  # nothing of the pack was removed either
     mine.unlink()

@@ -133,12 +133,18 @@ def overwritten_files(dest: str) -> list[str]:
         if name == fmt.INDEX_NAME + ".tmp" or (m and name in listed):
             names.append(name)
         elif m:  # no index names it: removed only if it is a shard pack wrote
-            path = os.path.join(dest, name)
-            if os.path.islink(path) or not os.path.isfile(path) or not (
-                    _starts_with(path, fmt.SHARD_MAGIC) or (m.group(2) and os.path.getsize(path) == 0)):
-                raise _not_ours(dest, name)
+            _check_ours(dest, name, bool(m.group(2)))
             names.append(name)
     return names
+
+
+def _check_ours(dest: str, name: str, temporary: bool) -> None:
+    """A file named like a shard (or its temporary) is one pack wrote: it starts with a shard's
+    header (an interrupted write's temporary may be empty). PackSourceError names it otherwise."""
+    path = os.path.join(dest, name)
+    if os.path.islink(path) or not os.path.isfile(path) or not (
+            _starts_with(path, fmt.SHARD_MAGIC) or (temporary and os.path.getsize(path) == 0)):
+        raise _not_ours(dest, name)
 
 
 def _starts_with(path: str, magic: bytes) -> bool:
@@ -150,19 +156,21 @@ def _starts_with(path: str, magic: bytes) -> bool:
 
 
 def _not_ours(dest: str, name: str) -> PackSourceError:
-    return PackSourceError(f"pack: overwrite=True: {os.path.join(dest, name)!r} is not a file fastprep's pack "
-                           f"wrote (no index in {dest} names it, and it has no shard header): pack removes only "
-                           f"its own files; move it away or choose another DEST")
+    return PackSourceError(f"pack: {os.path.join(dest, name)!r} is not a file fastprep's pack wrote (no index in "
+                           f"{dest} names it, and it has no shard header): pack removes or replaces only its own "
+                           f"files; move it away or choose another DEST")
 
 
 def scan_shards(dest: str) -> Scan:
-    """The complete shards in DEST, read (only their headers and tables: mapped), nothing removed."""
+    """The complete shards in DEST, read (only their headers and tables: mapped), nothing removed.
+    A file named like a shard that pack did not write is refused by name (PackSourceError)."""
     found: dict[int, str] = {}
     scan = Scan()
     for name in os.listdir(dest):
         m = _SHARD_FILE.match(name)
         if m is None:
             continue
+        _check_ours(dest, name, bool(m.group(2)))  # a resume removes (or writes over) only pack's own files
         if m.group(2):  # an interrupted write
             scan.temporary.append(os.path.join(dest, name))
         else:
