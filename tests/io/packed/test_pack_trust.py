@@ -170,3 +170,38 @@ def test_a_symlinked_lock_file_is_never_written_through(tmp_path):
         fio.pack(Items([(np.zeros((8, 8, 3), np.uint8), 0)]), tmp_path / "p", progress=False)
     assert target.read_text() == "keep me"
     assert os.path.islink(tmp_path / "p" / LOCK_NAME)
+
+
+def _torchvision_like(root, order):
+    """torchvision's ImageFolder as pack sees it (torchvision is not installed here): DatasetFolder's
+    __getitem__ and default_loader, by their module and names; a class order of the caller's."""
+    def default_loader(path):
+        raise AssertionError("pack reads the files itself")
+
+    def getitem(self, i):
+        path, target = self.samples[i]
+        return self.loader(path), target
+
+    for f, module, name in ((default_loader, "torchvision.datasets.folder", "default_loader"),
+                            (getitem, "torchvision.datasets.folder", "DatasetFolder.__getitem__")):
+        f.__module__, f.__qualname__, f.__name__ = module, name, name.split(".")[-1]
+    cls = type("ImageFolder", (), {"__getitem__": getitem, "__len__": lambda self: len(self.samples)})
+    ds = cls()
+    ds.root, ds.loader, ds.transform, ds.target_transform = str(root), default_loader, None, None
+    own = fio.ImageFolder(root)
+    ds.classes, ds.class_to_idx = order, {c: i for i, c in enumerate(order)}
+    ds.samples = [(p, order.index(os.path.basename(os.path.dirname(p)))) for p, _ in own.samples]
+    ds.targets = [t for _, t in ds.samples]
+    return ds
+
+
+def test_a_torchvision_image_folder_packs_its_files_with_its_own_labels(tmp_path):
+    root = folder(tmp_path / "src")
+    ds = _torchvision_like(root, ["k1", "k2", "k0"])
+    summary = fio.pack(ds, tmp_path / "p", progress=False)
+    assert summary.kinds["jpeg_transcoded"].count == 6  # its files, not its loader's images
+    got = fio.PackedDataset(tmp_path / "p")
+    assert got.targets == ds.targets and got.classes == ["k1", "k2", "k0"]
+    fio.pack(_torchvision_like(root, ["k0", "k1", "k2"]), tmp_path / "same", progress=False)
+    fio.pack(root, tmp_path / "folder", progress=False)
+    assert index_id(tmp_path / "same") == index_id(tmp_path / "folder")  # the unchanged one is the folder
