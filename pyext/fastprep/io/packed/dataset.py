@@ -113,13 +113,13 @@ class PackedDataset(ImageSource):
         entries, self.pack_id, meta, self._names_at = index or fmt.read_index(self.index_path)
         self._shards = [(str(name), int(size)) for name, size, _ in meta["shards"]]
         if self._remote is not None:
-            self._remote.attach(self.pack_id, self._shards)
+            self._remote.attach(self.pack_id, self._shards, meta.get("digests"))
         where = self.index_path if self._remote is None else f"{self.path}/{fmt.INDEX_NAME}"
         _check_entries(entries, self._shards, where)
         self._entries = entries
         self._total = sum(size for _, size in self._shards)
         self.classes = list(meta["classes"] or [])
-        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+        self.class_to_idx = dict(meta.get("class_to_idx") or {c: i for i, c in enumerate(self.classes)})
         self.targets = entries["label"].tolist()
         self.skipped = [(name, why) for _, name, why in meta["skipped"]]
         self.options = meta["options"]

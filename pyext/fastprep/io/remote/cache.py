@@ -28,6 +28,7 @@ import mmap
 import os
 import threading
 
+from fastprep.io.errors import ShardMismatchError
 from fastprep.io.packed import format as fmt
 from fastprep.io.remote.store import RemoteStore
 
@@ -61,6 +62,7 @@ class ShardCache:
         folder: this pack's folder in the cache (created).
         shards: (file name, size) per shard, from the index.
         pack_id: the pack id every shard's header must carry.
+        digests: each shard's records digest (the index's "digests"), which its table must chain to.
         limit: bytes the shards under the cache root (folder's parent) may take; None: no limit.
             Shards in use are never evicted, so the cache can exceed it while they are.
 
@@ -70,8 +72,9 @@ class ShardCache:
     """
 
     def __init__(self, store: RemoteStore, folder: str, shards: list[tuple[str, int]], pack_id: bytes,
-                 limit: int | None):
+                 limit: int | None, *, digests: list[str] | None = None):
         self.store, self.folder, self.shards, self.pack_id, self.limit = store, folder, shards, pack_id, limit
+        self.digests = digests  # each shard's records digest, from the index (None: a format 1 pack's)
         self.root = os.path.dirname(folder)
         self.downloads = 0  # shards this process downloaded
         self._count_lock = threading.Lock()
@@ -145,17 +148,29 @@ class ShardCache:
             self.downloads += 1
 
     def check(self, local: str, k: int) -> None:
-        """A downloaded shard file is shard k of this pack: its header (CRC, number, pack id), and its
-        footer and table (CRCs). ShardFormatError otherwise (ShardMismatchError, not retried, for
-        another shard's header)."""
+        """A downloaded shard file is shard k of this pack: its header (CRC, number, pack id), its
+        footer and table (CRCs), and its records (their digest, the index's for shard k).
+        ShardFormatError otherwise; ShardMismatchError, not retried, for a whole shard of another
+        pack: the store's pack changed since its index was read, which the message says."""
         name = self.shards[k][0]
         with open(local, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            fmt.check_shard_header(bytes(data[:fmt.HEADER_BYTES]), name, k, self.pack_id)
+            try:
+                fmt.check_shard_header(bytes(data[:fmt.HEADER_BYTES]), name, k, self.pack_id)
+            except ShardMismatchError as exc:
+                raise self._changed(str(exc)) from None
             view = memoryview(data)
             try:
-                fmt.read_shard_trailer(view, name)
+                entries, meta = fmt.read_shard_trailer(view, name)
             finally:
                 view.release()
+        want = self.digests[k] if self.digests is not None else None
+        if want is not None and (fmt.records_digest(entries) != want or meta.get("digest") != want):
+            raise self._changed(f"{name} holds other records than the index says (their digest "
+                                f"{fmt.records_digest(entries)}, the index's {want})")
+
+    def _changed(self, what: str) -> ShardMismatchError:
+        return ShardMismatchError(f"the pack at {self.store.shown} changed since it was cached in {self.folder}: "
+                                  f"{what}; open it again (a new PackedDataset) to read the pack it holds now")
 
     def make_room(self, size: int, keep: str | None = None) -> None:
         """Evict least recently used shards not in use until `size` more bytes fit the limit."""
