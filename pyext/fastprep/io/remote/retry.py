@@ -1,6 +1,8 @@
 """Retries for remote reads: throttling (503 SlowDown), timeouts and dropped connections are tried
 again after an exponential backoff with full jitter, a bounded number of times; the last failure
-becomes a :class:`fastprep.io.RemoteReadError` naming the URL and what was being read.
+becomes a :class:`fastprep.io.RemoteReadError` naming the URL and what was being read. No client
+exception leaves as it is: each error raised here is fastprep's, its text and its chain's redacted
+(fastprep.io.remote.redaction).
 """
 
 from __future__ import annotations
@@ -8,20 +10,25 @@ from __future__ import annotations
 import errno
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from fastprep.io.errors import RemoteReadError, ShardFormatError, ShardMismatchError
+from fastprep.io.errors import RemoteAccessError, RemoteReadError, ShardFormatError, ShardMismatchError
+from fastprep.io.remote.redaction import describe, redact, stand_in
+
+__all__ = ["Retry", "describe", "redact"]
 
 T = TypeVar("T")
 
 # Errors no retry can mend: the object is not there, or this client may not read it.
-FATAL = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, KeyboardInterrupt,
-         MemoryError, TypeError)
+FATAL = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, ImportError, TypeError)
+PASS = (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError)  # not the store's: raised as they are
 LOCAL_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # writing the download here failed: not the remote's fault
 # ... and the clients' errors of that kind (botocore's missing credentials, bad parameters).
-FATAL_NAMES = ("Credentials", "ParamValidation", "NoSuchBucket", "AccessDenied")
+FATAL_NAMES = ("Credentials", "ParamValidation", "NoSuchBucket", "AccessDenied", "InvalidAccessKeyId",
+               "SignatureDoesNotMatch", "EndpointResolution", "InvalidURL")
+DENIED_NAMES = ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden", "Unauthorized")
 
 
 @dataclass(frozen=True)
@@ -58,56 +65,84 @@ class Retry:
         """Seconds to sleep after failed attempt `attempt` (0-based): full jitter."""
         return random.uniform(0, min(self.max_backoff, self.backoff * 2 ** attempt))
 
-    def call(self, what: str, url: str, fn: Callable[[], T]) -> T:
-        """fn() until it succeeds or `tries` attempts failed; then RemoteReadError('<what> at <url>
-        ...'), from the last error (a ShardFormatError that persists, e.g. a corrupt object, is
-        raised as itself, naming the URL). Not retried: FATAL errors, a ShardMismatchError (an intact
-        object of another pack or shard) and a full local disk (ENOSPC, EDQUOT: named as such)."""
-        for attempt in range(self.tries):
+    def call(self, what: str, url: str, fn: Callable[[], T], *,
+             secrets: Iterable[str] | Callable[[], Iterable[str]] = ()) -> T:
+        """fn() until it succeeds or `tries` attempts failed; then RemoteReadError('<what> at
+        <url> ...') (a ShardFormatError that persists, e.g. a corrupt object, is raised as itself,
+        naming the URL). Not retried: FATAL errors (a missing object: FileNotFoundError; access
+        refused: RemoteAccessError, a PermissionError; a missing client library: ImportError), a
+        ShardMismatchError (an intact object of another pack or shard) and a full local disk
+        (ENOSPC, EDQUOT: named as such). Every error raised is a new one, raised outside any
+        handler, its text and its chain's (:func:`stand_in`) cleared of `secrets` (or what calling
+        it gives: looked up only on a failure) and of URLs' credentials."""
+        tries = 0
+        while True:
+            tries += 1
             try:
                 return fn()
-            except (*FATAL, RemoteReadError):  # a RemoteReadError: an inner call used up its own tries
+            except PASS:
                 raise
-            except ShardMismatchError as exc:  # the same object comes back on every try
-                raise ShardMismatchError(f"{what} at {url}: {exc}") from exc
-            except Exception as exc:
-                if isinstance(exc, OSError) and exc.errno in LOCAL_DISK_FULL:
-                    raise OSError(exc.errno, f"{what} from {url}: the local disk is full or over quota "
-                                             f"({exc.strerror or exc})") from exc
-                if any(w in type(exc).__name__ for w in FATAL_NAMES):
-                    raise
+            except Exception as exc:  # noqa: BLE001 (each kind is sorted out below, outside the handler)
                 last = exc
-                if attempt + 1 < self.tries:
-                    time.sleep(self.wait(attempt))
+            if isinstance(last, RemoteReadError):  # an inner call used up its own tries: fastprep's already
+                break
+            secrets = list(secrets() if callable(secrets) else secrets)
+            error = self._fatal(what, url, last, secrets)
+            if error is None and tries >= self.tries:
+                error = self._final(what, url, last, tries, secrets)
+            if error is not None:
+                break
+            time.sleep(self.wait(tries - 1))
+        if isinstance(last, RemoteReadError):
+            raise last
+        error.__cause__ = stand_in(last, secrets)  # raised outside the handler: no __context__ holds the original
+        del last
+        raise error
+
+    def _fatal(self, what: str, url: str, exc: Exception, secrets: list[str]) -> BaseException | None:
+        """The error to raise at once for `exc`, or None if it is worth another try."""
+        text = f"{type(exc).__name__}: {describe(exc, secrets)}"
+        if isinstance(exc, ShardMismatchError):  # the same object comes back on every try
+            return ShardMismatchError(f"{what} at {url}: {describe(exc, secrets)}")
+        if isinstance(exc, OSError) and exc.errno in LOCAL_DISK_FULL:
+            return OSError(exc.errno, f"{what} from {url}: the local disk is full or over quota "
+                                      f"({describe(OSError(exc.strerror or exc), secrets)})")
+        if denied(exc):
+            return RemoteAccessError(f"{what} at {url}: access denied: check credentials ({text})")
+        if isinstance(exc, ImportError):  # the store's client library is missing: the text says which
+            return ImportError(f"{what} at {url}: {describe(exc, secrets)}")
+        if isinstance(exc, FileNotFoundError):
+            return FileNotFoundError(f"{what}: nothing at {url} ({text})")
+        if isinstance(exc, FATAL):
+            return type(exc)(f"{what} at {url}: {text}") if type(exc).__module__ == "builtins" else \
+                RemoteReadError(f"{what} at {url}: {text}")
+        if any(w in type(exc).__name__ for w in FATAL_NAMES):
+            return RemoteReadError(f"{what} at {url}: {text} (not retried: no retry mends it)")
+        return None
+
+    def _final(self, what: str, url: str, last: Exception, tries: int, secrets: list[str]) -> BaseException:
+        """The error after the last try."""
+        n = f"{tries} {'try' if tries == 1 else 'tries'}"
         if isinstance(last, ShardFormatError):
-            raise ShardFormatError(f"{what} at {url}: {last} (after {self.tries} tries)") from last
-        raise RemoteReadError(f"{what} at {url} failed after {self.tries} tries: {type(last).__name__}: "
-                              f"{describe(last)}") from last
+            return ShardFormatError(f"{what} at {url}: {describe(last, secrets)} (after {n})")
+        return RemoteReadError(f"{what} at {url} failed after {n}: {type(last).__name__}: {describe(last, secrets)}")
 
 
-def redact(url: str) -> str:
-    """A URL as messages and reprs show it: without its user info ("user:token@") and its query
-    string (signed URLs' signatures); the raw URL is only for connecting.
-
-    Example:
-        >>> redact("https://user:token@host/train.packed?sig=abc")
-        'https://host/train.packed'
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url.split("?", 1)[0]
-    host, slash, path = rest.split("?", 1)[0].split("#", 1)[0].partition("/")
-    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
-
-
-def describe(exc: BaseException) -> str:
-    """An error's text without anything that looks like a credential: the URLs in it redacted, and
-    any word's query string naming a signature or token."""
-    text = str(exc) or type(exc).__name__
-    out = []
-    for word in text.split():
-        if "://" in word or ("?" in word and any(k in word for k in ("Signature", "X-Amz-", "sig=", "token",
-                                                                      "Credential"))):
-            word = redact(word)
-        out.append(word)
-    return " ".join(out)
+def denied(exc: BaseException | None) -> bool:
+    """Whether the store refused access: a PermissionError (s3fs's for 403), an HTTP 401 or 403
+    (aiohttp's ClientResponseError .status, botocore's ClientError response), or a client error
+    named so (AccessDenied, InvalidAccessKeyId, SignatureDoesNotMatch)."""
+    if exc is None:
+        return False
+    if isinstance(exc, PermissionError):
+        return exc.filename is None  # a local file's has its path: this machine's permissions, not the store's
+    if any(w in type(exc).__name__ for w in DENIED_NAMES):
+        return True
+    status = getattr(exc, "status", None) or getattr(exc, "code", None)
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        status = status or response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        code = str(response.get("Error", {}).get("Code", ""))
+        if code in ("401", "403") or any(w in code for w in DENIED_NAMES):
+            return True
+    return status in (401, 403)

@@ -13,11 +13,20 @@ import gc
 import os
 import threading
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from fastprep.io.remote.retry import Retry, describe, redact
+from fastprep.io.remote.redaction import redact, secrets_of
+from fastprep.io.remote.retry import Retry, denied
 
+T = TypeVar("T")
 INSTALL_HINT = "pip install 'fastprep[remote]' (fsspec and s3fs; gcsfs or adlfs for gs:// or az://)"
+# The client library each protocol's fsspec filesystem needs beyond fsspec, and how to install it.
+CLIENTS = {"s3": "pip install 'fastprep[remote]' (s3fs)", "s3a": "pip install 'fastprep[remote]' (s3fs)",
+           "gs": "pip install gcsfs", "gcs": "pip install gcsfs", "az": "pip install adlfs",
+           "abfs": "pip install adlfs", "abfss": "pip install adlfs", "adl": "pip install adlfs",
+           "http": "pip install 'fastprep[remote]' (aiohttp)", "https": "pip install 'fastprep[remote]' (aiohttp)"}
+QUERY_PROTOCOLS = ("http", "https")  # where "?..." is a query string (a token, a signature), not part of a name
 
 
 def is_url(path: Any) -> bool:
@@ -96,6 +105,15 @@ class RemoteStore:
         if storage_options is not None and not isinstance(storage_options, dict):
             raise ValueError(f"RemoteStore: expected storage_options to be a dict, got {type(storage_options)}")
         self.url = url.rstrip("/")  # for connecting only: it may hold credentials
+        self.protocol = self.url.split("://", 1)[0].lower()
+        if self.protocol in ("s3", "s3a") and "@" in self.url.split("://", 1)[1].split("/", 1)[0]:
+            raise ValueError(f"RemoteStore: an s3:// URL holds no credentials ({redact(self.url)} was given with "
+                             f"some before its bucket): pass them as storage_options={{'key': ..., 'secret': ...}} "
+                             f"or through the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+        # An http(s) URL's query string (a token, a SAS, a signature) goes on every object's URL,
+        # after the object's name: "https://host/pack/index.fpi?token=..."
+        base, _, self._query = self.url.partition("?") if self.protocol in QUERY_PROTOCOLS else (self.url, "", "")
+        self._base = base.rstrip("/")
         self.shown = redact(self.url)  # what messages and reprs show
         self.storage_options = dict(storage_options or {})
         self.retry = retry or Retry()
@@ -103,6 +121,17 @@ class RemoteStore:
         self._fs = self._root = None
         self._pid = -1
         self._lock = threading.Lock()
+
+    @property
+    def key_url(self) -> str:
+        """The URL that names the pack in local folder names: without an http(s) query string (a
+        signed URL's signature changes with every signing; the objects are the same)."""
+        return self._base
+
+    def secrets(self) -> list[str]:
+        """What no message may show: the URL's credentials, storage_options' and the environment's
+        (fastprep.io.remote.redaction.secrets_of); looked up when an error is raised."""
+        return secrets_of(self.url, self.storage_options)
 
     @property
     def fs(self) -> Any:
@@ -115,23 +144,28 @@ class RemoteStore:
         return self._fs
 
     def _connect(self) -> tuple[Any, str]:
+        hint = CLIENTS.get(self.protocol, INSTALL_HINT)
         try:
             import fsspec  # noqa: PLC0415 (an optional dependency)
-        except ImportError as exc:
-            raise ImportError(f"reading a pack from {self.shown} needs fsspec: {INSTALL_HINT}") from exc
+        except ImportError:
+            raise ImportError(f"reading a pack from {self.shown} needs fsspec: {INSTALL_HINT}") from None
         options = dict(self.storage_options)
-        s3 = self.url.split("://", 1)[0] in ("s3", "s3a")
-        own_retries = s3 and "config_kwargs" not in options
+        t = self.retry.timeout
+        own_retries = self.protocol in ("s3", "s3a") and "config_kwargs" not in options
         if own_retries:
-            t = self.retry.timeout
             options["config_kwargs"] = {"retries": {"total_max_attempts": 1}, "connect_timeout": t, "read_timeout": t}
         try:
-            fs, root = fsspec.core.url_to_fs(self.url, skip_instance_cache=True, **options)
-        except ImportError as exc:
-            raise ImportError(f"reading a pack from {self.shown}: {describe(exc)}; {INSTALL_HINT}") from exc
+            fs, root = fsspec.core.url_to_fs(self._base, skip_instance_cache=True, **options)
+        except ImportError as exc:  # the store's own client library: named, with what to install
+            raise ImportError(f"reading a pack from {self.shown} needs a library that is not installed "
+                              f"({type(exc).__name__}: {exc}): {hint}") from None
         if own_retries:
             fs.retries = 1  # s3fs's own loop: fastprep's Retry decides
         return fs, root.rstrip("/")
+
+    def call(self, what: str, name: str, fn: Callable[[], T]) -> T:
+        """fn() under the store's Retry, its errors naming the object `name` and no credential."""
+        return self.retry.call(what, self.where(name), fn, secrets=self.secrets)
 
     def where(self, name: str) -> str:
         """The object's URL as messages show it (redacted)."""
@@ -139,7 +173,7 @@ class RemoteStore:
 
     def _path(self, name: str) -> str:
         self.fs  # noqa: B018 (connects in this process)
-        return f"{self._root}/{name}"
+        return f"{self._root}/{name}?{self._query}" if self._query else f"{self._root}/{name}"
 
     def _count(self, nbytes: int, requests: int = 1) -> None:
         with self._lock:
@@ -152,9 +186,11 @@ class RemoteStore:
         def call() -> dict | None:
             try:
                 return dict(self.fs.info(self._path(name)))
-            except FileNotFoundError:
+            except FileNotFoundError as exc:
+                if denied(exc.__cause__):  # fsspec's HTTP client reports a 401 or 403 so
+                    raise exc.__cause__ from None
                 return None
-        return self.retry.call(f"looking up {name}", self.where(name), call)
+        return self.call(f"looking up {name}", name, call)
 
     def size(self, name: str) -> int | None:
         """The object's size in bytes, or None if there is none."""
@@ -179,7 +215,7 @@ class RemoteStore:
                 if len(p) != b - a:
                     raise ConnectionError(f"bytes [{a}, {b}): {len(p)} arrived, the body was cut short")
             return parts
-        return self.retry.call(what or f"reading {name}", self.where(name), call)
+        return self.call(what or f"reading {name}", name, call)
 
     def download(self, name: str, local: str, size: int, check: Any = None, what: str | None = None) -> None:
         """The whole object into the local file `local` (overwritten), which must come out `size`
@@ -197,15 +233,15 @@ class RemoteStore:
                 if os.path.exists(local):
                     os.remove(local)  # nothing half-downloaded or corrupt is kept
                 raise
-        self.retry.call(what or f"downloading {name}", self.where(name), call)
+        self.call(what or f"downloading {name}", name, call)
 
     def upload(self, local: str, name: str) -> None:
         """The local file `local` to the object `name` (replaced)."""
-        self.retry.call(f"uploading {name}", self.where(name), lambda: self.fs.put_file(local, self._path(name)))
+        self.call(f"uploading {name}", name, lambda: self.fs.put_file(local, self._path(name)))
 
     def remove(self, name: str) -> None:
         """Deletes the object `name`."""
-        self.retry.call(f"removing {name}", self.where(name), lambda: self.fs.rm_file(self._path(name)))
+        self.call(f"removing {name}", name, lambda: self.fs.rm_file(self._path(name)))
 
     def make_folder(self) -> None:
         """Creates the URL's folder where the store has folders (file://); object stores have none."""
@@ -225,3 +261,4 @@ class RemoteStore:
 
     def __repr__(self) -> str:  # storage_options may hold keys: not shown
         return f"RemoteStore({self.shown!r})"
+
