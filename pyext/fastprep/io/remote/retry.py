@@ -1,8 +1,8 @@
 """Retries for remote reads: throttling (503 SlowDown), timeouts and dropped connections are tried
-again after an exponential backoff with full jitter, a bounded number of times; the last failure
-becomes a :class:`fastprep.io.RemoteReadError` naming the URL and what was being read. No client
-exception leaves as it is: each error raised here is fastprep's, its text and its chain's redacted
-(fastprep.io.remote.redaction).
+again after an exponential backoff with full jitter, a bounded number of times and within an
+overall deadline; the last failure becomes a :class:`fastprep.io.RemoteReadError` naming the URL
+and what was being read. No client exception leaves as it is: each error raised here is fastprep's,
+its text and its chain's redacted (fastprep.io.remote.redaction).
 """
 
 from __future__ import annotations
@@ -40,9 +40,14 @@ class Retry:
         backoff: seconds before the second attempt; doubled each time (full jitter: a uniform wait
             in [0, that]), at most `max_backoff`.
         max_backoff: the longest wait between two attempts, in seconds.
-        timeout: seconds an s3:// request may wait to connect or for data before it counts as failed
-            (botocore's connect and read timeouts, unless storage_options sets config_kwargs); other
-            stores take their client's timeout through storage_options.
+        timeout: seconds a request may wait to connect or for more data before it counts as failed
+            (botocore's connect and read timeouts for s3://, aiohttp's for http(s)://, unless
+            storage_options sets the client's own); other stores take their client's timeout
+            through storage_options.
+        deadline: seconds one read or download may take in all, its tries and the waits between
+            them included, however steadily its bytes trickle in (a server sending a byte now and
+            then never trips `timeout`); a reader waiting for another's download of the same shard
+            counts its wait in it. Past it: a RemoteReadError naming the URL and the deadline.
 
     Example:
         >>> ds = PackedDataset("s3://bucket/train.packed", retry=Retry(tries=8, backoff=0.2))
@@ -52,29 +57,34 @@ class Retry:
     backoff: float = 0.1
     max_backoff: float = 5.0
     timeout: float = 30.0
+    deadline: float = 600.0
 
     def __post_init__(self):
         if not isinstance(self.tries, int) or isinstance(self.tries, bool) or self.tries < 1:
             raise ValueError(f"Retry: expected tries to be an int >= 1, got {self.tries!r}")
-        for name in ("backoff", "max_backoff", "timeout"):
+        for name in ("backoff", "max_backoff", "timeout", "deadline"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
                 raise ValueError(f"Retry: expected {name} to be a number >= 0, got {value!r}")
+        if not self.deadline > 0:
+            raise ValueError(f"Retry: expected deadline to be a number of seconds > 0, got {self.deadline!r}")
 
     def wait(self, attempt: int) -> float:
         """Seconds to sleep after failed attempt `attempt` (0-based): full jitter."""
         return random.uniform(0, min(self.max_backoff, self.backoff * 2 ** attempt))
 
     def call(self, what: str, url: str, fn: Callable[[], T], *,
-             secrets: Iterable[str] | Callable[[], Iterable[str]] = ()) -> T:
-        """fn() until it succeeds or `tries` attempts failed; then RemoteReadError('<what> at
-        <url> ...') (a ShardFormatError that persists, e.g. a corrupt object, is raised as itself,
-        naming the URL). Not retried: FATAL errors (a missing object: FileNotFoundError; access
-        refused: RemoteAccessError, a PermissionError; a missing client library: ImportError), a
-        ShardMismatchError (an intact object of another pack or shard) and a full local disk
-        (ENOSPC, EDQUOT: named as such). Every error raised is a new one, raised outside any
-        handler, its text and its chain's (:func:`stand_in`) cleared of `secrets` (or what calling
-        it gives: looked up only on a failure) and of URLs' credentials."""
+             secrets: Iterable[str] | Callable[[], Iterable[str]] = (), until: float | None = None) -> T:
+        """fn() until it succeeds, `tries` attempts failed, or time.monotonic() passed `until`
+        (default: now + deadline); then RemoteReadError('<what> at <url> ...') (a ShardFormatError
+        that persists, e.g. a corrupt object, is raised as itself, naming the URL). Not retried:
+        FATAL errors (a missing object: FileNotFoundError; access refused: RemoteAccessError, a
+        PermissionError; a missing client library: ImportError), a ShardMismatchError (an intact
+        object of another pack or shard) and a full local disk (ENOSPC, EDQUOT: named as such).
+        Every error raised is a new one, raised outside any handler, its text and its chain's
+        (:func:`stand_in`) cleared of `secrets` (or what calling it gives: looked up only on a
+        failure) and of URLs' credentials."""
+        until = time.monotonic() + self.deadline if until is None else until
         tries = 0
         while True:
             tries += 1
@@ -88,11 +98,11 @@ class Retry:
                 break
             secrets = list(secrets() if callable(secrets) else secrets)
             error = self._fatal(what, url, last, secrets)
-            if error is None and tries >= self.tries:
-                error = self._final(what, url, last, tries, secrets)
+            if error is None and (tries >= self.tries or time.monotonic() >= until):
+                error = self._final(what, url, last, tries, secrets, time.monotonic() >= until)
             if error is not None:
                 break
-            time.sleep(self.wait(tries - 1))
+            time.sleep(max(0.0, min(self.wait(tries - 1), until - time.monotonic())))
         if isinstance(last, RemoteReadError):
             raise last
         error.__cause__ = stand_in(last, secrets)  # raised outside the handler: no __context__ holds the original
@@ -120,12 +130,17 @@ class Retry:
             return RemoteReadError(f"{what} at {url}: {text} (not retried: no retry mends it)")
         return None
 
-    def _final(self, what: str, url: str, last: Exception, tries: int, secrets: list[str]) -> BaseException:
-        """The error after the last try."""
+    def _final(self, what: str, url: str, last: Exception, tries: int, secrets: list[str],
+               late: bool) -> BaseException:
+        """The error after the last try (or past the deadline)."""
         n = f"{tries} {'try' if tries == 1 else 'tries'}"
+        late = f"not done within the deadline of {self.deadline:g} s (Retry.deadline) after {n}" if late else ""
         if isinstance(last, ShardFormatError):
-            return ShardFormatError(f"{what} at {url}: {describe(last, secrets)} (after {n})")
-        return RemoteReadError(f"{what} at {url} failed after {n}: {type(last).__name__}: {describe(last, secrets)}")
+            return ShardFormatError(f"{what} at {url}: {describe(last, secrets)} ({late or 'after ' + n})")
+        cause = f"{type(last).__name__}: {describe(last, secrets)}"
+        if late:
+            return RemoteReadError(f"{what} at {url} failed: {late}; the last error: {cause}")
+        return RemoteReadError(f"{what} at {url} failed after {n}: {cause}")
 
 
 def denied(exc: BaseException | None) -> bool:

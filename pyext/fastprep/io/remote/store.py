@@ -12,10 +12,13 @@ from __future__ import annotations
 import gc
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from fastprep.io.errors import RemoteReadError
+from fastprep.io.remote.deadline import http_timeout, lock_until, run_until
 from fastprep.io.remote.redaction import redact, secrets_of
 from fastprep.io.remote.retry import Retry, denied
 
@@ -155,6 +158,8 @@ class RemoteStore:
         if own_retries:
             options["config_kwargs"] = {"retries": {"total_max_attempts": 1}, "connect_timeout": t, "read_timeout": t}
         try:
+            if self.protocol in QUERY_PROTOCOLS and "timeout" not in options.get("client_kwargs", {}):
+                options["client_kwargs"] = {**options.get("client_kwargs", {}), "timeout": http_timeout(t)}
             fs, root = fsspec.core.url_to_fs(self._base, skip_instance_cache=True, **options)
         except ImportError as exc:  # the store's own client library: named, with what to install
             raise ImportError(f"reading a pack from {self.shown} needs a library that is not installed "
@@ -163,9 +168,9 @@ class RemoteStore:
             fs.retries = 1  # s3fs's own loop: fastprep's Retry decides
         return fs, root.rstrip("/")
 
-    def call(self, what: str, name: str, fn: Callable[[], T]) -> T:
+    def call(self, what: str, name: str, fn: Callable[[], T], until: float | None = None) -> T:
         """fn() under the store's Retry, its errors naming the object `name` and no credential."""
-        return self.retry.call(what, self.where(name), fn, secrets=self.secrets)
+        return self.retry.call(what, self.where(name), fn, secrets=self.secrets, until=until)
 
     def where(self, name: str) -> str:
         """The object's URL as messages show it (redacted)."""
@@ -203,26 +208,32 @@ class RemoteStore:
 
     def read_ranges(self, name: str, ranges: list[tuple[int, int]], what: str | None = None) -> list[bytes]:
         """Bytes [start, end) of the object for each range, requested concurrently where the client can."""
+        until = time.monotonic() + self.retry.deadline
+
         def call() -> list[bytes]:
             path = self._path(name)
             if len(ranges) == 1:
-                parts = [self.fs.cat_file(path, start=ranges[0][0], end=ranges[0][1])]
+                parts = [self._run(until, "cat_file", path, start=ranges[0][0], end=ranges[0][1])]
             else:
-                parts = self.fs.cat_ranges([path] * len(ranges), [a for a, _ in ranges], [b for _, b in ranges],
-                                           on_error="raise")
+                parts = self._run(until, "cat_ranges", [path] * len(ranges), [a for a, _ in ranges],
+                                  [b for _, b in ranges], on_error="raise")
             self._count(sum(len(p) for p in parts), len(ranges))
             for (a, b), p in zip(ranges, parts):
                 if len(p) != b - a:
                     raise ConnectionError(f"bytes [{a}, {b}): {len(p)} arrived, the body was cut short")
             return parts
-        return self.call(what or f"reading {name}", name, call)
+        return self.call(what or f"reading {name}", name, call, until)
 
-    def download(self, name: str, local: str, size: int, check: Any = None, what: str | None = None) -> None:
+    def download(self, name: str, local: str, size: int, check: Any = None, what: str | None = None,
+                 since: float | None = None) -> None:
         """The whole object into the local file `local` (overwritten), which must come out `size`
-        bytes long and pass check(local) (else it is removed and the download tried again)."""
+        bytes long and pass check(local) (else it is removed and the download tried again), all
+        within the Retry's deadline from `since` (a time.monotonic(); default now)."""
+        until = (time.monotonic() if since is None else since) + self.retry.deadline
+
         def call() -> None:
             try:
-                self.fs.get_file(self._path(name), local)
+                self._run(until, "get_file", self._path(name), local)
                 got = os.path.getsize(local)
                 self._count(got)
                 if got != size:
@@ -233,7 +244,19 @@ class RemoteStore:
                 if os.path.exists(local):
                     os.remove(local)  # nothing half-downloaded or corrupt is kept
                 raise
-        self.call(what or f"downloading {name}", name, call)
+        self.call(what or f"downloading {name}", name, call, until)
+
+    def _run(self, until: float, method: str, *args: Any, **kw: Any) -> Any:
+        """fs.<method>(*args, **kw), given up (TimeoutError) at time.monotonic() `until`."""
+        return run_until(self.fs, until, method, *args, **kw)
+
+    def wait_for_download(self, fd: int, what: str, name: str, since: float) -> None:
+        """Takes the exclusive lock on `fd` (another process's or thread's download of the same
+        object holds it), waiting at most until the Retry's deadline from `since`: then a
+        RemoteReadError naming the URL and the deadline (the download it waited for has the same)."""
+        if not lock_until(fd, since + self.retry.deadline):
+            raise RemoteReadError(f"{what} at {self.where(name)}: another download of it was not done within the "
+                                  f"deadline of {self.retry.deadline:g} s (Retry.deadline): gave up waiting")
 
     def upload(self, local: str, name: str) -> None:
         """The local file `local` to the object `name` (replaced)."""
