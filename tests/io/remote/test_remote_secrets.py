@@ -167,3 +167,21 @@ def test_a_query_string_url_is_read_with_its_query_on_every_object(served, tmp_p
     assert log and all(path.split("?")[0].startswith("/pack/") and path.endswith(f"?token={TOKEN}")
                        for _, path in log), log
     assert not any(os.path.exists(p) and TOKEN in p for p in map(str, tmp_path.rglob("*")))
+
+
+def test_a_stand_in_chain_keeps_type_names_and_places_but_no_secret():
+    from fastprep.io.remote.redaction import Redacted, secrets_of, stand_in
+
+    secrets = secrets_of(f"https://user:{TOKEN}@host/p?sig={TOKEN[::-1]}", {"client_kwargs": {"token": KEY_ID}}, {})
+    try:
+        try:
+            raise KeyError(f"bucket {KEY_ID}:{TOKEN}@b")
+        except KeyError as err:
+            raise ConnectionError(f"GET https://user:{TOKEN}@host/p/x?sig={TOKEN[::-1]} failed") from err
+    except ConnectionError as exc:
+        copy = stand_in(exc, secrets)
+    text = text_of(copy)
+    assert isinstance(copy, Redacted) and isinstance(copy.__cause__, Redacted) and copy.__cause__.__cause__ is None
+    assert "KeyError: 'bucket ***:***@b'" in str(copy.__cause__)
+    assert "ConnectionError: GET https://host/p/x failed" in str(copy) and "test_remote_secrets.py" in text
+    assert all(s not in text for s in (TOKEN, TOKEN[::-1], KEY_ID))

@@ -23,7 +23,7 @@ SECRET_KEYS = ("key", "secret", "token", "password", "credential", "sas", "signa
 SECRET_ENV_WORDS = ("SECRET", "TOKEN", "PASSWORD", "ACCESS_KEY", "ACCOUNT_KEY", "STORAGE_KEY", "SAS",
                     "CONNECTION_STRING", "CREDENTIAL")
 MIN_ENV_SECRET = 6  # shorter environment values ("1", "true") are not credentials worth masking everywhere
-MIN_SECRET = 4  # a URL's user name or query value shorter than this is not masked in free text
+MIN_SECRET = 4  # a password or query value shorter than this is not masked in free text (only in its URL)
 
 
 def redact(url: str) -> str:
@@ -42,8 +42,9 @@ def redact(url: str) -> str:
 
 
 def url_secrets(url: str) -> list[str]:
-    """The parts of a URL that are credentials: its user info (whole, and each of user and
-    password), its query string (whole, and each value) and its fragment."""
+    """The parts of a URL that are credentials: its user info (whole, and its password: a user name
+    alone, often a word such as a login, is not masked wherever it appears), its query string
+    (whole, and each value) and its fragment."""
     if "://" not in url:
         return []
     rest = url.split("://", 1)[1]
@@ -51,7 +52,7 @@ def url_secrets(url: str) -> list[str]:
     found = []
     if "@" in host:
         info = host.rpartition("@")[0]
-        found += [info + "@", *info.split(":", 1)]
+        found += [info + "@", *info.split(":", 1)[1:]]
     query = rest.partition("?")[2].split("#", 1)[0]
     if query:
         found += [query, *(v for _, v in parse_qsl(query, keep_blank_values=True))]
