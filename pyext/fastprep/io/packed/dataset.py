@@ -149,16 +149,28 @@ class PackedDataset(ImageSource):
         return None if self._remote is None else self._remote.limit
 
     def _view(self, k: int, i: int | None = None) -> memoryview:
-        """Shard k's bytes (mapped on first use) for record i; ShardFormatError names them if unreadable."""
+        """Shard k's bytes (mapped on first use; its file's size checked against the index before
+        each read: ShardMaps.check) for record i; ShardFormatError names them if unreadable."""
         view = self._maps.views[k]
-        if view is None:
-            try:
+        try:
+            if view is None:
                 view = self._maps.open(k)
-            except (fmt.ShardFormatError, RemoteReadError) as exc:
-                what = f"shard {k}" if i is None else \
-                    f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})"
-                raise type(exc)(f"PackedDataset: {what} of pack {self.path} is unreadable: {exc}") from exc.__cause__
+            else:
+                self._maps.check(k, view)
+        except (fmt.ShardFormatError, RemoteReadError) as exc:
+            raise self._unreadable(exc, k, i) from exc.__cause__
         return view
+
+    def check_record(self, i: int, k: int, record: memoryview) -> None:
+        """Before a read of record i's mapped bytes `record` (of shard k): its shard file still whole."""
+        try:
+            self._maps.check(k, record)
+        except fmt.ShardFormatError as exc:
+            raise self._unreadable(exc, k, i) from None
+
+    def _unreadable(self, exc: Exception, k: int, i: int | None) -> Exception:
+        what = f"shard {k}" if i is None else f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})"
+        return type(exc)(f"PackedDataset: {what} of pack {self.path} is unreadable: {exc}")
 
     def shard_tensor(self, k: int) -> torch.Tensor:
         """Shard k's bytes as a 1-D uint8 tensor over its memory map (raw windows are views of it)."""

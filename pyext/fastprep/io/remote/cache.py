@@ -16,7 +16,8 @@ an eviction takes the exclusive lock without waiting, and skips the shard if it 
 
 No one ever waits on the end of a hold: holds last as long as a dataset keeps a shard mapped, maybe
 forever. A process that finds a shard missing waits only for the download (an exclusive flock on the
-``.fetch`` file, held by the one downloading, for the download's time); the hold's own lock is only
+``.fetch`` file, held by the one downloading, for the download's time, and waited for at most
+until the reader's Retry.deadline: the download it waits on ends by then too); the hold's own lock is only
 ever taken shared with waiting (blocked by an eviction's removal at most) or exclusive without.
 """
 
@@ -27,6 +28,7 @@ import glob
 import mmap
 import os
 import threading
+import time
 
 from fastprep.io.errors import ShardMismatchError
 from fastprep.io.packed import format as fmt
@@ -103,7 +105,7 @@ class ShardCache:
         """Shard k's local file, downloaded and checked first if it is not cached (by this process,
         or by another that holds the download lock: this one waits for that download, then uses its
         file), held in use until :meth:`release`."""
-        path = self.path(k)
+        path, since = self.path(k), time.monotonic()  # the download's deadline counts from here
         fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             # The hold comes first (an eviction can then never remove the file between its download
@@ -112,9 +114,10 @@ class ShardCache:
             if not os.path.exists(path):
                 fetch = os.open(path + ".fetch", os.O_RDWR | os.O_CREAT, 0o644)
                 try:
-                    fcntl.flock(fetch, fcntl.LOCK_EX)  # one downloader; the others wait for its download only
+                    # one downloader; the others wait for its download only, within its deadline
+                    self.store.wait_for_download(fetch, f"shard {k}", self.shards[k][0], since)
                     if not os.path.exists(path):
-                        self._download(k, path)
+                        self._download(k, path, since)
                 finally:
                     os.close(fetch)
             _touch(path)
@@ -132,7 +135,7 @@ class ShardCache:
         """Shard k cached (downloaded if needed), not held: what prefetching does."""
         self.release(self.acquire(k))
 
-    def _download(self, k: int, path: str) -> None:
+    def _download(self, k: int, path: str, since: float | None = None) -> None:
         name, size = self.shards[k]
         for stale in glob.glob(glob.escape(path) + ".*.part"):  # a killed download's (we hold the only
             try:                                                  # download lock: nobody writes them now)
@@ -141,7 +144,8 @@ class ShardCache:
                 pass
         self.make_room(size, keep=path)
         part = f"{path}.{os.getpid()}.{threading.get_ident()}.part"
-        self.store.download(name, part, size, check=lambda p: self.check(p, k), what=f"shard {k} ({name})")
+        self.store.download(name, part, size, check=lambda p: self.check(p, k), what=f"shard {k} ({name})",
+                            since=since)
         os.replace(part, path)  # committed only whole and checked
         fmt.sync_folder(self.folder)
         with self._count_lock:

@@ -82,7 +82,7 @@ class RemotePack:
         self.store = RemoteStore(url, storage_options, retry)
         self.fetch, self.limit, self.workers = fetch, cache_limit, workers
         self.root = os.fspath(cache_dir) if cache_dir is not None else default_cache_dir()
-        self.key = url_key(self.store.url)
+        self.key = url_key(self.store.key_url)  # a signed URL's signature is not part of the pack's name
         self.cache: ShardCache | None = None
         self.content = ""  # index_content of the index fetched
         self._prefetcher: Prefetcher | None = None
@@ -260,7 +260,7 @@ class RemotePack:
                 raise fmt.ShardFormatError(f"{where}: {exc}") from None
             return record
 
-        return self.store.retry.call(what, self.store.where(name), fetch)
+        return self.store.call(what, name, fetch)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
