@@ -20,7 +20,6 @@ from fastprep.tools.bench.pipelines import SyntheticImages
 pytestmark = pytest.mark.one_backend
 
 N, BATCH, STEPS = 60, 4, 2  # 2 steps of 4 on 1-4 ranks leave a rest every resumed world size below splits evenly
-LARGEST = 6453  # bytes of the largest shard of the pack below
 
 
 @pytest.fixture(scope="module")
@@ -34,11 +33,12 @@ def pack(tmp_path_factory):
 
 
 class Cached(fio.PackedDataset):
-    """A local pack that says a node's cache_limit, as a remote one does."""
+    """A local pack that says a node's cache_limit, as a remote one does: one whose half holds
+    `windows` of the pack's largest shards (sized from the pack, whose shard bytes follow its format)."""
 
-    def __init__(self, path, cache_limit):
+    def __init__(self, path, windows):
         super().__init__(path)
-        self._limit = cache_limit
+        self._limit = int(2 * windows * max(self.shard_sizes))
 
     @property
     def cache_limit(self):
@@ -46,8 +46,8 @@ class Cached(fio.PackedDataset):
 
 
 def cache_for(window):
-    """A cache_limit whose half holds `window` of the pack's shards."""
-    return 2 * window * LARGEST
+    """A cache (Cached's argument) whose half holds `window` of the pack's shards."""
+    return window
 
 
 def _dataset(pack, cache_limit=None):
@@ -147,11 +147,13 @@ def test_a_state_dict_whose_order_cannot_be_made_again_is_refused_by_name(pack, 
 
 
 def test_a_cache_that_cannot_hold_the_window_is_refused_by_name(pack):
-    with pytest.raises(ValueError, match=r"shard_window=8 \(the default\).*cache_limit=38718 holds 3: pass "
-                                         r"shard_window=3 on every rank"):
-        fastprep.Loader(Cached(pack, cache_for(3)), BATCH, shuffle="shards", world_size=1)
-    with pytest.raises(ValueError, match=r"shard_window=4 shards.*holds 0: pass a cache_limit of at least 51624"):
-        fastprep.Loader(Cached(pack, LARGEST), BATCH, shuffle="shards", shard_window=4, world_size=1)
+    small = Cached(pack, cache_for(3))
+    largest = max(small.shard_sizes)
+    with pytest.raises(ValueError, match=rf"shard_window=8 \(the default\).*cache_limit={small.cache_limit} holds 3: "
+                                         r"pass shard_window=3 on every rank"):
+        fastprep.Loader(small, BATCH, shuffle="shards", world_size=1)
+    with pytest.raises(ValueError, match=rf"shard_window=4 shards.*holds 0: pass a cache_limit of at least {8 * largest}"):
+        fastprep.Loader(Cached(pack, 0.5), BATCH, shuffle="shards", shard_window=4, world_size=1)
 
 
 # set_epoch during a pass
