@@ -137,8 +137,12 @@ def test_set_epoch_after_a_resumed_pass_starts_the_next_epoch_from_its_start(shu
     resumed.load_state_dict(state)
     _take(resumed, None)
     resumed.set_epoch(1)
-    assert resumed.state_dict() == {"seed": 7, "epoch": 1, "position": 0, "consumed": 0, "order_world": 2,
-                                    "world_size": 2, "rank": 0}
+    state = resumed.state_dict()
+    assert {k: state[k] for k in ("seed", "epoch", "position", "consumed", "order_world", "world_size", "rank",
+                                  "shuffle", "samples")} == {"seed": 7, "epoch": 1, "position": 0, "consumed": 0,
+                                                             "order_world": 2, "world_size": 2, "rank": 0,
+                                                             "shuffle": shuffle, "samples": ITEMS}
+    assert state.get("shard_window") == (2 if shuffle == "shards" else None)
     again = _loaders(Sharded(), 2, shuffle, False)
     again[0].load_state_dict(resumed.state_dict())
     again[1].load_state_dict(resumed.state_dict())

@@ -68,13 +68,18 @@ class Sharded:
         self.prefetched.append(list(order))
 
 
-def test_the_loader_prefetches_the_pass_order_and_sizes_the_window_from_the_cache():
-    dataset = Sharded(SHARDS, cache_limit=1000, shard_sizes=[100] * len(SIZES))
+def test_the_loader_prefetches_the_pass_order_and_checks_the_window_against_the_cache():
+    dataset = Sharded(SHARDS, cache_limit=1600, shard_sizes=[100] * len(SIZES))
     loader = fastprep.Loader(dataset, 4, shuffle="shards", seed=1, threads=1, rank=1, world_size=2)
-    assert loader.order.window == 5  # half the cache over the largest shard
+    assert loader.order.window == 8  # the default, whatever the cache: half of it holds 8 shards here
     labels = [int(y) for b in loader for y in b.data[1]]
     assert dataset.prefetched == [loader.indices()] and labels == loader.indices()
     assert fastprep.Loader(dataset, 4, shuffle="shards", shard_window=2, world_size=1, rank=0).order.window == 2
+    small = Sharded(SHARDS, cache_limit=1000, shard_sizes=[100] * len(SIZES))  # half holds 5 shards, not 8
+    with pytest.raises(ValueError, match=r"shard_window=8 \(the default\).*cache_limit=1000 holds 5: pass "
+                                         r"shard_window=5 on every rank .* cache_limit of at least 1600"):
+        fastprep.Loader(small, 4, shuffle="shards", world_size=1)
+    assert fastprep.Loader(small, 4, shuffle="shards", shard_window=5, world_size=1).order.window == 5
 
 
 def test_a_packed_dataset_says_its_shards(tmp_path):

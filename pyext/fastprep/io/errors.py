@@ -35,3 +35,8 @@ class RemoteReadError(OSError):
     """A pack in object storage (or behind any URL) could not be read after the last retry: the
     message names the URL, the shard or record, the tries and the last cause (``__cause__``).
     Credentials are never part of it."""
+
+
+class RemoteAccessError(RemoteReadError, PermissionError):
+    """The store refused access (HTTP 401 or 403, S3's AccessDenied, a bad key or signature): the
+    message names the URL and says "access denied: check credentials". Not retried."""

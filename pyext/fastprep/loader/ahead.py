@@ -57,11 +57,13 @@ def fingerprint(transform: Any) -> str | None:
     return ";".join(parts)
 
 
-def made_for(loader: Any, epoch: int) -> tuple:
+def made_for(loader: Any, epoch: int, seed: int | None = None) -> tuple:
     """What a batch made ahead depends on (objects compared by identity: a new transform, or a
-    Compose whose plan changed, is another; the transform's parameters by value)."""
+    Compose whose plan changed, is another; the transform's parameters by value); `seed`: the
+    loader's unless given."""
     transform = loader.transform
-    return (loader.dataset, transform, getattr(transform, "plan", None), fingerprint(transform), loader.seed, epoch,
+    seed = loader.seed if seed is None else seed
+    return (loader.dataset, transform, getattr(transform, "plan", None), fingerprint(transform), seed, epoch,
             loader.deterministic, loader.batch_size, loader.on_error)
 
 
@@ -69,9 +71,10 @@ def _same(a: tuple, b: tuple) -> bool:
     return len(a) == len(b) and all(x is y or (type(x) in (int, str) and x == y) for x, y in zip(a, b))
 
 
-def take(loader: Any, count: int, pin: bool, keys: list[int] | None, start: int) -> tuple[slots.SlotRing, Any]:
-    """(the ring for this pass, the batch made ahead it starts with or None): the last whole pass's
-    ring when it fits (all its slots free but the batch made ahead), else a new one."""
+def take(loader: Any, count: int, pin: bool, keys: list[int] | None, start: int, epoch: int,
+         seed: int) -> tuple[slots.SlotRing, Any]:
+    """(the ring for a pass of `epoch` under `seed`, the batch made ahead it starts with or None):
+    the last whole pass's ring when it fits (all its slots free but the batch made ahead), else a new one."""
     spare, loader.spare_ring = loader.spare_ring, None
     group = loader.plan.fused if loader.plan is not None else None
     image = group.makes if group is not None else None  # the images a fused op makes, declared
@@ -81,7 +84,7 @@ def take(loader: Any, count: int, pin: bool, keys: list[int] | None, start: int)
         ring, ahead = spare.ring, spare.ahead
         if ring.count == count and ring.pin == pin and ring.batch_size == loader.batch_size and ring.image == image:
             if ahead is not None and start == 0 and keys is not None and _same(spare.made_for,
-                                                                               made_for(loader, loader.epoch)) \
+                                                                               made_for(loader, epoch, seed)) \
                     and keys[:len(ahead.indices)] == ahead.indices and ring.free_count() == count - 1:
                 ring.reset(keep=ahead.slot)
                 return ring, ahead

@@ -17,10 +17,11 @@ from fastprep.core.args import check_bool, check_int
 from fastprep.core.bad_samples import BadSamples, BadSampleWarning, sample_name
 from fastprep.core.rng import check_epoch, draw_seed, seed_argument
 from fastprep.core.roles import check_fields
-from fastprep.loader import ranks
+from fastprep.loader import checkpoint, ranks
+from fastprep.loader.checkpoint import PassRecord
 from fastprep.loader.device_split import check_decode_on, check_splittable
 from fastprep.loader.iteration import Iteration
-from fastprep.loader.order import Order, is_iterable, saved_keys
+from fastprep.loader.order import Order, is_iterable
 from fastprep.loader.shard_order import check_shuffle, window_of
 from fastprep.transforms import FusionPlan, SeedByIndex
 
@@ -67,8 +68,9 @@ class Loader:
         sampler: an iterable of indices instead (not with shuffle); its ``set_epoch`` is called by ours.
         drop_last: drop the last incomplete batch (over ranks: cut the epoch to a multiple of the
             world size instead of padding it, see `rank`).
-        shard_window: with shuffle="shards", the shards whose samples are shuffled together (default:
-            half the dataset's ``cache_limit`` over its largest shard when it says both, else 8).
+        shard_window: with shuffle="shards", the shards whose samples are shuffled together (default 8;
+            the same on every rank: it is part of the order; refused when half the dataset's
+            ``cache_limit`` cannot hold that many of its largest ``shard_sizes``).
         rank, world_size: this process's part of each epoch (both or neither; default: the
             torch.distributed process group's when initialised, else the RANK / WORLD_SIZE environment
             variables torchrun sets, else 0 and 1). The ranks split one global order in lock-step,
@@ -178,11 +180,10 @@ class Loader:
         window = window_of(shard_window, dataset) if self.shuffle == "shards" else 1
         self.order = Order(dataset, self.batch_size, self.shuffle, sampler, self.drop_last, self.rank,
                            self.world_size, window)
-        self._base, self._order_world = 0, self.world_size  # where this pass began in the global order
-        self._position = 0  # samples of this epoch the consumer received (state_dict)
-        self._keys: list[int] | None = None  # the order being iterated (a sampler's pass)
-        self._resume: tuple[int, list[int] | None] | None = None
-        self._current: Any = None
+        self._pass = self._fresh_pass()  # the pass state_dict describes (loader/checkpoint.py)
+        self._resume: tuple[int, list[int] | None] | None = None  # (start, keys) of a loaded pass not yet iterated
+        self._current: Any = None  # the Iteration whose deliveries count (a weak reference)
+        self._restart_due = False  # set_epoch was called during a pass: the next pass starts from its epoch's start
         self.spare_ring: Any = None  # what the last whole pass left the next (loader/ahead.py)
         self._stepped = False  # set_epoch was called since the last pass began: make epoch + 1's first ahead
 
@@ -208,8 +209,9 @@ class Loader:
         return keys
 
     def set_epoch(self, epoch: int) -> None:
-        """Fresh, reproducible randomness (and order, with shuffle) for epoch `epoch`; a sampler
-        (or an iterable dataset) with ``set_epoch`` gets it too.
+        """Fresh, reproducible randomness (and order, with shuffle) for epoch `epoch` from the next
+        pass on; a sampler (or an iterable dataset) with ``set_epoch`` gets it too. A pass being
+        iterated keeps its own epoch, and the state_dict its position, until it ends or is closed.
 
         After ``load_state_dict``, the checkpoint's own epoch keeps its position (the usual loop,
         ``set_epoch(epoch)`` at the top of every epoch, resumes where the checkpoint was); another
@@ -224,11 +226,38 @@ class Loader:
                               f"starts from its start. Call set_epoch({self.epoch}) (or none) to resume it",
                               ResumePositionDropped, stacklevel=2)
             self._resume = None
-            self._base, self._order_world = 0, self.world_size
         self.epoch, self._stepped = epoch, True
         self.order.set_epoch(self.epoch)
-        if self._resume is None:  # a fresh pass: nothing of it consumed yet (not the last pass's resume point)
-            self._position, self._base, self._order_world, self._keys = 0, 0, self.world_size, None
+        if self._resume is not None:  # the checkpoint's own epoch: its pass is resumed
+            return
+        # A pass being iterated is left alone: its batches are its epoch's (order and seeds fixed when it
+        # began), and a checkpoint taken while the consumer still takes them must count them there, not as
+        # progress of `epoch` (a resume would then skip the rest of `epoch`, or repeat what was delivered).
+        # Refusing instead would break loops that DataLoader takes: DistributedSampler.set_epoch, too,
+        # only orders the next iter(). The next pass starts `epoch` from its start.
+        if self._in_pass():
+            self._restart_due = True
+        else:
+            self._pass = self._fresh_pass()
+
+    def _fresh_pass(self) -> PassRecord:
+        """The record of a pass of this epoch not begun: nothing of it consumed."""
+        return PassRecord(self.epoch, self.seed, self.world_size, self.order.window)
+
+    def _in_pass(self) -> bool:
+        """An iteration whose deliveries count is open (not run to its end, closed or dropped)."""
+        current = self._current() if self._current is not None else None
+        return current is not None and not current.closed
+
+    def _settled(self) -> PassRecord:
+        """The pass state_dict describes: the current one, or, once it is over and set_epoch was
+        called during it, the next (its epoch's start)."""
+        if not self._in_pass():
+            if self._restart_due:
+                self._pass, self._restart_due = self._fresh_pass(), False
+            elif self._resume is None:  # no pass under way: the next one's seed (`seed` is a public attribute)
+                self._pass.seed = self.seed
+        return self._pass
 
     def _left(self, position: int, keys: list[int] | None) -> int | None:
         """Samples the resumed epoch would still deliver from `position` (None: unknown, a
@@ -243,19 +272,20 @@ class Loader:
 
     def __iter__(self) -> Iteration:
         keys, start = None, 0
-        if self._resume is not None:
+        if self._resume is not None:  # the loaded pass (its record: where it is in which order)
             (start, keys), self._resume = self._resume, None
         else:
-            self._base, self._order_world = 0, self.world_size
+            self._pass = self._fresh_pass()
+        self._restart_due = False
         if keys is None:
             keys = self.order.keys(self.seed, self.epoch)
         self.order.check_start(start, keys)
         prefetch = getattr(self.dataset, "prefetch", None)
         if keys is not None and callable(prefetch):  # a remote pack downloads its shards in this order
             prefetch(keys[start:])
-        self._keys, self._position = keys, start
+        self._pass.keys, self._pass.position = keys, start
         stepped, self._stepped = self._stepped, False
-        iteration = Iteration(self, keys, start, self.epoch + 1 if stepped else None)
+        iteration = Iteration(self, keys, start, self.epoch, self.seed, self.epoch + 1 if stepped else None)
         self._current = weakref.ref(iteration)
         return iteration
 
@@ -264,20 +294,20 @@ class Loader:
         `bad` ones replaced: (position, key, stage, error, substitute) each, recorded (and warned
         about) here, in the consumer's thread."""
         if self._current is not None and self._current() is iteration:
-            self._position += samples
+            self._pass.position += samples
         for _, key, stage, exc, substitute in bad:
             name = None if self.order.iterable else sample_name(self.dataset, key)
             text = self.bad_samples.record(key, name, exc, stage=stage, substitute=substitute, warn=False)
             if text is not None:
                 warnings.warn(text, BadSampleWarning, stacklevel=3)  # the frame of the loop's `for`
 
-    def pass_ended(self) -> None:
-        """A pass ran to its end: log the bad samples' summary when new ones were met."""
+    def pass_ended(self, epoch: int) -> None:
+        """A pass of `epoch` ran to its end: log the bad samples' summary when new ones were met."""
         count = self.bad_samples.count
         if count > self._bad_logged:
             self._bad_logged = count
             level = logging.WARNING if self.on_error == "warn" else logging.INFO  # "skip": asked to be quiet
-            logging.getLogger("fastprep").log(level, "%s (epoch %d)", self.bad_samples.summary(), self.epoch)
+            logging.getLogger("fastprep").log(level, "%s (epoch %d)", self.bad_samples.summary(), epoch)
 
     def __repr__(self) -> str:
         return (f"Loader({type(self.dataset).__name__}, batch_size={self.batch_size}, threads={self.threads}, "
@@ -285,26 +315,21 @@ class Loader:
 
     def state_dict(self) -> dict[str, Any]:
         """Where the loader is: load it into a Loader over the same dataset to resume mid-epoch
-        with exactly the samples the consumer has not received, and the same bits."""
+        with exactly the samples the consumer has not received, and the same bits. Self-contained:
+        it holds everything the epoch's order depends on (loader/checkpoint.py)."""
         if self.order.iterable:
             raise TypeError("Loader.state_dict: an iterable dataset cannot be resumed mid-epoch by fastprep "
                             "(its stream is its own); resume by index needs a map-style dataset")
-        state = {"seed": self.seed, "epoch": self.epoch, "position": self._position}
-        if self.on_error != "raise":  # under "raise" there are none to carry: the state is as it always was
-            state["bad_samples"] = self.bad_samples.state_dict()
-        keys = self._resume[1] if self._resume is not None else self._keys  # loaded, not yet iterated
-        if self.sampler is not None and keys is not None:  # the pass being iterated
-            state["indices"] = list(keys)
-        elif self.sampler is None:  # where the ranks are in the epoch's global order: any world size resumes
-            consumed = self._base + self._position * self.world_size if keys is None else ranks.consumed(
-                self._base, self._position, self.world_size, keys, self.batch_size, self.drop_last, len(self.dataset))
-            state.update(world_size=self.world_size, rank=self.rank, consumed=consumed, order_world=self._order_world)
-        return state
+        return checkpoint.state_of(self, self._settled(), self._resume)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from a :meth:`state_dict`: the next pass delivers exactly the samples of the
-        checkpoint's epoch the consumer had not received, with the same bits. ``set_epoch`` of that
-        epoch before the pass keeps the position; of another, drops it (with a warning).
+        checkpoint's epoch the consumer had not received, with the same bits, in the saved order
+        (its world size and shard window, whatever this Loader's: the next epochs use this Loader's).
+        A state_dict whose order cannot be made here (another shuffle, dataset length or shard
+        table) is a ValueError naming the setting and both values. ``set_epoch`` of the checkpoint's
+        epoch before the pass keeps the position; of another, drops it (with a warning). A pass
+        being iterated when it is loaded no longer counts.
 
         Example:
             >>> loader.load_state_dict(checkpoint["loader"])
@@ -313,33 +338,8 @@ class Loader:
             ...     for batch in loader:
             ...         ...
         """
-        missing = [k for k in ("seed", "epoch", "position") if not isinstance(state, dict) or k not in state]
-        if missing:
-            raise ValueError(f"Loader.load_state_dict: expected a dict from Loader.state_dict(), "
-                             f"missing {missing}")
-        if self.order.iterable:
-            raise TypeError("Loader.load_state_dict: an iterable dataset cannot be resumed mid-epoch by fastprep")
-        self.seed = seed_argument("Loader.load_state_dict", "seed", state["seed"])
-        self.epoch = check_epoch("Loader.load_state_dict", state["epoch"])
-        position = check_int("Loader.load_state_dict", "position", state["position"], 0)
-        if "bad_samples" in state:  # a checkpoint from before the policy has none: the count starts at 0
-            self.bad_samples.load_state_dict(state["bad_samples"])
+        record, resume = checkpoint.load(self, state)
+        self.seed, self.epoch = record.seed, record.epoch
+        if "bad_samples" in state:  # loaded with it: those were summarised by the job that met them
             self._bad_logged = self.bad_samples.count
-        saved_world = check_int("Loader.load_state_dict", "world_size", state.get("world_size", 1), 1)
-        if saved_world != 1 and self.sampler is not None:
-            raise ValueError(f"Loader.load_state_dict: the state_dict was written over {saved_world} ranks that "
-                             f"split the epoch themselves; it resumes in a Loader without a sampler")
-        consumed = check_int("Loader.load_state_dict", "consumed", state.get("consumed", position), 0)
-        order_world = check_int("Loader.load_state_dict", "order_world", state.get("order_world", saved_world), 1)
-        # elastic (loader/ranks.py) unless the checkpoint is a plain position in this world's own order
-        # (a pass resumed from another world size is at `consumed` of that world's order, not at `position`)
-        if self.sampler is None and (saved_world != 1 or self.world_size != 1 or order_world != 1
-                                     or consumed != position):
-            if consumed > len(self.dataset):
-                raise ValueError(f"Loader.load_state_dict: consumed={consumed} is past the epoch's "
-                                 f"{len(self.dataset)} samples: a state_dict of another dataset?")
-            self._resume = (0, self.order.keys(self.seed, self.epoch, consumed, order_world))
-            self._base, self._order_world, self._position = consumed, order_world, 0
-            return
-        self._resume = (position, saved_keys(state.get("indices"), self.dataset))
-        self._base, self._order_world, self._position = 0, self.world_size, position
+        self._pass, self._resume, self._current, self._restart_due = record, resume, None, False

@@ -191,13 +191,14 @@ def _not_cuttable(raw: Any, image: Any) -> str:
             f"PackedDataset's JPEG record, or an ImageFolder(roi=True) JpegFile, decoded whole on the device); {PACK}")
 
 
-def split_parts(loader: Any) -> tuple[WindowSlotRing, SplitRunner]:
-    """The slot ring and chunk runner of one pass of `loader` with decode_on."""
+def split_parts(loader: Any, epoch: int, seed: int) -> tuple[WindowSlotRing, SplitRunner]:
+    """The slot ring and chunk runner of one pass of `loader` with decode_on, over epoch `epoch`
+    under `seed` (the pass's own: fixed when it began)."""
     plan = loader.plan
     check_splittable(plan, loader.decode_on)  # again: a transform may have changed since the Loader was made
     # Host batches are small (cuts and host tensors) and the device stage holds up to depth + 1 of them.
     ring = WindowSlotRing(2 * loader.depth + 2, loader.batch_size, loader.decode_on.type == "cuda", loader.fields,
                           plan.fused, loader.decode_on)
-    runner = SplitRunner(loader.dataset, plan, loader.seed, loader.epoch, loader.deterministic, loader.order.iterable,
+    runner = SplitRunner(loader.dataset, plan, seed, epoch, loader.deterministic, loader.order.iterable,
                          loader.on_error)
     return ring, runner

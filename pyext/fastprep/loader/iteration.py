@@ -24,10 +24,14 @@ from fastprep.loader.pool import WorkerPool
 
 
 class Iteration:
-    """An iterator over the batches of one epoch from sample `start` on (see the module)."""
+    """An iterator over the batches of epoch `epoch` from sample `start` on (see the module): its
+    keys, epoch and seed are fixed when it is made (a set_epoch before its first batch is the next
+    pass's)."""
 
-    def __init__(self, loader: Any, keys: list[int] | None, start: int, next_epoch: int | None = None):
+    def __init__(self, loader: Any, keys: list[int] | None, start: int, epoch: int, seed: int,
+                 next_epoch: int | None = None):
         self.loader, self.keys, self.start, self.next_epoch = loader, keys, start, next_epoch
+        self.epoch, self.seed = epoch, seed
         self._out: Iterator[Any] | None = None
         self._pool: WorkerPool | None = None
         # (samples, bad samples replaced) of the batches made, not yet received
@@ -36,6 +40,11 @@ class Iteration:
 
     def __iter__(self) -> Iteration:
         return self
+
+    @property
+    def closed(self) -> bool:
+        """The pass ran to its end, failed or was closed: it delivers no more batches."""
+        return self._closed
 
     def __next__(self) -> Any:
         if self._closed:
@@ -46,7 +55,7 @@ class Iteration:
             batch = next(self._out)
         except StopIteration:
             self.close()
-            self.loader.pass_ended()
+            self.loader.pass_ended(self.epoch)
             raise
         except BaseException:
             self.close()
@@ -60,11 +69,11 @@ class Iteration:
         cuda = loader.device is not None and loader.device.type == "cuda"
         first, keep, make = None, None, None
         if loader.decode_on is not None:  # the threads cut windows, the device stage decodes them
-            ring, runner = split_parts(loader)
+            ring, runner = split_parts(loader, self.epoch, self.seed)
         else:
             count = 2 * loader.depth + 2 if cuda else loader.depth + 1
-            ring, first = ahead.take(loader, count, cuda, self.keys, self.start)
-            runner = ChunkRunner(loader.dataset, loader.plan, loader.seed, loader.epoch, loader.deterministic,
+            ring, first = ahead.take(loader, count, cuda, self.keys, self.start, self.epoch, self.seed)
+            runner = ChunkRunner(loader.dataset, loader.plan, self.seed, self.epoch, loader.deterministic,
                                  loader.order.iterable, loader.on_error)
             keep = functools.partial(ahead.keep, loader, ring, loader.device is None)
             make = ahead.maker(loader, runner, self.next_epoch)

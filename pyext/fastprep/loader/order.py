@@ -56,23 +56,26 @@ class Order:
         n = self.samples()
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
-    def keys(self, seed: int, epoch: int, consumed: int = 0, order_world: int | None = None) -> list[int] | None:
+    def keys(self, seed: int, epoch: int, consumed: int = 0, order_world: int | None = None,
+             window: int | None = None) -> list[int] | None:
         """This rank's dataset indices of the epoch, in order, from global position `consumed` of an
-        order made for `order_world` ranks (default: this world); None for an iterable dataset."""
+        order made for `order_world` ranks and a shard window `window` (defaults: this Loader's);
+        None for an iterable dataset."""
         if self.iterable:
             return None
         if self.sampler is not None:
             return [sampler_index(i, self.dataset) for i in self.sampler]
-        order = self.global_keys(seed, epoch, self.world if order_world is None else order_world)
+        order = self.global_keys(seed, epoch, self.world if order_world is None else order_world, window)
         if self.world == 1 and consumed == 0:
             return order if isinstance(order, list) else order.tolist()
         return ranks.part(order, consumed, self.world, self.rank, self.drop_last)
 
-    def global_keys(self, seed: int, epoch: int, world: int) -> list[int] | np.ndarray:
-        """The epoch's order over every rank (shuffle="shards": the one made for `world` ranks)."""
+    def global_keys(self, seed: int, epoch: int, world: int, window: int | None = None) -> list[int] | np.ndarray:
+        """The epoch's order over every rank (shuffle="shards": the one made for `world` ranks, with
+        `window` shards shuffled together, default this Loader's)."""
         n = len(self.dataset)
         if self.shuffle == "shards":
-            return shard_order(item_shards(self.dataset), seed, epoch, self.window, world)
+            return shard_order(item_shards(self.dataset), seed, epoch, self.window if window is None else window, world)
         if not self.shuffle:
             return list(range(n))
         g = torch.Generator()

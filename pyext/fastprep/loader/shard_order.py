@@ -11,11 +11,14 @@ sample, while every rank's stream lasts). Deterministic from (seed, epoch, world
 
 A dataset takes part through a small protocol: ``item_shards``, the shard of each item (an int
 array, as long as the dataset); optionally ``cache_limit`` (bytes) and ``shard_sizes`` (bytes of
-each shard), from which the window is sized to half the cache (the other half: downloads ahead).
+each shard), against which the window is checked: half the cache must hold it (the other half:
+downloads ahead). The window is never sized from the cache: a cache is a node's, and ranks whose
+windows differ make different global orders, so their strided split loses and repeats samples.
 """
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import numpy as np
@@ -50,14 +53,33 @@ def item_shards(dataset: Any) -> np.ndarray:
 
 
 def window_of(window: Any, dataset: Any) -> int:
-    """Shards shuffled together: `window` when given, else what half the dataset's cache_limit holds
-    of its largest shards (at least 1), else DEFAULT_WINDOW."""
-    if window is not None:
-        return check_int("Loader", "shard_window", window, 1)
+    """Shards shuffled together: `window` when given, else DEFAULT_WINDOW; refused when the dataset
+    says a cache (``cache_limit``, ``shard_sizes``) whose half cannot hold that many of its largest
+    shards. Not sized from the cache: the window is part of the epoch's order, which every rank of a
+    job must compute alike, and each node has its own cache (see the module)."""
+    given = window is not None
+    window = check_int("Loader", "shard_window", window, 1) if given else DEFAULT_WINDOW
     limit, sizes = getattr(dataset, "cache_limit", None), getattr(dataset, "shard_sizes", None)
-    if limit is not None and sizes is not None and len(sizes):
-        return max(1, int(limit) // 2 // max(1, int(np.max(sizes))))
-    return DEFAULT_WINDOW
+    if limit is None or sizes is None or not len(sizes):
+        return window
+    largest, held = max(1, int(np.max(sizes))), min(window, len(sizes))  # a window past the shards holds them all
+    if held * largest > int(limit) // 2:
+        fits = int(limit) // 2 // largest
+        fix = f"shard_window={fits} on every rank of the job (the same on each: the order depends on it), or " \
+            if fits else ""
+        raise ValueError(f"Loader: shuffle='shards' reads shard_window={window}{'' if given else ' (the default)'} "
+                         f"shards at a time, {held} of up to {largest} bytes here, but half of "
+                         f"{type(dataset).__name__}'s cache_limit={int(limit)} holds {fits}: pass {fix}a cache_limit "
+                         f"of at least {2 * held * largest}")
+    return window
+
+
+def table_digest(shards: np.ndarray) -> str:
+    """'<shards> shards, crc32 <hex>': the shard table an order was made from (what a checkpoint
+    keeps of it: a re-packed dataset with as many items has another table, hence another order).
+    A CRC, not a cryptographic hash: it tells a re-pack apart, and costs ~5 ms per million items."""
+    table = np.ascontiguousarray(shards, dtype="<i8")
+    return f"{np.count_nonzero(np.bincount(table))} shards, crc32 {zlib.crc32(table):08x}"  # no sort
 
 
 def shard_order(shards: np.ndarray, seed: int, epoch: int, window: int, world: int = 1) -> np.ndarray:

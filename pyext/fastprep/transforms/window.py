@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastprep.io.jpeg.scale import DENOMINATOR, reduced_crop
+from fastprep.io.jpeg.scale import DENOMINATOR, reduced_read
 from fastprep.ops.crop import crop
 from fastprep.ops.resize import resized_crop
 from fastprep.transforms.inputs import hwc_tensor
@@ -96,7 +96,7 @@ def read_region(item: Item, r0: int, r1: int, c0: int, c1: int,
 
     `at_least` (out_h, out_w), for a region about to be resized to that size: a JPEG that decodes
     at reduced scales (``scaled_decode``) gives the region decoded at the smallest M/8 that keeps it
-    at least that size (fastprep.io.jpeg.scale.reduced_crop): fewer pixels, not the same ones."""
+    at least that size (fastprep.io.jpeg.scale.reduced_read): fewer pixels, not the same ones."""
     if item.pil:
         return hwc_tensor(np.asarray(item.value.crop((c0, r0, c1, r1))))
     if item.lazy:
@@ -104,7 +104,7 @@ def read_region(item: Item, r0: int, r1: int, c0: int, c1: int,
             return torch.empty(max(r1 - r0, 0), max(c1 - c0, 0), item.channels(), dtype=torch.uint8)
         crop = (r0, c0, r1 - r0, c1 - c0)
         if at_least is not None and getattr(type(item.value), "scaled_decode", False):
-            scale, scaled = reduced_crop(crop, item.value.height, item.value.width, at_least)
+            scale, scaled = reduced_read(item.value, crop, at_least)
             if scale != DENOMINATOR:
                 return item.value.decode(scaled, layout="HWC", scale=scale)
         return item.value.decode(crop, layout="HWC")

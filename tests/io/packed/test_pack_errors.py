@@ -126,8 +126,8 @@ DESTS = [
     ("another pack", _another_pack, fio.PackSourceError, r"holds a pack of another source: item 0 \(of 3\)"),
     ("locked", _locked, fio.PackLockedError, r"p is being written by another pack \(pid \d+ on "),
     ("under a file", _under_a_file, fio.PackWriteError, r"cannot write .*file/p: Not a directory.* once that is fixed"),
-    ("a folder named as a shard", _a_folder_named_as_a_shard, fio.PackWriteError,
-     r"cannot write .*shard-00000.fpk: Is a directory.* once that is fixed"),
+    ("a folder named as a shard", _a_folder_named_as_a_shard, fio.PackSourceError,  # never written over
+     r"shard-00000.fpk' is not a file fastprep's pack wrote .*move it away or choose another DEST"),
 ]
 
 

@@ -212,16 +212,18 @@ def test_overwrite_deletes_only_the_packs_files_and_the_cli_has_it(tmp_path, cap
 
 
 SWAPS = [  # B's shard swapped into A's pack: same type, length, options, shard size
-    ("first items equal", 10, r"shard-00000.fpk record 1 .*checksum mismatch in the record's header"),
+    ("first items equal", 10, r"shard-00000.fpk is shard 0 of another pack"),
     ("first items differ", 20, r"shard-00000.fpk is shard 0 of another pack"),
+    ("A's header kept", 10, r"shard-00000.fpk record 1 .*checksum mismatch in the record's header"),
 ]
 
 
 @pytest.mark.parametrize(("b_first", "match"), [c[1:] for c in SWAPS], ids=[c[0] for c in SWAPS])
-def test_a_shard_swapped_in_from_another_pack_is_refused(tmp_path, b_first, match):
-    """A pack id covers a dataset's first item: packs differing there refuse each other's shards
-    when opened. Past it, a record's checksum covers its pixels, so the reader refuses the other
-    pack's records (raw ones were accepted before: only their meta block was covered)."""
+def test_a_shard_swapped_in_from_another_pack_is_refused(tmp_path, b_first, match, request):
+    """A finished pack's id covers every item and record (format 3; format 2's covered only the
+    first item): packs differing anywhere refuse each other's shards when opened. Under A's own
+    header, a record's checksum covers its pixels, so the reader refuses the other pack's records
+    (raw ones were accepted before: only their meta block was covered)."""
     def items(first, rest):
         return Items([(np.full((20, 20, 3), v, np.uint8), 1) for v in (first, rest, rest)])
 
@@ -229,7 +231,9 @@ def test_a_shard_swapped_in_from_another_pack_is_refused(tmp_path, b_first, matc
     fio.pack(items(b_first, 200), tmp_path / "b", mode="raw", progress=False)
     a, b = tmp_path / "a" / "shard-00000.fpk", tmp_path / "b" / "shard-00000.fpk"
     assert a.stat().st_size == b.stat().st_size
-    a.write_bytes(b.read_bytes())
+    own_header = "header" in request.node.name  # A's header kept: only the records are B's
+    a.write_bytes(a.read_bytes()[:fmt.HEADER_BYTES] + b.read_bytes()[fmt.HEADER_BYTES:] if own_header else
+                  b.read_bytes())
     for verify in (True, False):
         ds = fio.PackedDataset(tmp_path / "a", verify=verify)
         with pytest.raises(fio.ShardFormatError, match=match):

@@ -10,6 +10,7 @@ import torch
 from fastprep.core.args import check_bool
 from fastprep.io.jpeg import as_bytes, check_crop, check_image_args, decode_jpeg, read_jpeg_header
 from fastprep.io.jpeg.exif import jpeg_orientation, upright_size
+from fastprep.io.jpeg.scale import reduced_crop
 from fastprep.io.packed.records import WindowCut
 from fastprep.io.windowed import WindowedImage
 from fastprep.ops.crop import random_crop_params
@@ -60,6 +61,12 @@ class JpegFile(WindowedImage):
         `scale` M < 8, of the image decoded at M/8 of its size (decode_jpeg's `scale`)."""
         return decode_jpeg(self.data, crop=crop, mode=self.mode, layout=layout or self.layout, out=out,
                            strict=self.strict, name=self.name, scale=scale, exif=self.orientation != 1)
+
+    def reduced_window(self, crop: tuple[int, int, int, int],
+                       at_least: tuple[int, int]) -> tuple[int, tuple[int, int, int, int]]:
+        """(M, the window of the M/8 decode) that reads window `crop` for a resize to `at_least`
+        (fastprep.io.jpeg.scale.reduced_crop, rounded in the stored image where `exif` turns it)."""
+        return reduced_crop(crop, self.height, self.width, at_least, self.orientation)
 
     def cut(self, crop: tuple[int, int, int, int] | None = None) -> WindowCut:
         """The window `crop` for a device decoder (``Loader(decode_on=...)``, :func:`decode_window_batch`):

@@ -13,8 +13,8 @@ from typing import Any
 import torch
 
 from fastprep.io.jpeg import LAYOUTS, check_crop, check_out
-from fastprep.io.jpeg.exif import STEPS, stored_window, to_upright, upright_size
-from fastprep.io.jpeg.scale import check_scale, scaled_size
+from fastprep.io.jpeg.exif import STEPS, stored_window, to_upright, upright_size, upright_window
+from fastprep.io.jpeg.scale import DENOMINATOR, check_scale, reduced_read, scaled_size
 from fastprep.io.windowed import WindowedImage
 
 
@@ -110,3 +110,16 @@ class ScaledOrientedImage(OrientedImage):
                out: torch.Tensor | None = None, scale: int = 8) -> torch.Tensor:
         """As OrientedImage.decode; with `scale` M < 8, of the image decoded at M/8 of its size."""
         return self._decode("OrientedImage.decode", crop, layout, out, check_scale("OrientedImage.decode", scale))
+
+    def reduced_window(self, crop: tuple[int, int, int, int],
+                       at_least: tuple[int, int]) -> tuple[int, tuple[int, int, int, int]]:
+        """(M, the window of the upright M/8 decode) that reads window `crop` of the upright image
+        for a resize to `at_least` (fastprep.io.jpeg.scale.reduced_crop): chosen for the stored
+        window under it, where the scaled decode's grid starts, then turned upright."""
+        transpose = STEPS[self.orientation][0]
+        stored = stored_window(crop, self.height, self.width, self.orientation)
+        scale, window = reduced_read(self.image, stored, (at_least[1], at_least[0]) if transpose else at_least)
+        if scale == DENOMINATOR:
+            return scale, tuple(crop)
+        size = upright_size(*scaled_size(self.image.height, self.image.width, scale), self.orientation)
+        return scale, upright_window(window, *size, self.orientation)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastprep.io.jpeg.exif import stored_window, upright_size, upright_window
+
 DENOMINATOR = 8
 """libjpeg-turbo's scale_denom: a scale is M / 8."""
 
@@ -38,7 +40,7 @@ def scaled_size(height: int, width: int, scale: int) -> tuple[int, int]:
 
 
 def reduced_crop(crop: tuple[int, int, int, int], height: int, width: int,
-                 at_least: tuple[int, int]) -> tuple[int, tuple[int, int, int, int]]:
+                 at_least: tuple[int, int], orientation: int = 1) -> tuple[int, tuple[int, int, int, int]]:
     """(M, the window in the M/8-scaled image) for window `crop` = (top, left, h, w) of a height x
     width JPEG that will be resized to `at_least` = (out_h, out_w): the smallest M of DCT_SCALES
     whose scaled window is still at least that size on both axes, else (8, crop) unchanged.
@@ -47,6 +49,14 @@ def reduced_crop(crop: tuple[int, int, int, int], height: int, width: int,
     pixel (half up): its pixels cover the window to within half a scaled pixel (4/M image pixels)
     at each edge, the whole difference of geometry from the exact window.
 
+    `orientation`: the EXIF orientation the image is read upright by (`height`, `width`, `crop`
+    and the result are then the upright image's, as OrientedImage's). The scaled decode's pixel
+    grid starts at the stored image's top-left corner, which a flip moves to the upright image's
+    far edge: where the stored size is not a multiple of 8/M, the grid's last pixel is partly
+    outside the image, and rounding the upright edges would misplace the window by up to one
+    scaled pixel more. So the edges are rounded in the stored image (:func:`scaled_crop` of the
+    stored window under `crop`), then turned upright: the same half scaled pixel at each edge.
+
     Example:
         >>> reduced_crop((150, 170, 700, 700), 1024, 1024, (224, 224))
         (4, (75, 85, 350, 350))
@@ -54,18 +64,35 @@ def reduced_crop(crop: tuple[int, int, int, int], height: int, width: int,
         8
     """
     for m in DCT_SCALES:
-        scaled = scaled_crop(crop, height, width, m)
+        scaled = scaled_crop(crop, height, width, m, orientation)
         if scaled[2] >= at_least[0] and scaled[3] >= at_least[1]:
             return m, scaled
     return DENOMINATOR, tuple(crop)
 
 
-def scaled_crop(crop: tuple[int, int, int, int], height: int, width: int, scale: int) -> tuple[int, int, int, int]:
+def scaled_crop(crop: tuple[int, int, int, int], height: int, width: int, scale: int,
+                orientation: int = 1) -> tuple[int, int, int, int]:
     """Window `crop` = (top, left, h, w) of a height x width JPEG as a window of it decoded at
     scale / 8: each edge times scale / 8, rounded half up, inside the scaled image (h or w 0
-    where it rounds away)."""
+    where it rounds away). With `orientation` (the image, `crop` and the result read upright by
+    it), the edges are rounded in the stored image, where the scaled decode's grid starts
+    (see :func:`reduced_crop`)."""
+    if orientation != 1:
+        stored_h, stored_w = upright_size(height, width, orientation)
+        window = scaled_crop(stored_window(crop, height, width, orientation), stored_h, stored_w, scale)
+        return upright_window(window, *upright_size(*scaled_size(stored_h, stored_w, scale), orientation),
+                              orientation)
     top, left, h, w = crop
     sh, sw = scaled_size(height, width, scale)
     t, b = (top * scale + 4) // DENOMINATOR, min(sh, ((top + h) * scale + 4) // DENOMINATOR)
     s, e = (left * scale + 4) // DENOMINATOR, min(sw, ((left + w) * scale + 4) // DENOMINATOR)
     return t, s, b - t, e - s
+
+
+def reduced_read(image: Any, crop: tuple[int, int, int, int],
+                 at_least: tuple[int, int]) -> tuple[int, tuple[int, int, int, int]]:
+    """:func:`reduced_crop` for `image`, a WindowedImage that decodes at M/8 (``scaled_decode``):
+    its own ``reduced_window(crop, at_least)`` where it has one (an image read upright by EXIF,
+    whose scaled grid does not start at its top-left corner), else reduced_crop of its size."""
+    own = getattr(image, "reduced_window", None)
+    return own(crop, at_least) if own is not None else reduced_crop(crop, image.height, image.width, at_least)

@@ -113,13 +113,13 @@ class PackedDataset(ImageSource):
         entries, self.pack_id, meta, self._names_at = index or fmt.read_index(self.index_path)
         self._shards = [(str(name), int(size)) for name, size, _ in meta["shards"]]
         if self._remote is not None:
-            self._remote.attach(self.pack_id, self._shards)
+            self._remote.attach(self.pack_id, self._shards, meta.get("digests"))
         where = self.index_path if self._remote is None else f"{self.path}/{fmt.INDEX_NAME}"
         _check_entries(entries, self._shards, where)
         self._entries = entries
         self._total = sum(size for _, size in self._shards)
         self.classes = list(meta["classes"] or [])
-        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+        self.class_to_idx = dict(meta.get("class_to_idx") or {c: i for i, c in enumerate(self.classes)})
         self.targets = entries["label"].tolist()
         self.skipped = [(name, why) for _, name, why in meta["skipped"]]
         self.options = meta["options"]
@@ -145,20 +145,32 @@ class PackedDataset(ImageSource):
     @property
     def cache_limit(self) -> int | None:
         """A remote pack's cache_limit (bytes; None: no limit, and for a local pack): the Loader's
-        ``shuffle="shards"`` keeps as many shards open as half of it holds."""
+        ``shuffle="shards"`` refuses a shard window that half of it cannot hold (never sized from it)."""
         return None if self._remote is None else self._remote.limit
 
     def _view(self, k: int, i: int | None = None) -> memoryview:
-        """Shard k's bytes (mapped on first use) for record i; ShardFormatError names them if unreadable."""
+        """Shard k's bytes (mapped on first use; its file's size checked against the index before
+        each read: ShardMaps.check) for record i; ShardFormatError names them if unreadable."""
         view = self._maps.views[k]
-        if view is None:
-            try:
+        try:
+            if view is None:
                 view = self._maps.open(k)
-            except (fmt.ShardFormatError, RemoteReadError) as exc:
-                what = f"shard {k}" if i is None else \
-                    f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})"
-                raise type(exc)(f"PackedDataset: {what} of pack {self.path} is unreadable: {exc}") from exc.__cause__
+            else:
+                self._maps.check(k, view)
+        except (fmt.ShardFormatError, RemoteReadError) as exc:
+            raise self._unreadable(exc, k, i) from exc.__cause__
         return view
+
+    def check_record(self, i: int, k: int, record: memoryview) -> None:
+        """Before a read of record i's mapped bytes `record` (of shard k): its shard file still whole."""
+        try:
+            self._maps.check(k, record)
+        except fmt.ShardFormatError as exc:
+            raise self._unreadable(exc, k, i) from None
+
+    def _unreadable(self, exc: Exception, k: int, i: int | None) -> Exception:
+        what = f"shard {k}" if i is None else f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})"
+        return type(exc)(f"PackedDataset: {what} of pack {self.path} is unreadable: {exc}")
 
     def shard_tensor(self, k: int) -> torch.Tensor:
         """Shard k's bytes as a 1-D uint8 tensor over its memory map (raw windows are views of it)."""
@@ -232,10 +244,17 @@ class PackedDataset(ImageSource):
                                           f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})")
 
     def cut_window(self, i: int, crop: tuple[int, int, int, int] | None = None) -> WindowCut:
-        """Record i's window as a small JPEG (see :meth:`PackedJpeg.cut`); raw records have none."""
+        """Record i's window as a small JPEG (see :meth:`PackedJpeg.cut`); raw records have none.
+        With `exif`, a record stored turned is refused (ValueError): the cut's JPEG decodes to the
+        stored pixels, and `crop` would be a window of the upright image, which the dataset hands out."""
         image = self.record_image(i)
         if not isinstance(image, PackedJpeg):
             raise ValueError(f"PackedDataset.cut_window: {self.where(i)} holds raw pixels, not a JPEG")
+        if self.exif and (orientation := image.orientation()) != 1:
+            raise ValueError(f"PackedDataset.cut_window: {self.where(i)} is stored turned (EXIF orientation "
+                             f"{orientation}) and this dataset reads it upright (exif=True): a cut decodes to the "
+                             f"stored pixels, not the upright window; decode it on the CPU "
+                             f"(load_raw(i)[0].decode(crop)), or cut the stored image with exif=False")
         return image.cut(crop)
 
     def check_shards(self) -> None:

@@ -45,8 +45,14 @@ A shard is written under a temporary name, fsynced, and renamed: a file with a s
 complete. The index is written the same way once every shard is, so a pack without its index was
 interrupted, and ``pack`` resumes it from the shards it finds.
 
-Version 2 (this fastprep) added the source identity to the shard JSON, the JSON name lines and
-raw records whose checksum covers their pixels (record.h); version 1 packs are still read.
+Version 2 added the source identity to the shard JSON, the JSON name lines and raw records whose
+checksum covers their pixels (record.h). Version 3 (this fastprep) made the pack id a content id:
+a shard is written with the id of its source and options (its classes and class_to_idx too, in
+the shard JSON with "source_id"), and once every shard is, each header gets the finished pack's
+id, which covers every item's digest and every shard's records (identity.content_id), before the
+index is written; the index JSON adds "class_to_idx". Two packs with one id hold the same records
+(a remote cache and an upload trust that). Version 1 and 2 packs still read; pack() refuses to
+resume or return them (by name: their id covered only the first item), overwrite=True re-packs.
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ import numpy as np
 
 from fastprep.io.errors import ShardFormatError, ShardMismatchError
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: the pack id covers every item and record (below); 1 and 2 still read
 SHARD_MAGIC, FOOTER_MAGIC, INDEX_MAGIC = b"FPSHARD\x00", b"FPSEND\x00\x00", b"FPINDEX\x00"
 HEADER_BYTES = FOOTER_BYTES = 64
 ALIGN = 64
@@ -228,13 +234,18 @@ def index_bytes(entries: np.ndarray, pack_id: bytes, meta: dict, names: list[str
     return [_sealed(head), table, text, listing]
 
 
+def read_index_header(block: bytes, where: str) -> tuple[int, bytes]:
+    """(record count, pack id) of an index's first 64 bytes, checked."""
+    head = _unseal(block[:HEADER_BYTES], INDEX_MAGIC, where)
+    return struct.unpack_from("<I", head, 12)[0], bytes(head[16:32])
+
+
 def read_index(path: str) -> tuple[np.ndarray, bytes, dict, int]:
     """(entries, pack id, JSON, offset of the names) of an index file, checked."""
     with open(path, "rb") as f:
         data = f.read()
-    head = _unseal(data[:HEADER_BYTES], INDEX_MAGIC, path)
-    count = struct.unpack_from("<I", head, 12)[0]
-    pack_id = bytes(head[16:32])
+    count, pack_id = read_index_header(data[:HEADER_BYTES], path)
+    head = data[:HEADER_BYTES]
     table_at, json_at, json_len, crc = struct.unpack_from("<QQQI", head, 32)
     end = json_at + json_len
     if table_at != HEADER_BYTES or json_at - table_at != count * ENTRY.itemsize or end > len(data):

@@ -33,14 +33,42 @@ DIGEST_CHARS = 16  # hex digits of one item's digest in a shard's "inputs"
 
 
 def pack_identity(sources: Sources, opts: Options) -> tuple[bytes, dict]:
-    """(pack id, the identity each shard records). The id covers the source's type and length,
-    the options and the format, a folder's whole listing (its paths, sizes and times), and a
-    dataset's first item (read once more: two datasets of one type and length rarely share an id,
-    and the first item is in any shard a resume keeps, so the id never refuses what they accept)."""
-    identity = {"source": sources.kind, "options": opts.as_dict()}
+    """(source id, the identity each shard records). The source id covers the source's type and
+    length, the options, the classes and class_to_idx, the format, a folder's whole listing (its
+    paths, sizes, times and labels), and a dataset's first item (read once more: the first item
+    is in any shard a resume keeps, so the id never refuses what they accept). Unfinished shards
+    carry it in their header; a finished pack's id is :func:`content_id`."""
+    identity = {"source": sources.kind, "options": opts.as_dict(), "classes": sources.classes,
+                "class_to_idx": sources.class_to_idx}
     listing = sources.listing_digest or (sources.digest(0) if sources.names else "")
     text = json.dumps({**identity, "listing": listing, "format": fmt.FORMAT_VERSION}, sort_keys=True)
-    return hashlib.sha256(text.encode()).digest()[:16], identity
+    source_id = hashlib.sha256(text.encode()).digest()[:16]
+    return source_id, {**identity, "source_id": source_id.hex()}
+
+
+def content_id(source_id: bytes, done: list) -> bytes:
+    """A finished pack's id: its source id with every source item's digest, every shard's records
+    (their checksums, labels and places) and what was skipped. Two packs share it only where they
+    hold the same records of the same items: the remote cache and upload_pack rely on that."""
+    h = hashlib.sha256(b"fastprep pack content\0" + source_id)
+    for _, meta in done:
+        h.update(json.dumps([meta["first"], meta["end"], meta["inputs"], meta["digest"], meta["skipped"]]).encode())
+    return h.digest()[:16]
+
+
+def stamp_shards(dest: str, count: int, pack_id: bytes) -> None:
+    """Write `pack_id` into the header of shards 0..count-1 (those that carry another: a resumed
+    pack's) and fsync them: the index that names pack_id comes after."""
+    for k in range(count):
+        path = os.path.join(dest, fmt.shard_name(k))
+        with open(path, "r+b") as f:
+            head = f.read(fmt.HEADER_BYTES)
+            if fmt.read_shard_header(head, path)[1] == pack_id:
+                continue
+            f.seek(0)
+            f.write(fmt.shard_header(k, pack_id))
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def refuse(dest: str, what: str) -> PackSourceError:
@@ -61,7 +89,7 @@ def _old_default(old: dict, new: dict) -> str:
     return ""
 
 
-def check_kept(dest: str, kept: list[Kept], pack_id: bytes, identity: dict, sources: Sources, threads: int,
+def check_kept(dest: str, kept: list[Kept], identity: dict, sources: Sources, threads: int,
                progress: bool) -> None:
     """Refuse (PackSourceError naming what differs) unless every kept shard is of this source and options."""
     for shard in kept:
@@ -69,6 +97,9 @@ def check_kept(dest: str, kept: list[Kept], pack_id: bytes, identity: dict, sour
         if shard.version < 2 or "source" not in meta:
             raise refuse(dest, f"it was written by an older fastprep (pack format {shard.version}), which did not "
                                f"record its source")
+        if shard.version < 3 or "source_id" not in meta:  # it still reads: only resuming or returning it is refused
+            raise refuse(dest, f"it was written by an older fastprep (pack format {shard.version}), which did not "
+                               f"record its classes or every item in its pack id (it still reads as it is)")
         if meta["options"] != identity["options"]:
             raise refuse(dest, f"other options ({_differs(meta['options'], identity['options'])})"
                                f"{_old_default(meta['options'], identity['options'])}")
@@ -76,6 +107,9 @@ def check_kept(dest: str, kept: list[Kept], pack_id: bytes, identity: dict, sour
             old, new = meta["source"], identity["source"]
             raise refuse(dest, f"it packed a {old['type']} of {old['items']} items, this is a {new['type']} of "
                                f"{new['items']} items")
+        for key in ("classes", "class_to_idx"):
+            if meta.get(key) != identity[key]:
+                raise refuse(dest, f"other {key} ({meta.get(key)!r} -> {identity[key]!r})")
     total = sum(s.meta["end"] - s.meta["first"] for s in kept)
     bar = Progress(f"pack {os.path.basename(os.path.normpath(dest))}: checking") if progress and total and \
         not sources.sizes else None
@@ -84,10 +118,10 @@ def check_kept(dest: str, kept: list[Kept], pack_id: bytes, identity: dict, sour
     finally:
         if bar is not None:
             bar.close()
-    if any(s.pack_id != pack_id for s in kept):  # a folder whose files after the kept ones changed
+    if any(s.meta["source_id"] != identity["source_id"] for s in kept):  # a folder's files after the kept ones
         end = kept[-1].meta["end"]
         raise refuse(dest, f"the folder's files changed since it was begun (the {end} items packed are the same; "
-                           f"one after them was added, removed, resized or modified)")
+                           f"one after them was added, removed, resized, modified or relabelled)")
 
 
 def _check_items(dest: str, kept: list[Kept], sources: Sources, threads: int, bar: Progress | None,
@@ -136,7 +170,7 @@ def check_written(dest: str) -> None:
             data.close()
         mine = entries[at:at + count]
         if number != k or shard_id != pack_id or not np.array_equal(table, mine) or \
-                shard_meta.get("digest") != meta["digests"][k]:
+                shard_meta.get("digest") != meta.get("digests", [shard_meta.get("digest")] * (k + 1))[k]:
             raise fmt.ShardFormatError(f"pack: {path} does not hold the records the index just written says: "
                                        f"another process wrote into {dest}?")
         at += count

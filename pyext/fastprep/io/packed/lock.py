@@ -43,17 +43,36 @@ def _holder(fd: int) -> str:
 
 def _open(path: str) -> int | None:
     """The lock file, created if need be; read-only where we may not write it (flock needs no write
-    access); None where it does not exist and cannot be created."""
-    flags = getattr(os, "O_CLOEXEC", 0)
+    access); None where it does not exist and cannot be created. Never through a symbolic link
+    (O_NOFOLLOW: the pid written into the lock would overwrite the link's target): PackLockedError
+    names it."""
+    flags = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    if os.path.islink(path):  # also where O_NOFOLLOW is missing
+        raise _symlink(path)
     try:
         return os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o644)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _symlink(path) from None
         if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
             raise
     try:
         return os.open(path, os.O_RDONLY | flags)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _symlink(path) from None
+        raise
+
+
+def _symlink(path: str) -> PackLockedError:
+    try:
+        target = f" (to {os.readlink(path)!r})"
+    except OSError:
+        target = ""
+    return PackLockedError(f"pack: the lock file {path} is a symbolic link{target}; pack never writes through one: "
+                           f"remove the link and run pack again")
 
 
 @contextlib.contextmanager
@@ -83,7 +102,7 @@ def pack_lock(dest: str) -> Iterator[None]:
             raise PackLockedError(f"pack: {dest} is being written by another pack ({holder}); wait for it to "
                                   f"finish, or stop it and run pack again to resume") from None
         try:
-            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+            same = os.fstat(fd).st_ino == os.lstat(path).st_ino
         except FileNotFoundError:
             same = False
         if same:

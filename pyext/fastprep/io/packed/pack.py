@@ -32,12 +32,12 @@ from fastprep.core.bad_samples import BadSamples, check_on_error
 from fastprep.core.progress import Progress
 from fastprep.io.errors import PackSourceError, PackWriteError
 from fastprep.io.packed import format as fmt
-from fastprep.io.packed.identity import check_kept, check_written, pack_identity
+from fastprep.io.packed.identity import check_kept, check_written, content_id, pack_identity, stamp_shards
 from fastprep.io.packed.lock import pack_lock
 from fastprep.io.packed.pack_item import Options, Packed, Unreadable, make_record
 from fastprep.io.packed.pack_sources import Item, Sources, dataset_sources, folder_sources, shown
 from fastprep.io.packed.pack_summary import PackSummary, add_shard_kinds
-from fastprep.io.packed.writer import ShardWriter, pack_files, scan_shards
+from fastprep.io.packed.writer import ShardWriter, overwritten_files, scan_shards
 
 MODES, NON_JPEG = ("jpeg", "raw"), ("encode", "raw")
 
@@ -180,15 +180,15 @@ def _pack_locked(sources: Sources, opts: Options, dest: str, done: list, summary
                  shard_bytes: int, progress: bool, overwrite: bool) -> None:
     """pack's work once DEST is locked: keep what is of this source, convert the rest, write the index."""
     index_path = os.path.join(dest, fmt.INDEX_NAME)
-    if overwrite:  # whatever pack DEST holds goes (only a pack's files: anything else in DEST stays)
-        for name in pack_files(dest):
+    if overwrite:  # whatever pack DEST holds goes (only a pack's own files: anything else in DEST stays)
+        for name in overwritten_files(dest):
             os.remove(os.path.join(dest, name))
     scan = scan_shards(dest)
     if opts.mode == "raw" and scan.kept and scan.kept[0].meta.get("options", {}).get("mode") == "raw":
         # non_jpeg means nothing to mode "raw": a kept raw pack's value (the old default "encode") is taken
         opts = dataclasses.replace(opts, non_jpeg=scan.kept[0].meta["options"].get("non_jpeg", opts.non_jpeg))
-    pack_id, identity = pack_identity(sources, opts)
-    check_kept(dest, scan.kept, pack_id, identity, sources, threads, progress)
+    source_id, identity = pack_identity(sources, opts)
+    check_kept(dest, scan.kept, identity, sources, threads, progress)
     scan.drop_stale()
     done.extend((s.entries, s.meta) for s in scan.kept)
     summary.resumed = sum(len(e) for e, _ in done)
@@ -198,7 +198,7 @@ def _pack_locked(sources: Sources, opts: Options, dest: str, done: list, summary
                 raise _bad_item(sources, i, name, why, f" (left out of the pack {dest} holds)")
             summary.bad_samples.record(i, shown(name), Unreadable(why))
     first = done[-1][1]["end"] if done else 0
-    if first == len(sources.names) and done and _index_id(index_path) == pack_id:
+    if first == len(sources.names) and done and _index_id(index_path) == content_id(source_id, done):
         try:
             check_written(dest)
             return
@@ -208,12 +208,16 @@ def _pack_locked(sources: Sources, opts: Options, dest: str, done: list, summary
         os.remove(index_path)
     bar = Progress(f"pack {os.path.basename(os.path.normpath(dest))}") if progress else None
     try:
-        _run(sources, opts, dest, pack_id, identity, first, done, summary, threads, shard_bytes, bar)
+        _run(sources, opts, dest, source_id, identity, first, done, summary, threads, shard_bytes, bar)
     finally:
         if bar is not None:
             bar.close()
     if not done:  # nothing to pack: one empty shard records that
-        done.append(ShardWriter(dest, 0, pack_id, 0, identity).close(0))
+        done.append(ShardWriter(dest, 0, source_id, 0, identity).close(0))
+    # Shards are written under the source id; the finished pack's id covers every item and record,
+    # put in each shard's header before the index that names it is written.
+    pack_id = content_id(source_id, done)
+    stamp_shards(dest, len(done), pack_id)
     _write_index(index_path, done, pack_id, sources, opts)
     check_written(dest)
 
@@ -289,7 +293,7 @@ def _write_index(path: str, done: list, pack_id: bytes, sources: Sources, opts: 
     entries = np.concatenate([e for e, _ in done]) if done else np.zeros(0, fmt.ENTRY)
     names = [n for _, meta in done for n in meta["names"]]
     extras = [x for _, meta in done for x in (meta["extras"] or [None] * len(meta["names"]))]
-    meta = {"classes": sources.classes,
+    meta = {"classes": sources.classes, "class_to_idx": sources.class_to_idx,
             "shards": [[fmt.shard_name(k), int(m["bytes"]), len(e)] for k, (e, m) in enumerate(done)],
             "skipped": [s for _, m in done for s in m["skipped"]], "options": opts.as_dict(),
             "extras": extras if any(x is not None for x in extras) else None, "source": sources.kind,

@@ -24,6 +24,7 @@ from fastprep.io import jpeg as jpeg_io
 from fastprep.io.encode import encode_pixels
 from fastprep.io.errors import PackSourceError
 from fastprep.io.files import read_file
+from fastprep.io.jpeg.exif import jpeg_orientation, with_orientation
 from fastprep.io.jpeg.file import JpegFile
 from fastprep.io.packed.format import COLORS, KIND_JPEG, KIND_RAW
 from fastprep.io.source import JPEG_MAGIC, pil_image
@@ -146,12 +147,22 @@ def _shrunk(pixels: np.ndarray, max_side: int | None) -> np.ndarray:
 
 
 def _jpeg_record(data: bytes, opts: Options) -> Packed:
-    try:
-        rec, checksum, info, notes = jpeg_io.native("pack").transcode_record(data, opts.restart, False)
-    except ValueError as exc:
-        raise Unreadable(str(exc)) from None
+    rec, checksum, info, notes = _transcode(data, opts)
+    orientation = jpeg_orientation(data)
+    if max(info["orientation"], 1) != orientation:
+        # The transcoder's own EXIF reader (C++) keeps the first segment's tag by narrower rules
+        # than Pillow's (types, offsets, segments): the record must keep the orientation the
+        # files are read by (io/jpeg/exif.py), so the transcoder is handed that one alone.
+        rec, checksum, info, notes = _transcode(with_orientation(data, orientation), opts)
     return Packed(rec, checksum, KIND_JPEG, COLORS[info["color_space"]], info["height"], info["width"], 0, None,
                   list(notes))
+
+
+def _transcode(data: bytes, opts: Options) -> tuple:
+    try:
+        return jpeg_io.native("pack").transcode_record(data, opts.restart, False)
+    except ValueError as exc:
+        raise Unreadable(str(exc)) from None
 
 
 def _raw_record(pixels: np.ndarray) -> Packed:

@@ -2,8 +2,15 @@
 :class:`Item` (its name, image, label, extras) with a digest of what it holds.
 
 The digests are the pack's identity (identity.py): a folder item's digest covers its relative
-path, size and modification time (no read), a dataset item's the image as given (encoded bytes, a
-file's bytes, or pixels with their shape), its label and its extras. A dataset item that raises
+path, size, modification time and label (no read), a dataset item's the image as given (encoded
+bytes, a file's bytes, or pixels with their shape), its label and its extras.
+
+An ImageFolder (fastprep's or torchvision's, untransformed, its item reading not overridden) is
+packed from its files, with the labels, classes and class_to_idx the dataset holds: its
+``samples``, not the folder's listing, which a caller may have replaced (a class order fixed by
+another dataset). Only an ImageFolder whose samples, classes and class_to_idx are all the folder's
+is "the folder" (the pack ``pack(root)`` makes); one whose ``targets`` disagree with its samples is
+refused by name; any other dataset is packed from its items, ``ds[i]``. A dataset item that raises
 is a bad sample (an Item saying why, its exception kept: pack's ``on_error`` decides); one that
 holds a bad label, extras or image is a bug of the dataset: a :class:`PackSourceError` naming the item.
 """
@@ -24,7 +31,7 @@ from fastprep.io.errors import PackSourceError
 from fastprep.io.jpeg.file import JpegFile
 from fastprep.io.packed.format import crc32c, shown  # noqa: F401 (shown: pack's modules import it from here)
 from fastprep.io.packed.pack_item import Unreadable, extras_of, label_of, pixels_of, read_input
-from fastprep.io.sources.folder import IMG_EXTENSIONS, find_classes, make_dataset
+from fastprep.io.sources.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
 from fastprep.io.windowed import WindowedImage
 
 
@@ -54,6 +61,7 @@ class Sources:
     kind: dict  # {"type": "folder" or "dataset <module.Type>", "items": n}
     listing_digest: str  # a folder's whole listing (paths, sizes, times); "" for a dataset
     sizes: list[int] | None  # input bytes per item (a folder's files), for the progress and the summary
+    class_to_idx: dict | None = None  # as the source gives it (None: {class: its place in classes})
 
 
 def _hex(text: str) -> str:
@@ -62,30 +70,89 @@ def _hex(text: str) -> str:
 
 def folder_sources(root: str) -> Sources:
     classes, class_to_idx = find_classes(root)
-    samples = make_dataset(root, class_to_idx, IMG_EXTENSIONS)
+    return _files_sources(root, make_dataset(root, class_to_idx, IMG_EXTENSIONS), classes, class_to_idx, "folder")
+
+
+def _files_sources(root: str, samples: list, classes: list[str], class_to_idx: dict, kind: str) -> Sources:
+    """Files with their labels: a folder's (kind "folder") or an image-folder dataset's samples.
+    An item's digest covers its name, size, modification time and label."""
     stats = [os.stat(p) for p, _ in samples]
-    names = [os.path.relpath(p, root) for p, _ in samples]
-    listing = [json.dumps([n, s.st_size, s.st_mtime_ns]) for n, s in zip(names, stats, strict=True)]
+    names = [_relative(p, root) for p, _ in samples]
+    listing = [json.dumps([n, s.st_size, s.st_mtime_ns, int(t)])
+               for n, s, (_, t) in zip(names, stats, samples, strict=True)]
 
     def digest(i: int) -> str:
         return _hex(listing[i])
 
     def read(i: int) -> Item:
-        return Item(names[i], samples[i][0], samples[i][1], None, digest(i))
+        return Item(names[i], samples[i][0], int(samples[i][1]), None, digest(i))
 
-    return Sources(names, read, digest, classes, {"type": "folder", "items": len(names)},
-                   _hex("\n".join(listing)), [s.st_size for s in stats])
+    return Sources(names, read, digest, list(classes), {"type": kind, "items": len(names)},
+                   _hex("\n".join(listing)), [s.st_size for s in stats], dict(class_to_idx))
+
+
+def _relative(path: str, root: str) -> str:
+    rel = os.path.relpath(path, root)
+    return path if rel.startswith(os.pardir) else rel
+
+
+def _getitem_reads_samples(ds: Any) -> bool:
+    """Whether ``ds[i]`` is (the image of file samples[i][0], samples[i][1]) untransformed: an
+    ImageFolder of fastprep or torchvision whose item reading no subclass changed."""
+    cls = type(ds)
+    if isinstance(ds, ImageFolder):
+        return cls.read_item is ImageFolder.read_item and cls.__getitem__ is ImageFolder.__getitem__ and \
+            cls.load_raw is ImageFolder.load_raw
+    getitem = getattr(cls, "__getitem__", None)
+    loader = getattr(ds, "loader", None)
+    return getattr(getitem, "__module__", "") == "torchvision.datasets.folder" and \
+        getattr(getitem, "__qualname__", "") == "DatasetFolder.__getitem__" and \
+        getattr(loader, "__module__", "") == "torchvision.datasets.folder" and \
+        getattr(loader, "__name__", "") in ("default_loader", "pil_loader", "accimage_loader")
+
+
+def _image_folder_sources(ds: Any) -> Sources | None:
+    """An untransformed ImageFolder's files, with the labels, classes and class_to_idx the dataset
+    gives (not the folder's own, which a caller may have replaced: a class order fixed by another
+    dataset, a subset of samples): kind "folder" only where all of them are the folder's, so such a
+    pack is pack(root)'s. None for any other dataset (packed from its items, ``ds[i]``)."""
+    samples, root = getattr(ds, "samples", None), getattr(ds, "root", None)
+    if getattr(ds, "transform", None) is not None or getattr(ds, "target_transform", None) is not None or \
+            not isinstance(root, (str, os.PathLike)) or not isinstance(samples, list) or not samples or \
+            not all(isinstance(s, tuple) and len(s) == 2 and isinstance(s[0], str) and
+                    isinstance(s[1], int) and not isinstance(s[1], bool) for s in samples) or \
+            not _getitem_reads_samples(ds):
+        return None
+    root = os.fspath(root)
+    labels = [t for _, t in samples]
+    targets = getattr(ds, "targets", None)
+    if targets is not None and list(targets) != labels:
+        i = next((i for i, (a, b) in enumerate(zip(targets, labels)) if a != b), min(len(targets), len(labels)))
+        got = targets[i] if i < len(targets) else "none"
+        raise PackSourceError(f"pack: the {type(ds).__name__}'s targets disagree with its samples at item {i} "
+                              f"(targets[{i}] = {got!r}, samples[{i}] = {samples[i] if i < len(samples) else None!r}; "
+                              f"{len(targets)} targets, {len(samples)} samples): its items are labelled by samples: "
+                              f"set samples and targets alike")
+    classes, class_to_idx = getattr(ds, "classes", None), getattr(ds, "class_to_idx", None)
+    if not isinstance(classes, (list, tuple)) or not all(isinstance(c, str) for c in classes) or \
+            not isinstance(class_to_idx, dict):
+        return None
+    try:
+        own_classes, own_idx = find_classes(root)
+        own = make_dataset(root, own_idx, IMG_EXTENSIONS)
+    except (OSError, ValueError):
+        own_classes, own_idx, own = None, None, None
+    unchanged = own == samples and own_classes == list(classes) and own_idx == class_to_idx
+    if unchanged:
+        return _files_sources(root, samples, own_classes, own_idx, "folder")
+    kind = f"image folder samples {type(ds).__module__}.{type(ds).__qualname__}"
+    return _files_sources(root, samples, list(classes), class_to_idx, kind)
 
 
 def dataset_sources(ds: Any) -> Sources:
-    samples = getattr(ds, "samples", None)
-    untransformed = getattr(ds, "transform", None) is None and getattr(ds, "target_transform", None) is None
-    root = getattr(ds, "root", None)
-    if untransformed and isinstance(root, (str, os.PathLike)) and isinstance(samples, list) and samples and all(
-            isinstance(s, tuple) and len(s) == 2 and isinstance(s[0], str) for s in samples):
-        files = folder_sources(os.fspath(root))  # an ImageFolder's own files: transcoded, not re-encoded
-        if [os.path.join(os.fspath(root), n) for n in files.names] == [s[0] for s in samples]:
-            return files
+    files = _image_folder_sources(ds)  # an ImageFolder's own files: transcoded, not re-encoded
+    if files is not None:
+        return files
     try:
         n = len(ds)
     except TypeError:
@@ -98,8 +165,12 @@ def dataset_sources(ds: Any) -> Sources:
     classes = getattr(ds, "classes", None)
     classes = list(classes) if isinstance(classes, (list, tuple)) and all(isinstance(c, str) for c in classes) \
         else None
+    class_to_idx = getattr(ds, "class_to_idx", None)
+    class_to_idx = dict(class_to_idx) if classes is not None and isinstance(class_to_idx, dict) and all(
+        isinstance(k, str) and isinstance(v, int) for k, v in class_to_idx.items()) else None
     kind = {"type": f"dataset {type(ds).__module__}.{type(ds).__qualname__}", "items": n}
-    return Sources([f"item {i}" for i in range(n)], read, lambda i: read(i).digest, classes, kind, "", None)
+    return Sources([f"item {i}" for i in range(n)], read, lambda i: read(i).digest, classes, kind, "", None,
+                   class_to_idx)
 
 
 def _dataset_item(ds: Any, i: int, n: int) -> Item:

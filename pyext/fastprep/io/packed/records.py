@@ -60,7 +60,15 @@ class PackedImage(WindowedImage):
     def _bytes(self, window: tuple[int, int, int, int]) -> Any:
         """The record's bytes for a read of `window`: the mapped record, or (a remote pack's shard
         not cached) a buffer with only the bytes the window needs, fetched by range."""
-        return self.record if self.record is not None else self.dataset.window_record(self.index, window)
+        if self.record is None:
+            return self.dataset.window_record(self.index, window)
+        return self._mapped()
+
+    def _mapped(self) -> memoryview:
+        """The mapped record, its shard file checked first: one truncated since it was mapped would
+        kill the process (SIGBUS) on the read; it is a ShardFormatError naming the shard instead."""
+        self.dataset.check_record(self.index, self.shard, self.record)
+        return self.record
 
     def _corrupt(self, who: str, exc: Exception) -> fmt.ShardFormatError:
         return fmt.ShardFormatError(f"{who}: {self.name}: {exc}")
@@ -136,7 +144,7 @@ class PackedJpeg(PackedImage):
         written before the transcoder kept it). Read from the header bytes unchecked: every decode
         and cut checks them (their CRC), so a corrupt byte fails the read instead of turning the
         image wrongly."""
-        record = self.record if self.record is not None else self.dataset.record_head(self.index)
+        record = self._mapped() if self.record is not None else self.dataset.record_head(self.index)
         start, size = int.from_bytes(record[8:12], "little"), int.from_bytes(record[12:16], "little")
         return jpeg_orientation(record[start:start + size])
 
@@ -181,12 +189,12 @@ class PackedRaw(PackedImage):
         if out is not None and self.mode == "RGB":
             planes = out if layout == "CHW" else out.permute(2, 0, 1)
             try:
-                mod.read_raw_into(self.record, self.checksum, planes.numpy(), top, left, self.verify)
+                mod.read_raw_into(self._mapped(), self.checksum, planes.numpy(), top, left, self.verify)
             except ValueError as exc:
                 raise self._corrupt(who, exc) from None
             return out
         try:
-            pixels, row_bytes, c = mod.check_raw_window(self.record, self.checksum, top, left, h, w, self.verify)
+            pixels, row_bytes, c = mod.check_raw_window(self._mapped(), self.checksum, top, left, h, w, self.verify)
         except ValueError as exc:
             raise self._corrupt(who, exc) from None
         start = self.offset + pixels + top * row_bytes + left * c

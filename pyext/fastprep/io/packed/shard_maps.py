@@ -78,6 +78,29 @@ class ShardMaps:
             self.remote.opened(k)
         return view
 
+    def check(self, k: int, view: memoryview) -> None:
+        """Before a read of `view` (shard k's map, or a record sliced from it): the file under the map
+        is still as long as the index says. A file truncated while mapped kills the process with
+        SIGBUS on a read past its new end; this turns that into a ShardFormatError naming the shard
+        (one fstat of the map's own descriptor: mmap.size()). The map is dropped, so the next read
+        opens the file again and names what it finds. (A view handed out before the truncation and
+        read after it, such as a raw window, is not covered: clone views you keep.)"""
+        name, size = self.shards[k]
+        try:
+            got = view.obj.size()
+        except (OSError, ValueError) as exc:  # a closed map
+            raise fmt.ShardFormatError(f"{name} cannot be read: its map is closed ({exc})") from None
+        if got != size:
+            with self._lock:
+                if self.views[k] is not None and self.views[k].obj is view.obj:
+                    self.views[k] = self._tensors[k] = None
+                    held = self._held.pop(k, None)
+                    if held is not None:
+                        self.remote.cache.release(held)
+            how = "truncated" if got < size else "extended"
+            raise fmt.ShardFormatError(f"{name} is {got} bytes where the index says {size}: {how} or replaced "
+                                       f"while in use")
+
     def _acquire(self, k: int) -> Any:
         """A remote pack's shard k held in its cache (downloaded first if needed); a shard missing at
         the URL is a ShardFormatError as a missing local shard is."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fastprep.io.errors import PackSourceError
 from fastprep.io.packed import format as fmt
 from fastprep.io.packed.pack_item import Packed
 from fastprep.io.packed.pack_summary import KindStats, shard_kinds
@@ -113,19 +114,63 @@ class Scan:
             os.remove(p)
 
 
-def pack_files(dest: str) -> list[str]:
-    """The names of the files a pack writes that DEST holds (shards, the index, their temporaries)."""
-    return [n for n in os.listdir(dest) if _SHARD_FILE.match(n) or n in (fmt.INDEX_NAME, fmt.INDEX_NAME + ".tmp")]
+def overwritten_files(dest: str) -> list[str]:
+    """The names of the files ``overwrite=True`` removes from DEST: only a pack's own, which are the
+    index, the shards it names, and shards (or their temporaries) an interrupted pack wrote, known
+    by their shard header. A file named like one that is not (someone's own) is refused by name
+    (PackSourceError), never removed."""
+    index = os.path.join(dest, fmt.INDEX_NAME)
+    listed: set[str] = set()
+    if os.path.lexists(index):
+        try:
+            listed = {str(name) for name, _, _ in fmt.read_index(index)[2]["shards"]}
+        except (OSError, ValueError, KeyError, TypeError):
+            if not _starts_with(index, fmt.INDEX_MAGIC):
+                raise _not_ours(dest, fmt.INDEX_NAME) from None
+    names = [fmt.INDEX_NAME] if os.path.lexists(index) else []
+    for name in sorted(os.listdir(dest)):
+        m = _SHARD_FILE.match(name)
+        if name == fmt.INDEX_NAME + ".tmp" or (m and name in listed):
+            names.append(name)
+        elif m:  # no index names it: removed only if it is a shard pack wrote
+            _check_ours(dest, name, bool(m.group(2)))
+            names.append(name)
+    return names
+
+
+def _check_ours(dest: str, name: str, temporary: bool) -> None:
+    """A file named like a shard (or its temporary) is one pack wrote: it starts with a shard's
+    header (an interrupted write's temporary may be empty). PackSourceError names it otherwise."""
+    path = os.path.join(dest, name)
+    if os.path.islink(path) or not os.path.isfile(path) or not (
+            _starts_with(path, fmt.SHARD_MAGIC) or (temporary and os.path.getsize(path) == 0)):
+        raise _not_ours(dest, name)
+
+
+def _starts_with(path: str, magic: bytes) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(magic)) == magic
+    except OSError:
+        return False
+
+
+def _not_ours(dest: str, name: str) -> PackSourceError:
+    return PackSourceError(f"pack: {os.path.join(dest, name)!r} is not a file fastprep's pack wrote (no index in "
+                           f"{dest} names it, and it has no shard header): pack removes or replaces only its own "
+                           f"files; move it away or choose another DEST")
 
 
 def scan_shards(dest: str) -> Scan:
-    """The complete shards in DEST, read (only their headers and tables: mapped), nothing removed."""
+    """The complete shards in DEST, read (only their headers and tables: mapped), nothing removed.
+    A file named like a shard that pack did not write is refused by name (PackSourceError)."""
     found: dict[int, str] = {}
     scan = Scan()
     for name in os.listdir(dest):
         m = _SHARD_FILE.match(name)
         if m is None:
             continue
+        _check_ours(dest, name, bool(m.group(2)))  # a resume removes (or writes over) only pack's own files
         if m.group(2):  # an interrupted write
             scan.temporary.append(os.path.join(dest, name))
         else:

@@ -16,7 +16,8 @@ an eviction takes the exclusive lock without waiting, and skips the shard if it 
 
 No one ever waits on the end of a hold: holds last as long as a dataset keeps a shard mapped, maybe
 forever. A process that finds a shard missing waits only for the download (an exclusive flock on the
-``.fetch`` file, held by the one downloading, for the download's time); the hold's own lock is only
+``.fetch`` file, held by the one downloading, for the download's time, and waited for at most
+until the reader's Retry.deadline: the download it waits on ends by then too); the hold's own lock is only
 ever taken shared with waiting (blocked by an eviction's removal at most) or exclusive without.
 """
 
@@ -27,7 +28,9 @@ import glob
 import mmap
 import os
 import threading
+import time
 
+from fastprep.io.errors import ShardMismatchError
 from fastprep.io.packed import format as fmt
 from fastprep.io.remote.store import RemoteStore
 
@@ -61,6 +64,7 @@ class ShardCache:
         folder: this pack's folder in the cache (created).
         shards: (file name, size) per shard, from the index.
         pack_id: the pack id every shard's header must carry.
+        digests: each shard's records digest (the index's "digests"), which its table must chain to.
         limit: bytes the shards under the cache root (folder's parent) may take; None: no limit.
             Shards in use are never evicted, so the cache can exceed it while they are.
 
@@ -70,8 +74,9 @@ class ShardCache:
     """
 
     def __init__(self, store: RemoteStore, folder: str, shards: list[tuple[str, int]], pack_id: bytes,
-                 limit: int | None):
+                 limit: int | None, *, digests: list[str] | None = None):
         self.store, self.folder, self.shards, self.pack_id, self.limit = store, folder, shards, pack_id, limit
+        self.digests = digests  # each shard's records digest, from the index (None: a format 1 pack's)
         self.root = os.path.dirname(folder)
         self.downloads = 0  # shards this process downloaded
         self._count_lock = threading.Lock()
@@ -100,7 +105,7 @@ class ShardCache:
         """Shard k's local file, downloaded and checked first if it is not cached (by this process,
         or by another that holds the download lock: this one waits for that download, then uses its
         file), held in use until :meth:`release`."""
-        path = self.path(k)
+        path, since = self.path(k), time.monotonic()  # the download's deadline counts from here
         fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             # The hold comes first (an eviction can then never remove the file between its download
@@ -109,9 +114,10 @@ class ShardCache:
             if not os.path.exists(path):
                 fetch = os.open(path + ".fetch", os.O_RDWR | os.O_CREAT, 0o644)
                 try:
-                    fcntl.flock(fetch, fcntl.LOCK_EX)  # one downloader; the others wait for its download only
+                    # one downloader; the others wait for its download only, within its deadline
+                    self.store.wait_for_download(fetch, f"shard {k}", self.shards[k][0], since)
                     if not os.path.exists(path):
-                        self._download(k, path)
+                        self._download(k, path, since)
                 finally:
                     os.close(fetch)
             _touch(path)
@@ -129,7 +135,7 @@ class ShardCache:
         """Shard k cached (downloaded if needed), not held: what prefetching does."""
         self.release(self.acquire(k))
 
-    def _download(self, k: int, path: str) -> None:
+    def _download(self, k: int, path: str, since: float | None = None) -> None:
         name, size = self.shards[k]
         for stale in glob.glob(glob.escape(path) + ".*.part"):  # a killed download's (we hold the only
             try:                                                  # download lock: nobody writes them now)
@@ -138,24 +144,37 @@ class ShardCache:
                 pass
         self.make_room(size, keep=path)
         part = f"{path}.{os.getpid()}.{threading.get_ident()}.part"
-        self.store.download(name, part, size, check=lambda p: self.check(p, k), what=f"shard {k} ({name})")
+        self.store.download(name, part, size, check=lambda p: self.check(p, k), what=f"shard {k} ({name})",
+                            since=since)
         os.replace(part, path)  # committed only whole and checked
         fmt.sync_folder(self.folder)
         with self._count_lock:
             self.downloads += 1
 
     def check(self, local: str, k: int) -> None:
-        """A downloaded shard file is shard k of this pack: its header (CRC, number, pack id), and its
-        footer and table (CRCs). ShardFormatError otherwise (ShardMismatchError, not retried, for
-        another shard's header)."""
+        """A downloaded shard file is shard k of this pack: its header (CRC, number, pack id), its
+        footer and table (CRCs), and its records (their digest, the index's for shard k).
+        ShardFormatError otherwise; ShardMismatchError, not retried, for a whole shard of another
+        pack: the store's pack changed since its index was read, which the message says."""
         name = self.shards[k][0]
         with open(local, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            fmt.check_shard_header(bytes(data[:fmt.HEADER_BYTES]), name, k, self.pack_id)
+            try:
+                fmt.check_shard_header(bytes(data[:fmt.HEADER_BYTES]), name, k, self.pack_id)
+            except ShardMismatchError as exc:
+                raise self._changed(str(exc)) from None
             view = memoryview(data)
             try:
-                fmt.read_shard_trailer(view, name)
+                entries, meta = fmt.read_shard_trailer(view, name)
             finally:
                 view.release()
+        want = self.digests[k] if self.digests is not None else None
+        if want is not None and (fmt.records_digest(entries) != want or meta.get("digest") != want):
+            raise self._changed(f"{name} holds other records than the index says (their digest "
+                                f"{fmt.records_digest(entries)}, the index's {want})")
+
+    def _changed(self, what: str) -> ShardMismatchError:
+        return ShardMismatchError(f"the pack at {self.store.shown} changed since it was cached in {self.folder}: "
+                                  f"{what}; open it again (a new PackedDataset) to read the pack it holds now")
 
     def make_room(self, size: int, keep: str | None = None) -> None:
         """Evict least recently used shards not in use until `size` more bytes fit the limit."""

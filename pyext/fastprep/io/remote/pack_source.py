@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import threading
+import warnings
 from collections import OrderedDict
 
 from fastprep.io.packed import format as fmt
@@ -38,6 +39,13 @@ def default_staging_dir() -> str:
 def url_key(url: str) -> str:
     """16 hex digits naming a URL in local folder names (its cache folder, its staging folder)."""
     return hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def index_content(header: bytes) -> str:
+    """16 hex digits naming an index by its content: its header's (the pack id, the record count,
+    the CRC of its table and JSON). Format 3's pack id alone would do; format 1 and 2 ids covered
+    only a pack's first item."""
+    return hashlib.sha256(header).hexdigest()[:16]
 
 
 def _read_json(path: str) -> dict:
@@ -74,8 +82,9 @@ class RemotePack:
         self.store = RemoteStore(url, storage_options, retry)
         self.fetch, self.limit, self.workers = fetch, cache_limit, workers
         self.root = os.fspath(cache_dir) if cache_dir is not None else default_cache_dir()
-        self.key = url_key(self.store.url)
+        self.key = url_key(self.store.key_url)  # a signed URL's signature is not part of the pack's name
         self.cache: ShardCache | None = None
+        self.content = ""  # index_content of the index fetched
         self._prefetcher: Prefetcher | None = None
         self._ordered = False
         self._pid = os.getpid()
@@ -127,47 +136,72 @@ class RemotePack:
 
     def fetch_index(self) -> tuple[str, tuple]:
         """The index in the cache: its local path and :func:`fastprep.io.packed.format.read_index`'s
-        reading of it (parsed and checked once), downloaded unless the
-        copy there is of the same object (size and ETag or modification time), which several ranks
-        opening the pack then share. One download per node: a lock file per URL."""
+        reading of it (parsed and checked once). A copy there is used only while it is the store's
+        by content: the same size and the same 64-byte header, read from the store (the header holds
+        the pack id, which covers every record, and the CRC of the index's table and JSON), never by
+        ETag or modification time, which a sync tool may carry over to another pack. A copy of
+        another pack is said so (a warning) and replaced; a damaged copy is fetched anew. One
+        download per node: a lock file per URL; several ranks opening the pack share the copy."""
         os.makedirs(self.root, exist_ok=True)
         info = self.store.info(fmt.INDEX_NAME)
         if info is None:
             raise FileNotFoundError(f"PackedDataset: no {fmt.INDEX_NAME} at {self.store.shown}: not a pack, or its "
                                     f"packing or upload was interrupted (run fastprep.io.pack again to finish it)")
-        version = str(info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified") or "")
-        tag = {"size": int(info["size"]), "version": version}
+        size = int(info["size"])
         pointer = os.path.join(self.root, f"{self.key}.index.json")
         fd = os.open(os.path.join(self.root, f"{self.key}.index.lock"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            known = _read_json(pointer)
-            if version and known.get("tag") == tag:
-                try:  # checked again (CRCs): a damaged copy is fetched anew
-                    return known["index"], fmt.read_index(known["index"])
-                except (OSError, ValueError):
-                    pass
+            cached = self._cached_index(_read_json(pointer), size)
+            if cached is not None:
+                return cached
             part = os.path.join(self.root, f"{self.key}.{os.getpid()}.{threading.get_ident()}.index.part")
             read: list[tuple] = []  # the check's reading: the index is parsed once
-            self.store.download(fmt.INDEX_NAME, part, tag["size"], check=lambda p: read.append(fmt.read_index(p)),
+            self.store.download(fmt.INDEX_NAME, part, size, check=lambda p: read.append(fmt.read_index(p)),
                                 what="the index")
-            pack_id = read[-1][1]
-            folder = self.folder(pack_id)
+            with open(part, "rb") as f:
+                self.content = index_content(f.read(fmt.HEADER_BYTES))
+            folder = self.folder()
             os.makedirs(folder, exist_ok=True)
             index = os.path.join(folder, fmt.INDEX_NAME)
             os.replace(part, index)
-            fmt.write_durably(pointer, [json.dumps({"tag": tag, "index": index, "pack_id": pack_id.hex()}).encode()])
+            fmt.write_durably(pointer, [json.dumps({"size": size, "index": index, "content": self.content,
+                                                    "pack_id": read[-1][1].hex()}).encode()])
             return index, read[-1]
         finally:
             os.close(fd)
 
-    def folder(self, pack_id: bytes) -> str:
-        """The pack's folder in the cache: its URL's and its pack id's (a re-packed URL gets another)."""
-        return os.path.join(self.root, f"{self.key}-{pack_id.hex()[:16]}")
+    def _cached_index(self, known: dict, size: int) -> tuple[str, tuple] | None:
+        """The cached index's (path, reading) while it is the store's index (size and header), else None."""
+        path = known.get("index")
+        if not isinstance(path, str) or known.get("size") != size:
+            return None
+        try:  # checked again (CRCs): a damaged copy is fetched anew
+            reading = fmt.read_index(path)
+            with open(path, "rb") as f:
+                mine = f.read(fmt.HEADER_BYTES)
+        except (OSError, ValueError):
+            return None
+        theirs = self.store.read(fmt.INDEX_NAME, 0, fmt.HEADER_BYTES, "reading the index's header")
+        if theirs != mine:
+            try:
+                other = fmt.read_index_header(theirs, f"{self.store.shown}/{fmt.INDEX_NAME}")[1].hex()
+            except ValueError as exc:
+                other = f"unreadable ({exc})"
+            warnings.warn(f"PackedDataset: the pack at {self.store.shown} changed since it was cached in "
+                          f"{os.path.dirname(path)}: its index is another (pack id {reading[1].hex()} cached, "
+                          f"{other} now); fetching it again", stacklevel=4)
+            return None
+        self.content = index_content(mine)
+        return path, reading
 
-    def attach(self, pack_id: bytes, shards: list[tuple[str, int]]) -> None:
+    def folder(self) -> str:
+        """The pack's folder in the cache: its URL's and its index's content (a re-packed URL gets another)."""
+        return os.path.join(self.root, f"{self.key}-{self.content}")
+
+    def attach(self, pack_id: bytes, shards: list[tuple[str, int]], digests: list[str] | None = None) -> None:
         """Makes the shard cache, once the index is read."""
-        self.cache = ShardCache(self.store, self.folder(pack_id), shards, pack_id, self.limit)
+        self.cache = ShardCache(self.store, self.folder(), shards, pack_id, self.limit, digests=digests)
 
     @property
     def keep_bytes(self) -> int | None:
@@ -226,7 +260,7 @@ class RemotePack:
                 raise fmt.ShardFormatError(f"{where}: {exc}") from None
             return record
 
-        return self.store.retry.call(what, self.store.where(name), fetch)
+        return self.store.call(what, name, fetch)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

@@ -1,6 +1,8 @@
 """Retries for remote reads: throttling (503 SlowDown), timeouts and dropped connections are tried
-again after an exponential backoff with full jitter, a bounded number of times; the last failure
-becomes a :class:`fastprep.io.RemoteReadError` naming the URL and what was being read.
+again after an exponential backoff with full jitter, a bounded number of times and within an
+overall deadline; the last failure becomes a :class:`fastprep.io.RemoteReadError` naming the URL
+and what was being read. No client exception leaves as it is: each error raised here is fastprep's,
+its text and its chain's redacted (fastprep.io.remote.redaction).
 """
 
 from __future__ import annotations
@@ -8,20 +10,25 @@ from __future__ import annotations
 import errno
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from fastprep.io.errors import RemoteReadError, ShardFormatError, ShardMismatchError
+from fastprep.io.errors import RemoteAccessError, RemoteReadError, ShardFormatError, ShardMismatchError
+from fastprep.io.remote.redaction import describe, redact, stand_in
+
+__all__ = ["Retry", "describe", "redact"]
 
 T = TypeVar("T")
 
 # Errors no retry can mend: the object is not there, or this client may not read it.
-FATAL = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, KeyboardInterrupt,
-         MemoryError, TypeError)
+FATAL = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, ImportError, TypeError)
+PASS = (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError)  # not the store's: raised as they are
 LOCAL_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # writing the download here failed: not the remote's fault
 # ... and the clients' errors of that kind (botocore's missing credentials, bad parameters).
-FATAL_NAMES = ("Credentials", "ParamValidation", "NoSuchBucket", "AccessDenied")
+FATAL_NAMES = ("Credentials", "ParamValidation", "NoSuchBucket", "AccessDenied", "InvalidAccessKeyId",
+               "SignatureDoesNotMatch", "EndpointResolution", "InvalidURL")
+DENIED_NAMES = ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden", "Unauthorized")
 
 
 @dataclass(frozen=True)
@@ -33,9 +40,14 @@ class Retry:
         backoff: seconds before the second attempt; doubled each time (full jitter: a uniform wait
             in [0, that]), at most `max_backoff`.
         max_backoff: the longest wait between two attempts, in seconds.
-        timeout: seconds an s3:// request may wait to connect or for data before it counts as failed
-            (botocore's connect and read timeouts, unless storage_options sets config_kwargs); other
-            stores take their client's timeout through storage_options.
+        timeout: seconds a request may wait to connect or for more data before it counts as failed
+            (botocore's connect and read timeouts for s3://, aiohttp's for http(s)://, unless
+            storage_options sets the client's own); other stores take their client's timeout
+            through storage_options.
+        deadline: seconds one read or download may take in all, its tries and the waits between
+            them included, however steadily its bytes trickle in (a server sending a byte now and
+            then never trips `timeout`); a reader waiting for another's download of the same shard
+            counts its wait in it. Past it: a RemoteReadError naming the URL and the deadline.
 
     Example:
         >>> ds = PackedDataset("s3://bucket/train.packed", retry=Retry(tries=8, backoff=0.2))
@@ -45,69 +57,107 @@ class Retry:
     backoff: float = 0.1
     max_backoff: float = 5.0
     timeout: float = 30.0
+    deadline: float = 600.0
 
     def __post_init__(self):
         if not isinstance(self.tries, int) or isinstance(self.tries, bool) or self.tries < 1:
             raise ValueError(f"Retry: expected tries to be an int >= 1, got {self.tries!r}")
-        for name in ("backoff", "max_backoff", "timeout"):
+        for name in ("backoff", "max_backoff", "timeout", "deadline"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
                 raise ValueError(f"Retry: expected {name} to be a number >= 0, got {value!r}")
+        if not self.deadline > 0:
+            raise ValueError(f"Retry: expected deadline to be a number of seconds > 0, got {self.deadline!r}")
 
     def wait(self, attempt: int) -> float:
         """Seconds to sleep after failed attempt `attempt` (0-based): full jitter."""
         return random.uniform(0, min(self.max_backoff, self.backoff * 2 ** attempt))
 
-    def call(self, what: str, url: str, fn: Callable[[], T]) -> T:
-        """fn() until it succeeds or `tries` attempts failed; then RemoteReadError('<what> at <url>
-        ...'), from the last error (a ShardFormatError that persists, e.g. a corrupt object, is
-        raised as itself, naming the URL). Not retried: FATAL errors, a ShardMismatchError (an intact
-        object of another pack or shard) and a full local disk (ENOSPC, EDQUOT: named as such)."""
-        for attempt in range(self.tries):
+    def call(self, what: str, url: str, fn: Callable[[], T], *,
+             secrets: Iterable[str] | Callable[[], Iterable[str]] = (), until: float | None = None) -> T:
+        """fn() until it succeeds, `tries` attempts failed, or time.monotonic() passed `until`
+        (default: now + deadline); then RemoteReadError('<what> at <url> ...') (a ShardFormatError
+        that persists, e.g. a corrupt object, is raised as itself, naming the URL). Not retried:
+        FATAL errors (a missing object: FileNotFoundError; access refused: RemoteAccessError, a
+        PermissionError; a missing client library: ImportError), a ShardMismatchError (an intact
+        object of another pack or shard) and a full local disk (ENOSPC, EDQUOT: named as such).
+        Every error raised is a new one, raised outside any handler, its text and its chain's
+        (:func:`stand_in`) cleared of `secrets` (or what calling it gives: looked up only on a
+        failure) and of URLs' credentials."""
+        until = time.monotonic() + self.deadline if until is None else until
+        tries = 0
+        while True:
+            tries += 1
             try:
                 return fn()
-            except (*FATAL, RemoteReadError):  # a RemoteReadError: an inner call used up its own tries
+            except PASS:
                 raise
-            except ShardMismatchError as exc:  # the same object comes back on every try
-                raise ShardMismatchError(f"{what} at {url}: {exc}") from exc
-            except Exception as exc:
-                if isinstance(exc, OSError) and exc.errno in LOCAL_DISK_FULL:
-                    raise OSError(exc.errno, f"{what} from {url}: the local disk is full or over quota "
-                                             f"({exc.strerror or exc})") from exc
-                if any(w in type(exc).__name__ for w in FATAL_NAMES):
-                    raise
+            except Exception as exc:  # noqa: BLE001 (each kind is sorted out below, outside the handler)
                 last = exc
-                if attempt + 1 < self.tries:
-                    time.sleep(self.wait(attempt))
+            if isinstance(last, RemoteReadError):  # an inner call used up its own tries: fastprep's already
+                break
+            secrets = list(secrets() if callable(secrets) else secrets)
+            error = self._fatal(what, url, last, secrets)
+            if error is None and (tries >= self.tries or time.monotonic() >= until):
+                error = self._final(what, url, last, tries, secrets, time.monotonic() >= until)
+            if error is not None:
+                break
+            time.sleep(max(0.0, min(self.wait(tries - 1), until - time.monotonic())))
+        if isinstance(last, RemoteReadError):
+            raise last
+        error.__cause__ = stand_in(last, secrets)  # raised outside the handler: no __context__ holds the original
+        del last
+        raise error
+
+    def _fatal(self, what: str, url: str, exc: Exception, secrets: list[str]) -> BaseException | None:
+        """The error to raise at once for `exc`, or None if it is worth another try."""
+        text = f"{type(exc).__name__}: {describe(exc, secrets)}"
+        if isinstance(exc, ShardMismatchError):  # the same object comes back on every try
+            return ShardMismatchError(f"{what} at {url}: {describe(exc, secrets)}")
+        if isinstance(exc, OSError) and exc.errno in LOCAL_DISK_FULL:
+            return OSError(exc.errno, f"{what} from {url}: the local disk is full or over quota "
+                                      f"({describe(OSError(exc.strerror or exc), secrets)})")
+        if denied(exc):
+            return RemoteAccessError(f"{what} at {url}: access denied: check credentials ({text})")
+        if isinstance(exc, ImportError):  # the store's client library is missing: the text says which
+            return ImportError(f"{what} at {url}: {describe(exc, secrets)}")
+        if isinstance(exc, FileNotFoundError):
+            return FileNotFoundError(f"{what}: nothing at {url} ({text})")
+        if isinstance(exc, FATAL):
+            return type(exc)(f"{what} at {url}: {text}") if type(exc).__module__ == "builtins" else \
+                RemoteReadError(f"{what} at {url}: {text}")
+        if any(w in type(exc).__name__ for w in FATAL_NAMES):
+            return RemoteReadError(f"{what} at {url}: {text} (not retried: no retry mends it)")
+        return None
+
+    def _final(self, what: str, url: str, last: Exception, tries: int, secrets: list[str],
+               late: bool) -> BaseException:
+        """The error after the last try (or past the deadline)."""
+        n = f"{tries} {'try' if tries == 1 else 'tries'}"
+        late = f"not done within the deadline of {self.deadline:g} s (Retry.deadline) after {n}" if late else ""
         if isinstance(last, ShardFormatError):
-            raise ShardFormatError(f"{what} at {url}: {last} (after {self.tries} tries)") from last
-        raise RemoteReadError(f"{what} at {url} failed after {self.tries} tries: {type(last).__name__}: "
-                              f"{describe(last)}") from last
+            return ShardFormatError(f"{what} at {url}: {describe(last, secrets)} ({late or 'after ' + n})")
+        cause = f"{type(last).__name__}: {describe(last, secrets)}"
+        if late:
+            return RemoteReadError(f"{what} at {url} failed: {late}; the last error: {cause}")
+        return RemoteReadError(f"{what} at {url} failed after {n}: {cause}")
 
 
-def redact(url: str) -> str:
-    """A URL as messages and reprs show it: without its user info ("user:token@") and its query
-    string (signed URLs' signatures); the raw URL is only for connecting.
-
-    Example:
-        >>> redact("https://user:token@host/train.packed?sig=abc")
-        'https://host/train.packed'
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url.split("?", 1)[0]
-    host, slash, path = rest.split("?", 1)[0].split("#", 1)[0].partition("/")
-    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
-
-
-def describe(exc: BaseException) -> str:
-    """An error's text without anything that looks like a credential: the URLs in it redacted, and
-    any word's query string naming a signature or token."""
-    text = str(exc) or type(exc).__name__
-    out = []
-    for word in text.split():
-        if "://" in word or ("?" in word and any(k in word for k in ("Signature", "X-Amz-", "sig=", "token",
-                                                                      "Credential"))):
-            word = redact(word)
-        out.append(word)
-    return " ".join(out)
+def denied(exc: BaseException | None) -> bool:
+    """Whether the store refused access: a PermissionError (s3fs's for 403), an HTTP 401 or 403
+    (aiohttp's ClientResponseError .status, botocore's ClientError response), or a client error
+    named so (AccessDenied, InvalidAccessKeyId, SignatureDoesNotMatch)."""
+    if exc is None:
+        return False
+    if isinstance(exc, PermissionError):
+        return exc.filename is None  # a local file's has its path: this machine's permissions, not the store's
+    if any(w in type(exc).__name__ for w in DENIED_NAMES):
+        return True
+    status = getattr(exc, "status", None) or getattr(exc, "code", None)
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        status = status or response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        code = str(response.get("Error", {}).get("Code", ""))
+        if code in ("401", "403") or any(w in code for w in DENIED_NAMES):
+            return True
+    return status in (401, 403)

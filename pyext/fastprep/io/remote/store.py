@@ -12,12 +12,24 @@ from __future__ import annotations
 import gc
 import os
 import threading
+import time
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from fastprep.io.remote.retry import Retry, describe, redact
+from fastprep.io.errors import RemoteReadError
+from fastprep.io.remote.deadline import http_timeout, lock_until, run_until
+from fastprep.io.remote.redaction import redact, secrets_of
+from fastprep.io.remote.retry import Retry, denied
 
+T = TypeVar("T")
 INSTALL_HINT = "pip install 'fastprep[remote]' (fsspec and s3fs; gcsfs or adlfs for gs:// or az://)"
+# The client library each protocol's fsspec filesystem needs beyond fsspec, and how to install it.
+CLIENTS = {"s3": "pip install 'fastprep[remote]' (s3fs)", "s3a": "pip install 'fastprep[remote]' (s3fs)",
+           "gs": "pip install gcsfs", "gcs": "pip install gcsfs", "az": "pip install adlfs",
+           "abfs": "pip install adlfs", "abfss": "pip install adlfs", "adl": "pip install adlfs",
+           "http": "pip install 'fastprep[remote]' (aiohttp)", "https": "pip install 'fastprep[remote]' (aiohttp)"}
+QUERY_PROTOCOLS = ("http", "https")  # where "?..." is a query string (a token, a signature), not part of a name
 
 
 def is_url(path: Any) -> bool:
@@ -96,6 +108,15 @@ class RemoteStore:
         if storage_options is not None and not isinstance(storage_options, dict):
             raise ValueError(f"RemoteStore: expected storage_options to be a dict, got {type(storage_options)}")
         self.url = url.rstrip("/")  # for connecting only: it may hold credentials
+        self.protocol = self.url.split("://", 1)[0].lower()
+        if self.protocol in ("s3", "s3a") and "@" in self.url.split("://", 1)[1].split("/", 1)[0]:
+            raise ValueError(f"RemoteStore: an s3:// URL holds no credentials ({redact(self.url)} was given with "
+                             f"some before its bucket): pass them as storage_options={{'key': ..., 'secret': ...}} "
+                             f"or through the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+        # An http(s) URL's query string (a token, a SAS, a signature) goes on every object's URL,
+        # after the object's name: "https://host/pack/index.fpi?token=..."
+        base, _, self._query = self.url.partition("?") if self.protocol in QUERY_PROTOCOLS else (self.url, "", "")
+        self._base = base.rstrip("/")
         self.shown = redact(self.url)  # what messages and reprs show
         self.storage_options = dict(storage_options or {})
         self.retry = retry or Retry()
@@ -103,6 +124,17 @@ class RemoteStore:
         self._fs = self._root = None
         self._pid = -1
         self._lock = threading.Lock()
+
+    @property
+    def key_url(self) -> str:
+        """The URL that names the pack in local folder names: without an http(s) query string (a
+        signed URL's signature changes with every signing; the objects are the same)."""
+        return self._base
+
+    def secrets(self) -> list[str]:
+        """What no message may show: the URL's credentials, storage_options' and the environment's
+        (fastprep.io.remote.redaction.secrets_of); looked up when an error is raised."""
+        return secrets_of(self.url, self.storage_options)
 
     @property
     def fs(self) -> Any:
@@ -115,23 +147,30 @@ class RemoteStore:
         return self._fs
 
     def _connect(self) -> tuple[Any, str]:
+        hint = CLIENTS.get(self.protocol, INSTALL_HINT)
         try:
             import fsspec  # noqa: PLC0415 (an optional dependency)
-        except ImportError as exc:
-            raise ImportError(f"reading a pack from {self.shown} needs fsspec: {INSTALL_HINT}") from exc
+        except ImportError:
+            raise ImportError(f"reading a pack from {self.shown} needs fsspec: {INSTALL_HINT}") from None
         options = dict(self.storage_options)
-        s3 = self.url.split("://", 1)[0] in ("s3", "s3a")
-        own_retries = s3 and "config_kwargs" not in options
+        t = self.retry.timeout
+        own_retries = self.protocol in ("s3", "s3a") and "config_kwargs" not in options
         if own_retries:
-            t = self.retry.timeout
             options["config_kwargs"] = {"retries": {"total_max_attempts": 1}, "connect_timeout": t, "read_timeout": t}
         try:
-            fs, root = fsspec.core.url_to_fs(self.url, skip_instance_cache=True, **options)
-        except ImportError as exc:
-            raise ImportError(f"reading a pack from {self.shown}: {describe(exc)}; {INSTALL_HINT}") from exc
+            if self.protocol in QUERY_PROTOCOLS and "timeout" not in options.get("client_kwargs", {}):
+                options["client_kwargs"] = {**options.get("client_kwargs", {}), "timeout": http_timeout(t)}
+            fs, root = fsspec.core.url_to_fs(self._base, skip_instance_cache=True, **options)
+        except ImportError as exc:  # the store's own client library: named, with what to install
+            raise ImportError(f"reading a pack from {self.shown} needs a library that is not installed "
+                              f"({type(exc).__name__}: {exc}): {hint}") from None
         if own_retries:
             fs.retries = 1  # s3fs's own loop: fastprep's Retry decides
         return fs, root.rstrip("/")
+
+    def call(self, what: str, name: str, fn: Callable[[], T], until: float | None = None) -> T:
+        """fn() under the store's Retry, its errors naming the object `name` and no credential."""
+        return self.retry.call(what, self.where(name), fn, secrets=self.secrets, until=until)
 
     def where(self, name: str) -> str:
         """The object's URL as messages show it (redacted)."""
@@ -139,7 +178,7 @@ class RemoteStore:
 
     def _path(self, name: str) -> str:
         self.fs  # noqa: B018 (connects in this process)
-        return f"{self._root}/{name}"
+        return f"{self._root}/{name}?{self._query}" if self._query else f"{self._root}/{name}"
 
     def _count(self, nbytes: int, requests: int = 1) -> None:
         with self._lock:
@@ -152,9 +191,11 @@ class RemoteStore:
         def call() -> dict | None:
             try:
                 return dict(self.fs.info(self._path(name)))
-            except FileNotFoundError:
+            except FileNotFoundError as exc:
+                if denied(exc.__cause__):  # fsspec's HTTP client reports a 401 or 403 so
+                    raise exc.__cause__ from None
                 return None
-        return self.retry.call(f"looking up {name}", self.where(name), call)
+        return self.call(f"looking up {name}", name, call)
 
     def size(self, name: str) -> int | None:
         """The object's size in bytes, or None if there is none."""
@@ -167,26 +208,32 @@ class RemoteStore:
 
     def read_ranges(self, name: str, ranges: list[tuple[int, int]], what: str | None = None) -> list[bytes]:
         """Bytes [start, end) of the object for each range, requested concurrently where the client can."""
+        until = time.monotonic() + self.retry.deadline
+
         def call() -> list[bytes]:
             path = self._path(name)
             if len(ranges) == 1:
-                parts = [self.fs.cat_file(path, start=ranges[0][0], end=ranges[0][1])]
+                parts = [self._run(until, "cat_file", path, start=ranges[0][0], end=ranges[0][1])]
             else:
-                parts = self.fs.cat_ranges([path] * len(ranges), [a for a, _ in ranges], [b for _, b in ranges],
-                                           on_error="raise")
+                parts = self._run(until, "cat_ranges", [path] * len(ranges), [a for a, _ in ranges],
+                                  [b for _, b in ranges], on_error="raise")
             self._count(sum(len(p) for p in parts), len(ranges))
             for (a, b), p in zip(ranges, parts):
                 if len(p) != b - a:
                     raise ConnectionError(f"bytes [{a}, {b}): {len(p)} arrived, the body was cut short")
             return parts
-        return self.retry.call(what or f"reading {name}", self.where(name), call)
+        return self.call(what or f"reading {name}", name, call, until)
 
-    def download(self, name: str, local: str, size: int, check: Any = None, what: str | None = None) -> None:
+    def download(self, name: str, local: str, size: int, check: Any = None, what: str | None = None,
+                 since: float | None = None) -> None:
         """The whole object into the local file `local` (overwritten), which must come out `size`
-        bytes long and pass check(local) (else it is removed and the download tried again)."""
+        bytes long and pass check(local) (else it is removed and the download tried again), all
+        within the Retry's deadline from `since` (a time.monotonic(); default now)."""
+        until = (time.monotonic() if since is None else since) + self.retry.deadline
+
         def call() -> None:
             try:
-                self.fs.get_file(self._path(name), local)
+                self._run(until, "get_file", self._path(name), local)
                 got = os.path.getsize(local)
                 self._count(got)
                 if got != size:
@@ -197,15 +244,27 @@ class RemoteStore:
                 if os.path.exists(local):
                     os.remove(local)  # nothing half-downloaded or corrupt is kept
                 raise
-        self.retry.call(what or f"downloading {name}", self.where(name), call)
+        self.call(what or f"downloading {name}", name, call, until)
+
+    def _run(self, until: float, method: str, *args: Any, **kw: Any) -> Any:
+        """fs.<method>(*args, **kw), given up (TimeoutError) at time.monotonic() `until`."""
+        return run_until(self.fs, until, method, *args, **kw)
+
+    def wait_for_download(self, fd: int, what: str, name: str, since: float) -> None:
+        """Takes the exclusive lock on `fd` (another process's or thread's download of the same
+        object holds it), waiting at most until the Retry's deadline from `since`: then a
+        RemoteReadError naming the URL and the deadline (the download it waited for has the same)."""
+        if not lock_until(fd, since + self.retry.deadline):
+            raise RemoteReadError(f"{what} at {self.where(name)}: another download of it was not done within the "
+                                  f"deadline of {self.retry.deadline:g} s (Retry.deadline): gave up waiting")
 
     def upload(self, local: str, name: str) -> None:
         """The local file `local` to the object `name` (replaced)."""
-        self.retry.call(f"uploading {name}", self.where(name), lambda: self.fs.put_file(local, self._path(name)))
+        self.call(f"uploading {name}", name, lambda: self.fs.put_file(local, self._path(name)))
 
     def remove(self, name: str) -> None:
         """Deletes the object `name`."""
-        self.retry.call(f"removing {name}", self.where(name), lambda: self.fs.rm_file(self._path(name)))
+        self.call(f"removing {name}", name, lambda: self.fs.rm_file(self._path(name)))
 
     def make_folder(self) -> None:
         """Creates the URL's folder where the store has folders (file://); object stores have none."""
@@ -225,3 +284,4 @@ class RemoteStore:
 
     def __repr__(self) -> str:  # storage_options may hold keys: not shown
         return f"RemoteStore({self.shown!r})"
+

@@ -1,15 +1,23 @@
 """A pack written to a URL: packed into a local staging folder (resumable, as :func:`fastprep.io.pack`
 is), then uploaded shard by shard, the index last, so a reader never finds an index whose shards
-are not all there. A re-run uploads only the shards missing at the destination (or not of this
-pack: the size and the pack id in their header are compared).
+are not all there. A re-run uploads only the shards the destination does not hold already: a shard
+there is kept only if it is this pack's, checked by its size, its header (number and pack id) and
+its records (their digest in its table, against the index's): never by size and id alone. Every
+shard sent is read back the same way, and the index goes up only once every shard under it
+verifies (then it is read back too): an upload that would leave the URL unreadable fails, naming
+the shard, with no index of this pack there.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import struct
 from typing import Any
 
+from fastprep.io.errors import PackWriteError, ShardFormatError
 from fastprep.io.packed import format as fmt
+from fastprep.io.packed.identity import check_written
 from fastprep.io.packed.pack import PackSummary
 from fastprep.io.packed.pack import pack as pack_local
 from fastprep.io.remote.pack_source import default_staging_dir, url_key
@@ -20,6 +28,7 @@ from fastprep.io.remote.store import RemoteStore, is_url
 def upload_pack(local: str | os.PathLike, url: str, *, storage_options: dict | None = None,
                 retry: Retry | None = None) -> int:
     """Uploads the complete pack in folder `local` to `url`; returns how many shards were sent.
+    Raises PackWriteError (naming the shard) where the URL does not hold a shard as uploaded.
 
     Args:
         local: a pack folder (its index written: a finished :func:`fastprep.io.pack`).
@@ -34,25 +43,83 @@ def upload_pack(local: str | os.PathLike, url: str, *, storage_options: dict | N
     index = os.path.join(local, fmt.INDEX_NAME)
     if not os.path.isfile(index):
         raise FileNotFoundError(f"upload_pack: no {fmt.INDEX_NAME} in {local!r}: not a finished pack")
-    _, pack_id, meta, _ = fmt.read_index(index)
+    check_written(local)  # the local shards are the index's (ShardFormatError names the first that is not)
+    entries, pack_id, meta, _ = fmt.read_index(index)
+    with open(index, "rb") as f:
+        header = f.read(fmt.HEADER_BYTES)
     store = RemoteStore(url, storage_options, retry)
     store.make_folder()
-    if store.size(fmt.INDEX_NAME) is not None and _remote_id(store, fmt.INDEX_NAME, 16) != pack_id:
+    if store.size(fmt.INDEX_NAME) is not None and store.read(fmt.INDEX_NAME, 0, fmt.HEADER_BYTES) != header:
         store.remove(fmt.INDEX_NAME)  # another pack's: readers must not pair it with the new shards
-    sent = 0
-    for name, size, _ in meta["shards"]:
-        if store.size(name) == size and _remote_id(store, name, 16) == pack_id:
-            continue  # already there from an earlier run
+    sent = at = 0
+    for k, (name, size, count) in enumerate(meta["shards"]):
+        digest = fmt.records_digest(entries[at:at + count])  # what the shard's table must chain to
+        at += count
+        if remote_shard_differs(store, name, k, size, pack_id, digest) is None:
+            continue  # this pack's shard, there from an earlier run
         store.upload(os.path.join(local, name), name)
         sent += 1
+        why = remote_shard_differs(store, name, k, size, pack_id, digest)
+        if why is not None:
+            raise _unreadable(store, name, why)
     store.upload(index, fmt.INDEX_NAME)  # last: the pack is complete at the URL from now on
+    got = store.info(fmt.INDEX_NAME)
+    if got is None or int(got["size"]) != os.path.getsize(index) or \
+            store.read(fmt.INDEX_NAME, 0, fmt.HEADER_BYTES) != header:
+        raise _unreadable(store, fmt.INDEX_NAME, "it is not the index uploaded (another upload to the URL at once?)")
     return sent
 
 
-def _remote_id(store: RemoteStore, name: str, at: int) -> bytes:
-    """The 16-byte pack id at byte `at` of an object's header (index and shard headers both keep it there)."""
-    head = store.read(name, 0, fmt.HEADER_BYTES)
-    return bytes(head[at:at + 16]) if len(head) == fmt.HEADER_BYTES else b""
+def _unreadable(store: RemoteStore, name: str, why: str) -> PackWriteError:
+    return PackWriteError(errno.EIO, f"upload_pack: {store.where(name)} does not hold what was uploaded: {why}. "
+                                     f"The pack at {store.shown} is not complete: run the upload again")
+
+
+def remote_shard_differs(store: RemoteStore, name: str, k: int, size: int, pack_id: bytes,
+                         digest: str) -> str | None:
+    """None where the object `name` is shard k of this pack (its size, its header's number and pack
+    id, its table's and its JSON's digest of the records), else what differs. Three small reads:
+    the header, the footer, the table with its JSON."""
+    info = store.info(name)
+    if info is None:
+        return "missing"
+    if int(info["size"]) != size:
+        return f"{int(info['size'])} bytes, not {size}"
+    if size < 2 * fmt.HEADER_BYTES:
+        return "too short for a shard"
+    try:
+        number, shard_id = fmt.read_shard_header(store.read(name, 0, fmt.HEADER_BYTES), name)
+        if (number, shard_id) != (k, pack_id):
+            return f"its header says shard {number} of pack {shard_id.hex()}, not shard {k} of {pack_id.hex()}"
+        footer = store.read(name, size - fmt.FOOTER_BYTES, size)
+        table_at = struct.unpack_from("<Q", footer, 16)[0]
+        if not fmt.HEADER_BYTES <= table_at < size - fmt.FOOTER_BYTES:
+            return "its footer is not a shard's"
+        entries, meta = fmt.read_shard_trailer(_Tail(store.read(name, table_at, size), table_at, size), name)
+    except ShardFormatError as exc:
+        return str(exc)
+    got = fmt.records_digest(entries)
+    if got != digest or meta.get("digest", digest) != digest:  # (format 1 shards record no digest)
+        return f"its records' digest is {got}, this pack's {digest}"
+    return None
+
+
+class _Tail:
+    """The bytes [base, size) of a file, indexed as :func:`fmt.read_shard_trailer` indexes a whole
+    file (a slice before `base` is an error: the footer pointed there)."""
+
+    def __init__(self, data: bytes, base: int, size: int):
+        self.data, self.base, self.size = data, base, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, at: slice) -> bytes:
+        start = at.start if at.start is not None else 0
+        stop = at.stop if at.stop is not None else self.size
+        if start < self.base:
+            raise ShardFormatError(f"bytes [{start}, {stop}) are before the table its footer names")
+        return self.data[start - self.base:stop - self.base]
 
 
 def pack(src: Any, dest: str | os.PathLike, *, storage_options: dict | None = None,
@@ -62,8 +129,9 @@ def pack(src: Any, dest: str | os.PathLike, *, storage_options: dict | None = No
 
     A local `dest` is packed in place, by :func:`fastprep.io.packed.pack.pack` (restart-indexed JPEGs or raw
     pixels, resumable: its docstring and docs/real-files.md say how). A URL `dest` is packed into
-    `staging`, then uploaded by :func:`fastprep.io.remote.upload_pack`: shards first, the index last,
-    only the shards the URL lacks (a re-run resumes both the packing and the upload).
+    `staging`, then uploaded by :func:`fastprep.io.remote.upload_pack`: shards first, each read back,
+    the index last, only the shards the URL does not hold (compared by their records' digest: a
+    re-run resumes both the packing and the upload).
 
     Args:
         src: a folder of class subfolders, or a map-style dataset of ``(image, label, ...)``.
