@@ -69,6 +69,7 @@ CASES = {  # case: (files listed, what the warning names, reads refused)
 }
 
 
+@pytest.mark.slow  # a fresh process per case (a FIFO read could block it); read_file's refusals are checked below
 @pytest.mark.parametrize("case", list(CASES))
 def test_only_regular_files_are_listed_and_read(tmp_path, case):
     _make(tmp_path, case)

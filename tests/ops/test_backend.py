@@ -106,6 +106,7 @@ print(sum(k.pack_bits_at.stats.cache_hits.values()), sum(k.pack_bits_at.stats.ca
 """
 
 
+@pytest.mark.slow  # two fresh processes (.ci/slow; the in-process cache rules are in test_numba_cache.py)
 def test_numba_cache_spares_a_second_process_the_compile(tmp_path):
     first = run_python(CACHE_PROBE, NUMBA_CACHE_DIR=str(tmp_path), FASTPREP_BACKEND="numba")
     second = run_python(CACHE_PROBE, NUMBA_CACHE_DIR=str(tmp_path), FASTPREP_BACKEND="numba")

@@ -69,6 +69,7 @@ def all_colours():
     return torch.from_numpy(planes.reshape(3, 4096, 4096))
 
 
+@pytest.mark.slow  # exhaustive (2^24 colours): .ci/isa runs it per ISA level, .ci/slow on the one selected
 @pytest.mark.parametrize("layout", ["CHW", "HWC"])
 @pytest.mark.parametrize("op", list(OPS))
 def test_uint8_exact_for_all_2_24_colours(all_colours, op, layout):

@@ -136,12 +136,14 @@ def test_auto_is_the_default_and_the_cpu_best():
     assert info["isa_cpu_best"] in info["isa_variants"].split(",")
 
 
+@pytest.mark.slow  # a fresh process per value
 def test_the_value_is_case_and_space_insensitive():
     r = _run(" X86-64 ", "import fastprep; print(fastprep.build_info()['isa_selected'])")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["x86-64"]
 
 
+@pytest.mark.slow  # a fresh process per value
 @pytest.mark.parametrize("value", ["x86-64-v5", "avx2", "native"])
 def test_an_unknown_value_fails_at_import_naming_it(value):
     r = _run(value, "import fastprep")
@@ -151,6 +153,7 @@ def test_an_unknown_value_fails_at_import_naming_it(value):
     assert expected in r.stderr, r.stderr
 
 
+@pytest.mark.slow  # a fresh process per value
 def test_a_level_the_cpu_cannot_run_fails_at_import_naming_it_and_the_best():
     best = fastprep.build_info()["isa_cpu_best"]
     above = fastprep.build_info()["isa_variants"].split(",")
@@ -163,6 +166,7 @@ def test_a_level_the_cpu_cannot_run_fails_at_import_naming_it_and_the_best():
             in r.stderr), r.stderr
 
 
+@pytest.mark.slow  # a fresh process per value
 def test_the_numba_backend_ignores_it():
     # FASTPREP_ISA steers the native kernels only; Numba compiles for the CPU it runs on.
     env = dict(os.environ, FASTPREP_ISA="bogus", FASTPREP_BACKEND="numba")

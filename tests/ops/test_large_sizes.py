@@ -13,6 +13,9 @@ import fastprep
 from fastprep.numba_kernels import counter_rng
 from fastprep.ops.crop import random_crop_torch
 
+# slow: gigabyte buffers and rows past 2^31 bits (seconds each); .ci/slow and .ci/sanitize run them.
+pytestmark = pytest.mark.slow
+
 _U8 = torch.uint8
 
 

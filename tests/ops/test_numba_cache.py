@@ -238,6 +238,7 @@ def _plant(cache, marker):
 
 
 @pytest.mark.one_backend  # the probes run Numba whatever the backend
+@pytest.mark.slow  # end to end in fresh processes (the folder rules above are checked in-process)
 def test_a_planted_pickle_in_an_unsafe_folder_never_runs(tmp_path):
     good = tmp_path / "good"
     first = _run_probe({"NUMBA_CACHE_DIR": str(good)})  # a real cache, made by this user
@@ -314,6 +315,7 @@ TAMPERINGS = ["folder writable by others", "index writable by others", "index is
 
 
 @pytest.mark.one_backend  # the probe runs Numba whatever the backend
+@pytest.mark.slow  # a fresh process per tampering
 @pytest.mark.parametrize("how", TAMPERINGS + ["left safe (control)"])
 def test_the_cache_is_checked_again_when_a_kernel_loads(tmp_path, how):
     parent = tmp_path / "parent"

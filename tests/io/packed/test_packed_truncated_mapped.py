@@ -16,7 +16,8 @@ import fastprep.io as fio
 
 from jpeg_photos import needs_decoder, photo_jpeg
 
-pytestmark = [needs_decoder, pytest.mark.one_backend]
+# slow: each case runs in a child process (a SIGBUS there must fail the test, not kill pytest).
+pytestmark = [needs_decoder, pytest.mark.one_backend, pytest.mark.slow]
 
 CHILD = textwrap.dedent("""
     import os, sys
