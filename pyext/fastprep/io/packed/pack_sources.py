@@ -145,7 +145,7 @@ def _image_folder_sources(ds: Any) -> Sources | None:
     unchanged = own == samples and own_classes == list(classes) and own_idx == class_to_idx
     if unchanged:
         return _files_sources(root, samples, own_classes, own_idx, "folder")
-    kind = f"image folder samples {type(ds).__module__}.{type(ds).__qualname__}"
+    kind = f"samples list of {type(ds).__module__}.{type(ds).__qualname__}"  # "it packed a samples list of ..."
     return _files_sources(root, samples, list(classes), class_to_idx, kind)
 
 
