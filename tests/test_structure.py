@@ -7,6 +7,7 @@ import importlib
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
@@ -20,7 +21,9 @@ PACKAGE = Path(fastprep.__file__).parent
 # What the contract may import: itself and core (which imports only core).
 CONTRACT_MAY_IMPORT = ("fastprep.ops", "fastprep.core")
 # The layers, bottom up: a module may import its own layer and those below (docs/design.md's
-# picture). fastprep/__init__.py (the public names) and __main__ sit above them all.
+# picture). fastprep/__init__.py (the public names), ray.py (fastprep.ray: integrations.ray's public
+# names) and __main__ sit above them all.
+PUBLIC_FACES = ("fastprep", "fastprep.ray", "fastprep.__main__")
 LAYERS = [
     ("fastprep.core",),
     ("fastprep.ops",),
@@ -80,7 +83,7 @@ def _layer(module: str) -> int | None:
 
 def test_every_module_lives_in_a_layer():
     """No loose modules at the top: a module's folder says which layer it is in."""
-    loose = [m for m in _graph() if _layer(m) is None and m not in ("fastprep", "fastprep.__main__")]
+    loose = [m for m in _graph() if _layer(m) is None and m not in PUBLIC_FACES]
     assert not loose, f"modules outside the layers {LAYERS}: {loose}"
 
 
@@ -193,3 +196,75 @@ def test_the_sources_libraries_are_imported_only_when_a_source_is_made():
                 [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
             bad = [n for n in names if n.split(".")[0] in OPTIONAL_SOURCE_LIBRARIES]
             assert not bad, f"{_module_name(path)} imports {bad}: use fastprep.io.source.optional_module"
+
+
+def _import_unless_optional(name: str) -> ModuleType | None:
+    """The module, or None where it needs a library fastprep leaves optional (Ray) that is missing."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:  # fastprep.integrations.ray names the extra, raising from the missing module
+        missing = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
+        if isinstance(missing, ModuleNotFoundError) and missing.name and not missing.name.startswith("fastprep"):
+            return None
+        raise
+
+
+def _names_up_the_folders(name: str) -> list[str]:
+    """Where an alias left by a re-filing would put a module: its own name one or more folders up
+    (fastprep.batch.window_batch as fastprep.window_batch)."""
+    parts = name.split(".")
+    return [".".join(parts[:depth] + parts[-1:]) for depth in range(1, len(parts) - 1)]
+
+
+def test_no_module_is_importable_under_two_names():
+    """A module has one dotted path: a second name in sys.modules makes importlib.reload (and
+    pickling by name) find the wrong one, and patching one name miss code that reads the other."""
+    files = [_module_name(p) for p in PACKAGE.rglob("*.py")]
+    imported = [name for name in files if _import_unless_optional(name) is not None]
+    aliases = []
+    for name in imported:
+        for alias in _names_up_the_folders(name):
+            if alias not in files:
+                try:
+                    importlib.import_module(alias)
+                    aliases.append(alias)
+                except ModuleNotFoundError:
+                    pass
+    assert not aliases, f"modules importable under a second name: {aliases}"
+    ours = {key: m for key, m in list(sys.modules.items()) if m is not None and key.split(".")[0] == "fastprep"}
+    renamed = [(key, m.__name__, m.__spec__.name) for key, m in ours.items() if key != m.__name__ or key != m.__spec__.name]
+    assert not renamed, f"(sys.modules key, __name__, __spec__.name): {renamed}"
+    keys_by_module: dict[int, list[str]] = {}
+    for key, module in ours.items():
+        keys_by_module.setdefault(id(module), []).append(key)
+    assert not [keys for keys in keys_by_module.values() if len(keys) > 1]
+    assert not [f for f in sys.meta_path if type(f).__module__.split(".")[0] == "fastprep"], "an import finder of fastprep's"
+
+
+RELOADED = ["fastprep.batch.window_batch", "fastprep.core.counter_rng", "fastprep.io.packed.format",
+            "fastprep.tools.bench.table"]
+# For each module: imported, every name up its folders tried, reloaded; then its name, its spec's
+# name, whether sys.modules holds the reloaded module by that name, whether its code ran again
+# (its functions and classes are new objects).
+RELOAD_PROBE = """
+import importlib, sys
+for name, aliases in {tried!r}.items():
+    module = importlib.import_module(name)
+    for alias in aliases:
+        try:
+            importlib.import_module(alias)
+        except ModuleNotFoundError:
+            pass
+    defined = {{k: v for k, v in vars(module).items() if callable(v) and getattr(v, "__module__", "") == name}}
+    reloaded = importlib.reload(module)
+    rerun = bool(defined) and all(getattr(reloaded, k) is not v for k, v in defined.items())
+    print(name, reloaded.__name__, reloaded.__spec__.name, sys.modules[name] is reloaded, rerun)
+"""
+
+
+def test_reloading_a_module_reruns_it_under_its_own_name():
+    """In a fresh process: a reload makes new classes, which the rest of the suite must not see."""
+    code = RELOAD_PROBE.format(tried={name: _names_up_the_folders(name) for name in RELOADED})
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"{name} {name} {name} True True" for name in RELOADED]

@@ -12,7 +12,6 @@ from fastprep.backends.warmup import warmup
 from fastprep.batch.collate import CompactCollate, compact_collate
 from fastprep.batch.compact import CompactBatch
 from fastprep.batch.device_prefetcher import DevicePrefetcher
-from fastprep.core import moved
 from fastprep.core.bad_samples import BadSamples, BadSampleWarning
 from fastprep.core.rng import derive_seed, draw_seed, random_word
 from fastprep.core.warning_types import NumbaCacheWarning
@@ -24,7 +23,6 @@ from fastprep.transforms import SeedByIndex
 __version__ = "0.1.0"
 
 select_backend()
-moved.install()  # the import paths from before the re-filing (core/moved.py)
 
 __all__ = [
     "BadSampleWarning", "BadSamples", "CompactBatch", "CompactCollate", "DevicePrefetcher", "Loader", "Monitor",

@@ -77,6 +77,13 @@ def test_dicts_namedtuples_lists_numpy_and_other_leaves():
                            "pair": ["tensor", Sample("image", "mask", "label")]}
 
 
+def test_a_batch_has_one_name_for_its_spec():
+    """`layout` means CHW / HWC everywhere in fastprep; a batch has no second name for its spec."""
+    batch = compact_collate([(torch.zeros(1, 2, 2, dtype=torch.uint8), 0)])
+    assert batch.spec[0].role == "image" and batch.spec[1].role == "label"
+    assert not hasattr(batch, "layout")
+
+
 def test_float_tensors_narrowed_on_request():
     samples = [(torch.rand(2, 3),) for _ in range(2)]
     assert compact_collate(samples).data[0].dtype == torch.float32

@@ -76,8 +76,7 @@ def _field_tensors(x: Any) -> list[torch.Tensor]:
 class CompactBatch:
     """A collated batch: `data` has the samples' structure (tuple, list, dict, namedtuple) with
     compact tensors at the leaves; `spec` has the same structure with a Leaf per field (its
-    role and how it is stored); `roles` is the same structure with the role names. (`layout`, its
-    name before 0.1's re-filing, still reads it: "layout" now means only CHW / HWC.)
+    role and how it is stored); `roles` is the same structure with the role names.
 
     After :meth:`release` the batch is gone: its buffers may already hold another batch, so every
     method and `data` raise a RuntimeError saying so (a second release() does nothing).
@@ -93,11 +92,6 @@ class CompactBatch:
         self._views: weakref.WeakSet[CompactBatch] = weakref.WeakSet()
         self._base: CompactBatch | None = None
 
-
-    @property
-    def layout(self) -> Any:
-        """`spec`, by its name before the re-filing."""
-        return self.spec
 
     @property
     def reusable(self) -> bool:
