@@ -19,11 +19,12 @@ S3_DENIED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied
 
 
 class PackServer:
-    """Serves `folder` at http://127.0.0.1:<port>/ until stop(); `log` lists (method, path) seen."""
+    """Serves `folder` at http://127.0.0.1:<port>/ until stop() (`port`: a free one, or a stopped
+    server's to take its place); `log` lists (method, path) seen."""
 
     def __init__(self, folder: str, *, token: str | None = None, auth: tuple[str, str] | None = None,
                  status: int | None = None, body: bytes = b"", trickle: str | None = None,
-                 trickle_for: float = 20.0):
+                 trickle_for: float = 20.0, port: int = 0):
         self.folder, self.token, self.auth, self.status, self.body = folder, token, auth, status, body
         self.trickle, self.trickle_for = trickle, trickle_for  # files whose GET trickles
         self.log: list[tuple[str, str]] = []
@@ -40,7 +41,7 @@ class PackServer:
             def do_GET(self):
                 server.answer(self, head=False)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)  # port: another's, to restart it
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

@@ -22,7 +22,7 @@ from fastprep.loader.checkpoint import PassRecord
 from fastprep.loader.device_split import check_decode_on, check_splittable
 from fastprep.loader.iteration import Iteration
 from fastprep.loader.order import Order, is_iterable
-from fastprep.loader.shard_order import check_shuffle, window_of
+from fastprep.loader.shard_order import check_shuffle, fetch_note, shard_aware_window, window_of
 from fastprep.transforms import FusionPlan, SeedByIndex
 
 
@@ -65,6 +65,8 @@ class Loader:
         shuffle: a fresh order each epoch, drawn from (seed, epoch); "shards": the shard-aware order
             for data larger than the cache (loader/shard_order.py: shards shuffled, samples shuffled
             within `shard_window` shards at a time; the dataset says each item's shard by ``item_shards``).
+            True over a remote pack larger than its ``cache_limit`` becomes "shards" (a WARNING on the
+            "fastprep" logger says so and the bytes it saves); "global": the sample-level shuffle anyway.
         sampler: an iterable of indices instead (not with shuffle); its ``set_epoch`` is called by ours.
         drop_last: drop the last incomplete batch (over ranks: cut the epoch to a multiple of the
             world size instead of padding it, see `rank`).
@@ -151,6 +153,11 @@ class Loader:
             raise ValueError(f"Loader: shard_window={shard_window!r} is for shuffle='shards', got shuffle={shuffle!r}")
         if self.shuffle and sampler is not None:
             raise ValueError("Loader: shuffle=True and a sampler are exclusive (the sampler sets the order)")
+        # shuffle=True over a remote pack larger than its cache: the shard-aware order (a sample-level
+        # shuffle would fetch the pack many times an epoch); said at WARNING, refused by shuffle="global"
+        auto_window = None if is_iterable(dataset) else shard_aware_window(shuffle, dataset)
+        if auto_window is not None:
+            self.shuffle = "shards"
         self.transform, self.sampler = transform, sampler
         self.drop_last = check_bool("Loader", "drop_last", drop_last)
         self.fields = check_fields("Loader", fields)
@@ -177,7 +184,7 @@ class Loader:
             self.rank, self.world_size = 0, 1
         else:
             self.rank, self.world_size = ranks.resolve(rank, world_size)
-        window = window_of(shard_window, dataset) if self.shuffle == "shards" else 1
+        window = auto_window or (window_of(shard_window, dataset) if self.shuffle == "shards" else 1)
         self.order = Order(dataset, self.batch_size, self.shuffle, sampler, self.drop_last, self.rank,
                            self.world_size, window)
         self._pass = self._fresh_pass()  # the pass state_dict describes (loader/checkpoint.py)
@@ -186,6 +193,8 @@ class Loader:
         self._restart_due = False  # set_epoch was called during a pass: the next pass starts from its epoch's start
         self.spare_ring: Any = None  # what the last whole pass left the next (loader/ahead.py)
         self._stepped = False  # set_epoch was called since the last pass began: make epoch + 1's first ahead
+        self.epoch_fetched: tuple[int, int] | None = None  # (epoch, bytes) a remote pack's last whole pass fetched
+        self._fetched_from: int | None = None  # its bytes_fetched when the last pass from sample 0 began
 
     @property
     def on_error(self) -> str:
@@ -280,6 +289,8 @@ class Loader:
         if keys is None:
             keys = self.order.keys(self.seed, self.epoch)
         self.order.check_start(start, keys)
+        fetched = getattr(self.dataset, "bytes_fetched", None)
+        self._fetched_from = fetched if start == 0 and isinstance(fetched, int) else None
         prefetch = getattr(self.dataset, "prefetch", None)
         if keys is not None and callable(prefetch):  # a remote pack downloads its shards in this order
             prefetch(keys[start:])
@@ -303,6 +314,8 @@ class Loader:
 
     def pass_ended(self, epoch: int) -> None:
         """A pass of `epoch` ran to its end: log the bad samples' summary when new ones were met."""
+        if self._fetched_from is not None and getattr(self.dataset, "remote", False):
+            self.epoch_fetched = (epoch, self.dataset.bytes_fetched - self._fetched_from)
         count = self.bad_samples.count
         if count > self._bad_logged:
             self._bad_logged = count
@@ -311,7 +324,7 @@ class Loader:
 
     def __repr__(self) -> str:
         return (f"Loader({type(self.dataset).__name__}, batch_size={self.batch_size}, threads={self.threads}, "
-                f"on_error={self.on_error!r}, bad_samples={self.bad_samples.count})")
+                f"on_error={self.on_error!r}, bad_samples={self.bad_samples.count}{fetch_note(self)})")
 
     def state_dict(self) -> dict[str, Any]:
         """Where the loader is: load it into a Loader over the same dataset to resume mid-epoch

@@ -18,6 +18,7 @@ windows differ make different global orders, so their strided split loses and re
 
 from __future__ import annotations
 
+import logging
 import zlib
 from typing import Any
 
@@ -30,16 +31,85 @@ DEFAULT_WINDOW = 8  # shards shuffled together when neither the Loader nor the d
 
 
 def check_shuffle(shuffle: Any, dataset: Any) -> bool | str:
-    """shuffle as the Loader keeps it: False, True or "shards" (the last needs ``item_shards``)."""
+    """shuffle as the Loader keeps it: False, True (also for "global": a sample-level shuffle the
+    user asked for by name, never made shard-aware) or "shards" (needs ``item_shards``)."""
     if isinstance(shuffle, (bool, np.bool_)):
         return bool(shuffle)
-    if shuffle != "shards":
-        raise ValueError(f"Loader: expected shuffle to be a bool, got {shuffle!r} (or 'shards': the shard-aware "
-                         f"order)")
+    if isinstance(shuffle, str) and shuffle == "global":
+        return True
+    if not isinstance(shuffle, str) or shuffle != "shards":
+        raise ValueError(f"Loader: expected shuffle to be a bool, 'shards' (the shard-aware order) or 'global' (a "
+                         f"sample-level shuffle even over a remote pack larger than its cache), got {shuffle!r}")
     if getattr(dataset, "item_shards", None) is None:
         raise ValueError(f"Loader: shuffle='shards' needs a dataset that says which shard each item is in "
                          f"(an item_shards array, as PackedDataset has); {type(dataset).__name__} has none")
     return "shards"
+
+
+def refetch_factor(dataset: Any) -> float:
+    """About how many times a sample-level shuffle fetches a remote pack per epoch: the first use
+    of each shard fetches it; each later sample of it finds it cached with the chance that the
+    cache holds it (cache_limit / pack bytes, an LRU cache under uniform random reads), else
+    fetches the whole shard again. 1.0 when the pack fits the cache (or says no cache)."""
+    limit, sizes = getattr(dataset, "cache_limit", None), getattr(dataset, "shard_sizes", None)
+    if limit is None or not sizes or sum(sizes) <= int(limit):
+        return 1.0
+    per_shard = len(dataset) / len(sizes)
+    return 1.0 + max(0.0, per_shard - 1.0) * (1.0 - int(limit) / sum(sizes))
+
+
+def shard_aware_window(shuffle: Any, dataset: Any) -> int | None:
+    """The shard window to use instead of ``shuffle=True`` over a remote pack larger than its
+    cache_limit (a sample-level shuffle would fetch it about :func:`refetch_factor` times an epoch),
+    said once at WARNING on the "fastprep" logger with the bytes it saves; None where True stays
+    (a local pack, one that fits, shuffle="global": then the estimate is logged at INFO). The
+    window: 8, or as many of the largest shards as half the cache holds (at least 1): sized from
+    the dataset's cache_limit argument, so ranks that pass the same one make the same order."""
+    if shuffle is not True and not isinstance(shuffle, np.bool_) and shuffle != "global":
+        return None
+    if not bool(shuffle) or getattr(dataset, "item_shards", None) is None or not getattr(dataset, "remote", False):
+        return None
+    factor, sizes = refetch_factor(dataset), getattr(dataset, "shard_sizes", None) or [0]
+    if factor <= 1.0:
+        return None
+    pack, limit, name = sum(sizes), int(dataset.cache_limit), type(dataset).__name__
+    where = f"{name} at {getattr(dataset, 'path', '?')} ({size(pack)}, cache_limit={size(limit)})"
+    if isinstance(shuffle, str):
+        logging.getLogger("fastprep").info(
+            "Loader: shuffle='global' over %s fetches about %.1fx the pack per epoch (~%s); shuffle=True would "
+            "use the shard-aware order (about 1x)", where, factor, size(factor * pack))
+        return None
+    window = max(1, min(DEFAULT_WINDOW, limit // 2 // max(1, max(sizes))))
+    logging.getLogger("fastprep").warning(
+        "Loader: shuffle=True over %s would fetch about %.1fx the pack per epoch (~%s); using the shard-aware "
+        "order instead (shuffle='shards', shard_window=%d: about 1x, %s), saving ~%s per epoch. Pass "
+        "shuffle='global' for a sample-level shuffle anyway", where, factor, size(factor * pack), window,
+        size(pack), size((factor - 1.0) * pack))
+    return window
+
+
+def fetch_note(loader: Any) -> str:
+    """What the Loader's repr adds over a remote dataset: its shuffle, and the bytes fetched in
+    the last whole epoch against the pack's size (', shuffle='shards', fetched 24.7 MB in epoch 0,
+    1.0x the 24.7 MB pack'); '' for a local one."""
+    dataset = loader.dataset
+    if not getattr(dataset, "remote", False):
+        return ""
+    note = f", shuffle={loader.shuffle!r}"
+    if loader.epoch_fetched is None:
+        return note + ", no whole epoch fetched yet"
+    epoch, fetched = loader.epoch_fetched
+    pack = sum(getattr(dataset, "shard_sizes", None) or [0])
+    times = f", {fetched / pack:.1f}x the {size(pack)} pack" if pack else ""
+    return f"{note}, fetched {size(fetched)} in epoch {epoch}{times}"
+
+
+def size(nbytes: float) -> str:
+    """'24.7 MB': bytes in decimal units, 3 significant digits."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{int(nbytes)} B"
 
 
 def item_shards(dataset: Any) -> np.ndarray:

@@ -100,6 +100,17 @@ class FetchMeter:
         self._pass_samples, self._running = 0, False
 
 
+    def pack(self) -> tuple[int, int]:
+        """(samples in an epoch, the pack's bytes) of the dataset, to set the bytes fetched per epoch
+        against the pack's size; 0 for what it does not say (no ``__len__``, no ``shard_sizes``)."""
+        try:
+            samples = len(self.dataset)
+        except TypeError:
+            samples = 0
+        sizes = getattr(self.dataset, "shard_sizes", None)
+        return samples, sum(sizes) if isinstance(sizes, (list, tuple)) else 0
+
+
 def size(n: float) -> str:
     """Bytes with 3 significant digits in B, kB, MB or GB (powers of 1000): '41.2 kB'."""
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):

@@ -259,6 +259,7 @@ class Monitor:
         host_wait = self.host_wait_sum if self.device.type == "cuda" else self.stats.wait_sum
         clock = f"CUDA events on {self.device}'s current stream" if self.device.type == "cuda" else "host clock"
         fetched, samples, seconds = self._fetch.totals(time.perf_counter()) if self._fetch is not None else (0, 0, 0.0)
+        epoch_samples, pack_bytes = self._fetch.pack() if self._fetch is not None else (0, 0)
         bad = getattr(getattr(self.facts_loader, "bad_samples", None), "count", 0)
         machine = self._cpu.machine
         return MonitorSummary.of(self.stats, host_wait, gpu_util=mean_gpu(sums, NO_SUMS),
@@ -267,6 +268,7 @@ class Monitor:
                                  cpu_process=mean_process(sums, NO_SUMS), cpu_process_note=self._process.what,
                                  startup=self.startup, passes=self.passes, clock=clock, device=str(self.device),
                                  fetched=fetched or None, fetched_samples=samples, fetch_seconds=seconds,
+                                 epoch_samples=epoch_samples, pack_bytes=pack_bytes,
                                  facts=self.facts, bad_samples=bad if isinstance(bad, int) else 0)
 
     @property

@@ -47,6 +47,8 @@ class MonitorSummary:
             storage (its ``bytes_fetched``, e.g. a PackedDataset over a URL), the samples received
             and the seconds of the passes that fetched them; `fetched` is None without such a dataset
             or while its counter has not moved.
+        epoch_samples, pack_bytes: the dataset's samples and its pack's bytes (its ``shard_sizes``),
+            against which the summary sets the bytes fetched per epoch; 0 when it does not say.
         facts: the pipeline (fastprep.monitoring.pipeline.PipelineFacts; None when unreadable): the
             summary prints it and advises only the remedies that apply to it and are not taken.
         bad_samples: samples the loader skipped (its ``bad_samples.count``, when it keeps one).
@@ -78,6 +80,8 @@ class MonitorSummary:
     fetched: int | None = None
     fetched_samples: int = 0
     fetch_seconds: float = 0.0
+    epoch_samples: int = 0
+    pack_bytes: int = 0
     cpu_process: float | None = None
     cpu_process_note: str = ""
     facts: PipelineFacts | None = None
@@ -106,6 +110,13 @@ class MonitorSummary:
     def fetch_rate(self) -> float | None:
         """Bytes fetched from remote storage per second of the passes (None: nothing fetched)."""
         return self.fetched / self.fetch_seconds if self.fetched and self.fetch_seconds > 0 else None
+
+    @property
+    def epoch_fetched(self) -> float | None:
+        """Bytes fetched from remote storage per epoch (per sample times the epoch's samples; None
+        when nothing was fetched or the dataset has no length)."""
+        per = self.bytes_per_sample
+        return per * self.epoch_samples if per is not None and self.epoch_samples else None
 
     @property
     def starved(self) -> bool:
@@ -187,8 +198,12 @@ class MonitorSummary:
         per, rate = self.bytes_per_sample, self.fetch_rate
         if per is None:
             return []
+        epoch, pack = self.epoch_fetched, self.pack_bytes
+        per_epoch = f"; {size(epoch)} per epoch" if epoch is not None else ""
+        if epoch is not None and pack:  # a shuffle that re-fetches the pack shows here as many times its size
+            per_epoch += f", {epoch / pack:.1f}x the pack's {size(pack)}"
         return [f"fetched from remote storage: {size(per)} per sample, {size(rate or 0.0)}/s ({size(self.fetched)} "
-                f"for {self.fetched_samples} samples in {self.fetch_seconds:.3g} s; this process's reads)"]
+                f"for {self.fetched_samples} samples in {self.fetch_seconds:.3g} s; this process's reads){per_epoch}"]
 
     def __str__(self) -> str:
         lines = [f"fastprep.monitor: {self.headline()}"]
@@ -200,6 +215,8 @@ class MonitorSummary:
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
-        """The fields, plus input_bound_share, starved, bytes_per_sample and fetch_rate (for JSON or a logger)."""
+        """The fields, plus input_bound_share, starved, bytes_per_sample, fetch_rate and epoch_fetched
+        (for JSON or a logger)."""
         return {**asdict(self), "input_bound_share": self.input_bound_share, "starved": self.starved,
-                "bytes_per_sample": self.bytes_per_sample, "fetch_rate": self.fetch_rate}
+                "bytes_per_sample": self.bytes_per_sample, "fetch_rate": self.fetch_rate,
+                "epoch_fetched": self.epoch_fetched}

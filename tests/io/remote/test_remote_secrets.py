@@ -5,6 +5,7 @@ refused (401, 403) names the URL and says to check credentials; a missing client
 immediate error naming what to install; an http(s) URL's query string (a token, a signature) is
 kept on every object's URL."""
 
+import logging
 import os
 import shutil
 import traceback
@@ -26,7 +27,7 @@ pytestmark = [needs_decoder, pytest.mark.one_backend]
 
 FILES = {"a/1.jpg": lambda: photo_jpeg("coffee", "4:2:0", False, (301, 333)),
          "b/2.jpg": lambda: grey_jpeg(False, (91, 130))}
-FAST = Retry(tries=2, backoff=0.0, max_backoff=0.0, timeout=5)
+FAST = Retry(tries=2, backoff=0.0, max_backoff=0.0, timeout=5, outage=0.5)  # an unreachable store: waited for, briefly
 TOKEN = f"tok{uuid.uuid4().hex}"  # made here, so no source line a traceback prints holds it
 KEY_ID = f"AKIA{uuid.uuid4().hex[:16].upper()}"
 
@@ -121,7 +122,7 @@ def test_an_s3_403_names_the_url_and_says_check_credentials(served, tmp_path, s3
 
 @pytest.mark.parametrize("case", ["credentials before the bucket", "endpoint query", "endpoint user info",
                                   "options, nothing listening"])
-def test_no_s3_failure_shows_a_credential(tmp_path, s3_env, case):
+def test_no_s3_failure_shows_a_credential(tmp_path, s3_env, case, caplog):
     port = free_port()  # nothing listens there
     cases = {
         "credentials before the bucket": lambda: open_remote(f"s3://{KEY_ID}:{TOKEN}@bucket/p", tmp_path),
@@ -132,9 +133,12 @@ def test_no_s3_failure_shows_a_credential(tmp_path, s3_env, case):
         "options, nothing listening": lambda: open_remote("s3://bucket/p", tmp_path, storage_options={
             "endpoint_url": f"http://127.0.0.1:{port}", "key": KEY_ID, "secret": TOKEN}),
     }
-    exc = failure(cases[case])
+    with caplog.at_level(logging.WARNING, logger="fastprep"):
+        exc = failure(cases[case])
     assert all(s not in text_of(exc) for s in (TOKEN, TOKEN[::-1], KEY_ID)), text_of(exc)
     assert "s3://bucket/p" in str(exc)
+    logged = "\n".join(r.getMessage() for r in caplog.records)  # an unreachable store's outage lines too
+    assert all(s not in logged for s in (TOKEN, TOKEN[::-1], KEY_ID)), logged
 
 
 @pytest.mark.parametrize(("url", "install"), [("gs://bucket/p", "pip install gcsfs"),

@@ -222,6 +222,11 @@ class PackedDataset(ImageSource):
                                   f"reading {where} by range")
 
     @property
+    def remote(self) -> bool:
+        """Whether the pack is read from a URL (through its local shard cache)."""
+        return self._remote is not None
+
+    @property
     def bytes_fetched(self) -> int:
         """Bytes this process read from a remote pack's store (shards, index, ranges); 0 for a local pack."""
         return 0 if self._remote is None else self._remote.store.bytes_fetched

@@ -63,11 +63,15 @@ class Prefetcher:
             self._fill()
 
     def reached(self, k: int) -> None:
-        """The reader opened shard k: shards before it in the order need no room any more."""
+        """The reader opened shard k: shards before it in the order need no room any more, and
+        none of them (nor k) is fetched from here on: a reader that overtook the downloads (faster
+        than the store) used them already, and a download of one now, evicted since, would fetch
+        it a second time for nothing."""
         with self._cond:
             j = self._at.get(k)
             if j is not None and j > self._pos:
                 self._pos = j
+                self._next = max(self._next, j + 1)
                 self._fill()
 
     def _fill(self) -> None:  # under the condition's lock

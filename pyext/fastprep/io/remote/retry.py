@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from fastprep.io.errors import RemoteAccessError, RemoteReadError, ShardFormatError, ShardMismatchError
+from fastprep.io.remote.outage import OUTAGE, unreachable
 from fastprep.io.remote.redaction import describe, redact, stand_in
 
 __all__ = ["Retry", "describe", "redact"]
@@ -28,6 +29,7 @@ LOCAL_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # writing the download here fail
 # ... and the clients' errors of that kind (botocore's missing credentials, bad parameters).
 FATAL_NAMES = ("Credentials", "ParamValidation", "NoSuchBucket", "AccessDenied", "InvalidAccessKeyId",
                "SignatureDoesNotMatch", "EndpointResolution", "InvalidURL")
+OUTAGE_PAUSE = 0.05  # the shortest wait between two tries while a store is unreachable
 DENIED_NAMES = ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden", "Unauthorized")
 
 
@@ -48,6 +50,13 @@ class Retry:
             them included, however steadily its bytes trickle in (a server sending a byte now and
             then never trips `timeout`); a reader waiting for another's download of the same shard
             counts its wait in it. Past it: a RemoteReadError naming the URL and the deadline.
+        outage: seconds a read waits for a store that cannot be reached at all (connection refused,
+            host unreachable, a connect timeout) once its `tries` are used, trying again with backoff
+            and jitter (at most `max_backoff` apart) rather than raise out of the epoch: the read
+            then carries on where it was. One budget per outage for the whole process (its threads
+            join the outage the first one met; fastprep.io.remote.outage), within each read's
+            `deadline`; said at WARNING on the "fastprep" logger when the wait starts and when the
+            store answers again. 0: no waiting, the last try raises.
 
     Example:
         >>> ds = PackedDataset("s3://bucket/train.packed", retry=Retry(tries=8, backoff=0.2))
@@ -58,11 +67,12 @@ class Retry:
     max_backoff: float = 5.0
     timeout: float = 30.0
     deadline: float = 600.0
+    outage: float = 300.0
 
     def __post_init__(self):
         if not isinstance(self.tries, int) or isinstance(self.tries, bool) or self.tries < 1:
             raise ValueError(f"Retry: expected tries to be an int >= 1, got {self.tries!r}")
-        for name in ("backoff", "max_backoff", "timeout", "deadline"):
+        for name in ("backoff", "max_backoff", "timeout", "deadline", "outage"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
                 raise ValueError(f"Retry: expected {name} to be a number >= 0, got {value!r}")
@@ -71,7 +81,12 @@ class Retry:
 
     def wait(self, attempt: int) -> float:
         """Seconds to sleep after failed attempt `attempt` (0-based): full jitter."""
-        return random.uniform(0, min(self.max_backoff, self.backoff * 2 ** attempt))
+        return random.uniform(0, min(self.max_backoff, self.backoff * 2 ** min(attempt, 64)))  # 2**1100: no float
+
+    def outage_wait(self, attempt: int) -> float:
+        """Seconds to sleep between two tries of an unreachable store: the backoff, half of it
+        jittered, and at least OUTAGE_PAUSE (a backoff of 0 would spin on the refused connects)."""
+        return random.uniform(0.5, 1.0) * max(OUTAGE_PAUSE, min(self.max_backoff, self.backoff * 2 ** min(attempt, 64)))
 
     def call(self, what: str, url: str, fn: Callable[[], T], *,
              secrets: Iterable[str] | Callable[[], Iterable[str]] = (), until: float | None = None) -> T:
@@ -85,11 +100,13 @@ class Retry:
         (:func:`stand_in`) cleared of `secrets` (or what calling it gives: looked up only on a
         failure) and of URLs' credentials."""
         until = time.monotonic() + self.deadline if until is None else until
-        tries = 0
+        tries, outage_ends = 0, None  # outage_ends: the end of the outage this read waits out
         while True:
             tries += 1
             try:
-                return fn()
+                result = fn()
+                OUTAGE.recovered(url)
+                return result
             except PASS:
                 raise
             except Exception as exc:  # noqa: BLE001 (each kind is sorted out below, outside the handler)
@@ -98,8 +115,18 @@ class Retry:
                 break
             secrets = list(secrets() if callable(secrets) else secrets)
             error = self._fatal(what, url, last, secrets)
-            if error is None and (tries >= self.tries or time.monotonic() >= until):
-                error = self._final(what, url, last, tries, secrets, time.monotonic() >= until)
+            late = time.monotonic() >= until
+            if error is None and not late and tries >= self.tries and self.outage > 0 and unreachable(last):
+                if outage_ends is None:  # the tries are used: wait for the store within the outage budget
+                    outage_ends = OUTAGE.join(self.outage, url, f"{type(last).__name__}: "
+                                              f"{describe(last, secrets)}")
+                if time.monotonic() < outage_ends:
+                    time.sleep(max(0.0, min(self.outage_wait(tries - 1), outage_ends - time.monotonic(),
+                                            until - time.monotonic())))
+                    continue
+                OUTAGE.gave_up(outage_ends, url)
+            if error is None and (tries >= self.tries or late):
+                error = self._final(what, url, last, tries, secrets, late, outage_ends is not None)
             if error is not None:
                 break
             time.sleep(max(0.0, min(self.wait(tries - 1), until - time.monotonic())))
@@ -131,9 +158,11 @@ class Retry:
         return None
 
     def _final(self, what: str, url: str, last: Exception, tries: int, secrets: list[str],
-               late: bool) -> BaseException:
-        """The error after the last try (or past the deadline)."""
+               late: bool, waited: bool = False) -> BaseException:
+        """The error after the last try (or past the deadline, or the outage budget)."""
         n = f"{tries} {'try' if tries == 1 else 'tries'}"
+        if waited and not late:
+            n += f", the store unreachable for the outage budget of {self.outage:g} s (Retry.outage)"
         late = f"not done within the deadline of {self.deadline:g} s (Retry.deadline) after {n}" if late else ""
         if isinstance(last, ShardFormatError):
             return ShardFormatError(f"{what} at {url}: {describe(last, secrets)} ({late or 'after ' + n})")
