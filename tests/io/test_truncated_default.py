@@ -106,3 +106,12 @@ def test_the_skip_hint_keeps_the_type_and_names_the_file():
         f"ImageFolder: a.jpg: bad ({SKIP_HINT})"  # named already: not twice
     key = KeyError("k")
     assert with_skip_hint("ImageFolder", "a.jpg", key) is key  # its str() quotes: kept as it is
+
+
+def test_the_pack_command_refuses_it_unless_no_strict(folder, tmp_path, capsys):
+    from fastprep.tools.cli.commands import main  # noqa: PLC0415 (the command line, as test_pack_summary runs it)
+
+    assert main(["pack", str(folder), str(tmp_path / "a"), "--no-progress"]) == 1
+    assert "cat/1.jpg" in capsys.readouterr().err
+    assert main(["pack", str(folder), str(tmp_path / "b"), "--no-progress", "--no-strict"]) == 0
+    assert len(fio.PackedDataset(tmp_path / "b", strict=False)) == 3
