@@ -1,5 +1,5 @@
 """on_error on the map-style sources (fastprep.core.bad_samples): a bad sample (a JPEG truncated in its
-header or, with strict, in its scan; a text file named .jpg; an LMDB value or HDF5 image that is
+header or in its scan (unless strict=False); a text file named .jpg; an LMDB value or HDF5 image that is
 not an image; a pack's missing shard) is replaced by the next one that loads, transformed from the
 random state the bad one started with, counted and named; "warn" warns once per bad sample;
 "raise" raises the error unchanged. A DataLoader over such a folder gets full batches."""
@@ -60,8 +60,8 @@ def test_skip_replaces_a_bad_file_by_the_next_that_loads_and_names_it(folder, ro
     assert torch.equal(_decoded(ds.load_raw(1)[0]), _decoded(ds.read_item(2)[0]))  # the Loader's path too
 
 
-def test_a_scan_cut_short_is_bad_only_under_strict(folder):
-    ds = fio.ImageFolder(folder, on_error="skip")
+def test_a_scan_cut_short_is_good_only_with_strict_false(folder):
+    ds = fio.ImageFolder(folder, on_error="skip", strict=False)
     with pytest.warns(fio.CorruptJpegWarning):
         image, _ = ds[4]
     assert image.shape == (3, 48, 64) and ds.bad_samples.count == 0

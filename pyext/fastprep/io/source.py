@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from fastprep.core.bad_samples import NEVER_SKIPPED, BadSamples, SubstitutesExhausted, check_on_error, substitutes
+from fastprep.core.failure_text import with_skip_hint
 from fastprep.core.rng import owns_generator
 from fastprep.core.tree import tree_map
 from fastprep.io.jpeg import decode_jpeg, ycbcr_in_layout
@@ -175,7 +176,10 @@ class ImageSource(torch.utils.data.Dataset):
                 raise
             if not skip:
                 self.bad_samples.record(i, self.sample_name(i), exc)
-                raise
+                hinted = with_skip_hint(self.bad_samples.who, self.sample_name(i), exc)
+                if hinted is exc:
+                    raise
+                raise hinted from exc.__cause__  # the same error, its message naming the file and on_error
             failed = [(i, exc)]
         for j in substitutes(i, n):
             j %= n

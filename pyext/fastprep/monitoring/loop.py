@@ -13,6 +13,7 @@ import torch
 
 from fastprep.batch.device_prefetcher import check_device
 from fastprep.core.args import check_int, check_real
+from fastprep.core.failure_text import failure_line
 from fastprep.core.iterators import stop_iterator
 from fastprep.monitoring.events import EventRing
 from fastprep.monitoring.fetched import FetchMeter, fetching_dataset
@@ -154,6 +155,10 @@ class Monitor:
                     batch = next(it)
                 except StopIteration:
                     return
+                except Exception as exc:  # one line naming the sample (a source's error names the file and
+                    if self.report is not None:  # on_error), before the summary and the traceback
+                        self._write(f"fastprep.monitor: batch {n + 1} failed: {failure_line(exc)}")
+                    raise
                 t1 = perf()
                 if ring is not None:
                     ring.arrived()

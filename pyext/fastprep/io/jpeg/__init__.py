@@ -43,7 +43,9 @@ INSTALL_HINT = ("fastprep was built without libjpeg-turbo >= 1.5. Install it (ap
 class CorruptJpegWarning(UserWarning):
     """libjpeg recovered from corrupt data (a truncated file, a bad Huffman code, ...): the image
     was decoded, but the damaged part holds libjpeg's fill (grey for a truncated file) or garbage.
-    ``strict=True`` raises ValueError instead."""
+    ``strict=True`` raises ValueError instead: the default of every source (ImageFolder, JpegFile,
+    the dataset sources, pack), as Pillow raises; ``decode_jpeg``'s own default warns, as
+    torchvision's ``decode_jpeg``."""
 
 
 class JpegHeader(NamedTuple):
@@ -229,7 +231,8 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
         layout: "CHW" (torchvision's) or "HWC" (the decoder's own order, no de-interleave).
         out: a uint8 CPU tensor of the output's shape (any strides) to decode into.
         strict: raise ValueError on the corrupt data libjpeg would recover from, instead of a
-            :class:`CorruptJpegWarning`.
+            :class:`CorruptJpegWarning`. Default False here (torchvision's ``decode_jpeg`` warns
+            too); the sources (ImageFolder, JpegFile, ...) default to True, as Pillow raises.
         name: what to call the data in errors (default: the path, if one was given).
         scale: M of libjpeg-turbo's reduced decode at M/8 of the image's size (8: full size, the
             default); `crop` is then in the scaled image's pixels (fastprep.io.jpeg.scale.scaled_size).

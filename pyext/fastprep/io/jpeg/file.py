@@ -22,7 +22,10 @@ class JpegFile(WindowedImage):
     Args:
         data: the file's bytes (or a 1-D uint8 tensor / array) or its path.
         name: what to call it in errors (default: the path, if one was given).
-        mode, layout, strict: as in :func:`fastprep.io.decode_jpeg`.
+        mode, layout: as in :func:`fastprep.io.decode_jpeg`.
+        strict: corrupt JPEG data (a truncated file) raises ValueError when a window is decoded
+            (default True, as the sources that hand JpegFiles out: Pillow raises); False decodes
+            it as libjpeg recovers it, with a CorruptJpegWarning (decode_jpeg's own default).
         exif: present the image upright by its EXIF orientation (decode_jpeg's `exif`): `height`,
             `width`, windows and `out` are the upright image's; ``orientation`` holds the tag
             (1 without `exif`); `header` stays the stored image's.
@@ -37,11 +40,12 @@ class JpegFile(WindowedImage):
     __slots__ = ("data", "name", "mode", "layout", "strict", "header", "orientation")
 
     def __init__(self, data: Any, *, name: str | None = None, mode: str = "RGB", layout: str = "CHW",
-                 strict: bool = False, exif: bool = False):
+                 strict: bool = True, exif: bool = False):
         check_image_args("JpegFile", mode, layout)
         exif = check_bool("JpegFile", "exif", exif)
         self.data, path = as_bytes("JpegFile", data)
-        self.name, self.mode, self.layout, self.strict = name or path, mode, layout, strict
+        self.name, self.mode, self.layout = name or path, mode, layout
+        self.strict = check_bool("JpegFile", "strict", strict)
         self.header = read_jpeg_header(self.data, name=self.name)
         self.orientation = jpeg_orientation(self.data) if exif else 1
 

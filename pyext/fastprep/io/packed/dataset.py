@@ -47,8 +47,9 @@ class PackedDataset(ImageSource):
         transform, target_transform: as torchvision's ImageFolder.
         mode: "RGB", "YCbCr" or "GRAY", as :func:`fastprep.io.decode_jpeg` (raw records: RGB, YCbCr).
         layout: "CHW" (default) or "HWC".
-        strict: corrupt JPEG data raises instead of warning (packed records are checksummed: only
-            an input that was already corrupt when packed can warn).
+        strict: corrupt JPEG data raises ValueError (default True, as in ImageFolder) instead of a
+            CorruptJpegWarning (packed records are checksummed: only an input that was already
+            corrupt when packed, with ``pack(strict=False)``, can hold any).
         cache_dir, cache_limit, fetch, storage_options, retry, workers: for a pack at a URL
             ("s3://bucket/train.packed", gs://, az://, http(s)://, file://: whatever fsspec serves;
             ``pip install 'fastprep[remote]'``), see docs/remote.md. Its index is fetched at once;
@@ -86,7 +87,7 @@ class PackedDataset(ImageSource):
 
     def __init__(self, path: str | os.PathLike, transform: Callable | None = None,
                  target_transform: Callable | None = None, *, mode: str = "RGB", layout: str = "CHW",
-                 strict: bool = False, verify: bool = True, cache_dir: str | os.PathLike | None = None,
+                 strict: bool = True, verify: bool = True, cache_dir: str | os.PathLike | None = None,
                  cache_limit: int | None = None, fetch: str = "auto", storage_options: dict | None = None,
                  retry: Retry | None = None, workers: int = 4, exif: bool = False, on_error: str = "raise"):
         if mode not in MODES:
@@ -109,7 +110,8 @@ class PackedDataset(ImageSource):
         self.exif = check_bool("PackedDataset", "exif", exif)
         if not isinstance(verify, bool):
             raise ValueError(f"PackedDataset: expected verify to be a bool, got {verify!r}")
-        self.mode, self.layout, self.strict, self.verify = mode, layout, strict, verify
+        self.mode, self.layout, self.verify = mode, layout, verify
+        self.strict = check_bool("PackedDataset", "strict", strict)
         entries, self.pack_id, meta, self._names_at = index or fmt.read_index(self.index_path)
         self._shards = [(str(name), int(size)) for name, size, _ in meta["shards"]]
         if self._remote is not None:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.core.args import check_bool
 from fastprep.core.bad_samples import BadSamples, check_on_error
 from fastprep.core.progress import Progress
 from fastprep.io.errors import PackSourceError, PackWriteError
@@ -87,7 +88,8 @@ def _bad_item(sources: Sources, i: int, name: str, why: str, found: str = "") ->
 
 def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int | None = None,
          threads: int | None = None, quality: int = 90, non_jpeg: str = "raw", shard_bytes: int = 256 << 20,
-         restart: int = 4, progress: bool = True, overwrite: bool = False, on_error: str = "raise") -> PackSummary:
+         restart: int = 4, progress: bool = True, overwrite: bool = False, on_error: str = "raise",
+         strict: bool = True) -> PackSummary:
     """Pack an image folder or a map-style dataset into shards + an index for :class:`PackedDataset`.
 
     JPEGs are transcoded losslessly (the same DCT coefficients) to baseline Huffman with a restart
@@ -131,6 +133,9 @@ def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int
         on_error: "raise" (default), "skip" or "warn": what an input that cannot be packed does
             (fastprep.core.bad_samples). A dataset item with a bad label, extras or image type is a bug,
             not a bad sample: it raises whatever the policy.
+        strict: a JPEG with corrupt data libjpeg would recover from (a truncated file) is an input
+            that cannot be packed (default True, as Pillow raises on it); False packs it as libjpeg
+            decodes it, with a PackWarning naming it. Not part of the pack's identity (as `on_error`).
 
     Returns:
         a :class:`PackSummary`.
@@ -164,7 +169,7 @@ def pack(src: Any, dest: str | os.PathLike, *, mode: str = "jpeg", max_side: int
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise PackWriteError(errno.ENOTDIR, f"pack: DEST {dest!r} is a file, not a folder: choose another DEST")
     threads = threads or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    opts = Options(mode, max_side, quality, non_jpeg, restart)
+    opts = Options(mode, max_side, quality, non_jpeg, restart, check_bool("pack", "strict", strict))
     summary = PackSummary(dest, 0, 0, input_bytes=sum(sources.sizes or []), on_error=on_error, bad_samples=bad)
     done: list = []
     try:

@@ -42,6 +42,7 @@ class Options:
     quality: int = 90
     non_jpeg: str = "raw"
     restart: int = 4
+    strict: bool = True  # which inputs are bad, like on_error: not part of the pack's identity
 
     def as_dict(self) -> dict:
         return {"mode": self.mode, "max_side": self.max_side, "quality": self.quality, "non_jpeg": self.non_jpeg,
@@ -160,7 +161,7 @@ def _jpeg_record(data: bytes, opts: Options) -> Packed:
 
 def _transcode(data: bytes, opts: Options) -> tuple:
     try:
-        return jpeg_io.native("pack").transcode_record(data, opts.restart, False)
+        return jpeg_io.native("pack").transcode_record(data, opts.restart, opts.strict)
     except ValueError as exc:
         raise Unreadable(str(exc)) from None
 
@@ -225,7 +226,7 @@ def _jpeg_input(data: bytes, opts: Options) -> Packed:
         p.how = "jpeg_transcoded"
         return p
     try:
-        pixels = jpeg_io.decode_jpeg(data, layout="HWC").numpy()
+        pixels = jpeg_io.decode_jpeg(data, layout="HWC", strict=opts.strict).numpy()
     except ValueError as exc:
         raise Unreadable(str(exc).removeprefix("decode_jpeg: ")) from None
     pixels = _shrunk(pixels, opts.max_side)

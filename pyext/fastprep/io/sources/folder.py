@@ -62,7 +62,11 @@ class ImageFolder(ImageSource):
         mode: "RGB", "YCbCr" or "GRAY", as in :func:`fastprep.io.decode_jpeg`.
         layout: "CHW" (default, torchvision's) or "HWC".
         extensions: the file endings listed (any case); the content decides the decoder.
-        strict: corrupt JPEG data raises instead of warning (see decode_jpeg).
+        strict: corrupt JPEG data (a truncated file, a damaged scan) raises ValueError, so the file
+            is a bad sample (`on_error` decides), as Pillow and torchvision's ImageFolder raise:
+            the default. False decodes it as libjpeg recovers it (the missing part grey) with a
+            :class:`fastprep.io.CorruptJpegWarning` naming the file. With `roi` the JPEG body is
+            decoded by window later, so the error comes from the decode (see docs/real-files.md).
         exif: turn each photo upright by its EXIF orientation (decode_jpeg's `exif`; with `roi`,
             JpegFiles whose windows are the upright image's). Default False, as torchvision's
             ImageFolder (Pillow's ``convert("RGB")`` ignores the tag).
@@ -77,12 +81,13 @@ class ImageFolder(ImageSource):
 
     def __init__(self, root: str | os.PathLike, transform: Callable | None = None,
                  target_transform: Callable | None = None, *, roi: bool = False, mode: str = "RGB",
-                 layout: str = "CHW", extensions: Sequence[str] = IMG_EXTENSIONS, strict: bool = False,
+                 layout: str = "CHW", extensions: Sequence[str] = IMG_EXTENSIONS, strict: bool = True,
                  exif: bool = False, on_error: str = "raise"):
         check_image_args("ImageFolder", mode, layout)
         self.root = os.fspath(root)
         self.transform, self.target_transform = transform, target_transform
-        self.roi, self.mode, self.layout, self.strict = roi, mode, layout, strict
+        self.roi, self.mode, self.layout = roi, mode, layout
+        self.strict = check_bool("ImageFolder", "strict", strict)
         self.exif = check_bool("ImageFolder", "exif", exif)
         self.set_on_error("ImageFolder", on_error)
         self.classes, self.class_to_idx = find_classes(self.root)

@@ -156,7 +156,8 @@ class HDF5Dataset(ImageSource):
         mode: "RGB" (grey pixels repeated), "GRAY" (grey pixels; any mode for encoded images).
         layout: what items decode to: "CHW" (default) or "HWC".
         stored: "HWC" or "CHW" for 4-D pixels (default: HWC when the last dimension is 1 or 3).
-        strict: as in decode_jpeg, for encoded images.
+        strict: as in ImageFolder, for encoded images: corrupt JPEG data raises (default True, a bad
+            sample); False decodes it as libjpeg recovers it, with a CorruptJpegWarning.
         exif: encoded images turned upright by their EXIF orientation, as in ImageFolder (pixel
             arrays are read as stored).
         on_error: an image that cannot be read or decoded: "raise" (default), "skip" or "warn", as
@@ -170,7 +171,7 @@ class HDF5Dataset(ImageSource):
 
     def __init__(self, path: str | os.PathLike | Callable[[], Any], images: str = "images", labels: str | None = None,
                  transform: Callable | None = None, target_transform: Callable | None = None, *, roi: bool = True,
-                 mode: str = "RGB", layout: str = "CHW", stored: str | None = None, strict: bool = False,
+                 mode: str = "RGB", layout: str = "CHW", stored: str | None = None, strict: bool = True,
                  exif: bool = False, on_error: str = "raise", file_kwargs: dict[str, Any] | None = None):
         who = "HDF5Dataset"
         check_image_args(who, mode, layout)
@@ -178,7 +179,8 @@ class HDF5Dataset(ImageSource):
         self.set_on_error(who, on_error)
         opener = path if callable(path) else functools.partial(open_file, os.fspath(path), dict(file_kwargs or {}))
         self.transform, self.target_transform = transform, target_transform
-        self.roi, self.mode, self.layout, self.strict = roi, mode, layout, strict
+        self.roi, self.mode, self.layout = roi, mode, layout
+        self.strict = check_bool(who, "strict", strict)
         self._state = PerProcess(functools.partial(open_state, opener, images, labels), close_state)
         file, dset, _ = open_state(opener, images, labels)  # checked now, closed before any fork
         try:

@@ -129,7 +129,8 @@ class LMDBDataset(ImageSource):
         decode_value: ``callable(value bytes)`` returning image bytes, ``(image bytes, label, ...)``
             or a dict as above, for other layouts (protobuf Datums, msgpack, ...).
         labels: a label per item, for LMDBs whose values hold only the image.
-        roi, mode, layout, strict, exif: as in ImageFolder (default roi=True).
+        roi, mode, layout, strict, exif: as in ImageFolder (default roi=True; strict=True: a corrupt
+            JPEG is a bad sample, False decodes it with a CorruptJpegWarning).
         on_error: a value that cannot be read or decoded: "raise" (default), "skip" or "warn", as in
             ImageFolder (recorded in ``bad_samples`` under ``path[key]``).
         open_kwargs: passed on to ``lmdb.open`` (over readonly=True, lock=False, readahead=False).
@@ -143,7 +144,7 @@ class LMDBDataset(ImageSource):
                  target_transform: Callable | None = None, *, keys: Sequence[str | bytes] | None = None,
                  value: str = "auto", decode_value: Callable[[bytes], Any] | None = None,
                  labels: Sequence[int] | None = None, roi: bool = True, mode: str = "RGB", layout: str = "CHW",
-                 strict: bool = False, exif: bool = False, on_error: str = "raise",
+                 strict: bool = True, exif: bool = False, on_error: str = "raise",
                  open_kwargs: dict[str, Any] | None = None):
         check_image_args("LMDBDataset", mode, layout)
         self.exif = check_bool("LMDBDataset", "exif", exif)
@@ -153,7 +154,8 @@ class LMDBDataset(ImageSource):
         self.path = os.fspath(path)
         self.transform, self.target_transform = transform, target_transform
         self.value, self.decode_value, self.labels = value, decode_value, labels
-        self.roi, self.mode, self.layout, self.strict = roi, mode, layout, strict
+        self.roi, self.mode, self.layout = roi, mode, layout
+        self.strict = check_bool("LMDBDataset", "strict", strict)
         self.open_kwargs = dict(open_kwargs or {})
         if keys is not None:
             self.keys = [k.encode() if isinstance(k, str) else bytes(k) for k in keys]

@@ -87,7 +87,9 @@ class WebDataset(torch.utils.data.IterableDataset):
         rank, world_size: this process's part of the shards; default: torch.distributed's when it is
             initialised when the dataset is made, else torchrun's RANK / WORLD_SIZE, else 0 of 1.
         roi: JPEG members as JpegFiles (decoded by window); False decodes them whole.
-        mode, layout, strict: as in :func:`fastprep.io.decode_jpeg`.
+        mode, layout: as in :func:`fastprep.io.decode_jpeg`.
+        strict: corrupt JPEG data raises ValueError naming the member (default True, as Pillow
+            raises); False decodes it as libjpeg recovers it, with a CorruptJpegWarning.
         exif: image members turned upright by their EXIF orientation (decode_jpeg's `exif`; with
             `roi`, JpegFiles whose windows are the upright image's). Default False.
         decoders: ``{extension: callable(bytes)}`` for members fastprep does not decode (``.pyd``
@@ -106,7 +108,7 @@ class WebDataset(torch.utils.data.IterableDataset):
     def __init__(self, urls: Any, transform: Callable | None = None, target_transform: Callable | None = None, *,
                  fields: Sequence[str] | str | None = DEFAULT_FIELDS, shuffle: bool = False, buffer: int = 1000,
                  seed: int | None = None, rank: int | None = None, world_size: int | None = None, roi: bool = True,
-                 mode: str = "RGB", layout: str = "CHW", strict: bool = False, exif: bool = False,
+                 mode: str = "RGB", layout: str = "CHW", strict: bool = True, exif: bool = False,
                  decoders: dict[str, Callable[[bytes], Any]] | None = None,
                  open_shard: Callable[[str], Any] | None = None):
         who = "WebDataset"
@@ -136,6 +138,7 @@ class WebDataset(torch.utils.data.IterableDataset):
         self.fields, self.shuffle, self.buffer = fields, check_bool(who, "shuffle", shuffle), buffer
         self.seed = draw_seed() if seed is None else seed_argument(who, "seed", seed)
         self.open_shard = open_shard or open_url
+        strict = check_bool(who, "strict", strict)
         self.decode_member = MemberDecoder(who, roi=roi, mode=mode, layout=layout, strict=strict, decoders=decoders,
                                            exif=check_bool(who, "exif", exif))
         self.epoch = 0

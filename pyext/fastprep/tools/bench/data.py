@@ -23,7 +23,9 @@ from typing import Any
 
 import torch
 
+from fastprep.core.failure_text import SKIP_HINT
 from fastprep.tools.bench import usual as bench_usual
+from fastprep.tools.bench.bad_files import BadFileError, BadFileStop, bad_file_line, naming_loader
 from fastprep.tools.bench.port import Port, port
 from fastprep.tools.bench.sweep import usable_cores
 from fastprep.tools.diagnose.targets import UsageError
@@ -115,6 +117,8 @@ def first_sample(dataset: Any, spec: str, what: str) -> None:
     except Exception as exc:  # noqa: BLE001
         path = (dataset.samples[0][0] if hasattr(dataset, "samples") else dataset.where(0) if hasattr(dataset, "where")
                 else "item 0")
+        if isinstance(exc, BadFileError) or SKIP_HINT in str(exc):  # the file's fault, not the transform's
+            raise UsageError(bad_file_line(exc, [path]) or f"{path!r}: {_raised(exc)}") from None
         raise UsageError(f"--transform {spec!r} failed on the first sample ({path}) {what}: {_raised(exc)}") from None
 
 
@@ -131,7 +135,7 @@ def prepare(data: str, spec: str) -> dict:
     if kind == "folder":
         from torchvision.datasets import ImageFolder  # noqa: PLC0415
 
-        usual = ImageFolder(data, transform=transform)
+        usual = ImageFolder(data, transform=transform, loader=naming_loader)  # its errors name the file
     else:
         usual = fio.PackedDataset(data, transform=transform)
     first_sample(usual, spec, "in the usual pipeline")
@@ -209,7 +213,14 @@ def run(data: str, spec: str, cores: int | None = None, batch_size: int = 64, re
                                                         batch_size, n)
         ways["the port in a DataLoader"] = dataloader_way(T.SeedByIndex(Cycle(made["applying"], length), seed=0),
                                                           default_collate, batch_size, n)
-    rates = measure({"data": ways}, repeats, budget, {"data": data})["data"]
+    try:
+        rates = measure({"data": ways}, repeats, budget, {"data": data})["data"]
+    except Exception as exc:
+        paths = [p for p, _ in made["fastprep"].samples] if made["kind"] == "folder" else []
+        line = bad_file_line(exc, paths)
+        if line is None:
+            raise
+        raise BadFileStop(line) from exc
     return {**{k: made[k] for k in ("kind", "data", "spec", "how", "count", "classes")}, "port": made["port"],
             "foreign": made["foreign"]["what"] if "foreign" in made else "",
             "foreign_code": made["foreign"]["code"] if "foreign" in made else "", "cores": n, "batch_size": batch_size,

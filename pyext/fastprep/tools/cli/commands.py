@@ -129,6 +129,7 @@ def _refuse_table_options(args: argparse.Namespace) -> None:
 
 def _bench_data(args: argparse.Namespace) -> int:
     from fastprep.tools.bench import data as bench_data  # noqa: PLC0415
+    from fastprep.tools.bench.bad_files import BadFileStop  # noqa: PLC0415
     from fastprep.tools.diagnose.targets import UsageError  # noqa: PLC0415
 
     try:
@@ -136,6 +137,9 @@ def _bench_data(args: argparse.Namespace) -> int:
                                 seconds=args.seconds, repeats=2 if args.quick else 3)
     except UsageError:
         raise
+    except BadFileStop as exc:  # the file and the policy, not a DataLoader worker's traceback
+        print(f"python -m fastprep bench: --data {args.data}: {exc}", file=sys.stderr)
+        return 1
     except Exception as exc:  # noqa: BLE001 (a later sample failing while measured: one line, exit 1)
         print(f"python -m fastprep bench: --data {args.data} --transform {args.transform}: measuring raised "
               f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", file=sys.stderr)

@@ -51,6 +51,9 @@ def add_parser(sub) -> None:
     p.add_argument("--on-error", choices=("raise", "skip", "warn"), default="raise",
                    help="a file that cannot be packed: raise stops (default), skip leaves it out (named in the "
                         "summary), warn also warns on stderr")
+    p.add_argument("--no-strict", action="store_true",
+                   help="pack a JPEG with corrupt data libjpeg recovers from (a truncated file) as it decodes, grey "
+                        "fill and all (default: it cannot be packed, as Pillow raises on it; --on-error decides)")
     p.add_argument("--shard-mb", type=at_least(1), default=256, help="MiB per shard file (default 256)")
     p.add_argument("--restart", type=at_least(1), default=4,
                    help="target MCUs per restart interval (default 4; it must divide the MCU row, so it varies)")
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
             summary = fio.pack(args.src, args.dest, mode=args.mode, max_side=args.max_side, threads=args.threads,
                                quality=args.quality, non_jpeg=args.non_jpeg, shard_bytes=args.shard_mb << 20,
                                restart=args.restart, progress=not args.no_progress, overwrite=args.overwrite,
-                               on_error=args.on_error)
+                               on_error=args.on_error, strict=not args.no_strict)
     except PackWriteError as exc:
         print(f"{PROG}: error: {exc.strerror.removeprefix('pack: ')}", file=sys.stderr)
         return 1

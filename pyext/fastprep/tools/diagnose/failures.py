@@ -18,6 +18,9 @@ import re
 from types import CodeType, TracebackType
 from typing import Any
 
+from fastprep.core.bad_samples import sample_name
+from fastprep.core.failure_text import SKIP_HINT, failure_line
+
 PHASE_NOTE = "fastprep diagnose: raised while "  # find_bottleneck's note on an error escaping it
 _TEXT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+, in (?P<name>\S+)', re.M)
 
@@ -68,6 +71,8 @@ class Stages:
     def __init__(self, loader: Any, step_fn: Any, dataset: Any = None, collate_fn: Any = None):
         dataset = getattr(loader, "dataset", None) if dataset is None else dataset
         self.dataset = dataset
+        policy = getattr(loader, "on_error", None) or getattr(dataset, "on_error", None)
+        self.on_error = policy if isinstance(policy, str) else "raise"
         collate = collate_fn or getattr(loader, "collate_fn", None)
         parts: list[tuple[str, Any]] = [("the step function", step_fn), ("collation", collate)]
         transforms = [getattr(loader, "transform", None)]
@@ -90,13 +95,20 @@ class Stages:
     def describe(self, exc: BaseException) -> str:
         """'loading item 5 raised KeyError: ...' (and the phase where find_bottleneck noted it)."""
         stage, item = self._stage(exc)
+        error, advice = error_text(exc), ""
         if stage == "loading":
+            name = sample_name(self.dataset, item) if item is not None and self.dataset is not None else None
             stage = f"loading item {item}" if item is not None else "loading an item"
+            if name and name not in error:
+                stage += f" ({name})"
+            if (name or SKIP_HINT in error) and SKIP_HINT not in error:  # a file or record: a bad sample
+                advice = f"; on_error={self.on_error!r} stops at a bad sample: {SKIP_HINT} (fastprep's sources " \
+                         f"and Loader take it)"
         elif stage is not None and item is not None:
             stage = f"{stage} (item {item})"
         phase = next((n[len(PHASE_NOTE):] for n in getattr(exc, "__notes__", ()) if n.startswith(PHASE_NOTE)), None)
         where = f" while {phase}" if phase else ""
-        return f"{stage or 'the pipeline'} raised {error_text(exc)}{where}"
+        return f"{stage or 'the pipeline'} raised {error}{where}{advice}"
 
     def _stage(self, exc: BaseException) -> tuple[str | None, int | None]:
         frames = list(_frames(exc.__traceback__))
@@ -136,15 +148,4 @@ def _message(exc: BaseException) -> str:
     return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
 
 
-def error_text(exc: BaseException) -> str:
-    """'KeyError: 'no such key'' on one line, as Python's last traceback line says it. A DataLoader
-    worker's error (its traceback in the message) is its original last line."""
-    message = _message(exc)
-    if "Original Traceback" in message:  # torch's ExceptionWrapper: the original type and message end it
-        lines = [ln for ln in message.splitlines() if ln.strip()]
-        worker = re.search(r"in DataLoader worker process (\d+)", message)
-        return f"{lines[-1].strip()} (in DataLoader worker process {worker.group(1) if worker else '?'})"
-    text = " ".join(str(exc).split())
-    if len(text) > 300:
-        text = text[:297] + "..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+error_text = failure_line  # "KeyError: 'no such key'"; a DataLoader worker's error: its original last line
