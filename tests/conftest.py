@@ -17,19 +17,28 @@ if _REQUESTED and fastprep.backend() != _REQUESTED:
     raise RuntimeError(f"FASTPREP_BACKEND={_REQUESTED} but fastprep runs {fastprep.backend()}")
 
 
-# Prints how many kernels warmup() ran, then how many of their first calls loaded from Numba's disk
-# cache and how many compiled (the dispatchers' cache statistics: a count, not a timing).
-WARMUP_PROBE = """
-import sys, numba, fastprep
+# Probe code (run in a fresh process): numba_cache_counts() is how many first calls of fastprep's
+# Numba kernels loaded from Numba's disk cache and how many compiled (the dispatchers' statistics).
+NUMBA_CACHE_COUNTS = """
+import sys, numba
+
+
+def numba_cache_counts():
+    hits = misses = 0
+    for name, module in list(sys.modules.items()):
+        if name.startswith("fastprep.numba_kernels."):
+            for obj in vars(module).values():
+                if isinstance(obj, numba.core.dispatcher.Dispatcher):
+                    hits += sum(obj.stats.cache_hits.values())
+                    misses += sum(obj.stats.cache_misses.values())
+    return hits, misses
+"""
+
+# Prints how many kernels warmup() ran, then its cache hits and misses (a count, not a timing).
+WARMUP_PROBE = NUMBA_CACHE_COUNTS + """
+import fastprep
 latency = fastprep.warmup()
-hits = misses = 0
-for name, module in list(sys.modules.items()):
-    if name.startswith("fastprep.numba_kernels."):
-        for obj in vars(module).values():
-            if isinstance(obj, numba.core.dispatcher.Dispatcher):
-                hits += sum(obj.stats.cache_hits.values())
-                misses += sum(obj.stats.cache_misses.values())
-print(len(latency), hits, misses)
+print(len(latency), *numba_cache_counts())
 """
 
 

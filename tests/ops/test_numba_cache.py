@@ -21,22 +21,18 @@ import fastprep
 import fastprep.numba_kernels
 from fastprep.numba_kernels._cache import choose_cache_dir, fallback_cache_dir, unsafe_reason, user_wide_dir
 
+from conftest import NUMBA_CACHE_COUNTS
+
 # One kernel (pack_bits) stands for all: every kernel caches in the one folder numba_kernels
 # chose (CACHE_DIR), and warmup() compiling them all costs a minute (test_backend runs that once).
-PROBE = """
-import sys, time, numba, torch, fastprep
+PROBE = NUMBA_CACHE_COUNTS + """
+import time, torch, fastprep
 from fastprep import numba_kernels
 from fastprep.numba_kernels._cache import fallback_cache_dir
 t0 = time.perf_counter()
 numba_kernels.kernel("pack_bits")(torch.ones(3, 9, dtype=torch.bool))
 latency = time.perf_counter() - t0
-hits = misses = 0
-for name, module in list(sys.modules.items()):
-    if name.startswith("fastprep.numba_kernels."):
-        for obj in vars(module).values():
-            if isinstance(obj, numba.core.dispatcher.Dispatcher):
-                hits += sum(obj.stats.cache_hits.values())
-                misses += sum(obj.stats.cache_misses.values())
+hits, misses = numba_cache_counts()
 print(numba_kernels.CACHE_DIR)
 print(fallback_cache_dir())
 print(hits, misses, latency)
