@@ -57,6 +57,22 @@ def write_tree(root, files: dict) -> None:
         (root / rel).write_bytes(make())
 
 
+def folder_with_a_cut_jpeg(root, counts: dict[str, int], shape: tuple[int, int], bad: int):
+    """Class folders of noise JPEGs (quality 90), `counts[cls]` in each, numbered across the classes
+    (cat/0.jpg, ..., dog/4.jpg); file number `bad` cut in half (in its scan, as a truncated
+    download is). Returns that file's path."""
+    rng = np.random.default_rng(0)
+    paths = []
+    for cls, n in counts.items():
+        (root / cls).mkdir(parents=True, exist_ok=True)
+        for _ in range(n):
+            paths.append(root / cls / f"{len(paths)}.jpg")
+            paths[-1].write_bytes(encode(rng.integers(0, 256, (*shape, 3), dtype=np.uint8)))
+    data = paths[bad].read_bytes()
+    paths[bad].write_bytes(data[:len(data) // 2])
+    return paths[bad]
+
+
 def pil_decode(data: bytes, mode: str = "RGB") -> np.ndarray:
     from PIL import Image
 

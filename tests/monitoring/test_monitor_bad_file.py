@@ -4,7 +4,6 @@ DataLoader worker's error included, instead of "Caught ValueError in DataLoader 
 
 import io
 
-import numpy as np
 import pytest
 from torch.utils.data import DataLoader
 
@@ -12,7 +11,10 @@ import fastprep
 import fastprep.io as fio
 from fastprep.core.failure_text import SKIP_HINT
 
+from jpeg_photos import folder_with_a_cut_jpeg
+
 pytestmark = pytest.mark.one_backend
+
 
 PIL = pytest.importorskip("PIL.Image")
 pytest.importorskip("fastprep._jpeg", reason="fastprep's ImageFolder needs its JPEG decoder")
@@ -22,12 +24,7 @@ pytest.importorskip("fastprep._jpeg", reason="fastprep's ImageFolder needs its J
 def folder(tmp_path_factory):
     """cat/0-3.jpg, 2.jpg cut in half."""
     root = tmp_path_factory.mktemp("monitor_bad")
-    (root / "cat").mkdir()
-    rng = np.random.default_rng(0)
-    for k in range(4):
-        PIL.fromarray(rng.integers(0, 256, (32, 40, 3), dtype=np.uint8)).save(root / "cat" / f"{k}.jpg", quality=90)
-    data = (root / "cat" / "2.jpg").read_bytes()
-    (root / "cat" / "2.jpg").write_bytes(data[:len(data) // 2])
+    folder_with_a_cut_jpeg(root, {"cat": 4}, (32, 40), 2)
     return root
 
 

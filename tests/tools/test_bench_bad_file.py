@@ -2,14 +2,16 @@
 naming the file and the policy it was read under (exit 1), not "measuring raised ... DataLoader
 worker process 0" naming no file; the same when the bad file is the first one read."""
 
-import numpy as np
 import pytest
 from test_bench_data import FAST, user  # noqa: F401 (user: the fixture, torchvision faked where missing)
 
 from fastprep.tools.bench.bad_files import BadFileError, bad_file_line
 from fastprep.tools.cli.commands import main
 
+from jpeg_photos import folder_with_a_cut_jpeg
+
 pytestmark = pytest.mark.one_backend
+
 
 PIL = pytest.importorskip("PIL.Image")
 pytest.importorskip("fastprep._jpeg", reason="fastprep's ImageFolder needs its JPEG decoder")
@@ -17,15 +19,7 @@ pytest.importorskip("fastprep._jpeg", reason="fastprep's ImageFolder needs its J
 
 def _folder(root, bad):
     """cat/0-3.jpg, dog/4-5.jpg; file number `bad` cut in half (in its scan)."""
-    rng = np.random.default_rng(0)
-    for k in range(6):
-        cls = root / ("cat" if k < 4 else "dog")
-        cls.mkdir(parents=True, exist_ok=True)
-        PIL.fromarray(rng.integers(0, 256, (72, 96, 3), dtype=np.uint8)).save(cls / f"{k}.jpg", quality=90)
-    path = root / ("cat" if bad < 4 else "dog") / f"{bad}.jpg"
-    data = path.read_bytes()
-    path.write_bytes(data[:len(data) // 2])
-    return path
+    return folder_with_a_cut_jpeg(root, {"cat": 4, "dog": 2}, (72, 96), bad)
 
 
 @pytest.mark.parametrize("bad", [2, 0], ids=["later", "first"])

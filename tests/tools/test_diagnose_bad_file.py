@@ -13,7 +13,10 @@ from fastprep.core.failure_text import SKIP_HINT
 from fastprep.tools.cli.commands import main
 from fastprep.tools.photos import ImageFolder as PillowFolder
 
+from jpeg_photos import folder_with_a_cut_jpeg
+
 pytestmark = pytest.mark.one_backend
+
 
 PIL = pytest.importorskip("PIL.Image")
 pytest.importorskip("fastprep._jpeg", reason="fastprep's ImageFolder needs its JPEG decoder")
@@ -26,12 +29,7 @@ ROOT = {}
 @pytest.fixture(scope="module", autouse=True)
 def folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("diagnose_bad")
-    (root / "cat").mkdir()
-    rng = np.random.default_rng(0)
-    for k in range(8):
-        PIL.fromarray(rng.integers(0, 256, (40, 48, 3), dtype=np.uint8)).save(root / "cat" / f"{k}.jpg", quality=90)
-    data = (root / "cat" / f"{BAD}.jpg").read_bytes()
-    (root / "cat" / f"{BAD}.jpg").write_bytes(data[:len(data) // 2])
+    folder_with_a_cut_jpeg(root, {"cat": 8}, (40, 48), BAD)
     ROOT["path"] = root
     return root
 

@@ -44,14 +44,18 @@ def index_id(dest):
         return f.read(fmt.HEADER_BYTES)[16:32]
 
 
+def relabel(ds, paths, order):
+    """`ds` given classes in `order` and `paths` labelled by their folder's place in it."""
+    ds.classes, ds.class_to_idx = order, {c: i for i, c in enumerate(order)}
+    ds.samples = [(p, order.index(os.path.basename(os.path.dirname(p)))) for p in paths]
+    ds.targets = [t for _, t in ds.samples]
+    return ds
+
+
 def reordered(root):
     """An ImageFolder whose class order was fixed by another dataset (k2, k0, k1): its own labels."""
     ds = fio.ImageFolder(root)
-    order = ["k2", "k0", "k1"]
-    ds.classes, ds.class_to_idx = order, {c: i for i, c in enumerate(order)}
-    ds.samples = [(p, order.index(os.path.basename(os.path.dirname(p)))) for p, _ in ds.samples]
-    ds.targets = [t for _, t in ds.samples]
-    return ds
+    return relabel(ds, [p for p, _ in ds.samples], ["k2", "k0", "k1"])
 
 
 def test_an_image_folder_with_its_own_labels_packs_them_and_its_classes(tmp_path):
@@ -188,11 +192,7 @@ def _torchvision_like(root, order):
     cls = type("ImageFolder", (), {"__getitem__": getitem, "__len__": lambda self: len(self.samples)})
     ds = cls()
     ds.root, ds.loader, ds.transform, ds.target_transform = str(root), default_loader, None, None
-    own = fio.ImageFolder(root)
-    ds.classes, ds.class_to_idx = order, {c: i for i, c in enumerate(order)}
-    ds.samples = [(p, order.index(os.path.basename(os.path.dirname(p)))) for p, _ in own.samples]
-    ds.targets = [t for _, t in ds.samples]
-    return ds
+    return relabel(ds, [p for p, _ in fio.ImageFolder(root).samples], order)
 
 
 def test_a_torchvision_image_folder_packs_its_files_with_its_own_labels(tmp_path):
