@@ -145,6 +145,16 @@ def test_a_killed_downloads_part_files_are_removed(pack, tmp_path):
     assert not os.path.exists(stale)
 
 
+def test_a_killed_index_downloads_part_file_is_removed(pack, tmp_path):
+    remote(pack, tmp_path)  # its cache key: the one index part file name a second open would use
+    ((key, _),) = {tuple(n.split(".", 1)) for n in os.listdir(tmp_path / "cache") if n.endswith(".index.lock")}
+    os.remove(tmp_path / "cache" / f"{key}.index.json")  # the cached index forgotten: the next open downloads
+    stale = tmp_path / "cache" / f"{key}.12345.678.index.part"
+    stale.write_bytes(b"half an index")
+    remote(pack, tmp_path)
+    assert not stale.exists()
+
+
 def test_another_packs_shard_is_not_downloaded_again(pack, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(pack, copy)

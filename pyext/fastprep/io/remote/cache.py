@@ -137,11 +137,7 @@ class ShardCache:
 
     def _download(self, k: int, path: str, since: float | None = None) -> None:
         name, size = self.shards[k]
-        for stale in glob.glob(glob.escape(path) + ".*.part"):  # a killed download's (we hold the only
-            try:                                                  # download lock: nobody writes them now)
-                os.remove(stale)
-            except FileNotFoundError:
-                pass
+        remove_killed_parts(path, ".part")
         self.make_room(size, keep=path)
         part = f"{path}.{os.getpid()}.{threading.get_ident()}.part"
         self.store.download(name, part, size, check=lambda p: self.check(p, k), what=f"shard {k} ({name})",
@@ -233,3 +229,13 @@ def _evict(path: str) -> bool:
         return True
     finally:
         os.close(fd)
+
+
+def remove_killed_parts(path: str, suffix: str) -> None:
+    """Removes the part files a killed download of `path` left (``path.PID.TID<suffix>``). Called by
+    the holder of that download's lock: no live process writes them."""
+    for stale in glob.glob(glob.escape(path) + ".*" + suffix):
+        try:
+            os.remove(stale)
+        except FileNotFoundError:
+            pass

@@ -15,7 +15,7 @@ from collections import OrderedDict
 
 from fastprep.io.packed import format as fmt
 from fastprep.io.remote import ranges as rr
-from fastprep.io.remote.cache import ShardCache
+from fastprep.io.remote.cache import ShardCache, remove_killed_parts
 from fastprep.io.remote.prefetch import Prefetcher, first_use
 from fastprep.io.remote.retry import Retry
 from fastprep.io.remote.store import RemoteStore, forked
@@ -155,6 +155,7 @@ class RemotePack:
             cached = self._cached_index(_read_json(pointer), size)
             if cached is not None:
                 return cached
+            remove_killed_parts(os.path.join(self.root, self.key), ".index.part")
             part = os.path.join(self.root, f"{self.key}.{os.getpid()}.{threading.get_ident()}.index.part")
             read: list[tuple] = []  # the check's reading: the index is parsed once
             self.store.download(fmt.INDEX_NAME, part, size, check=lambda p: read.append(fmt.read_index(p)),
