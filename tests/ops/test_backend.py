@@ -1,7 +1,6 @@
 """Backend selection, fallback, build facts and Numba's on-disk cache."""
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -10,7 +9,7 @@ import pytest
 import fastprep
 from fastprep.backends.choice import TorchVersionError, check_torch_compat
 
-from conftest import WARMUP_PROBE, native_available, requires_native
+from conftest import native_available, requires_native
 
 pytestmark = pytest.mark.op_layer
 
@@ -113,22 +112,6 @@ def test_numba_cache_spares_a_second_process_the_compile(tmp_path):
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert first.stdout.split() == ["0", "1"]  # compiled, then written to the cache
     assert second.stdout.split() == ["1", "0"]  # loaded from the cache
-
-
-@pytest.mark.one_backend  # the probes choose their backend
-@pytest.mark.slow  # the cold compile of every kernel: minutes on 2 cores
-def test_warmup_compiles_every_numba_kernel_then_loads_from_cache(tmp_path, warmed_numba_cache):
-    from fastprep.ops.registry import OPS
-    cache, first = warmed_numba_cache  # warmup() in a process with an empty cache: every kernel compiled
-    shutil.copytree(cache, tmp_path / "cache")
-    second = run_python(WARMUP_PROBE, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
-    assert second.returncode == 0, second.stderr
-    n1, hits1, misses1 = map(int, first.split())
-    n2, hits2, misses2 = map(int, second.stdout.split())
-    assert n1 == n2 == len(OPS)
-    # Numba counts per dispatcher, and a kernel's helpers compile into it: the counts are not per op.
-    assert hits1 == 0 and misses1 > 0  # the empty cache: compiled, nothing loaded
-    assert misses2 == 0 and hits2 > 0  # the filled one: every op ran, loaded, nothing compiled
 
 
 def test_fastprep_ray_without_ray_says_how_to_install_it():

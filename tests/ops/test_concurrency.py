@@ -1,7 +1,5 @@
 """Threads, intra-op threading, worker counts and large inputs give the serial results."""
 
-import os
-import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -93,68 +91,3 @@ def test_invalid_arguments_never_crash_the_process():
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert " passed" in out.stdout
-
-
-WARMUP_THEN_WORKERS = '''
-import sys, numba, torch
-from torch.utils.data import DataLoader, Dataset
-import fastprep
-from fastprep import transforms as T
-
-
-def counts():
-    compiled = hits = misses = 0
-    for name, module in list(sys.modules.items()):
-        if name.startswith("fastprep.numba_kernels."):
-            for obj in vars(module).values():
-                if isinstance(obj, numba.core.dispatcher.Dispatcher):
-                    compiled += len(obj.overloads)
-                    hits += sum(obj.stats.cache_hits.values())
-                    misses += sum(obj.stats.cache_misses.values())
-    return compiled, hits, misses
-
-
-class Pipeline(Dataset):
-    tf = T.Compose([T.RandomCrop(16, layout="HWC"), T.RandomDilatedMask(0.25, layout="HWC"),
-                    T.RGBToYCbCr(layout="HWC")])
-
-    def __len__(self):
-        return 3
-
-    def __getitem__(self, i):
-        before = counts()
-        self.tf(torch.randint(0, 256, (40, 40, 3), dtype=torch.uint8))
-        fastprep.compact_collate([(torch.zeros(4, 9, dtype=torch.bool),)])
-        return before, counts()
-
-
-if __name__ == "__main__":
-    fastprep.warmup()
-    loader = DataLoader(Pipeline(), batch_size=None, num_workers=1,
-                        multiprocessing_context=sys.argv[1], persistent_workers=True)
-    for epoch in range(2):
-        for before, after in loader:
-            print(*before, *after)
-'''
-
-
-@pytest.mark.one_backend  # the probe runs Numba whatever the backend
-@pytest.mark.slow  # shares the cold compile of every kernel (warmed_numba_cache)
-@pytest.mark.parametrize("context", ["fork", "spawn"])
-def test_warmup_before_workers_spares_them_every_compile(tmp_path, context, warmed_numba_cache):
-    """Forked workers inherit warmup()'s compiled kernels; spawned ones load them from the disk
-    cache warmup() filled. Either way a worker compiles nothing (persistent, over 2 epochs).
-    The cache starts as one that warmup() filled (the compile itself is test_backend's)."""
-    probe = tmp_path / "probe.py"
-    probe.write_text(WARMUP_THEN_WORKERS)
-    shutil.copytree(warmed_numba_cache[0], tmp_path / "cache")
-    env = {**os.environ, "FASTPREP_BACKEND": "numba", "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-    out = subprocess.run([sys.executable, str(probe), context], capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    rows = [list(map(int, line.split())) for line in out.stdout.splitlines()]
-    assert len(rows) == 6
-    for compiled0, hits0, misses0, compiled1, hits1, misses1 in rows:
-        assert misses1 == misses0 and compiled1 == compiled0 + (hits1 - hits0)  # loads, no compiles
-        if context == "fork":
-            assert compiled0 > 0 and hits1 == hits0  # inherited, nothing even loaded

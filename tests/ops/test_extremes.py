@@ -123,6 +123,7 @@ def _composition(name):
 
 
 @pytest.mark.slow  # 7 extremes x every int argument of every op: .ci/slow, .ci/sanitize, .ci/compat run it
+@pytest.mark.compat  # what reaches the kernel through torch's stable ABI, per release
 @pytest.mark.parametrize("name,make,slot,x", list(_cases()))
 def test_int_argument_extremes(name, make, slot, x):
     args = _with(make(), slot, x)
