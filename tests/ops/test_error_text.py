@@ -76,8 +76,7 @@ TENSOR_OPS = [row for row in OPS if _first_tensor_arg(row) is not None]
 
 
 @pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
-@pytest.mark.slow  # every dtype x every op, each taken dtype a Numba compile: .ci/slow, .ci/sanitize, .ci/compat
-@pytest.mark.compat  # the dtypes each torch release has, and its names for them
+@pytest.mark.slow  # every dtype x every op, each taken dtype a Numba compile: .ci/slow
 @pytest.mark.parametrize("dtype", _dtypes(), ids=str)
 @pytest.mark.parametrize("row", TENSOR_OPS, ids=lambda r: r.name)
 def test_every_dtype_is_named_as_torch_names_it(row, dtype):

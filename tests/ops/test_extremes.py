@@ -122,8 +122,7 @@ def _composition(name):
     return getattr(importlib.import_module(f"fastprep.ops.{family}"), f"{name}_torch", None)
 
 
-@pytest.mark.slow  # 7 extremes x every int argument of every op: .ci/slow, .ci/sanitize, .ci/compat run it
-@pytest.mark.compat  # what reaches the kernel through torch's stable ABI, per release
+@pytest.mark.slow  # 7 extremes x every int argument of every op: .ci/slow and .ci/sanitize run it
 @pytest.mark.parametrize("name,make,slot,x", list(_cases()))
 def test_int_argument_extremes(name, make, slot, x):
     args = _with(make(), slot, x)
