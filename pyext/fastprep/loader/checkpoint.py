@@ -77,9 +77,11 @@ def saved_window(loader: Any, state: dict[str, Any]) -> int:
     """The shard window to replay the checkpoint's epoch with (this Loader's when the state says
     none); refuses a state whose order cannot be made again here (see the module)."""
     if "shuffle" in state and state["shuffle"] != loader.shuffle:
+        # A sample-level order is saved as True; shuffle="global" makes it whatever the dataset (True is
+        # made shard-aware over a remote pack larger than its cache, and would be refused again).
+        again = "'global'" if state["shuffle"] is True else repr(state["shuffle"])
         raise _refuse("shuffle", state["shuffle"], loader.shuffle,
-                      f"the rest of that epoch is in another order; make the Loader with shuffle={state['shuffle']!r} "
-                      f"to resume it")
+                      f"the rest of that epoch is in another order; make the Loader with shuffle={again} to resume it")
     if "samples" in state and state["samples"] != len(loader.dataset):
         raise _refuse("samples", state["samples"], len(loader.dataset),
                       "its dataset had another length (a state_dict of another dataset?)")

@@ -105,6 +105,21 @@ def test_the_shard_order_a_checkpoint_of_the_switched_loader_resumes(pack, tmp_p
     assert state["shuffle"] == "shards" and sorted(first + rest) == list(range(ITEMS))
 
 
+def test_a_sample_level_checkpoint_over_a_switched_loader_says_to_resume_with_global(pack, tmp_path):
+    ds = remote(pack, tmp_path)
+    loader = fastprep.Loader(ds, 8, shuffle="global", seed=0, threads=1)
+    it = iter(loader)
+    first = [int(y) for y in next(it).data[1]]
+    state = loader.state_dict()
+    it.close()
+    with pytest.raises(ValueError, match=r"shuffle=True; this Loader has shuffle='shards'.*shuffle='global' to resume"):
+        fastprep.Loader(ds, 8, shuffle=True, seed=0, threads=1).load_state_dict(state)
+    again = fastprep.Loader(ds, 8, shuffle="global", seed=0, threads=1)
+    again.load_state_dict(state)
+    rest = [int(y) for batch in again for y in batch.data[1]]
+    assert sorted(first + rest) == list(range(ITEMS))
+
+
 @pytest.mark.parametrize("shuffle", ["Global", "random", "shard", 1.0, "", None])
 def test_a_bad_shuffle_is_named(shuffle):
     with pytest.raises(ValueError, match=rf"expected shuffle to be a bool, 'shards' .* or 'global' .*got {shuffle!r}"):
