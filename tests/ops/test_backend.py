@@ -1,23 +1,14 @@
 """Backend selection, fallback, build facts and Numba's on-disk cache."""
 
-import os
-import subprocess
-import sys
 
 import pytest
 
 import fastprep
 from fastprep.backends.choice import TorchVersionError, check_torch_compat
 
-from conftest import native_available, requires_native
+from conftest import native_available, requires_native, run_python
 
 pytestmark = pytest.mark.op_layer
-
-
-def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, **env}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env,
-                          timeout=300)
 
 
 FALLBACK_PROBE = """

@@ -12,21 +12,16 @@ import sys
 
 import pytest
 
-from conftest import WARMUP_PROBE
+from conftest import NUMBA_CACHE_COUNTS, WARMUP_PROBE, run_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.one_backend]  # fresh processes; they choose their backend
-
-
-def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env},
-                          timeout=600)
 
 
 def test_warmup_compiles_every_numba_kernel_then_loads_from_cache(tmp_path, warmed_numba_cache):
     from fastprep.ops.registry import OPS
     cache, first = warmed_numba_cache  # warmup() in a process with an empty cache: every kernel compiled
     shutil.copytree(cache, tmp_path / "cache")
-    second = run_python(WARMUP_PROBE, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    second = run_python(WARMUP_PROBE, timeout=600, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     assert second.returncode == 0, second.stderr
     n1, hits1, misses1 = map(int, first.split())
     n2, hits2, misses2 = map(int, second.stdout.split())
@@ -36,23 +31,11 @@ def test_warmup_compiles_every_numba_kernel_then_loads_from_cache(tmp_path, warm
     assert misses2 == 0 and hits2 > 0  # the filled one: every op ran, loaded, nothing compiled
 
 
-WARMUP_THEN_WORKERS = '''
-import sys, numba, torch
+WARMUP_THEN_WORKERS = NUMBA_CACHE_COUNTS + '''
+import torch
 from torch.utils.data import DataLoader, Dataset
 import fastprep
 from fastprep import transforms as T
-
-
-def counts():
-    compiled = hits = misses = 0
-    for name, module in list(sys.modules.items()):
-        if name.startswith("fastprep.numba_kernels."):
-            for obj in vars(module).values():
-                if isinstance(obj, numba.core.dispatcher.Dispatcher):
-                    compiled += len(obj.overloads)
-                    hits += sum(obj.stats.cache_hits.values())
-                    misses += sum(obj.stats.cache_misses.values())
-    return compiled, hits, misses
 
 
 class Pipeline(Dataset):
@@ -63,10 +46,10 @@ class Pipeline(Dataset):
         return 3
 
     def __getitem__(self, i):
-        before = counts()
+        before = numba_kernel_counts()
         self.tf(torch.randint(0, 256, (40, 40, 3), dtype=torch.uint8))
         fastprep.compact_collate([(torch.zeros(4, 9, dtype=torch.bool),)])
-        return before, counts()
+        return before, numba_kernel_counts()
 
 
 if __name__ == "__main__":
