@@ -16,7 +16,7 @@ import torch
 from PIL import Image
 
 import fastprep.io as fio
-from fastprep.io.jpeg import gpu, ycbcr_in_layout
+from fastprep.io.jpeg import device_decoders, ycbcr_in_layout
 
 from jpeg_photos import needs_decoder, photo
 
@@ -197,27 +197,31 @@ def test_raw_packs_hold_pillows_rgb(folder, packs):
 
 @pytest.mark.parametrize("mode", ["RGB", "YCbCr"])
 def test_a_device_batch_decodes_4_component_cuts_on_the_host(folder, packs, monkeypatch, mode):
-    """nvJPEG's colour conversion is not Pillow's: decode_window_batch sends a CMYK / YCCK cut to the
-    host decoder (its window only) and uploads it; the others reach the device decoder, here a CPU
-    stand-in for torchvision's decode_jpeg on CUDA."""
+    """A device decoder's colour conversion is not Pillow's: decode_window_batch sends a CMYK / YCCK
+    cut to the host decoder (its window only) and uploads it; the others reach the device decoder,
+    here a CPU stand-in for one."""
     reached = []
 
-    def fake_nvjpeg(tensors, mode, device):
-        reached.extend(gpu.frame_components(t.numpy()) for t in tensors)
-        return [fio.decode_jpeg(t, mode="GRAY" if mode == "gray" else "RGB") for t in tensors]
+    class StandIn:
+        name = "stand-in"
 
-    modes = type("ImageReadMode", (), {"RGB": "rgb", "GRAY": "gray"})
-    monkeypatch.setattr(gpu, "_nvjpeg", lambda who, device, mode: (torch.device("cpu"), fake_nvjpeg, modes))
+        def decode(self, buffers, mode, dev):
+            reached.extend(device_decoders.frame_components(b) for b in buffers)
+            return [fio.decode_jpeg(b, mode=mode) for b in buffers]
+
     ds = fio.PackedDataset(packs / "jpeg", mode=mode)
     crops = [(1, 2, ds.load_raw(i)[0].height - 3, ds.load_raw(i)[0].width // 2) for i in range(len(ds))]
     cuts = [ds.cut_window(i, crop) for i, crop in enumerate(crops)]
-    got = fio.decode_window_batch(cuts, device="cuda", mode=mode)
+    chain = device_decoders.DecoderChain([StandIn()])
+    got = fio.decode_window_batch(cuts, device="cpu", mode=mode, jpeg_decoder=chain)
     assert reached == [3]  # only the RGB photo's cut went to the device decoder
+    assert chain.counts == {"stand-in": 1, device_decoders.HOST: len(cuts) - 1}
+    assert chain.refused == {"4-component (CMYK / YCCK)": len(cuts) - 1}
     for i, ((t, left, h, w), image) in enumerate(zip(crops, got, strict=True)):
         if mode == "RGB" or "rgb" not in ds.where(i):  # the device's YCbCr of an RGB photo is converted RGB
             assert torch.equal(image, ds[i][0][:, t:t + h, left:left + w]), i
-    assert [gpu.frame_components(case_jpeg(n)) for n in CASES] == [4] * len(CASES)
-    assert gpu.frame_components(b"\xff\xd8\xff\xe0\x00") == 0 and gpu.frame_components(b"not a jpeg") == 0
+    assert [device_decoders.frame_components(case_jpeg(n)) for n in CASES] == [4] * len(CASES)
+    assert device_decoders.frame_components(b"\xff\xd8\xff\xe0\x00") == 0 and device_decoders.frame_components(b"not a jpeg") == 0
 
 
 def test_two_components_are_still_refused_by_name():
