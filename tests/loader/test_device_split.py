@@ -16,6 +16,7 @@ import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
 from fastprep.batch.window_batch import WindowBatch
+from fastprep.io.jpeg import device_decoders as dd
 from fastprep.loader import iteration
 
 from jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree
@@ -232,12 +233,23 @@ def _close_to_libjpeg(got, want, max_abs: float, mean_abs: float, unit: float = 
         assert diff.max() <= max_abs and diff.mean() <= mean_abs, (float(diff.max()), float(diff.mean()))
 
 
+def _needs(jpeg_decoder):
+    if jpeg_decoder == "torchvision":
+        pytest.importorskip("torchvision.io")
+    elif dd.nvimagecodec_module() is None:
+        pytest.skip("nvImageCodec is not installed (pip install 'fastprep[gpu]')")
+
+
+DECODERS = pytest.mark.parametrize("jpeg_decoder", ["torchvision", "nvimagecodec"])
+
+
 @needs_cuda
-def test_nvjpeg_batches_are_close_to_the_cpu_ones(packed):
-    pytest.importorskip("torchvision.io")
+@DECODERS
+def test_nvjpeg_batches_are_close_to_the_cpu_ones(packed, jpeg_decoder):
+    _needs(jpeg_decoder)
     kw = dict(batch_size=4, transform=pipeline("before"), seed=3, threads=2)
     want = batches(packed, **kw)
-    got = batches(packed, decode_on="cuda", **kw)
+    got = batches(packed, decode_on="cuda", jpeg_decoder=jpeg_decoder, **kw)
     for g, w in zip(got, want, strict=True):
         assert g[0].device.type == "cuda" and torch.equal(g[1].cpu(), w[1])
         diff = (g[0].cpu().int() - w[0].int()).abs()
@@ -247,20 +259,23 @@ def test_nvjpeg_batches_are_close_to_the_cpu_ones(packed):
 
 
 @needs_cuda
+@DECODERS
 @pytest.mark.parametrize("source", ["packed", "roi"])
-def test_nvjpeg_resized_batches_are_within_the_stated_tolerance(packed, folder, source):
+def test_nvjpeg_resized_batches_are_within_the_stated_tolerance(packed, folder, source, jpeg_decoder):
     """docs/real-files.md's tolerance: nvJPEG's IDCT and chroma upsampling differ from libjpeg-turbo's
     (a few steps at sharp colour edges, at most 59 and on average 0.66 on RandomResizedCrop windows in
     benchmarks/gpu_check.sh's H200 run); the antialiased resize's non-negative weights cannot widen
     them: per uint8 value at most 64 steps apart, on average at most 1.0 (float outputs: the same in
-    units of 1/255/std)."""
-    pytest.importorskip("torchvision.io")
+    units of 1/255/std). Each device decoder: torchvision's nvJPEG, nvImageCodec's (its hardware
+    engines where the device has them)."""
+    _needs(jpeg_decoder)
     dataset = packed if source == "packed" else fio.ImageFolder(folder, roi=True)
     for transform, unit in [(T.Compose([T.RandomHorizontalFlip(), T.RandomResizedCrop(40)]), 1.0),
                             (resized("resize", "after", False), 1.0),  # no ToDtype: uint8
                             (resized("rrc", "before"), torch.tensor([1 / 255 / s for s in STD]).view(1, 3, 1, 1))]:
         kw = dict(batch_size=3, transform=transform, seed=6, threads=2)
-        _close_to_libjpeg(batches(dataset, decode_on="cuda", **kw), batches(dataset, **kw), 64, 1.0, unit)
+        got = batches(dataset, decode_on="cuda", jpeg_decoder=jpeg_decoder, **kw)
+        _close_to_libjpeg(got, batches(dataset, **kw), 64, 1.0, unit)
 
 
 def test_a_turned_image_is_refused_with_its_own_advice(tmp_path):

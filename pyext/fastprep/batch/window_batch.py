@@ -31,20 +31,21 @@ class WindowCuts(TensorHolder):
     its resize ``(resized heights, widths, out tops, lefts)``; `extras`: the row's host tensors by
     name (``[n, ...]``, a slot's rows in the Loader: the seed row's packed masks); `group`: the
     fused group whose row's device half finishes them; `out_size`: every image's (height, width);
-    `device`: where the Loader decodes them (``decode_on``).
+    `device`: where the Loader decodes them (``decode_on``); `decoders`: the Loader's
+    :class:`~fastprep.io.jpeg.device_decoders.DecoderChain` (or a ``jpeg_decoder`` choice).
 
     Example:
         >>> images = batch.data[0]                  # a WindowBatch's image field
         >>> images.decode("cuda").shape             # [n, 3, height, width], the row's output dtype
     """
 
-    __slots__ = ("cuts", "flips", "place", "extras", "group", "out_size", "device")
+    __slots__ = ("cuts", "flips", "place", "extras", "group", "out_size", "device", "decoders")
 
     def __init__(self, cuts: list[WindowCut], flips: tuple[list[bool], list[bool]],
                  place: tuple[list[int], list[int], list[int], list[int]], extras: dict[str, torch.Tensor],
-                 group: Any, out_size: tuple[int, int], device: torch.device):
+                 group: Any, out_size: tuple[int, int], device: torch.device, decoders: Any = "auto"):
         self.cuts, self.flips, self.place, self.extras = cuts, flips, place, extras
-        self.group, self.out_size, self.device = group, out_size, device
+        self.group, self.out_size, self.device, self.decoders = group, out_size, device, decoders
 
     def __len__(self) -> int:
         return len(self.cuts)
@@ -59,7 +60,7 @@ class WindowCuts(TensorHolder):
     def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> WindowCuts:
         """The same cuts (immutable bytes) with `fn` of the host tensors (a clone, a pinned copy)."""
         return WindowCuts(self.cuts, self.flips, self.place, {k: fn(v) for k, v in self.extras.items()}, self.group,
-                          self.out_size, self.device)
+                          self.out_size, self.device, self.decoders)
 
     @property
     def nbytes(self) -> int:
@@ -70,13 +71,7 @@ class WindowCuts(TensorHolder):
         """The images ``[n, 3, height, width]`` on `device`: the cuts decoded there in one batch,
         each cropped to its window, then the row's device half (``DeviceSplit.finish``)."""
         dev = torch.device(device)
-        if dev.type == "cuda":
-            # torchvision's nvJPEG decoder allocates its outputs on this stream but writes them on
-            # a stream of its own that does not wait for this one (pytorch/vision#9606): memory
-            # freed here while kernels queued on it still read it could be overwritten. Let this
-            # stream's queued work (the previous batch's) finish first.
-            torch.cuda.current_stream(dev).synchronize()
-        windows = decode_window_batch(self.cuts, device=dev)
+        windows = decode_window_batch(self.cuts, device=dev, jpeg_decoder=self.decoders)
         extras = {k: v.to(dev, non_blocking=non_blocking) for k, v in self.extras.items()}
         return self.group.finish_on_device(windows, self.flips, self.place, self.out_size, extras)
 

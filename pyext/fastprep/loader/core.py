@@ -19,7 +19,7 @@ from fastprep.core.rng import check_epoch, draw_seed, seed_argument
 from fastprep.core.roles import check_fields
 from fastprep.loader import checkpoint, ranks
 from fastprep.loader.checkpoint import PassRecord
-from fastprep.loader.device_split import check_decode_on, check_splittable
+from fastprep.loader.device_split import check_decode_on, check_splittable, check_streams, device_lines
 from fastprep.loader.iteration import Iteration
 from fastprep.loader.order import Order, is_iterable
 from fastprep.loader.shard_order import check_shuffle, fetch_note, shard_aware_window, window_of
@@ -92,11 +92,18 @@ class Loader:
             (crop -> mask -> YCbCr; RandomResizedCrop or Resize + CenterCrop with flips, ToDtype and
             Normalize) over items that cut windows (PackedDataset's JPEG records; JpegFiles hand
             their whole file). The threads draw the same parameters and cut each window's restart
-            intervals out of the shard (no decoding); the device decodes the batch (nvJPEG) and runs
-            the rest of the fused op there (resize, flips, masks, colour, dtype). Batches
+            intervals out of the shard (no decoding); the device decodes the batch (`jpeg_decoder`)
+            and runs the rest of the fused op there (resize, flips, masks, colour, dtype). Batches
             are made on that device (`device` must be None or the same); "cpu" runs the CPU decoder
-            in the consumer's thread instead, with the bits of decode_on=None. A transform or item
+            in the device stage's thread instead, with the bits of decode_on=None. A transform or item
             the split cannot take is a ValueError naming it; nothing falls back to the threads.
+        streams: the device stage's threads, each making whole batches on its own CUDA stream
+            (copies, decode, resize; batch/stream_pool.py): default 4 with decode_on on CUDA, 1 on
+            its CPU stand-in; None without decode_on copies in the consumer's thread.
+        jpeg_decoder: the split's JPEG decoders (io/jpeg/device_decoders.py): "auto" (nvImageCodec
+            on the GPU's JPEG engines where it has them, else nvJPEG), "nvimagecodec",
+            "torchvision" or "host"; what one refuses goes to the next. :meth:`describe` says which
+            decoded how many.
         prestart: in a loop that calls set_epoch before each pass, make the next epoch's first
             batch while the consumer takes this epoch's last, so epochs run back to back; the next
             pass uses it only when it is exactly its own first batch (the same dataset, transform,
@@ -138,7 +145,8 @@ class Loader:
                  threads: int | None = None, device: Any = None, depth: int = 2, decode: Any = False,
                  seed: int | None = None, fields: dict[Any, str] | None = None, deterministic: bool = False,
                  decode_on: Any = None, prestart: bool = True, shard_window: int | None = None,
-                 rank: int | None = None, world_size: int | None = None, on_error: str = "raise"):
+                 rank: int | None = None, world_size: int | None = None, on_error: str = "raise",
+                 streams: int | None = None, jpeg_decoder: str = "auto"):
         self.epoch = 0
         if isinstance(dataset, SeedByIndex):
             seed = dataset.seed if seed is None else seed
@@ -173,10 +181,16 @@ class Loader:
         self.bad_samples = BadSamples("Loader", on_error)
         self._bad_logged = 0  # bad_samples.count when the last summary was logged
         self.prestart = check_bool("Loader", "prestart", prestart)
-        self.decode_on = None
+        self.decode_on, self.jpeg_decoders = None, None
         if decode_on is not None:  # the GPU decode split (loader/device_split.py): batches are made there
-            self.decode_on = self.device = check_decode_on(decode_on, self.device)
+            self.decode_on, self.jpeg_decoders = check_decode_on(decode_on, self.device, jpeg_decoder)
+            self.device = self.decode_on
             check_splittable(self.plan, decode_on)
+        elif jpeg_decoder != "auto":
+            raise ValueError(f"Loader: jpeg_decoder={jpeg_decoder!r} chooses the GPU decode split's JPEG decoder; "
+                             f"pass decode_on= too (without it the threads decode with libjpeg-turbo)")
+        self.streams = check_streams(streams, self.device, self.decode_on)
+        self.device_stage = None  # the current pass's StageStats, with streams
         if sampler is not None or is_iterable(dataset):
             if world_size is not None or rank is not None:
                 raise ValueError(f"Loader: rank={rank!r}, world_size={world_size!r} split a map-style dataset's "
@@ -325,6 +339,20 @@ class Loader:
     def __repr__(self) -> str:
         return (f"Loader({type(self.dataset).__name__}, batch_size={self.batch_size}, threads={self.threads}, "
                 f"on_error={self.on_error!r}, bad_samples={self.bad_samples.count}{fetch_note(self)})")
+
+    def describe(self) -> str:
+        """What this Loader runs: its repr, then with a device, where batches are made (the decode
+        split, its JPEG decoders and how many images each decoded so far; the device stage's
+        streams and where its time went in the current or last pass).
+
+        Example:
+            >>> print(loader.describe())  # doctest: +SKIP
+            Loader(PackedDataset, batch_size=256, threads=4, on_error='raise', bad_samples=0)
+            device: cuda:0, the GPU decode split (decode_on)
+            JPEG decoders: nvImageCodec hardware 12800, nvImageCodec cuda 0, libjpeg-turbo (host) 0
+            device stage: 4 streams, 50 batches, busy 3.10 s, consumer waited 0.02 s
+        """
+        return "\n".join([repr(self), *device_lines(self)])
 
     def state_dict(self) -> dict[str, Any]:
         """Where the loader is: load it into a Loader over the same dataset to resume mid-epoch

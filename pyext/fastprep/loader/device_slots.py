@@ -19,12 +19,13 @@ class WindowSlotRing(SlotRing):
     """The Loader's slot ring for split batches: besides the other fields' storage (the image field
     has none: its pixels are made on the device), each slot's rows of the fused row's host tensors
     (``DeviceSplit.host``), allocated on the first write (pinned for a CUDA device). `group`: the
-    plan's fused group, whose row splits; `device`: where the batches decode."""
+    plan's fused group, whose row splits; `device`: where the batches decode; `decoders`: the
+    Loader's JPEG decoder chain."""
 
     def __init__(self, count: int, batch_size: int, pin: bool, fields: dict[Any, str] | None, group: Any,
-                 device: torch.device):
+                 device: torch.device, decoders: Any = "auto"):
         super().__init__(count, batch_size, pin, fields)
-        self.group, self.device = group, device
+        self.group, self.device, self.decoders = group, device, decoders
         # What every batch's images are: the row's declaration, else the first run's.
         self.out_size: tuple[int, int] | None = None if group.makes is None else tuple(group.makes[0][1:])
         self._extras: dict[str, list[torch.Tensor]] = {}
@@ -93,7 +94,7 @@ class WindowJob(BatchJob):
     def batch(self) -> WindowBatch:
         ring, n = self.ring, len(self.indices)
         windows = WindowCuts(self.cuts, (self.hflips, self.vflips), self.place, ring.extras(self.slot, n),
-                             ring.group, ring.out_size, ring.device)
+                             ring.group, ring.out_size, ring.device, ring.decoders)
         first = [windows]  # the image field (the first leaf: the batch path's image)
         data = tree_map(lambda x: first.pop() if first else x, self.data())
         return WindowBatch(data, ring.spec, pool=self.slot_return())

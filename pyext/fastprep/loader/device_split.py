@@ -7,8 +7,10 @@ they cut its small JPEG out of the shard (:meth:`PackedJpeg.cut`: byte copies, n
 decoding; a :class:`JpegFile` hands its whole bytes) and make what the row's device half asks of
 them (``DeviceSplit.host``: the seed row's packed masks; nothing for a resized crop). The batch (a
 :class:`~fastprep.batch.window_batch.WindowBatch`) holds the cuts, each window's place in its cut, the
-flips and placement, those host tensors and the labels. The device stage (DevicePrefetcher, in
-the consumer's thread) decodes the cuts there in one batch, crops each window and runs the row's
+flips and placement, those host tensors and the labels. The device stage (DevicePrefetcher with
+``streams`` threads, each on its own CUDA stream: batch/stream_pool.py) decodes each batch's cuts
+there (the JPEG decoder chain: nvImageCodec's hardware engines, its nvJPEG or torchvision's, the
+host for what they refuse; io/jpeg/device_decoders.py), crops each window and runs the row's
 device half (``DeviceSplit.finish``: mask + colour, or the resize + dtype + normalize).
 
 Every row of the fusion table that declares a ``split`` (transforms/fused.py) runs split; nothing
@@ -28,8 +30,9 @@ import numpy as np
 import torch
 
 from fastprep.batch.device_prefetcher import check_device
+from fastprep.core.args import check_int
 from fastprep.core.bad_samples import SampleError
-from fastprep.core.devices import nvjpeg_decoder
+from fastprep.io.jpeg.device_decoders import DecoderChain, choose_decoders
 from fastprep.io.jpeg.file import JpegFile
 from fastprep.io.jpeg.oriented import OrientedImage
 from fastprep.io.packed.records import WindowCut
@@ -42,19 +45,46 @@ STAGE = "the decode_on split"
 PACK = "pack the images (python -m fastprep pack SRC DEST) and read them with fastprep.io.PackedDataset"
 
 
-def check_decode_on(decode_on: Any, device: torch.device | None) -> torch.device:
-    """`decode_on` as a device where the windows can be decoded (CUDA with torchvision, or "cpu":
-    the CPU decoder standing in for a device), matching `device` when one was given."""
+def check_decode_on(decode_on: Any, device: torch.device | None, jpeg_decoder: Any = "auto"
+                    ) -> tuple[torch.device, DecoderChain]:
+    """(`decode_on` as a device where the windows can be decoded: CUDA with nvImageCodec or
+    torchvision, or "cpu", the CPU decoder standing in for a device, matching `device` when one
+    was given; the JPEG decoder chain for `jpeg_decoder` there)."""
     dev = _resolved(check_device(f"Loader: decode_on={decode_on!r}:", decode_on))
     if dev.type not in ("cuda", "cpu"):
-        raise ValueError(f"Loader: decode_on={decode_on!r}: the windows decode on a CUDA device (nvJPEG through "
-                         f"torchvision) or on 'cpu' (libjpeg-turbo standing in for a device); got {dev.type!r}")
+        raise ValueError(f"Loader: decode_on={decode_on!r}: the windows decode on a CUDA device (nvImageCodec or "
+                         f"torchvision's nvJPEG) or on 'cpu' (libjpeg-turbo standing in for a device); "
+                         f"got {dev.type!r}")
     if device is not None and _resolved(device) != dev:
         raise ValueError(f"Loader: decode_on={decode_on!r} decodes the batches on {dev}, so they are made there; "
                          f"device={str(device)!r} differs: pass device=None or the same device")
-    if dev.type == "cuda":
-        nvjpeg_decoder(f"Loader: decode_on={decode_on!r} (nvJPEG through torchvision.io.decode_jpeg)")
-    return dev
+    return dev, choose_decoders(jpeg_decoder, dev, f"Loader: decode_on={decode_on!r}")
+
+
+def check_streams(streams: Any, device: torch.device | None, decode_on: torch.device | None) -> int | None:
+    """The device stage's threads (each on its own stream): `streams`, else 4 for the split on CUDA
+    and 1 on its CPU stand-in, else None (batches copied in the consumer's thread)."""
+    if streams is None:
+        return None if decode_on is None else 4 if decode_on.type == "cuda" else 1
+    if device is None:
+        raise ValueError(f"Loader: streams={streams!r} sets the device stage's threads; pass device= or decode_on= "
+                         f"(on the CPU the batches are made by threads=)")
+    return check_int("Loader", "streams", streams, 1)
+
+
+def device_lines(loader: Any) -> list[str]:
+    """Loader.describe()'s lines on its device: none without one."""
+    if loader.device is None:
+        return []
+    split = loader.decode_on is not None
+    lines = [f"device: {loader.device}" + (", the GPU decode split (decode_on)" if split else ", batches copied there")]
+    if split:
+        lines.append(f"JPEG decoders: {loader.jpeg_decoders.describe()}")
+    stage = loader.device_stage
+    if loader.streams is not None:
+        lines.append(f"device stage: {stage.describe()}" if stage is not None else
+                     f"device stage: {loader.streams} stream{'s' * (loader.streams != 1)}, no pass yet")
+    return lines
 
 
 def _resolved(dev: torch.device) -> torch.device:
@@ -196,9 +226,9 @@ def split_parts(loader: Any, epoch: int, seed: int) -> tuple[WindowSlotRing, Spl
     under `seed` (the pass's own: fixed when it began)."""
     plan = loader.plan
     check_splittable(plan, loader.decode_on)  # again: a transform may have changed since the Loader was made
-    # Host batches are small (cuts and host tensors) and the device stage holds up to depth + 1 of them.
-    ring = WindowSlotRing(2 * loader.depth + 2, loader.batch_size, loader.decode_on.type == "cuda", loader.fields,
-                          plan.fused, loader.decode_on)
+    # Host batches are small (cuts and host tensors); the device stage holds up to max(depth, streams) + 1.
+    ring = WindowSlotRing(2 * max(loader.depth, loader.streams) + 2, loader.batch_size, loader.decode_on.type == "cuda",
+                          loader.fields, plan.fused, loader.decode_on, loader.jpeg_decoders)
     runner = SplitRunner(loader.dataset, plan, seed, epoch, loader.deterministic, loader.order.iterable,
                          loader.on_error)
     return ring, runner

@@ -84,7 +84,10 @@ class Iteration:
         host = _host(ring, runner, self._pool, batches, self._sizes, keep, first, make)
         if loader.device is None:
             return _cpu(host, loader.decode)
-        return iter(DevicePrefetcher(host, loader.device, loader.depth, decode=loader.decode, release=True))
+        stage = DevicePrefetcher(host, loader.device, loader.depth, decode=loader.decode, release=True,
+                                 streams=loader.streams)
+        loader.device_stage = getattr(stage, "stats", None)  # this pass's, with streams
+        return iter(stage)
 
     def close(self) -> None:
         """Stop the threads and drop the batches in flight (break, an error, garbage collection)."""
