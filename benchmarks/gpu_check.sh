@@ -3,12 +3,15 @@
 #   jpeg    libjpeg-turbo's headers: the system's, or unpacked from .debs/*.deb (Debian's
 #           libjpeg62-turbo-dev + libjpeg62-turbo, carried in) into a private prefix
 #   build   fastprep built against the machine's torch (pip install --no-build-isolation --no-deps .)
-#   tests   tests/ops/test_cuda.py + tests/loader/test_device_split.py on the native backend, installed build
-#   decode  nvJPEG on window cuts against libjpeg-turbo on one core (benchmarks/gpu_decode.py)
-#   loader  fastprep.Loader with and without decode_on="cuda", seed and ImageNet pipelines,
-#           threads 1, 4, 16 (benchmarks/gpu_loader.py)
-#   train   ResNet-18/50 training fed device-cached, by the Loader, by the Loader with the split,
-#           as a share of the device-cached rate (benchmarks/gpu_train.py)
+#   wheels  .whl/*.whl (nvImageCodec cu13 + nvJPEG, carried in) installed into a private folder
+#   tests   the CUDA tests (ops, the decode split, its device stage and decoders), installed build
+#   decode  each device JPEG decoder (torchvision's nvJPEG, nvImageCodec: the JPEG engines where the
+#           GPU has them) on window cuts against libjpeg-turbo on one core (benchmarks/gpu_decode.py)
+#   loader  fastprep.Loader decoding in threads 1, 4, 16, and with decode_on="cuda" by decoder and
+#           device-stage streams 1-16, with the cores busy; a profile of the best split
+#           (benchmarks/gpu_loader.py)
+#   train   ResNet-18/50 training fed device-cached, by the Loader, by the Loader with the split
+#           (each at its best settings above), as a share of the device-cached rate (benchmarks/gpu_train.py)
 #   report  one markdown table of it all (benchmarks/gpu_report.py)
 # Each stage runs under its own timeout within a total budget (GPU_CHECK_BUDGET_S, default 480 s; the
 # first run on an H200 took 186 s): a failing stage is one line of the table and the next stage
@@ -99,6 +102,20 @@ else
   record jpeg 1 0 "no jpeglib.h and no .debs/: fastprep._jpeg is not built, nothing decodes JPEGs (carry .debs/)"
 fi
 
+# wheels: nvImageCodec and nvJPEG, carried in .whl/ (no network there), beside the machine's torch.
+if compgen -G ".whl/*.whl" >/dev/null; then
+  t0=$SECONDS
+  site=$work/site
+  if "$py" -m pip install -q --no-index --no-deps --no-compile --target "$site" .whl/*.whl >>"$log" 2>&1; then
+    export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
+    record wheels 0 $((SECONDS - t0)) "$(ls .whl | tr '\n' ' ')into $site"
+  else
+    record wheels 1 $((SECONDS - t0)) "pip could not install .whl/*.whl (see the log)"
+  fi
+else
+  record wheels skipped 0 "no .whl/: the rows of nvImageCodec are skipped"
+fi
+
 report=$root/benchmarks/gpu_report.py
 if [[ $skip != *",build,"* ]]; then
   # shellcheck disable=SC2016 # $0, $1, $2: bash -c's arguments
@@ -114,9 +131,10 @@ xdist=$("$py" -c 'import xdist' 2>/dev/null && echo "-n 4")
 # -p no:benchmark: pytest-benchmark, where installed, warns beside xdist, and the suite makes warnings errors.
 # shellcheck disable=SC2086 # $xdist: none or two words
 run tests 120 env FASTPREP_BACKEND=native "$py" -m pytest -q -p no:cacheprovider -p no:benchmark -c ../pyproject.toml \
-  --rootdir .. --tb=short $xdist ops/test_cuda.py loader/test_device_split.py
-run decode 60 "$py" "$root/benchmarks/gpu_decode.py"
-run loader 150 "$py" "$root/benchmarks/gpu_loader.py"
+  --rootdir .. --tb=short $xdist ops/test_cuda.py loader/test_device_split.py loader/test_device_stage.py \
+  batch/test_stream_pool.py io/test_device_decoders.py
+run decode 90 "$py" "$root/benchmarks/gpu_decode.py"
+run loader 210 "$py" "$root/benchmarks/gpu_loader.py"
 run train 180 "$py" "$root/benchmarks/gpu_train.py"
 
 say "== report ($((SECONDS)) s so far)"

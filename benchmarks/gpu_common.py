@@ -42,15 +42,17 @@ class Sizes:
     batch: int
     cuts: int  # window cuts per nvJPEG batch
     threads: tuple[int, ...]
+    streams: tuple[int, ...]  # the split's device-stage threads, each on its own CUDA stream
+    split_threads: int  # the Loader's threads for the split rows (its CPU side: drawing and cutting)
     seconds: float  # timed seconds per row (at least `min_steps` batches)
     min_steps: int
     warmup: int  # untimed batches first
 
 
-FULL = Sizes(files=32, side=1024, crop=256, resized=224, batch=256, cuts=256, threads=(1, 4, 16), seconds=2.0,
-             min_steps=3, warmup=3)
-DRY = Sizes(files=4, side=256, crop=48, resized=48, batch=4, cuts=4, threads=(1, 2), seconds=0.05, min_steps=1,
-            warmup=1)
+FULL = Sizes(files=32, side=1024, crop=256, resized=224, batch=256, cuts=256, threads=(1, 4, 16),
+             streams=(1, 2, 4, 8, 16), split_threads=4, seconds=1.5, min_steps=3, warmup=3)
+DRY = Sizes(files=4, side=256, crop=48, resized=48, batch=4, cuts=4, threads=(1, 2), streams=(1, 2), split_threads=2,
+            seconds=0.05, min_steps=1, warmup=1)
 
 
 def sizes() -> Sizes:

@@ -1,12 +1,15 @@
-"""gpu_check.sh stage: nvJPEG on window cuts against the CPU's decode of the same windows.
+"""gpu_check.sh stage: the device JPEG decoders on window cuts against the CPU's decode of the same windows.
 
 The cuts are what the split's threads make (PackedJpeg.cut: the restart intervals covering a
 window, byte copies) from the packed photos, for two kinds of window: the seed pipeline's crop
 (crop^2 at a random place) and RandomResizedCrop's (scale 0.08-1 of the area, aspect 3/4-4/3, as
-torchvision draws them). Per kind: nvJPEG decoding the cuts in batches (fastprep.io.
+torchvision draws them). Per kind: each device decoder (``jpeg_decoder`` "torchvision": nvJPEG;
+"nvimagecodec": the JPEG engines where the device has them, else nvImageCodec's nvJPEG; the row
+names the decoders that ran and what they passed on) decoding the cuts in batches (fastprep.io.
 decode_window_batch on CUDA), libjpeg-turbo decoding them one after another on one core (the same
-function on "cpu"), and how far nvJPEG's pixels are from libjpeg-turbo's (max and mean absolute
-difference over the first 16 windows: their IDCTs differ). Run by gpu_check.sh; alone:
+function on "cpu"), and how far each decoder's pixels are from libjpeg-turbo's (max and mean
+absolute difference over the first 16 windows: their IDCTs differ). A dry run times nvImageCodec's
+CPU backend where it is installed. Run by gpu_check.sh; alone:
 ``GPU_CHECK_DIR=/tmp/x python benchmarks/gpu_decode.py``.
 """
 
@@ -21,6 +24,9 @@ import torch
 from gpu_common import Stage, device, no_device, photos, sizes, sync
 
 import fastprep.io as fio
+from fastprep.io.jpeg.device_decoders import choose_decoders, nvimagecodec_module
+
+DECODERS = ("torchvision", "nvimagecodec")
 
 
 def seed_window(rng: np.random.Generator, height: int, width: int) -> tuple[int, int, int, int]:
@@ -63,12 +69,19 @@ def per_second(fn: Callable[[], None], count: int, seconds: float) -> float:
     return calls * count / (time.perf_counter() - t0)
 
 
+def decoder_missing(choice: str, dev: torch.device) -> str | None:
+    """Why the `choice` decoder's rows cannot run here (None: they can)."""
+    if choice == "nvimagecodec":
+        return None if nvimagecodec_module() is not None else "nvImageCodec is not installed (carry its wheels in .whl/: gpu_check.sh installs them)"
+    return None if dev.type == "cuda" else "dry run: torchvision's nvJPEG needs a CUDA device"
+
+
 def main() -> None:
     s = sizes()
-    stage = Stage("decode", what=f"window cuts of {s.files} packed {s.side}^2 q90 4:2:0 photos, nvJPEG batches of "
-                                 f"{s.cuts} against libjpeg-turbo on one core")
+    stage = Stage("decode", what=f"window cuts of {s.files} packed {s.side}^2 q90 4:2:0 photos, device decoder "
+                                 f"batches of {s.cuts} against libjpeg-turbo on one core")
     packed = photos()
-    dev_missing = no_device() or (None if device().type == "cuda" else "dry run: nvJPEG needs a CUDA device")
+    dev = device()
     for seed, (kind, draw) in enumerate(WINDOWS.items()):
         batch = cuts(packed, draw, s.cuts, seed)
         kb = float(np.mean([len(c.data) for c in batch])) / 1e3
@@ -79,18 +92,24 @@ def main() -> None:
             "samples_per_s": per_second(lambda: fio.decode_window_batch(few, device="cpu"), len(few), s.seconds / 2)},
             **info)
 
-        def nvjpeg(batch=batch, cpu=cpu) -> dict:
-            rate = per_second(lambda: fio.decode_window_batch(batch, device="cuda"), len(batch), s.seconds / 2)
-            got = fio.decode_window_batch(batch[:16], device="cuda")
-            want = fio.decode_window_batch(batch[:16], device="cpu")
-            diff = [(g.cpu().int() - w.int()).abs() for g, w in zip(got, want, strict=True)]
-            row = {"samples_per_s": rate, "max_abs_diff_vs_cpu": int(max(d.max() for d in diff)),
-                   "mean_abs_diff_vs_cpu": round(float(torch.cat([d.flatten() for d in diff]).float().mean()), 3)}
-            if cpu.get("samples_per_s"):
-                row.update(ratio=rate / cpu["samples_per_s"], ratio_of="one CPU core")
-            return row
+        for choice in DECODERS:
+            def on_device(batch=batch, cpu=cpu, choice=choice) -> dict:
+                chain = choose_decoders(choice, dev, "gpu_decode")
+                rate = per_second(lambda: fio.decode_window_batch(batch, device=dev, jpeg_decoder=chain), len(batch),
+                                  s.seconds / 2)
+                got = fio.decode_window_batch(batch[:16], device=dev, jpeg_decoder=chain)
+                want = fio.decode_window_batch(batch[:16], device="cpu")
+                diff = [(g.cpu().int() - w.int()).abs() for g, w in zip(got, want, strict=True)]
+                row = {"samples_per_s": rate, "max_abs_diff_vs_cpu": int(max(d.max() for d in diff)),
+                       "mean_abs_diff_vs_cpu": round(float(torch.cat([d.flatten() for d in diff]).float().mean()), 3),
+                       "decoders": chain.describe()}
+                if cpu.get("samples_per_s"):
+                    row.update(ratio=rate / cpu["samples_per_s"], ratio_of="one CPU core")
+                return row
 
-        stage.row(f"{kind} windows, nvJPEG batch {s.cuts}", nvjpeg, skip=dev_missing, **info)
+            skip = no_device() or decoder_missing(choice, dev)
+            stage.row(f"{kind} windows, jpeg_decoder={choice!r} batch {s.cuts}", on_device, skip=skip,
+                      jpeg_decoder=choice, **info)
 
 
 if __name__ == "__main__":

@@ -134,11 +134,15 @@ def _host_batch(transform: Callable, collate: Callable, batch_size: int, pin: bo
 def split_unavailable(device: torch.device) -> str | None:
     """Why the decode_on rows cannot run here (None: they can)."""
     if device.type != "cuda":
-        return f"skipped: decode_on decodes on a CUDA device (nvJPEG through torchvision); --device is {device}"
+        return f"skipped: decode_on decodes on a CUDA device (nvImageCodec or torchvision); --device is {device}"
+    from fastprep.io.jpeg.device_decoders import nvimagecodec_module  # noqa: PLC0415
+
+    if nvimagecodec_module() is not None:
+        return None
     try:
         import torchvision.io  # noqa: F401, PLC0415
     except (ImportError, RuntimeError, OSError) as exc:
-        return f"skipped: decode_on needs torchvision built for torch {torch.__version__} ({exc})"
+        return f"skipped: decode_on needs nvImageCodec or torchvision built for torch {torch.__version__} ({exc})"
     return None
 
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from gpu_common import DRY_RUN, cores, one_line, results_dir
 
-STAGE_TITLES = {"jpeg": "libjpeg-turbo", "build": "build", "tests": "CUDA tests", "decode": "nvJPEG vs CPU",
-                "loader": "Loader", "train": "training", "report": "report"}
+STAGE_TITLES = {"jpeg": "libjpeg-turbo", "wheels": "wheels", "build": "build", "tests": "CUDA tests",
+                "decode": "device decoders vs CPU", "loader": "Loader", "train": "training", "report": "report"}
 OUTCOMES = {0: "ok", 124: "timed out", 137: "killed (timeout)"}
 
 
@@ -119,6 +119,11 @@ def table(info: dict, results: dict[str, dict]) -> str:
                 if "max_abs_diff_vs_cpu" in row else []
             if "mean_cut_kB" in row:
                 extra.append(f"cuts {row['mean_cut_kB']} kB, windows {row['mean_window_px'] / 1e3:.0f}k px")
+            extra += [f"{row['cores_busy']} cores busy"] if "cores_busy" in row else []
+            extra += [f"decoded by {row['decoders']}"] if row.get("decoders") else []
+            extra += [f"stage {row['stage']}"] if row.get("stage") else []
+            if "profile_share" in row:
+                extra.append("time: " + ", ".join(f"{k} {v:.0%}" for k, v in row["profile_share"].items()))
             status = row.get("status", "?")
             note = "; ".join(([] if status == "ok" else [f"{status}: {row.get('note', '')}"]) + extra)
             lines.append(f"| {title} | {_cell(row.get('label', ''))} | "

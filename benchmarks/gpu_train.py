@@ -7,9 +7,10 @@ torchvision's models (channels_last, bf16 autocast, SGD with momentum; gpu_feed.
 
 - device-cached: one batch of that pipeline kept on the device, the step's ceiling;
 - the Loader decoding in its threads (``device="cuda", decode=True``);
-- the Loader with the GPU decode split (``decode_on="cuda"``: its threads cut, nvJPEG decodes);
+- the Loader with the GPU decode split (``decode_on="cuda"``: its threads cut, the device stage decodes);
 
-each Loader at the thread count the loader stage (gpu_loader.py) found fastest for it.
+each Loader at the settings the loader stage (gpu_loader.py) found fastest for it (threads; for the
+split also the device stage's streams and JPEG decoder), with the CPU cores the process kept busy.
 
 A dry run (GPU_CHECK_DRY_RUN=1) trains fastprep.tools.diagnose.demo_model.TinyNet on the CPU instead, the
 split's device the CPU decoder. Run by gpu_check.sh; alone: ``GPU_CHECK_DIR=/tmp/x python
@@ -21,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -43,18 +45,22 @@ def cached_batch(packed: Any, pipeline: str) -> tuple[torch.Tensor, ...]:
         it.close()
 
 
-def best_threads(pipeline: str, split: str | None) -> int:
-    """The thread count at which the loader stage measured this Loader fastest (the most threads
-    when it measured none): the split's rate can fall with more threads, as the threads' cutting
-    competes with the consumer's thread that hands the batches to nvJPEG."""
+def best_settings(pipeline: str, split: str | None) -> dict[str, Any]:
+    """The Loader settings (threads; with the split, streams and jpeg_decoder too) at which the
+    loader stage measured this Loader fastest (the most threads, the split's defaults, when it
+    measured none)."""
     try:
         with open(os.path.join(results_dir(), "loader.json")) as f:
             rows = json.load(f)["rows"]
     except (OSError, ValueError, KeyError):
         rows = []
-    rates = {r["threads"]: r["samples_per_s"] for r in rows if r.get("status") == "ok"
-             and r.get("pipeline") == pipeline and r.get("decode_on") == split}
-    return max(rates, key=rates.get) if rates else max(thread_counts())
+    rows = [r for r in rows if r.get("status") == "ok" and r.get("pipeline") == pipeline
+            and r.get("decode_on") == split and r.get("feed") != "profile"]
+    keys = ("threads", "streams", "jpeg_decoder") if split else ("threads",)
+    if not rows:
+        return {"threads": max(thread_counts())}
+    best = max(rows, key=lambda r: r["samples_per_s"])
+    return {k: best[k] for k in keys}
 
 
 def main() -> None:
@@ -88,18 +94,22 @@ def main() -> None:
 
             top = stage.row(f"{title}: device-cached", ceiling, model=name, pipeline=pipeline, feed="device-cached")
             for feed, kw in (("threads", {}), ("split", {"decode_on": split})):
-                threads = best_threads(pipeline, kw.get("decode_on"))
-                label = f"Loader t={threads}, " + (f"decode_on={split!r}" if kw else "decode in the threads")
+                settings = best_settings(pipeline, kw.get("decode_on"))
+                shown = " ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in settings.items())
+                label = f"Loader {shown}, " + (f"decode_on={split!r}" if kw else "decode in the threads")
 
-                def fed(name=name, pipeline=pipeline, kw=kw, top=top, threads=threads) -> dict:
-                    batches = loader(packed, pipeline, threads, s.batch * (s.warmup + 300), **kw)
+                def fed(name=name, pipeline=pipeline, kw=kw, top=top, settings=settings) -> dict:
+                    batches = loader(packed, pipeline, settings["threads"], s.batch * (s.warmup + 300), **kw,
+                                     **{k: v for k, v in settings.items() if k != "threads"})
+                    cpu, wall = time.process_time(), time.perf_counter()
                     got = rate(batches, step_of(name), dev, s.batch, s.warmup, s.min_steps, s.seconds)
-                    row = {"samples_per_s": got}
+                    row = {"samples_per_s": got,
+                           "cores_busy": round((time.process_time() - cpu) / (time.perf_counter() - wall), 2)}
                     if top.get("samples_per_s"):
                         row.update(ratio=got / top["samples_per_s"], ratio_of="device-cached")
                     return row
 
-                stage.row(f"{title}: {label}", fed, model=name, pipeline=pipeline, feed=feed, threads=threads)
+                stage.row(f"{title}: {label}", fed, model=name, pipeline=pipeline, feed=feed, **settings)
 
 
 if __name__ == "__main__":

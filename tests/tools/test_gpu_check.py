@@ -1,5 +1,6 @@
-"""benchmarks/gpu_check.sh's dry run on the CPU: the stages the GPU machine runs (nvJPEG against the
-CPU decode, the Loader with and without decode_on, training fed three ways) run with device "cpu"
+"""benchmarks/gpu_check.sh's dry run on the CPU: the stages the GPU machine runs (the device decoders
+against the CPU decode, the Loader with and without decode_on by streams and decoder, a profile of the
+split, training fed three ways) run with device "cpu"
 and tiny sizes, a failing stage costs one line of the table and the rest go on, and the table, the
 JSON of every figure and the log land in $OUT."""
 
@@ -53,7 +54,7 @@ def test_every_stage_reports_and_the_table_is_printed_and_saved(dry_run):
     lines = table.splitlines()
     assert "| CUDA tests |" in table and any("failed (exit 3)" in x and "tests broken on purpose" in x for x in lines)
     assert "| build |" in table and "dry run: fastprep at" in table
-    for title in ("nvJPEG vs CPU", "Loader", "training"):
+    for title in ("device decoders vs CPU", "Loader", "training"):
         assert any(x.startswith(f"| {title} |") for x in lines), title
     assert (out / "gpu_check.log").read_text().count("== ") >= 4  # each stage's output is in the log
 
@@ -63,25 +64,34 @@ def test_the_json_holds_every_row_with_its_figure_or_why_not(dry_run):
     result = json.loads((out / "gpu_check.json").read_text())
     assert result["machine"]["dry_run"] is True and result["machine"]["fastprep"]["jpeg_decoder"] is True
     stages = result["stages"]
-    assert [s for s in stages] == ["jpeg", "build", "tests", "decode", "loader", "train"]
+    assert [s for s in stages] == ["jpeg", "wheels", "build", "tests", "decode", "loader", "train"]
     assert stages["tests"]["rc"] == 3 and stages["decode"]["rc"] == 0
     rows = {(name, r["label"]): r for name in ("decode", "loader", "train") for r in stages[name]["rows"]}
     for (name, label), r in rows.items():
         if r["status"] == "ok":
             assert r["samples_per_s"] > 0, (name, label)
-        else:  # nvJPEG has no device here; the ImageNet split is refused until the split covers it
-            assert r["status"] in ("skipped", "refused") and r["note"], (name, label)
-    assert rows["decode", "crop windows, nvJPEG batch 4"]["status"] == "skipped"
+        else:  # torchvision's nvJPEG has no device here (nvImageCodec's rows run where it is installed)
+            assert r["status"] == "skipped" and r["note"], (name, label)
+    assert rows["decode", "crop windows, jpeg_decoder='torchvision' batch 4"]["status"] == "skipped"
     assert rows["decode", "RandomResizedCrop windows, libjpeg-turbo 1 core"]["status"] == "ok"
     for pipeline in ("seed", "imagenet"):
         for threads in (1, 2):
             assert rows["loader", f"{pipeline} t={threads}, decode in the threads"]["status"] == "ok"
         assert rows["train", f"TinyNet {pipeline}: device-cached"]["status"] == "ok"
-    split = rows["loader", "seed t=2, decode_on='cpu'"]
-    assert split["status"] == "ok" and split["ratio_of"] == "decode in the threads"
+    for pipeline in ("seed", "imagenet"):
+        for streams in (1, 2):
+            split = rows["loader", f"{pipeline} t=2 streams={streams}, decode_on='cpu' jpeg_decoder='host'"]
+            assert split["status"] == "ok" and split["ratio_of"].startswith("decode in ") and split["cores_busy"] > 0
+            assert split["decoders"].startswith("libjpeg-turbo (host) ") and f"{streams} stream" in split["stage"]
+        profile = next(r for r in stages["loader"]["rows"] if r.get("feed") == "profile" and r["pipeline"] == pipeline)
+        assert profile["status"] == "ok" and abs(sum(profile["profile_share"].values()) - 1) < 0.01
     feeds = {(r["pipeline"], r["feed"]): r for r in stages["train"]["rows"]}
     assert set(feeds) == {(p, f) for p in ("seed", "imagenet") for f in ("device-cached", "threads", "split")}
     fed = feeds["seed", "split"]
     assert fed["status"] == "ok" and fed["ratio_of"] == "device-cached" and fed["ratio"] > 0
-    measured = [r for r in stages["loader"]["rows"] if r["pipeline"] == "seed" and r["decode_on"] == "cpu"]
-    assert fed["threads"] == max(measured, key=lambda r: r["samples_per_s"])["threads"]  # the loader stage's best
+    measured = [r for r in stages["loader"]["rows"] if r["pipeline"] == "seed" and r.get("decode_on") == "cpu"
+                and r["status"] == "ok" and r.get("feed") != "profile"]
+    best = max(measured, key=lambda r: r["samples_per_s"])  # the loader stage's best settings
+    assert (fed["threads"], fed["streams"], fed["jpeg_decoder"]) == (best["threads"], best["streams"],
+                                                                     best["jpeg_decoder"])
+    assert fed["cores_busy"] > 0
