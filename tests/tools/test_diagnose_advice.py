@@ -266,3 +266,12 @@ def test_a_monitored_loader_describes_itself(sources):
     loader.bad_samples = fastprep.core.bad_samples.BadSamples("Loader", "skip")  # as the Loader keeps them
     loader.bad_samples.count = 2
     assert mon.summary().bad_samples == 2 and "bad samples skipped: 2" in str(mon.summary())
+
+
+def test_the_facts_name_the_split_stage_and_its_decoders(sources):
+    pack = sources["packed-jpeg"](None)
+    tf = T.Compose([T.RandomResizedCrop(16), T.ToDtype(torch.float32, scale=True)])
+    facts = facts_of(fastprep.Loader(pack, 2, transform=tf, threads=1, decode_on="cpu", streams=2))
+    assert facts.split_stage == "2 streams; JPEG: libjpeg-turbo (host)"
+    assert "fastprep.Loader(threads=1, decode_on='cpu') [2 streams; JPEG: libjpeg-turbo (host)]" in facts.describe()
+    assert facts_of(fastprep.Loader(pack, 2, transform=tf, threads=1)).split_stage is None

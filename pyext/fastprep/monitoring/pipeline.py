@@ -59,6 +59,8 @@ class PipelineFacts:
             there), else None.
         split_refused: why ``fastprep.Loader(..., decode_on=...)`` would refuse to split this
             transform or source (the Loader's own rule, `split_refusal`), None where it splits.
+        split_stage: with decode_on, the device stage's streams and JPEG decoders, tried in order
+            ("4 streams; JPEG: nvImageCodec hardware > nvImageCodec cuda > libjpeg-turbo (host)").
     """
     steps: tuple[Step, ...] = ()
     source: str = "other"
@@ -73,6 +75,7 @@ class PipelineFacts:
     verify: bool | None = None
     loader_device: str | None = None
     split_refused: str | None = None
+    split_stage: str | None = None
 
     @property
     def names(self) -> list[str]:
@@ -144,7 +147,8 @@ class PipelineFacts:
         if self.pack.get("max_side"):
             extra += f", max_side={self.pack['max_side']}"
         loader = {"fastprep": f"fastprep.Loader(threads={self.workers}"
-                              + (f", decode_on={self.decode_on!r}" if self.decode_on else "") + ")",
+                              + (f", decode_on={self.decode_on!r}" if self.decode_on else "") + ")"
+                              + (f" [{self.split_stage}]" if self.split_stage else ""),
                   "dataloader": f"DataLoader(num_workers={self.workers})"}.get(
             self.loader, "no DataLoader or fastprep.Loader to read")
         source = f"{self.dataset or 'a dataset'}{where}: {SOURCES[self.source].what}{extra}"
@@ -251,10 +255,13 @@ def facts_of(batches: Any, device: Any = None) -> PipelineFacts:
                           if getattr(d, "transform", None) is not None), None)
     source, reader = source_of_dataset(dataset) if dataset is not None else ("other", loader)
     root = getattr(reader, "root", None) or getattr(reader, "path", None)
-    kind, workers, compact, decode_on = "other", 0, False, None
+    kind, workers, compact, decode_on, stage = "other", 0, False, None, None
     if isinstance(loader, Loader):
         kind, workers, compact = "fastprep", loader.threads, True
         decode_on = str(loader.decode_on) if loader.decode_on is not None else None
+        if decode_on is not None:
+            stage = (f"{loader.streams} stream{'s' * (loader.streams != 1)}; JPEG: "
+                     + " > ".join(loader.jpeg_decoders.names))
     elif isinstance(loader, DataLoader):
         kind, workers = "dataloader", loader.num_workers
         compact = "compact" in getattr(loader.collate_fn, "__name__", type(loader.collate_fn).__name__).lower()
@@ -265,4 +272,4 @@ def facts_of(batches: Any, device: Any = None) -> PipelineFacts:
                          getattr(dev, "type", None) or str(dev or "cpu").split(":")[0], compact, decode_on, pack,
                          getattr(reader, "verify", None) if source in PACKS else None,
                          str(loader.device) if isinstance(loader, Loader) and loader.device is not None else None,
-                         split_refusal(transform, reader))
+                         split_refusal(transform, reader), stage)
