@@ -275,9 +275,9 @@ def choose_decoders(choice: str, dev: torch.device, who: str, nv: Any = None) ->
     backend where the device has JPEG engines, then its CUDA backend, else torchvision's nvJPEG; on
     the CPU: fastprep's own decoder alone (the bits of the threads' decode)."""
     check_jpeg_decoder(who, choice)
-    nv = nv or nvimagecodec_module()
     if choice == "host" or (choice == "auto" and dev.type == "cpu"):
         return DecoderChain([])
+    nv = nv or nvimagecodec_module()
     if choice == "nvimagecodec" or (choice == "auto" and nv is not None):
         if nv is None:
             raise RuntimeError(f"{who}: jpeg_decoder='nvimagecodec' but nvImageCodec is not installed: pip install "
