@@ -26,9 +26,10 @@ class StandIn:
     def __init__(self, name, refuses=lambda data: False):
         self.name, self.refuses, self.seen = name, refuses, 0
 
-    def decode(self, buffers, mode, dev):
+    def decode(self, buffers, crops, mode, dev):
         self.seen += len(buffers)
-        return [None if self.refuses(b) else fio.decode_jpeg(b, mode=mode) for b in buffers]
+        return [None if self.refuses(b) else dd.crop_window(fio.decode_jpeg(b, mode=mode), c, self.name)
+                for b, c in zip(buffers, crops, strict=True)]
 
 
 def test_what_a_decoder_refuses_goes_to_the_next_and_is_counted():
@@ -164,3 +165,16 @@ def test_no_device_decoder_at_all_says_what_to_install(monkeypatch):
         dd.choose_decoders("auto", torch.device("cuda", 0), "Loader")
     with pytest.raises(RuntimeError, match=r"^Loader needs torchvision"):
         dd.choose_decoders("torchvision", torch.device("cuda", 0), "Loader")
+
+
+@nvimagecodec
+def test_nvimagecodec_decodes_a_small_window_as_a_region_and_checks_it_first():
+    """A window of at most half the image is decoded as nvImageCodec's region (only its pixels:
+    the same bits, tested above); one outside the image is refused by name before any decode
+    (nvImageCodec would fill the outside with zeros)."""
+    chain = dd.choose_decoders("nvimagecodec", CPU, "t")
+    with pytest.raises(ValueError, match=r"window \(top=170, left=0, height=20, width=10\) is not inside the "
+                                         r"181x203 image nvImageCodec cpu decoded"):
+        chain.decode(JPEGS[:1], [(170, 0, 20, 10)], "RGB", CPU)
+    with pytest.raises(ValueError, match=r"window \(top=0, left=0, height=182, width=203\) is not inside"):
+        chain.decode(JPEGS[:1], [(0, 0, 182, 203)], "RGB", CPU)  # the whole-image path checks too

@@ -205,9 +205,9 @@ def test_a_device_batch_decodes_4_component_cuts_on_the_host(folder, packs, monk
     class StandIn:
         name = "stand-in"
 
-        def decode(self, buffers, mode, dev):
+        def decode(self, buffers, crops, mode, dev):
             reached.extend(device_decoders.frame_components(b) for b in buffers)
-            return [fio.decode_jpeg(b, mode=mode) for b in buffers]
+            return [fio.decode_jpeg(b, crop=c, mode=mode) for b, c in zip(buffers, crops, strict=True)]
 
     ds = fio.PackedDataset(packs / "jpeg", mode=mode)
     crops = [(1, 2, ds.load_raw(i)[0].height - 3, ds.load_raw(i)[0].width // 2) for i in range(len(ds))]

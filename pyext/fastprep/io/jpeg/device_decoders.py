@@ -13,8 +13,10 @@ a decoder refuses it; which one decoded how many images is counted (``Loader.des
   last resort, which reads every JPEG fastprep reads, and the only one for 4-component (CMYK /
   YCCK) JPEGs, whose colour conversion the others do not do as Pillow does.
 
-Each decoder is handed a whole batch and returns, per image, a uint8 ``[C, H, W]`` tensor on the
-device (a view; the crop is taken after) or None where it refused the image (a progressive or
+Each decoder is handed a whole batch with each image's window and returns, per image, the window
+as a uint8 ``[C, h, w]`` tensor on the device (nvImageCodec decodes only the window's region where
+the window is at most half the image: a JpegFile's whole file; the others decode the image and
+take a view) or None where it refused the image (a progressive or
 arithmetic-coded JPEG the engine does not take, an odd subsampling, a stream it cannot parse).
 Decoders run on the calling thread's current CUDA stream: the device stage gives each of its
 threads its own (loader/device_stage.py).
@@ -46,9 +48,26 @@ class JpegDecoder(Protocol):
 
     name: str
 
-    def decode(self, buffers: Sequence[Any], mode: str, dev: torch.device) -> list[torch.Tensor | None]:
-        """Each buffer's whole image, ``[C, H, W]`` uint8 on `dev`, or None where refused."""
+    def decode(self, buffers: Sequence[Any], crops: Sequence[Crop | None], mode: str,
+               dev: torch.device) -> list[torch.Tensor | None]:
+        """Each buffer's window `crops[i]` (None: the whole image), ``[C, h, w]`` uint8 on `dev`, or
+        None where refused."""
         ...
+
+
+Crop = tuple[int, int, int, int]
+
+
+def crop_window(image: torch.Tensor, crop: Crop | None, name: str) -> torch.Tensor:
+    """The view of window `crop` = (top, left, height, width) of a decoded ``[C, H, W]`` `image`, or a
+    ValueError naming the window, the image's size and the decoder `name` when it is not inside."""
+    if crop is None:
+        return image
+    top, left, h, w = crop
+    if top < 0 or left < 0 or top + h > image.shape[-2] or left + w > image.shape[-1]:
+        raise ValueError(f"decode_window_batch: window (top={top}, left={left}, height={h}, width={w}) is not inside "
+                         f"the {image.shape[-2]}x{image.shape[-1]} image {name} decoded")
+    return image[:, top:top + h, left:left + w]
 
 
 def nvimagecodec_module() -> Any:
@@ -86,17 +105,30 @@ class NvImageCodecDecoder:
             decoder = self._local.decoder = nv.Decoder(device_id=device_id, max_num_cpu_threads=1, backends=[backend])
         return decoder
 
-    def decode(self, buffers: Sequence[Any], mode: str, dev: torch.device) -> list[torch.Tensor | None]:
+    def decode(self, buffers: Sequence[Any], crops: Sequence[Crop | None], mode: str,
+               dev: torch.device) -> list[torch.Tensor | None]:
         nv = self.nv
         gray = mode == "GRAY"
         params = nv.DecodeParams(apply_exif_orientation=False,
                                  color_spec=nv.ColorSpec.GRAY if gray else nv.ColorSpec.SRGB,
                                  sample_format=nv.SampleFormat.P_Y if gray else nv.SampleFormat.P_RGB)
-        streams = [nv.CodeStream(bytes(b)) for b in buffers]
+        streams, regions = [], []
+        for b, crop in zip(buffers, crops, strict=True):
+            stream = nv.CodeStream(bytes(b))
+            region = crop is not None and 2 * crop[2] * crop[3] <= stream.height * stream.width
+            if region:  # only the window's pixels are decoded and written
+                top, left, h, w = crop
+                if top < 0 or left < 0 or top + h > stream.height or left + w > stream.width:
+                    crop_window(torch.empty(0, stream.height, stream.width), crop, self.name)  # the error
+                stream = stream.get_sub_code_stream(region=nv.Region(top, left, top + h, left + w))
+            streams.append(stream)
+            regions.append(region)
         cuda = self.kind != "cpu"
         stream = torch.cuda.current_stream(dev).cuda_stream if cuda else 0
         images = self._decoder().decode(streams, params=params, cuda_stream=stream)
-        return [None if im is None else self._tensor(im, cuda) for im in images]
+        return [None if im is None else self._tensor(im, cuda) if region else crop_window(self._tensor(im, cuda), crop,
+                                                                                            self.name)
+                for im, crop, region in zip(images, crops, regions, strict=True)]
 
     @staticmethod
     def _tensor(image: Any, cuda: bool) -> torch.Tensor:
@@ -115,7 +147,7 @@ def has_jpeg_engine(dev: torch.device, nv: Any = None) -> bool:
     if key not in _ENGINES:
         try:
             probe = NvImageCodecDecoder("hardware", dev, nv)
-            _ENGINES[key] = probe.decode([_probe_jpeg()], "RGB", dev)[0] is not None
+            _ENGINES[key] = probe.decode([_probe_jpeg()], [None], "RGB", dev)[0] is not None
         except Exception:  # noqa: BLE001 (no engine, no driver support: the answer is no)
             _ENGINES[key] = False
     return _ENGINES[key]
@@ -145,7 +177,8 @@ class TorchvisionDecoder:
 
         self._decode, self._modes = nvjpeg_decoder(who)
 
-    def decode(self, buffers: Sequence[Any], mode: str, dev: torch.device) -> list[torch.Tensor | None]:
+    def decode(self, buffers: Sequence[Any], crops: Sequence[Crop | None], mode: str,
+               dev: torch.device) -> list[torch.Tensor | None]:
         # torchvision's nvJPEG decoder allocates its outputs on this stream but writes them on a
         # stream of its own that does not wait for this one (pytorch/vision#9606): memory freed here
         # while kernels queued on it still read it could be overwritten. Let this stream's queued work
@@ -154,9 +187,10 @@ class TorchvisionDecoder:
         tensors = [torch.frombuffer(bytearray(b), dtype=torch.uint8) for b in buffers]
         read = self._modes.GRAY if mode == "GRAY" else self._modes.RGB
         try:
-            return list(self._decode(tensors, mode=read, device=dev))
+            images = self._decode(tensors, mode=read, device=dev)
         except RuntimeError:  # one image it cannot decode fails the batch: the host says which and why
             return [None] * len(buffers)
+        return [crop_window(im, crop, self.name) for im, crop in zip(images, crops, strict=True)]
 
 
 _SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # frame headers (not DHT, JPG, DAC)
@@ -206,13 +240,13 @@ class DecoderChain:
         for decoder in self.decoders:
             if not todo:
                 break
-            images = decoder.decode([buffers[i] for i in todo], read, dev)
+            images = decoder.decode([buffers[i] for i in todo], [None if crops is None else crops[i] for i in todo],
+                                    read, dev)
             left = []
-            for i, image in zip(todo, images, strict=True):
-                if image is None:
+            for i, window in zip(todo, images, strict=True):
+                if window is None:
                     left.append(i)
                 else:
-                    window = _window(image, None if crops is None else crops[i], decoder.name)
                     out[i] = rgb_to_ycbcr(window, "CHW") if mode == "YCbCr" else window
             counts[decoder.name] += len(todo) - len(left)
             refused[decoder.name] += len(left)
@@ -234,16 +268,6 @@ class DecoderChain:
         done = ", ".join(f"{n} {counts.get(n, 0)}" for n in self.names)
         passed = ", ".join(f"{n} {c}" for n, c in refused.items())
         return done + (f" (passed on: {passed})" if passed else "")
-
-
-def _window(image: torch.Tensor, crop: tuple[int, int, int, int] | None, name: str) -> torch.Tensor:
-    if crop is None:
-        return image
-    top, left, h, w = crop
-    if top < 0 or left < 0 or top + h > image.shape[-2] or left + w > image.shape[-1]:
-        raise ValueError(f"decode_window_batch: window (top={top}, left={left}, height={h}, width={w}) is not inside "
-                         f"the {image.shape[-2]}x{image.shape[-1]} image {name} decoded")
-    return image[:, top:top + h, left:left + w]
 
 
 def check_jpeg_decoder(who: str, choice: Any) -> str:
