@@ -134,7 +134,10 @@ class NvImageCodecDecoder:
     def _tensor(image: Any, cuda: bool) -> torch.Tensor:
         if cuda:
             # DLPack with the consumer's stream: the image's decode is ordered before what reads it.
-            return torch.from_dlpack(image)
+            try:
+                return torch.from_dlpack(image)
+            except (TypeError, BufferError):  # a __dlpack__ without the stream argument: the CUDA array
+                return torch.as_tensor(image, device="cuda")  # interface (decoded on this stream already)
         import numpy as np  # noqa: PLC0415
 
         return torch.from_numpy(np.asarray(image))
