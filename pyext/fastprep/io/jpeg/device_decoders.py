@@ -137,7 +137,7 @@ class NvImageCodecDecoder:
             try:
                 return torch.from_dlpack(image)
             except (TypeError, BufferError):  # a __dlpack__ without the stream argument: the CUDA array
-                return torch.as_tensor(image, device="cuda")  # interface (decoded on this stream already)
+                return torch.as_tensor(image)  # interface, on its own device (decoded on this stream already)
         import numpy as np  # noqa: PLC0415
 
         return torch.from_numpy(np.asarray(image))
