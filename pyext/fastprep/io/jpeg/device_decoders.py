@@ -25,6 +25,7 @@ threads its own (loader/device_stage.py).
 from __future__ import annotations
 
 import base64
+import queue
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -80,9 +81,9 @@ def nvimagecodec_module() -> Any:
 
 
 class NvImageCodecDecoder:
-    """nvImageCodec with one backend `kind` ("hardware", "cuda" or "cpu"): a decoder per thread
-    (each device-stage thread decodes on its own stream), planar RGB or grey, no EXIF turn (a cut
-    is decoded as stored)."""
+    """nvImageCodec with one backend `kind` ("hardware", "cuda" or "cpu"): one nvImageCodec decoder
+    per call in flight (the device-stage threads decode at once, each on its own stream), kept for
+    the next calls and passes, planar RGB or grey, no EXIF turn (a cut is decoded as stored)."""
 
     KINDS = {"hardware": "HW_GPU_ONLY", "cuda": "GPU_ONLY", "cpu": "CPU_ONLY"}
 
@@ -94,16 +95,13 @@ class NvImageCodecDecoder:
             raise RuntimeError("nvImageCodec is not installed: pip install 'fastprep[gpu]' (nvidia-nvimgcodec-cu13 "
                                "and nvJPEG; nvidia-nvimgcodec-cu12 for a CUDA 12 torch)")
         self.kind, self.dev, self.name = kind, dev, f"nvImageCodec {kind}"
-        self._local = threading.local()
+        self._idle: queue.SimpleQueue = queue.SimpleQueue()  # decoders made and not in use
 
-    def _decoder(self) -> Any:
-        decoder = getattr(self._local, "decoder", None)
-        if decoder is None:
-            nv = self.nv
-            device_id = nv.NVIMGCODEC_DEVICE_CPU_ONLY if self.kind == "cpu" else self.dev.index or 0
-            backend = nv.Backend(getattr(nv, self.KINDS[self.kind]))
-            decoder = self._local.decoder = nv.Decoder(device_id=device_id, max_num_cpu_threads=1, backends=[backend])
-        return decoder
+    def _new_decoder(self) -> Any:
+        nv = self.nv
+        device_id = nv.NVIMGCODEC_DEVICE_CPU_ONLY if self.kind == "cpu" else self.dev.index or 0
+        backend = nv.Backend(getattr(nv, self.KINDS[self.kind]))
+        return nv.Decoder(device_id=device_id, max_num_cpu_threads=1, backends=[backend])
 
     def decode(self, buffers: Sequence[Any], crops: Sequence[Crop | None], mode: str,
                dev: torch.device) -> list[torch.Tensor | None]:
@@ -125,7 +123,14 @@ class NvImageCodecDecoder:
             regions.append(region)
         cuda = self.kind != "cpu"
         stream = torch.cuda.current_stream(dev).cuda_stream if cuda else 0
-        images = self._decoder().decode(streams, params=params, cuda_stream=stream)
+        try:
+            decoder = self._idle.get_nowait()
+        except queue.Empty:
+            decoder = self._new_decoder()
+        try:
+            images = decoder.decode(streams, params=params, cuda_stream=stream)
+        finally:
+            self._idle.put(decoder)
         return [None if im is None else self._tensor(im, cuda) if region else crop_window(self._tensor(im, cuda), crop,
                                                                                             self.name)
                 for im, crop, region in zip(images, crops, regions, strict=True)]
