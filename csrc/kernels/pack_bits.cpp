@@ -32,7 +32,97 @@ FASTPREP_INLINE uint64_t bytes_to_bits(uint64_t w) { return ((((w & kLow7) + kLo
 
 FASTPREP_INLINE int bit_shift(int64_t k, bool little) { return little ? static_cast<int>(k) : 7 - static_cast<int>(k); }
 
+// n bytes (nonzero = 1) -> ceil(n / 8) packed bytes, a word of 8 bytes at a time.
+FASTPREP_INLINE void pack_row_words(const uint8_t* row, int64_t n, bool little, uint8_t* orow) {
+  const int64_t full = n / 8;
+  const uint64_t gather = little ? kGatherLittle : kGatherBig;
+  for (int64_t j = 0; j < full; ++j) {
+    orow[j] = static_cast<uint8_t>((bytes_to_bits(load_word(row + 8 * j)) * gather) >> 56);
+  }
+  if (8 * full < n) {
+    unsigned b = 0;
+    for (int64_t k = 0; k < n - 8 * full; ++k) {
+      b |= static_cast<unsigned>(row[8 * full + k] != 0) << bit_shift(k, little);
+    }
+    orow[full] = static_cast<uint8_t>(b);
+  }
+}
+
+// count elements from ceil(count / 8) packed bytes -> 0/1 bytes, a word of 8 bytes at a time.
+FASTPREP_INLINE void unpack_row_words(const uint8_t* prow, int64_t count, bool little, uint8_t* orow) {
+  const int64_t full = count / 8;
+  const uint64_t spread = little ? kSpreadLittle : kSpreadBig;
+  for (int64_t j = 0; j < full; ++j) {
+    const uint64_t w = bytes_to_bits((prow[j] * 0x0101010101010101ULL) & spread);
+    std::memcpy(orow + 8 * j, &w, 8);
+  }
+  for (int64_t k = 0; k < count - 8 * full; ++k) {
+    orow[8 * full + k] = static_cast<uint8_t>((prow[full] >> bit_shift(k, little)) & 1);
+  }
+}
+
 #if FASTPREP_X86_LEVELS
+// AVX2 (x86-64-v3): a byte compare and movemask give 32 bits at once (bit i from byte i, the little
+// order once stored); the last < 32 bytes go through the word code above.
+FASTPREP_TARGET_V3 inline __m256i reverse_octets_256(__m256i v) {
+  return _mm256_shuffle_epi8(v, _mm256_broadcastsi128_si256(_mm_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11,
+                                                                          10, 9, 8)));
+}
+
+FASTPREP_TARGET_V3 inline uint32_t nonzero_bits_256(__m256i v) {
+  return ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_setzero_si256())));
+}
+
+FASTPREP_TARGET_V3 void pack_run_v3(const uint8_t* x, int64_t n, bool little, uint8_t* out) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
+    if (!little) v = reverse_octets_256(v);
+    const uint32_t m = nonzero_bits_256(v);
+    std::memcpy(out + i / 8, &m, 4);
+  }
+  pack_row_words(x + i, n - i, little, out + i / 8);
+}
+
+// 32 bits -> 32 bytes of 0/1: byte j gets packed byte j / 8, then its bit j % 8 (little) or
+// 7 - j % 8 (big) is tested.
+FASTPREP_TARGET_V3 void unpack_run_v3(const uint8_t* packed, int64_t count, bool little, uint8_t* out) {
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                                          3, 3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x(little ? 0x8040201008040201LL : 0x0102040810204080LL);
+  const __m256i one = _mm256_set1_epi8(1);
+  int64_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    uint32_t m;
+    std::memcpy(&m, packed + i / 8, 4);
+    const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(m)), spread), bit);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), one));
+  }
+  unpack_row_words(packed + i / 8, count - i, little, out + i);
+}
+
+// Up to 8 planes of n bytes (plane k at x + k * stride) -> one plane of n bytes, bit
+// bit_shift(k) of each from plane k's byte, accumulated in a register per 32 bytes.
+FASTPREP_TARGET_V3 void pack_planes_v3(const uint8_t* x, int64_t stride, int64_t planes, int64_t n, bool little,
+                                       uint8_t* out) {
+  const __m256i zero = _mm256_setzero_si256();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i acc = zero;
+    for (int64_t k = 0; k < planes; ++k) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + k * stride + i));
+      const __m256i bit = _mm256_set1_epi8(static_cast<char>(1u << bit_shift(k, little)));
+      acc = _mm256_or_si256(acc, _mm256_andnot_si256(_mm256_cmpeq_epi8(v, zero), bit));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), acc);
+  }
+  for (; i < n; ++i) {
+    unsigned b = 0;
+    for (int64_t k = 0; k < planes; ++k) b |= static_cast<unsigned>(x[k * stride + i] != 0) << bit_shift(k, little);
+    out[i] = static_cast<uint8_t>(b);
+  }
+}
+
 // Byte k of every 8 goes to 7 - k: with it, "big" bit order is the "little" one of the reversed bytes.
 FASTPREP_TARGET_V4 inline __m512i reverse_octets_512(__m512i v) {
   const __m512i rev = _mm512_broadcast_i32x4(_mm_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8));
@@ -103,24 +193,14 @@ struct PackRows {
       for (int64_t r = 0; r < rows; ++r) pack_run_v4(x + r * n, n, little, out + r * ((n + 7) / 8));
       return;
     }
+    if constexpr (L == Isa::kV3) {
+      if (n % 8 == 0) return pack_run_v3(x, rows * n, little, out);
+      for (int64_t r = 0; r < rows; ++r) pack_run_v3(x + r * n, n, little, out + r * ((n + 7) / 8));
+      return;
+    }
 #endif
     const int64_t nb = (n + 7) / 8;
-    const int64_t full = n / 8;
-    const uint64_t gather = little ? kGatherLittle : kGatherBig;
-    for (int64_t r = 0; r < rows; ++r) {
-      const uint8_t* row = x + r * n;
-      uint8_t* orow = out + r * nb;
-      for (int64_t j = 0; j < full; ++j) {
-        orow[j] = static_cast<uint8_t>((bytes_to_bits(load_word(row + 8 * j)) * gather) >> 56);
-      }
-      if (full < nb) {
-        unsigned b = 0;
-        for (int64_t k = 0; k < n - 8 * full; ++k) {
-          b |= static_cast<unsigned>(row[8 * full + k] != 0) << bit_shift(k, little);
-        }
-        orow[full] = static_cast<uint8_t>(b);
-      }
-    }
+    for (int64_t r = 0; r < rows; ++r) pack_row_words(x + r * n, n, little, out + r * nb);
   }
 };
 
@@ -134,6 +214,16 @@ struct PackPlanes {
       for (int64_t o = 0; o < outer; ++o) {
         for (int64_t j = 0; j < nb; ++j) {
           pack_planes_v4(x + (o * n + 8 * j) * inner, inner, std::min<int64_t>(8, n - 8 * j), inner, little,
+                         out + (o * nb + j) * inner);
+        }
+      }
+      return;
+    }
+    if constexpr (L == Isa::kV3) {
+      const int64_t nb = (n + 7) / 8;
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t j = 0; j < nb; ++j) {
+          pack_planes_v3(x + (o * n + 8 * j) * inner, inner, std::min<int64_t>(8, n - 8 * j), inner, little,
                          out + (o * nb + j) * inner);
         }
       }
@@ -168,20 +258,13 @@ struct UnpackRows {
       for (int64_t r = 0; r < rows; ++r) unpack_run_v4(packed + r * m, count, little, out + r * count);
       return;
     }
-#endif
-    const int64_t full = count / 8;
-    const uint64_t spread = little ? kSpreadLittle : kSpreadBig;
-    for (int64_t r = 0; r < rows; ++r) {
-      const uint8_t* prow = packed + r * m;
-      uint8_t* orow = out + r * count;
-      for (int64_t j = 0; j < full; ++j) {
-        const uint64_t w = bytes_to_bits((prow[j] * 0x0101010101010101ULL) & spread);
-        std::memcpy(orow + 8 * j, &w, 8);
-      }
-      for (int64_t k = 0; k < count - 8 * full; ++k) {
-        orow[8 * full + k] = static_cast<uint8_t>((prow[full] >> bit_shift(k, little)) & 1);
-      }
+    if constexpr (L == Isa::kV3) {
+      if (count == 8 * m) return unpack_run_v3(packed, rows * count, little, out);
+      for (int64_t r = 0; r < rows; ++r) unpack_run_v3(packed + r * m, count, little, out + r * count);
+      return;
     }
+#endif
+    for (int64_t r = 0; r < rows; ++r) unpack_row_words(packed + r * m, count, little, out + r * count);
   }
 };
 
