@@ -19,7 +19,87 @@ FASTPREP_INLINE uint64_t spread_h(uint64_t prev, uint64_t cur, uint64_t next) {
   return cur | (cur << 1) | (prev >> 63) | (cur >> 1) | (next << 63);
 }
 
+// Output word j of a row from the words above (up), at (c) and below (d) it.
+template <bool Square>
+FASTPREP_INLINE uint64_t dilated_word(const uint64_t* up, const uint64_t* c, const uint64_t* d, int64_t j) {
+  if constexpr (Square) {
+    return spread_h(up[j - 1] | c[j - 1] | d[j - 1], up[j] | c[j] | d[j], up[j + 1] | c[j + 1] | d[j + 1]);
+  }
+  return spread_h(c[j - 1], c[j], c[j + 1]) | up[j] | d[j];
+}
+
 #if FASTPREP_X86_LEVELS
+// AVX2 (x86-64-v3) word I/O of the one-pass bool dilation below: `bytes` (64, or the row's last
+// word's) bool bytes -> a word (two byte compares + movemasks), a word -> `bytes` 0/1 bytes (a
+// shuffle + bit test per 32). A last word of fewer bytes goes through a zero-padded copy: AVX2 has no
+// byte-masked loads or stores, and nothing outside the row is read or written.
+FASTPREP_TARGET_V3 inline uint64_t bool_word_v3(const uint8_t* p, int64_t bytes) {
+  alignas(32) uint8_t pad[64];
+  if (bytes < 64) {
+    std::memset(pad, 0, 64);
+    std::memcpy(pad, p, static_cast<size_t>(bytes));
+    p = pad;
+  }
+  const __m256i zero = _mm256_setzero_si256();
+  const uint32_t lo = ~static_cast<uint32_t>(_mm256_movemask_epi8(
+      _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), zero)));
+  const uint32_t hi = ~static_cast<uint32_t>(_mm256_movemask_epi8(
+      _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)), zero)));
+  return static_cast<uint64_t>(hi) << 32 | lo;
+}
+
+FASTPREP_TARGET_V3 inline void store_bools_v3(uint8_t* o, uint64_t v, int64_t bytes) {
+  const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
+                                        3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+  const __m256i one = _mm256_set1_epi8(1);
+  alignas(32) uint8_t pad[64];
+  uint8_t* dst = bytes < 64 ? pad : o;
+  for (int h = 0; h < 2; ++h) {
+    const int b = static_cast<int>(static_cast<uint32_t>(v >> (32 * h)));
+    const __m256i t = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(b), shuf), bit);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * h), _mm256_and_si256(_mm256_cmpeq_epi8(t, bit), one));
+  }
+  if (bytes < 64) std::memcpy(o, pad, static_cast<size_t>(bytes));
+}
+
+// dilate_bool_row_v4 / dilate_bools_v4 below with the AVX2 word I/O (see there).
+template <bool Square, bool Below>
+FASTPREP_TARGET_V3 inline void dilate_bool_row_v3(const uint64_t* up, const uint64_t* c, uint64_t* d,
+                                                  const uint8_t* below, uint8_t* o, int64_t wpr, int64_t tail,
+                                                  uint64_t last) {
+  if constexpr (Below && Square) d[0] = bool_word_v3(below, wpr > 1 ? 64 : tail);
+  for (int64_t j = 0; j + 1 < wpr; ++j) {
+    if constexpr (Below) {
+      if constexpr (Square) {
+        d[j + 1] = bool_word_v3(below + 64 * (j + 1), j + 2 < wpr ? 64 : tail);
+      } else {
+        d[j] = bool_word_v3(below + 64 * j, 64);
+      }
+    }
+    store_bools_v3(o + 64 * j, dilated_word<Square>(up, c, d, j), 64);
+  }
+  if constexpr (Below && !Square) d[wpr - 1] = bool_word_v3(below + 64 * (wpr - 1), tail);
+  store_bools_v3(o + 64 * (wpr - 1), dilated_word<Square>(up, c, d, wpr - 1) & last, tail);
+}
+
+template <bool Square>
+FASTPREP_TARGET_V3 void dilate_bools_v3(const uint8_t* in, uint8_t* out, int64_t h, int64_t width, uint64_t* ring) {
+  const int64_t wpr = words_per_row(width);
+  const uint64_t last = last_word_mask(width);
+  const int64_t tail = width - 64 * (wpr - 1);  // bytes of the row's last word
+  std::fill(ring, ring + 3 * (wpr + 2), 0);
+  uint64_t* rows[3] = {ring + 1, ring + wpr + 3, ring + 2 * wpr + 5};  // above, at, below
+  for (int64_t j = 0; j < wpr; ++j) rows[1][j] = bool_word_v3(in + 64 * j, j + 1 < wpr ? 64 : tail);
+  for (int64_t r = 0; r + 1 < h; ++r) {
+    dilate_bool_row_v3<Square, true>(rows[0], rows[1], rows[2], in + (r + 1) * width, out + r * width, wpr, tail, last);
+    uint64_t* t = rows[0];
+    rows[0] = rows[1], rows[1] = rows[2], rows[2] = t;
+  }
+  std::fill(rows[2], rows[2] + wpr, 0);
+  dilate_bool_row_v3<Square, false>(rows[0], rows[1], rows[2], nullptr, out + (h - 1) * width, wpr, tail, last);
+}
+
 // dilate_row below in AVX-512, 8 words a step. The words on either side of a step come from the
 // steps before and after it, kept in registers (valignq), so each word is loaded once; loads are
 // masked at the row's end (nothing outside the row is read, and no bit carries across rows).
@@ -62,15 +142,6 @@ FASTPREP_TARGET_V4 inline void dilate_row_v4(const uint64_t* up, const uint64_t*
 FASTPREP_TARGET_V4 inline uint64_t bool_word_v4(const uint8_t* row, int64_t j, __mmask64 k = ~0ULL) {
   const __m512i v = _mm512_maskz_loadu_epi8(k, row + 64 * j);
   return _mm512_test_epi8_mask(v, v);
-}
-
-// Output word j of a row from the words above (up), at (c) and below (d) it.
-template <bool Square>
-FASTPREP_INLINE uint64_t dilated_word(const uint64_t* up, const uint64_t* c, const uint64_t* d, int64_t j) {
-  if constexpr (Square) {
-    return spread_h(up[j - 1] | c[j - 1] | d[j - 1], up[j] | c[j] | d[j], up[j + 1] | c[j + 1] | d[j + 1]);
-  }
-  return spread_h(c[j - 1], c[j], c[j + 1]) | up[j] | d[j];
 }
 
 // Output row r (o) of dilate_bools_v4; with Below, row r + 1's words go into d one word ahead of
@@ -264,12 +335,17 @@ struct Dilate {
       return;
     }
 #if FASTPREP_X86_LEVELS
-    if constexpr (has_avx512(L)) {
-      if (iterations == 1 && !packed) {
+    if constexpr (has_avx512(L) || L == Isa::kV3) {
+      if (iterations == 1 && !packed && wpr > 0 && h > 0) {
         std::vector<uint64_t> ring(static_cast<size_t>(3 * (wpr + 2)));
         for (int64_t i = 0; i < images; ++i) {
-          const auto f = square ? dilate_bools_v4<true> : dilate_bools_v4<false>;
-          f(in + i * h * width, out + i * h * width, h, width, ring.data());
+          if constexpr (has_avx512(L)) {
+            (square ? dilate_bools_v4<true> : dilate_bools_v4<false>)(in + i * h * width, out + i * h * width, h,
+                                                                       width, ring.data());
+          } else {
+            (square ? dilate_bools_v3<true> : dilate_bools_v3<false>)(in + i * h * width, out + i * h * width, h,
+                                                                       width, ring.data());
+          }
         }
         return;
       }
