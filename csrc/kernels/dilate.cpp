@@ -41,16 +41,16 @@ FASTPREP_TARGET_V3 inline uint64_t bool_word_v3(const uint8_t* p, int64_t bytes)
     p = pad;
   }
   const __m256i zero = _mm256_setzero_si256();
-  const uint32_t lo = ~static_cast<uint32_t>(_mm256_movemask_epi8(
-      _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), zero)));
-  const uint32_t hi = ~static_cast<uint32_t>(_mm256_movemask_epi8(
-      _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)), zero)));
+  const uint32_t lo = ~static_cast<uint32_t>(
+      _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), zero)));
+  const uint32_t hi = ~static_cast<uint32_t>(
+      _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)), zero)));
   return static_cast<uint64_t>(hi) << 32 | lo;
 }
 
 FASTPREP_TARGET_V3 inline void store_bools_v3(uint8_t* o, uint64_t v, int64_t bytes) {
-  const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
-                                        3, 3, 3, 3, 3, 3);
+  const __m256i shuf =
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
   const __m256i one = _mm256_set1_epi8(1);
   alignas(32) uint8_t pad[64];
@@ -340,11 +340,11 @@ struct Dilate {
         std::vector<uint64_t> ring(static_cast<size_t>(3 * (wpr + 2)));
         for (int64_t i = 0; i < images; ++i) {
           if constexpr (has_avx512(L)) {
-            (square ? dilate_bools_v4<true> : dilate_bools_v4<false>)(in + i * h * width, out + i * h * width, h,
-                                                                       width, ring.data());
+            (square ? dilate_bools_v4<true> : dilate_bools_v4<false>)(in + i * h * width, out + i * h * width, h, width,
+                                                                      ring.data());
           } else {
-            (square ? dilate_bools_v3<true> : dilate_bools_v3<false>)(in + i * h * width, out + i * h * width, h,
-                                                                       width, ring.data());
+            (square ? dilate_bools_v3<true> : dilate_bools_v3<false>)(in + i * h * width, out + i * h * width, h, width,
+                                                                      ring.data());
           }
         }
         return;

@@ -65,8 +65,8 @@ FASTPREP_INLINE void unpack_row_words(const uint8_t* prow, int64_t count, bool l
 // AVX2 (x86-64-v3): a byte compare and movemask give 32 bits at once (bit i from byte i, the little
 // order once stored); the last < 32 bytes go through the word code above.
 FASTPREP_TARGET_V3 inline __m256i reverse_octets_256(__m256i v) {
-  return _mm256_shuffle_epi8(v, _mm256_broadcastsi128_si256(_mm_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11,
-                                                                          10, 9, 8)));
+  return _mm256_shuffle_epi8(
+      v, _mm256_broadcastsi128_si256(_mm_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8)));
 }
 
 FASTPREP_TARGET_V3 inline uint32_t nonzero_bits_256(__m256i v) {
@@ -87,8 +87,8 @@ FASTPREP_TARGET_V3 void pack_run_v3(const uint8_t* x, int64_t n, bool little, ui
 // 32 bits -> 32 bytes of 0/1: byte j gets packed byte j / 8, then its bit j % 8 (little) or
 // 7 - j % 8 (big) is tested.
 FASTPREP_TARGET_V3 void unpack_run_v3(const uint8_t* packed, int64_t count, bool little, uint8_t* out) {
-  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
-                                          3, 3, 3, 3, 3, 3, 3);
+  const __m256i spread =
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
   const __m256i bit = _mm256_set1_epi64x(little ? 0x8040201008040201LL : 0x0102040810204080LL);
   const __m256i one = _mm256_set1_epi8(1);
   int64_t i = 0;
