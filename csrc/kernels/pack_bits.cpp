@@ -123,6 +123,26 @@ FASTPREP_TARGET_V3 void pack_planes_v3(const uint8_t* x, int64_t stride, int64_t
   }
 }
 
+// One plane of packed bytes -> up to 8 planes of n 0/1 bytes (plane k at out + k * stride gets bit
+// bit_shift(k) of each), 32 bytes loaded once for all of them.
+FASTPREP_TARGET_V3 void unpack_planes_v3(const uint8_t* packed, int64_t planes, int64_t n, bool little, uint8_t* out,
+                                         int64_t stride) {
+  const __m256i one = _mm256_set1_epi8(1);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed + i));
+    for (int64_t k = 0; k < planes; ++k) {
+      const __m256i bit = _mm256_set1_epi8(static_cast<char>(1u << bit_shift(k, little)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k * stride + i),
+                          _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), one));
+    }
+  }
+  for (; i < n; ++i) {
+    for (int64_t k = 0; k < planes; ++k)
+      out[k * stride + i] = static_cast<uint8_t>((packed[i] >> bit_shift(k, little)) & 1);
+  }
+}
+
 // Byte k of every 8 goes to 7 - k: with it, "big" bit order is the "little" one of the reversed bytes.
 FASTPREP_TARGET_V4 inline __m512i reverse_octets_512(__m512i v) {
   const __m512i rev = _mm512_broadcast_i32x4(_mm_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8));
@@ -272,6 +292,17 @@ struct UnpackPlanes {
   template <Isa L>
   static FASTPREP_INLINE void run(const uint8_t* packed, uint8_t* out, int64_t outer, int64_t m, int64_t inner,
                                   int64_t count, bool little) {
+#if FASTPREP_X86_LEVELS
+    if constexpr (L == Isa::kV3) {
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t j = 0; 8 * j < count; ++j) {
+          unpack_planes_v3(packed + (o * m + j) * inner, std::min<int64_t>(8, count - 8 * j), inner, little,
+                           out + (o * count + 8 * j) * inner, inner);
+        }
+      }
+      return;
+    }
+#endif
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t c = 0; c < count; ++c) {
         const uint8_t* prow = packed + (o * m + c / 8) * inner;
