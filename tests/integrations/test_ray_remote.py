@@ -122,3 +122,21 @@ def test_cache_dir_templates_and_bad_arguments(tmp_path):
     fio.pack([(torch.zeros(3, 4, 4, dtype=torch.uint8), 0)], tmp_path / "p", non_jpeg="raw", progress=False)
     with pytest.raises(ValueError, match="for a pack at a URL"):
         fray.read_packed(tmp_path / "p", cache_dir="/tmp/x")
+
+
+def test_a_process_opens_a_remote_pack_once_for_every_task(tmp_path):
+    """Each task gets its own copy of PackedImages (unpickled): copies of one URL and options share
+    the process's PackedDataset (opening one checks its index against the store: round trips)."""
+    import pickle
+
+    fio.pack([(torch.full((3, 4, 4), i, dtype=torch.uint8), i) for i in range(3)], tmp_path / "p", non_jpeg="raw",
+             progress=False)
+    load = fray.PackedImages(f"file://{tmp_path / 'p'}", cache_dir=str(tmp_path / "c-{node}"))
+    copies = [pickle.loads(pickle.dumps(load)) for _ in range(2)]
+    assert [int(c(2).decode()[0, 0, 0]) for c in copies] == [2, 2]
+    assert copies[0]._dataset is copies[1]._dataset
+    other = pickle.loads(pickle.dumps(fray.PackedImages(f"file://{tmp_path / 'p'}", cache_dir=str(tmp_path / "d"))))
+    other(0)
+    assert other._dataset is not copies[0]._dataset and (tmp_path / "d").is_dir()
+    local = [pickle.loads(pickle.dumps(fray.PackedImages(tmp_path / "p"))) for _ in range(2)]
+    assert local[0](1) is not None and local[1](1) is not None and local[0]._dataset is not local[1]._dataset

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import uuid
 from collections import OrderedDict
 from functools import partial
@@ -32,7 +33,29 @@ import ray
 from ray.data.block import BlockMetadata
 from ray.data.datasource import Datasource, ReadTask
 
+from fastprep.io.packed.dataset import PackedDataset
+
 PASSES_KEPT = 16  # the dealer forgets older passes (a pass is one execution of the dataset)
+OPENED_KEPT = 8  # remote packs a process keeps open for PackedImages
+_opened: OrderedDict[tuple[str, str], PackedDataset] = OrderedDict()
+_opened_lock = threading.Lock()
+
+
+def opened_remote(url: str, options: dict[str, Any]) -> PackedDataset:
+    """The PackedDataset of `url` with `options` this process opened, or a new one (kept, the last
+    OPENED_KEPT). Kept, it holds the pack whose index it read: if the store's pack is replaced,
+    its reads of shards not yet cached fail with a ShardMismatchError saying so."""
+    key = (url, repr(sorted(options.items())))
+    with _opened_lock:
+        if key in _opened:
+            _opened.move_to_end(key)
+            return _opened[key]
+    dataset = PackedDataset(url, **options)
+    with _opened_lock:
+        dataset = _opened.setdefault(key, dataset)
+        while len(_opened) > OPENED_KEPT:
+            _opened.popitem(last=False)
+    return dataset
 
 
 def node_id() -> str:

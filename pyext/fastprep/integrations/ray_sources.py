@@ -19,14 +19,16 @@ from typing import Any
 import numpy as np
 import ray.data
 
-from fastprep.integrations.ray_remote import PackedShardsDatasource, check_cache_dir, node_cache_dir
+from fastprep.integrations.ray_remote import PackedShardsDatasource, check_cache_dir, node_cache_dir, opened_remote
 from fastprep.io.packed.dataset import PackedDataset
 from fastprep.io.remote.store import is_url
 
 
 class PackedImages:
     """``load=`` for :class:`fastprep.ray.CompactMap`: a record index to that record's image, read by
-    window. Pickled to the data servers as its path and options; each process opens the shards once.
+    window. Pickled to the data servers as its path and options; each copy opens the pack once, and
+    a pack at a URL once per process (every task of a worker shares it: opening one checks its
+    index against the store, a round trip or two each task would pay).
 
     Args:
         path: the folder :func:`fastprep.io.pack` wrote, or its URL.
@@ -52,7 +54,8 @@ class PackedImages:
             options = dict(self.options)
             if options.get("cache_dir") is not None:  # this node's cache
                 options["cache_dir"] = node_cache_dir(os.fspath(options["cache_dir"]))
-            self._dataset = PackedDataset(self.path, **options)
+            self._dataset = opened_remote(self.path, options) if is_url(self.path) else PackedDataset(
+                self.path, **options)
         return self._dataset.load_raw(int(index))[0]
 
     def __getstate__(self) -> dict[str, Any]:
