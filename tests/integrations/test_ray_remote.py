@@ -23,9 +23,11 @@ from ray.cluster_utils import Cluster  # noqa: E402 (needs ray)
 
 from fastprep.integrations.ray_remote import ShardDealer, node_cache_dir  # noqa: E402
 
-# slow: starts a 2-node Ray cluster (~30 s on 2 cores); .ci/slow runs it
+# slow: starts a 2-node Ray cluster (~30 s on 2 cores); .ci/slow runs it. serial: alone, not beside
+# another xdist worker: cluster_utils writes its address where a plain ray.init() (test_ray.py's)
+# looks for a cluster to join, and would join this one.
 pytestmark = [pytest.mark.filterwarnings("ignore:.*is deprecated:DeprecationWarning:ray"), pytest.mark.one_backend,
-              pytest.mark.slow]
+              pytest.mark.slow, pytest.mark.serial]
 
 ITEMS, SEED = 60, 3
 FAST = Retry(tries=4, backoff=0.01, max_backoff=0.05, timeout=30)
