@@ -97,7 +97,8 @@ def fastprep_rate(pack: str, decode: str, epochs: int) -> float:
 
 def side_by_side(packs: list[str], rounds: int) -> list[str]:
     """Exact against decode="reduced" on each pack, in this process: each round runs every
-    (pack, way, decode) once, exact first on even rounds, reduced first on odd; best of `rounds`."""
+    (pack, way, decode) once, exact first on even rounds, reduced first on odd; best of `rounds`,
+    in samples/s and in the process's CPU time a sample (less moved by other jobs on the box)."""
     from collections import Counter  # noqa: PLC0415
 
     import fastprep  # noqa: PLC0415
@@ -105,7 +106,7 @@ def side_by_side(packs: list[str], rounds: int) -> list[str]:
     from fastprep import transforms as T  # noqa: PLC0415
     from fastprep.io.jpeg.scale import reduced_read  # noqa: PLC0415
 
-    lines, best = [], {}
+    lines, best, least_cpu = [], {}, {}  # samples/s (wall), CPU seconds a sample (all threads)
     jobs = []  # (pack, way, decode, job): job() -> samples done
     for pack in packs:
         ds = fio.PackedDataset(pack)
@@ -128,15 +129,17 @@ def side_by_side(packs: list[str], rounds: int) -> list[str]:
         job()
     for r in range(rounds):
         for pack, way, decode, job in sorted(jobs, key=lambda j: (j[0], j[1], (j[2] == "exact") == r % 2)):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             n = job()
             key = (os.path.basename(pack), way, decode)
             best[key] = max(best.get(key, 0.0), n / (time.perf_counter() - start))
+            least_cpu[key] = min(least_cpu.get(key, 1.0), (time.process_time() - cpu) / n)
     for pack in packs:
         for way in ("Loader", "transform"):
-            e, r = (best[(os.path.basename(pack), way, d)] for d in ("exact", "reduced"))
+            (e, r), (ce, cr) = ([table[(os.path.basename(pack), way, d)] for d in ("exact", "reduced")]
+                                for table in (best, least_cpu))
             lines.append(f"  {os.path.basename(pack)} {way:9s} exact {e:7.0f} samples/s, reduced {r:7.0f}: "
-                         f"reduced / exact {r / e:.2f}x")
+                         f"reduced / exact {r / e:.2f}x; CPU a sample {ce * 1e6:.0f} / {cr * 1e6:.0f} us ({ce / cr:.2f}x)")
     return lines
 
 
