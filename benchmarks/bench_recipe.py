@@ -96,50 +96,59 @@ def fastprep_rate(pack: str, decode: str, epochs: int) -> float:
 
 
 def side_by_side(packs: list[str], rounds: int) -> list[str]:
-    """Exact against decode="reduced" on each pack, in this process: each round runs every
-    (pack, way, decode) once, exact first on even rounds, reduced first on odd; best of `rounds`,
-    in samples/s and in the process's CPU time a sample (less moved by other jobs on the box)."""
+    """Exact against decode="reduced" on each pack, in this process, best of `rounds` and the
+    median of the rounds' ratios. The transform alone: each sample is transformed both ways back to
+    back (the order alternating sample by sample), from the same seed (the same window and flip),
+    so a busy moment of the box weighs on both; in wall time and in this thread's CPU time. Then
+    the Loader: each round runs an epoch or more of each, the order alternating round by round."""
+    import statistics  # noqa: PLC0415
     from collections import Counter  # noqa: PLC0415
+
+    import torch  # noqa: PLC0415
 
     import fastprep  # noqa: PLC0415
     import fastprep.io as fio  # noqa: PLC0415
     from fastprep import transforms as T  # noqa: PLC0415
     from fastprep.io.jpeg.scale import reduced_read  # noqa: PLC0415
 
-    lines, best, least_cpu = [], {}, {}  # samples/s (wall), CPU seconds a sample (all threads)
-    jobs = []  # (pack, way, decode, job): job() -> samples done
+    lines, ways = [], ("exact", "reduced")
     for pack in packs:
-        ds = fio.PackedDataset(pack)
+        name, ds = os.path.basename(pack), fio.PackedDataset(pack)
         items = [ds.load_raw(i)[0] for i in range(min(len(ds), 256))]
         rrc = T.RandomResizedCrop(224)
         wins = [(it, rrc.make_params(seed, it.height, it.width)) for seed, it in enumerate(items)]
         picks = Counter(reduced_read(it, w, (224, 224))[0] for it, w in wins)
         choose = min(_timed(lambda ws=wins: [reduced_read(it, w, (224, 224)) for it, w in ws]) for _ in range(7))
-        lines.append(f"  {os.path.basename(pack)}: scales picked " + ", ".join(
+        lines.append(f"  {name}: scales picked " + ", ".join(
             f"{m}/8 {100 * n / len(wins):.0f}%" for m, n in sorted(picks.items())) +
             f"; choosing one: {choose / len(wins) * 1e6:.1f} us a sample")
-        for decode in ("exact", "reduced"):
-            tf = T.Compose([T.RandomResizedCrop(224, decode=decode), T.RandomHorizontalFlip()])
-            loader = fastprep.Loader(ds, 64, transform=tf, shuffle=True, threads=2, seed=0)
-            epochs = max(1, 512 // len(ds))
-            jobs.append((pack, "Loader", decode, lambda ld=loader, e=epochs: sum(len(b.data[0]) for _ in range(e)
-                                                                                   for b in ld)))
-            jobs.append((pack, "transform", decode, lambda tf=tf, its=items: len([tf(it) for it in its])))
-    for _, _, _, job in jobs:  # warm-up
-        job()
-    for r in range(rounds):
-        for pack, way, decode, job in sorted(jobs, key=lambda j: (j[0], j[1], (j[2] == "exact") == r % 2)):
-            start, cpu = time.perf_counter(), time.process_time()
-            n = job()
-            key = (os.path.basename(pack), way, decode)
-            best[key] = max(best.get(key, 0.0), n / (time.perf_counter() - start))
-            least_cpu[key] = min(least_cpu.get(key, 1.0), (time.process_time() - cpu) / n)
-    for pack in packs:
-        for way in ("Loader", "transform"):
-            (e, r), (ce, cr) = ([table[(os.path.basename(pack), way, d)] for d in ("exact", "reduced")]
-                                for table in (best, least_cpu))
-            lines.append(f"  {os.path.basename(pack)} {way:9s} exact {e:7.0f} samples/s, reduced {r:7.0f}: "
-                         f"reduced / exact {r / e:.2f}x; CPU a sample {ce * 1e6:.0f} / {cr * 1e6:.0f} us ({ce / cr:.2f}x)")
+        tfs = {d: T.Compose([T.RandomResizedCrop(224, decode=d), T.RandomHorizontalFlip()]) for d in ways}
+        epochs = max(1, 512 // len(ds))
+        per_round = {("Loader", d): [] for d in ways} | {(clock, d): [] for clock in ("wall", "cpu") for d in ways}
+        for r in range(-1, rounds):  # round -1: warm-up. First the transform alone, no Loader threads about
+            spent = {(clock, d): 0.0 for clock in ("wall", "cpu") for d in ways}
+            for k, it in enumerate(items):
+                for d in ways if (k + r) % 2 else ways[::-1]:
+                    torch.manual_seed(1000 * r + k)
+                    wall, cpu = time.perf_counter(), time.thread_time()
+                    tfs[d](it)
+                    spent["cpu", d] += time.thread_time() - cpu
+                    spent["wall", d] += time.perf_counter() - wall
+            for key, seconds in spent.items():
+                per_round[key].append(len(items) / seconds)
+        loaders = {d: fastprep.Loader(ds, 64, transform=tfs[d], shuffle=True, threads=2, seed=0) for d in ways}
+        for r in range(-1, rounds):
+            for d in ways if r % 2 else ways[::-1]:
+                start = time.perf_counter()
+                n = sum(len(b.data[0]) for _ in range(epochs) for b in loaders[d])
+                per_round["Loader", d].append(n / (time.perf_counter() - start))
+        for what in ("Loader", "wall", "cpu"):
+            e, red = (per_round[what, d][1:] for d in ways)
+            label = "Loader (2 threads)" if what == "Loader" else f"transform, {what} time"
+            lines.append(f"  {name} {label:22s} exact {max(e):6.0f} samples/s, reduced {max(red):6.0f}: reduced / "
+                         f"exact {max(red) / max(e):.2f}x best, {statistics.median(b / a for a, b in zip(e, red)):.2f}x "
+                         f"median of the rounds (range {min(b / a for a, b in zip(e, red)):.2f}-"
+                         f"{max(b / a for a, b in zip(e, red)):.2f})")
     return lines
 
 
