@@ -22,6 +22,13 @@ FFCV lives in its own venv (it needs numba, OpenCV and libturbojpeg; never in th
 Without it, the FFCV rows say why and fastprep's rows still run.
 
 Run: .venv/bin/python benchmarks/bench_recipe.py [--ffcv-python /tmp/ffcv-venv/bin/python] [--repeats 3]
+
+``--side-by-side`` instead measures exact against ``decode="reduced"`` in ONE process (a child),
+rounds interleaved (the order alternating round by round), best of ``--rounds``: through the
+Loader over the full-resolution pack (2 threads) and through the transform alone (one sample at a
+time), on the "imagenet" and "large" sets; with the scales the windows pick and the per-sample
+cost of choosing one. Fresh processes per row (the default run) differ from one another by more
+than the decode does on photos where few windows are reduced: this is the comparison to quote.
 """
 
 from __future__ import annotations
@@ -40,14 +47,17 @@ SETS = {"imagenet": 256, "large": 64, "large-long": 512}  # photos; large-long: 
 SAMPLES_TIMED = int(os.environ.get("RECIPE_SAMPLES", 1024))  # per run: epochs of the set until about this many samples
 
 
-def write_sets(root: str) -> dict[str, str]:
-    """The two photo folders (class subfolders of JPEGs) under root."""
+def write_sets(root: str, names: tuple[str, ...] = tuple(SETS)) -> dict[str, str]:
+    """The photo folders `names` of SETS (class subfolders of JPEGs) under root."""
     import numpy as np  # noqa: PLC0415
     from PIL import Image  # noqa: PLC0415
 
     from fastprep.tools.photos import mosaic, write_mosaic_folder  # noqa: PLC0415
 
-    folders = {name: write_mosaic_folder(os.path.join(root, name), SETS[name]) for name in ("large", "large-long")}
+    folders = {name: write_mosaic_folder(os.path.join(root, name), SETS[name])
+               for name in ("large", "large-long") if name in names}
+    if "imagenet" not in names:
+        return folders
     base = mosaic(1024)
     folder = os.path.join(root, "imagenet")
     for i in range(SETS["imagenet"]):
@@ -83,6 +93,63 @@ def fastprep_rate(pack: str, decode: str, epochs: int) -> float:
         for b in loader:
             n += len(b.data[0])
     return n / (time.perf_counter() - start)
+
+
+def side_by_side(packs: list[str], rounds: int) -> list[str]:
+    """Exact against decode="reduced" on each pack, in this process, best of `rounds` and the
+    median of the rounds' ratios. The transform alone: each sample is transformed both ways back to
+    back (the order alternating sample by sample), from the same seed (the same window and flip),
+    so a busy moment of the box weighs on both; in wall time and in this thread's CPU time. Then
+    the Loader: each round runs an epoch or more of each, the order alternating round by round."""
+    import statistics  # noqa: PLC0415
+    from collections import Counter  # noqa: PLC0415
+
+    import torch  # noqa: PLC0415
+
+    import fastprep  # noqa: PLC0415
+    import fastprep.io as fio  # noqa: PLC0415
+    from fastprep import transforms as T  # noqa: PLC0415
+    from fastprep.io.jpeg.scale import reduced_read  # noqa: PLC0415
+
+    lines, ways = [], ("exact", "reduced")
+    for pack in packs:
+        name, ds = os.path.basename(pack), fio.PackedDataset(pack)
+        items = [ds.load_raw(i)[0] for i in range(min(len(ds), 256))]
+        rrc = T.RandomResizedCrop(224)
+        wins = [(it, rrc.make_params(seed, it.height, it.width)) for seed, it in enumerate(items)]
+        picks = Counter(reduced_read(it, w, (224, 224))[0] for it, w in wins)
+        choose = min(_timed(lambda ws=wins: [reduced_read(it, w, (224, 224)) for it, w in ws]) for _ in range(7))
+        lines.append(f"  {name}: scales picked " + ", ".join(
+            f"{m}/8 {100 * n / len(wins):.0f}%" for m, n in sorted(picks.items())) +
+            f"; choosing one: {choose / len(wins) * 1e6:.1f} us a sample")
+        tfs = {d: T.Compose([T.RandomResizedCrop(224, decode=d), T.RandomHorizontalFlip()]) for d in ways}
+        epochs = max(1, 512 // len(ds))
+        per_round = {("Loader", d): [] for d in ways} | {(clock, d): [] for clock in ("wall", "cpu") for d in ways}
+        for r in range(-1, rounds):  # round -1: warm-up. First the transform alone, no Loader threads about
+            spent = {(clock, d): 0.0 for clock in ("wall", "cpu") for d in ways}
+            for k, it in enumerate(items):
+                for d in ways if (k + r) % 2 else ways[::-1]:
+                    torch.manual_seed(1000 * r + k)
+                    wall, cpu = time.perf_counter(), time.thread_time()
+                    tfs[d](it)
+                    spent["cpu", d] += time.thread_time() - cpu
+                    spent["wall", d] += time.perf_counter() - wall
+            for key, seconds in spent.items():
+                per_round[key].append(len(items) / seconds)
+        loaders = {d: fastprep.Loader(ds, 64, transform=tfs[d], shuffle=True, threads=2, seed=0) for d in ways}
+        for r in range(-1, rounds):
+            for d in ways if r % 2 else ways[::-1]:
+                start = time.perf_counter()
+                n = sum(len(b.data[0]) for _ in range(epochs) for b in loaders[d])
+                per_round["Loader", d].append(n / (time.perf_counter() - start))
+        for what in ("Loader", "wall", "cpu"):
+            e, red = (per_round[what, d][1:] for d in ways)
+            label = "Loader (2 threads)" if what == "Loader" else f"transform, {what} time"
+            lines.append(f"  {name} {label:22s} exact {max(e):6.0f} samples/s, reduced {max(red):6.0f}: reduced / "
+                         f"exact {max(red) / max(e):.2f}x best, {statistics.median(b / a for a, b in zip(e, red)):.2f}x "
+                         f"median of the rounds (range {min(b / a for a, b in zip(e, red)):.2f}-"
+                         f"{max(b / a for a, b in zip(e, red)):.2f})")
+    return lines
 
 
 def ffcv_rate(beton: str, epochs: int) -> float:
@@ -220,6 +287,25 @@ def _timed(fn) -> float:
     return time.perf_counter() - start
 
 
+def print_side_by_side(rounds: int) -> None:
+    """--side-by-side: the two sets' full-resolution packs, measured by one child process."""
+    import fastprep.io as fio  # noqa: PLC0415
+
+    tmp = tempfile.mkdtemp(prefix="fastprep-recipe-")
+    folders = write_sets(tmp, ("imagenet", "large"))
+    packs = [os.path.join(tmp, f"{name}-pack-full") for name in folders]
+    for folder, dest in zip(folders.values(), packs):
+        fio.pack(folder, dest, progress=False)
+    print(f"machine: {os.cpu_count()} CPUs; RandomResizedCrop(224) + flip, uint8; Loader: batch 64, 2 threads; "
+          f"best of {rounds} interleaved rounds, one process")
+    env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "pyext") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", "side-by-side", str(rounds), *packs],
+                         capture_output=True, text=True, env=env, timeout=1800)
+    if out.returncode:
+        raise RuntimeError(out.stderr[-1500:])
+    print(out.stdout.rstrip())
+
+
 def child(python: str, *args: str) -> str:
     env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "pyext") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     out = subprocess.run([python, os.path.abspath(__file__), *args], capture_output=True, text=True, env=env,
@@ -234,6 +320,8 @@ def main() -> None:
     p.add_argument("--ffcv-python", default="/tmp/ffcv-venv/bin/python", help="a Python where `import ffcv` works")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--sets", default="imagenet,large,large-long")
+    p.add_argument("--side-by-side", action="store_true", help="exact vs reduced in one process (docstring)")
+    p.add_argument("--rounds", type=int, default=9, help="--side-by-side: interleaved rounds, best of them")
     p.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)  # a child's job
     a = p.parse_args()
     if a.worker:
@@ -247,10 +335,14 @@ def main() -> None:
             print(beton_payload(rest[1]))
         elif job == "floor":
             print("\n".join(floor_table(rest[0])))
+        elif job == "side-by-side":
+            print("\n".join(side_by_side(rest[1:], int(rest[0]))))
         elif job == "psnr":
             print(json.dumps(psnr_table(rest[0], rest[1] == "ffcv")))
         return
 
+    if a.side_by_side:
+        return print_side_by_side(a.rounds)
     import fastprep.io as fio  # noqa: PLC0415
 
     ffcv_python, why = a.ffcv_python, None

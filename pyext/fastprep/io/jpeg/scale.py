@@ -39,6 +39,22 @@ def scaled_size(height: int, width: int, scale: int) -> tuple[int, int]:
     return -(-height * scale // DENOMINATOR), -(-width * scale // DENOMINATOR)
 
 
+def reducible(height: int, width: int, at_least: tuple[int, int]) -> bool:
+    """Whether some scale of DCT_SCALES could keep a height x width window at least `at_least` =
+    (out_h, out_w): False where even the largest, 4/8, cannot, and the window is read exactly
+    without choosing (a 500 x 375 photo's windows, resized to 224^2, all but never reach 448 px).
+
+    A scaled window's edges are rounded to the nearest scaled pixel, each by at most half of one,
+    so at M/8 it is at most ceil(height * M / 8) rows (and columns likewise), in every orientation.
+
+    Example:
+        >>> reducible(448, 700, (224, 224)), reducible(446, 700, (224, 224))
+        (True, False)
+    """
+    m = DCT_SCALES[-1]
+    return -(-height * m // DENOMINATOR) >= at_least[0] and -(-width * m // DENOMINATOR) >= at_least[1]
+
+
 def reduced_crop(crop: tuple[int, int, int, int], height: int, width: int,
                  at_least: tuple[int, int], orientation: int = 1) -> tuple[int, tuple[int, int, int, int]]:
     """(M, the window in the M/8-scaled image) for window `crop` = (top, left, h, w) of a height x
@@ -63,6 +79,8 @@ def reduced_crop(crop: tuple[int, int, int, int], height: int, width: int,
         >>> reduced_crop((0, 0, 300, 300), 1024, 1024, (224, 224))[0]   # 1/2 would be 150 < 224
         8
     """
+    if not reducible(crop[2], crop[3], at_least):
+        return DENOMINATOR, tuple(crop)
     for m in DCT_SCALES:
         scaled = scaled_crop(crop, height, width, m, orientation)
         if scaled[2] >= at_least[0] and scaled[3] >= at_least[1]:
@@ -93,6 +111,9 @@ def reduced_read(image: Any, crop: tuple[int, int, int, int],
                  at_least: tuple[int, int]) -> tuple[int, tuple[int, int, int, int]]:
     """:func:`reduced_crop` for `image`, a WindowedImage that decodes at M/8 (``scaled_decode``):
     its own ``reduced_window(crop, at_least)`` where it has one (an image read upright by EXIF,
-    whose scaled grid does not start at its top-left corner), else reduced_crop of its size."""
+    whose scaled grid does not start at its top-left corner), else reduced_crop of its size.
+    A window no scale can reduce (:func:`reducible`) is (8, crop) at once: the exact read's work."""
+    if not reducible(crop[2], crop[3], at_least):
+        return DENOMINATOR, tuple(crop)
     own = getattr(image, "reduced_window", None)
     return own(crop, at_least) if own is not None else reduced_crop(crop, image.height, image.width, at_least)
