@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fastprep.io.errors import RemoteReadError
-from fastprep.io.remote.deadline import http_timeout, lock_until, run_until
+from fastprep.io.remote.clients import HTTP, client_options, single_try
+from fastprep.io.remote.deadline import lock_until, run_until
 from fastprep.io.remote.redaction import redact, secrets_of
 from fastprep.io.remote.retry import Retry, denied
 
@@ -29,7 +30,7 @@ CLIENTS = {"s3": "pip install 'fastprep[remote]' (s3fs)", "s3a": "pip install 'f
            "gs": "pip install gcsfs", "gcs": "pip install gcsfs", "az": "pip install adlfs",
            "abfs": "pip install adlfs", "abfss": "pip install adlfs", "adl": "pip install adlfs",
            "http": "pip install 'fastprep[remote]' (aiohttp)", "https": "pip install 'fastprep[remote]' (aiohttp)"}
-QUERY_PROTOCOLS = ("http", "https")  # where "?..." is a query string (a token, a signature), not part of a name
+QUERY_PROTOCOLS = HTTP  # where "?..." is a query string (a token, a signature), not part of a name
 
 
 def is_url(path: Any) -> bool:
@@ -92,8 +93,8 @@ class RemoteStore:
     Args:
         url: the pack's URL, e.g. "s3://bucket/train.packed".
         storage_options: keyword arguments for the fsspec filesystem (e.g. ``{"endpoint_url": ...}``
-            for an S3-compatible server). Without them, an s3:// client's own retries are turned
-            off so that `retry` is the one bounded retry loop.
+            for an S3-compatible server). The client's own retries are turned off (s3fs, gcsfs,
+            adlfs: fastprep.io.remote.clients) so that `retry` is the one bounded retry loop.
         retry: how failed requests are retried.
 
     Example:
@@ -152,20 +153,13 @@ class RemoteStore:
             import fsspec  # noqa: PLC0415 (an optional dependency)
         except ImportError:
             raise ImportError(f"reading a pack from {self.shown} needs fsspec: {INSTALL_HINT}") from None
-        options = dict(self.storage_options)
-        t = self.retry.timeout
-        own_retries = self.protocol in ("s3", "s3a") and "config_kwargs" not in options
-        if own_retries:
-            options["config_kwargs"] = {"retries": {"total_max_attempts": 1}, "connect_timeout": t, "read_timeout": t}
+        options = client_options(self.protocol, self.storage_options, self.retry.timeout)
         try:
-            if self.protocol in QUERY_PROTOCOLS and "timeout" not in options.get("client_kwargs", {}):
-                options["client_kwargs"] = {**options.get("client_kwargs", {}), "timeout": http_timeout(t)}
             fs, root = fsspec.core.url_to_fs(self._base, skip_instance_cache=True, **options)
         except ImportError as exc:  # the store's own client library: named, with what to install
             raise ImportError(f"reading a pack from {self.shown} needs a library that is not installed "
                               f"({type(exc).__name__}: {exc}): {hint}") from None
-        if own_retries:
-            fs.retries = 1  # s3fs's own loop: fastprep's Retry decides
+        single_try(fs, self.protocol, self.storage_options)  # fastprep's Retry decides
         return fs, root.rstrip("/")
 
     def call(self, what: str, name: str, fn: Callable[[], T], until: float | None = None) -> T:
