@@ -21,9 +21,13 @@ AZ = ("az", "abfs", "abfss")
 HTTP = ("http", "https")  # where "?..." is a query string (a token, a signature), not part of a name
 
 
-def client_options(protocol: str, options: dict, timeout: float) -> dict:
-    """storage_options with the client's own retries off and `timeout` per request, where unset."""
+def client_options(protocol: str, options: dict, timeout: float, signed: bool = False) -> dict:
+    """storage_options with the client's own retries off and `timeout` per request, where unset;
+    `signed` (a query string or presigned URLs): URLs sent as given, their escapes kept (aiohttp
+    would turn X-Amz-Credential's "%2F" into "/", which is no longer what was signed)."""
     options = dict(options)
+    if protocol in HTTP and signed:
+        options.setdefault("encoded", True)
     if protocol in S3 and "config_kwargs" not in options:
         options["config_kwargs"] = {"retries": {"total_max_attempts": 1}, "connect_timeout": timeout,
                                     "read_timeout": timeout}

@@ -14,7 +14,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from fastprep.io.errors import RemoteReadError
@@ -22,6 +22,7 @@ from fastprep.io.remote.clients import HTTP, client_options, single_try
 from fastprep.io.remote.deadline import lock_until, run_until
 from fastprep.io.remote.redaction import redact, secrets_of
 from fastprep.io.remote.retry import Retry, denied
+from fastprep.io.remote.urls import INDEX_NAME, is_url, signed_files
 
 T = TypeVar("T")
 INSTALL_HINT = "pip install 'fastprep[remote]' (fsspec and s3fs; gcsfs or adlfs for gs:// or az://)"
@@ -31,11 +32,6 @@ CLIENTS = {"s3": "pip install 'fastprep[remote]' (s3fs)", "s3a": "pip install 'f
            "abfs": "pip install adlfs", "abfss": "pip install adlfs", "adl": "pip install adlfs",
            "http": "pip install 'fastprep[remote]' (aiohttp)", "https": "pip install 'fastprep[remote]' (aiohttp)"}
 QUERY_PROTOCOLS = HTTP  # where "?..." is a query string (a token, a signature), not part of a name
-
-
-def is_url(path: Any) -> bool:
-    """Whether a pack path is a URL (read through fsspec) rather than a local folder."""
-    return isinstance(path, str) and "://" in path
 
 
 def _finalizers(client: Any) -> list:
@@ -103,7 +99,10 @@ class RemoteStore:
         b'FPINDEX\\x00'
     """
 
-    def __init__(self, url: str, storage_options: dict | None = None, retry: Retry | None = None):
+    def __init__(self, url: str | Mapping[str, str], storage_options: dict | None = None, retry: Retry | None = None):
+        self.signed: dict[str, str] | None = None  # file name -> its own presigned URL
+        if isinstance(url, Mapping):
+            url, self.signed = signed_files(url)
         if not is_url(url):
             raise ValueError(f"RemoteStore: expected a URL such as 's3://bucket/pack', got {url!r}")
         if storage_options is not None and not isinstance(storage_options, dict):
@@ -118,6 +117,10 @@ class RemoteStore:
         # after the object's name: "https://host/pack/index.fpi?token=..."
         base, _, self._query = self.url.partition("?") if self.protocol in QUERY_PROTOCOLS else (self.url, "", "")
         self._base = base.rstrip("/")
+        if self.protocol in QUERY_PROTOCOLS and self._base.endswith("/" + INDEX_NAME):
+            # the index's own URL ("https://host/pack/index.fpi?token=..."): the pack is its folder
+            self._base = self._base[:-len(INDEX_NAME) - 1]
+            self.url = self._base + (f"?{self._query}" if self._query else "")
         self.shown = redact(self.url)  # what messages and reprs show
         self.storage_options = dict(storage_options or {})
         self.retry = retry or Retry()
@@ -135,7 +138,7 @@ class RemoteStore:
     def secrets(self) -> list[str]:
         """What no message may show: the URL's credentials, storage_options' and the environment's
         (fastprep.io.remote.redaction.secrets_of); looked up when an error is raised."""
-        return secrets_of(self.url, self.storage_options)
+        return secrets_of(self.url, {**self.storage_options, "_files": list((self.signed or {}).values())})
 
     @property
     def fs(self) -> Any:
@@ -153,7 +156,8 @@ class RemoteStore:
             import fsspec  # noqa: PLC0415 (an optional dependency)
         except ImportError:
             raise ImportError(f"reading a pack from {self.shown} needs fsspec: {INSTALL_HINT}") from None
-        options = client_options(self.protocol, self.storage_options, self.retry.timeout)
+        options = client_options(self.protocol, self.storage_options, self.retry.timeout,
+                                 signed=bool(self._query) or self.signed is not None)
         try:
             fs, root = fsspec.core.url_to_fs(self._base, skip_instance_cache=True, **options)
         except ImportError as exc:  # the store's own client library: named, with what to install
@@ -172,6 +176,10 @@ class RemoteStore:
 
     def _path(self, name: str) -> str:
         self.fs  # noqa: B018 (connects in this process)
+        if self.signed is not None:
+            if name not in self.signed:
+                raise FileNotFoundError(f"{name} is not among the pack's presigned URLs")
+            return self.signed[name]
         return f"{self._root}/{name}?{self._query}" if self._query else f"{self._root}/{name}"
 
     def _count(self, nbytes: int, requests: int = 1) -> None:
