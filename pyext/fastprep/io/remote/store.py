@@ -221,6 +221,9 @@ class RemoteStore:
                                   [b for _, b in ranges], on_error="raise")
             self._count(sum(len(p) for p in parts), len(ranges))
             for (a, b), p in zip(ranges, parts):
+                if len(p) > b - a:  # the whole object, or more: no retry mends that
+                    raise RemoteReadError(f"reading bytes [{a}, {b}) of {self.where(name)}: {len(p)} bytes came back: "
+                                          f"the server ignores byte ranges; read by shard (fetch='shards')")
                 if len(p) != b - a:
                     raise ConnectionError(f"bytes [{a}, {b}): {len(p)} arrived, the body was cut short")
             return parts
