@@ -33,9 +33,9 @@ BUCKET = "fastprep-test"
 # Azurite's well-known development account (published in Azure's docs; accepted by no real account).
 AZ_ACCOUNT = "devstoreaccount1"
 AZ_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
-# Where .ci/slow installs Azurite (npm); FASTPREP_AZURITE names another azurite-blob.
-AZURITE = os.environ.get("FASTPREP_AZURITE") or str(Path(__file__).parent.parent / "build/azurite/node_modules/.bin"
-                                                    / "azurite-blob")
+# Where .ci/stores installs Azurite (npm); FASTPREP_AZURITE names another azurite-blob.
+AZURITE = os.environ.get("FASTPREP_AZURITE") or os.path.expanduser(
+    "~/.cache/fastprep/azurite-3.37.0/node_modules/.bin/azurite-blob")
 
 
 @dataclass
@@ -128,7 +128,7 @@ def az_connection(endpoint: str, key: str = AZ_KEY) -> str:
 def start_az(tmp: Path):
     _import("adlfs", "pip install adlfs")
     if not os.access(AZURITE, os.X_OK):
-        _require(f"the az:// tests need Azurite at {AZURITE}: npm install --prefix build/azurite azurite "
+        _require(f"the az:// tests need Azurite at {AZURITE}: bash .ci/stores installs it "
                  f"(or FASTPREP_AZURITE=path/to/azurite-blob)")
     port = free_port()
     server = Child([AZURITE, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--inMemoryPersistence",
