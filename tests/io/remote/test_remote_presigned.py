@@ -14,6 +14,7 @@ from pack_http_server import PackServer
 from remote_guard import hang_guard, text_of  # noqa: F401 (hang_guard: autouse, a hang fails with every thread's stack)
 
 import fastprep.io as fio
+from fastprep.io.errors import RemoteAccessError
 from fastprep.io.remote import Retry, sign_pack, upload_pack
 
 from jpeg_photos import grey_jpeg, needs_decoder, photo_jpeg, write_tree
@@ -101,3 +102,14 @@ def test_packing_or_uploading_to_a_read_only_url_is_refused_before_any_work(pack
     assert not (tmp_path / "staging").exists()
     with pytest.raises(ValueError, match="upload_pack: .* is read-only"):
         upload_pack(packed / "pack", dest)
+
+
+def test_a_refused_signed_query_says_each_file_needs_its_own_signature(packed, tmp_path):
+    with PackServer(str(packed), token="right") as srv:
+        with pytest.raises(RemoteAccessError, match="access denied: check credentials.*a presigned URL signs one "
+                                                        "object.*pass {file name: URL} for every file") as info:
+            fio.PackedDataset(f"{srv.url}/pack/index.fpi?{SIGNED}", cache_dir=tmp_path, retry=FAST)
+        assert "5eb0c9d7e1f2" not in text_of(info.value)
+        with pytest.raises(RemoteAccessError) as info:  # a token: no such hint
+            fio.PackedDataset(f"{srv.url}/pack?token=wrong", cache_dir=tmp_path, retry=FAST)
+        assert "presigned" not in str(info.value)

@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from fastprep.io.errors import RemoteReadError
+from fastprep.io.errors import RemoteAccessError, RemoteReadError
 from fastprep.io.remote.clients import HTTP, client_options, single_try
 from fastprep.io.remote.deadline import lock_until, run_until
 from fastprep.io.remote.redaction import redact, secrets_of
@@ -31,6 +31,7 @@ CLIENTS = {"s3": "pip install 'fastprep[remote]' (s3fs)", "s3a": "pip install 'f
            "gs": "pip install gcsfs", "gcs": "pip install gcsfs", "az": "pip install adlfs",
            "abfs": "pip install adlfs", "abfss": "pip install adlfs", "adl": "pip install adlfs",
            "http": "pip install 'fastprep[remote]' (aiohttp)", "https": "pip install 'fastprep[remote]' (aiohttp)"}
+SIGNATURE_KEYS = ("Signature=", "X-Amz-Signature", "X-Goog-Signature")  # S3 (v2, v4) and GCS presigned queries
 QUERY_PROTOCOLS = HTTP  # where "?..." is a query string (a token, a signature), not part of a name
 
 
@@ -168,7 +169,16 @@ class RemoteStore:
 
     def call(self, what: str, name: str, fn: Callable[[], T], until: float | None = None) -> T:
         """fn() under the store's Retry, its errors naming the object `name` and no credential."""
-        return self.retry.call(what, self.where(name), fn, secrets=self.secrets, until=until)
+        try:
+            return self.retry.call(what, self.where(name), fn, secrets=self.secrets, until=until)
+        except RemoteAccessError as exc:
+            if not any(k in self._query for k in SIGNATURE_KEYS):
+                raise
+            cause = exc.__cause__
+            error = RemoteAccessError(f"{exc}. The URL's query is a signature: a presigned URL signs one object, "
+                                      f"and each file of a pack needs its own: pass {{file name: URL}} for every "
+                                      f"file (fastprep.io.remote.sign_pack makes it)")
+        raise error from cause  # outside the handler: no context holds the first error
 
     def where(self, name: str) -> str:
         """The object's URL as messages show it (redacted)."""
