@@ -11,6 +11,7 @@ import http.server
 import threading
 import time
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 SLOWDOWN = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
             b"<Message>Please reduce your request rate.</Message></Error>")
@@ -86,7 +87,9 @@ class FaultProxy:
         return None
 
     def _serve(self, h: http.server.BaseHTTPRequestHandler) -> None:
-        line = f"{h.command} {h.path.split('?', 1)[0]} {h.headers.get('Range', '')}"
+        # the path unquoted: gs:// names an object "prefix%2Fshard-00000.fpk"
+        ranged = h.headers.get("Range") or h.headers.get("x-ms-range", "")  # az:// sends its own header
+        line = f"{h.command} {unquote(h.path.split('?', 1)[0])} {ranged}"
         fault = self._take_fault(line)
         body = _request_body(h)
         if self.latency:

@@ -8,6 +8,7 @@ when every Python thread is stuck holding or waiting for the GIL)."""
 
 import faulthandler
 import sys
+import traceback
 
 import pytest
 
@@ -31,3 +32,17 @@ def hang_guard(request):
     faulthandler.dump_traceback_later(HANG_SECONDS, exit=True, file=terminal_stderr(request.config))
     yield
     faulthandler.cancel_dump_traceback_later()
+
+
+def text_of(exc: BaseException) -> str:
+    """Everything a traceback of `exc` prints, and every message in its chain, suppressed ones too:
+    what the credential checks search for a secret."""
+    parts, seen, todo = ["".join(traceback.format_exception(exc))], set(), [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        parts += [repr(e), str(e)]
+        todo += [e.__cause__, e.__context__]
+    return "\n".join(parts)

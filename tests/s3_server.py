@@ -53,8 +53,10 @@ def free_port() -> int:
 class Child:
     """A server process (stop() ends it)."""
 
-    def __init__(self, args: list[str], ready: str | None = None):
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    def __init__(self, args: list[str], ready: str | None = None, cwd: str | None = None):
+        # stdout read only for the ready line: a server's output otherwise goes nowhere (an unread pipe fills)
+        out = subprocess.PIPE if ready is None else subprocess.DEVNULL
+        self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.DEVNULL, text=True, cwd=cwd)
         self.line = self.proc.stdout.readline().strip() if ready is None else ready
 
     def stop(self) -> None:
@@ -62,7 +64,7 @@ class Child:
         self.proc.wait(10)
 
 
-def _wait_for(port: int, timeout: float = 30) -> None:
+def wait_for(port: int, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -83,7 +85,7 @@ def start_processes(latency: float) -> tuple[S3, object]:
         os.environ.setdefault(key, value)
     port = free_port()
     server = Child([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], ready="")
-    _wait_for(port)
+    wait_for(port)
     import boto3  # noqa: PLC0415 (moto's dependency)
 
     boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1").create_bucket(

@@ -199,3 +199,27 @@ def test_pack_to_a_signed_url_reports_it_without_the_signature(tmp_path):
     dest = tmp_path / "out?sig=SECRET"
     summary = fio.pack(tmp_path / "src", f"file://{dest}", staging=tmp_path / "staging", progress=False)
     assert "SECRET" not in repr(summary) and (dest / "index.fpi").exists()
+
+
+def test_a_server_that_ignores_byte_ranges_is_named_at_once(pack, tmp_path):
+    """python -m http.server answers a ranged GET with the whole file: named, not retried as a cut body."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(pack.parent)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/{pack.name}"
+    try:
+        whole = fio.PackedDataset(url, cache_dir=tmp_path / "shards", fetch="shards", retry=FAST)
+        assert torch.equal(whole.load_raw(0)[0].decode(), fio.PackedDataset(pack).load_raw(0)[0].decode())
+        ranged = fio.PackedDataset(url, cache_dir=tmp_path / "ranges", fetch="ranges", retry=Retry(tries=5, backoff=5.0))
+        with pytest.raises(fio.RemoteReadError, match="the server ignores byte ranges; read by shard"):
+            ranged.load_raw(0)[0].decode((0, 0, 8, 8))  # at once: a backoff of 5 s would show
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -8,13 +8,12 @@ kept on every object's URL."""
 import logging
 import os
 import shutil
-import traceback
 import uuid
 
 import pytest
 import torch
 from pack_http_server import S3_DENIED, PackServer
-from remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
+from remote_guard import hang_guard, text_of  # noqa: F401 (hang_guard: autouse, a hang fails with every thread's stack)
 
 import fastprep.io as fio
 from fastprep.io.errors import RemoteAccessError
@@ -42,19 +41,6 @@ def served(tmp_path_factory):
     shutil.copytree(root / "pack", root / "holed")
     (root / "holed" / "shard-00000.fpk").unlink()
     return root
-
-
-def text_of(exc: BaseException) -> str:
-    """Everything a traceback of `exc` prints, and every message in its chain, suppressed ones too."""
-    parts, seen, todo = ["".join(traceback.format_exception(exc))], set(), [exc]
-    while todo:
-        e = todo.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        parts += [repr(e), str(e)]
-        todo += [e.__cause__, e.__context__]
-    return "\n".join(parts)
 
 
 def failure(fn) -> BaseException:

@@ -11,6 +11,7 @@ import shutil
 import numpy as np
 import pytest
 from remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
+from store_servers import store  # noqa: F401 (the session's server fixture, one per kind of store)
 
 import fastprep.io as fio
 from fastprep.io.errors import PackWriteError
@@ -20,7 +21,6 @@ from fastprep.io.remote.store import RemoteStore
 from fastprep.io.remote.upload import upload_pack
 
 from jpeg_photos import needs_decoder
-from s3_server import s3  # noqa: F401 (the session's server fixture)
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 
@@ -91,8 +91,9 @@ def test_an_open_dataset_refuses_the_shards_of_a_replaced_pack_by_name(tmp_path)
 
 
 @pytest.mark.parametrize("how", ["another staging", "overwrite"])
-def test_pack_over_a_pack_of_the_same_shape_uploads_what_differs(s3, tmp_path, how):  # noqa: F811
-    url, opts = s3.url(f"same-shape-{how.replace(' ', '-')}"), {"storage_options": s3.options(), "retry": FAST}
+def test_pack_over_a_pack_of_the_same_shape_uploads_what_differs(store, tmp_path, how):  # noqa: F811
+    store.needs_writable()
+    url, opts = store.url(f"same-shape-{how.replace(' ', '-')}"), {"storage_options": store.options(), "retry": FAST}
     a, b = items(1), items(2)
     fio.pack(a, url, staging=tmp_path / "a", **opts, **OPTS)
     same_items(fio.PackedDataset(url, cache_dir=tmp_path / "c1", fetch="shards", **opts), a)
@@ -101,15 +102,16 @@ def test_pack_over_a_pack_of_the_same_shape_uploads_what_differs(s3, tmp_path, h
     else:
         fio.pack(b, url, staging=tmp_path / "b", **opts, **OPTS)
     same_items(fio.PackedDataset(url, cache_dir=tmp_path / "c2", fetch="shards", **opts), b)
-    with pytest.warns(UserWarning, match=r"the pack at s3://.* changed since it was cached in .*c1"):
+    with pytest.warns(UserWarning, match=rf"the pack at {store.kind}://.* changed since it was cached in .*c1"):
         warm = fio.PackedDataset(url, cache_dir=tmp_path / "c1", fetch="shards", **opts)  # A's index cached
     same_items(warm, b)
     staging = tmp_path / ("a" if how == "overwrite" else "b")
     assert upload_pack(staging, url, **opts) == 0  # now the store's shards are B's
 
 
-def test_an_upload_the_store_does_not_hold_fails_and_sends_no_index(s3, tmp_path, monkeypatch):  # noqa: F811
-    url, opts = s3.url("lost-upload"), {"storage_options": s3.options(), "retry": FAST}
+def test_an_upload_the_store_does_not_hold_fails_and_sends_no_index(store, tmp_path, monkeypatch):  # noqa: F811
+    store.needs_writable()
+    url, opts = store.url("lost-upload"), {"storage_options": store.options(), "retry": FAST}
     fio.pack(items(1), url, staging=tmp_path / "a", **opts, **OPTS)
     fio.pack(items(2), tmp_path / "b", **OPTS)
     real = RemoteStore.upload
@@ -121,10 +123,10 @@ def test_an_upload_the_store_does_not_hold_fails_and_sends_no_index(s3, tmp_path
     monkeypatch.setattr(RemoteStore, "upload", lossy)
     with pytest.raises(PackWriteError, match=r"upload_pack: .*lost-upload/shard-00003.fpk does not hold what was "
                                              r"uploaded: its header says shard 3 of pack [0-9a-f]+, not shard 3 of "
-                                             r"[0-9a-f]+\. The pack at s3://.* is not complete: run the upload again"):
+                                             rf"[0-9a-f]+\. The pack at {store.kind}://.* is not complete: run the upload again"):
         upload_pack(tmp_path / "b", url, **opts)
-    store = RemoteStore(url, s3.options(), FAST)
-    assert store.size(fmt.INDEX_NAME) is None  # A's index went (another pack's), B's never came
+    objects = RemoteStore(url, store.options(), FAST)
+    assert objects.size(fmt.INDEX_NAME) is None  # A's index went (another pack's), B's never came
     monkeypatch.setattr(RemoteStore, "upload", real)
     assert upload_pack(tmp_path / "b", url, **opts) == 1
     same_items(fio.PackedDataset(url, cache_dir=tmp_path / "c", fetch="shards", **opts), items(2))

@@ -11,7 +11,7 @@ shard and record, never a wrong image.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -60,6 +60,8 @@ class PackedDataset(ImageSource):
             shards; "ranges" reads a JPEG record whose shard is not cached by byte range, only
             the bytes its window needs; "auto" (default) reads by range only while the pack is
             larger than cache_limit and no epoch order was given to :meth:`prefetch`.
+            A mapping of the pack's file names to their presigned URLs reads each file from its
+            own URL (fastprep.io.remote.sign_pack makes one; docs/remote.md).
             `storage_options` go to the fsspec filesystem (e.g. an S3 endpoint_url); `retry` is a
             :class:`fastprep.io.remote.Retry`. ``bytes_fetched`` counts the bytes this process read.
         verify: check the CRCs of the bytes each read uses (default). False skips them (each
@@ -85,7 +87,7 @@ class PackedDataset(ImageSource):
         >>> loader = fastprep.Loader(ds, 256, transform=train_tf, shuffle=True)
     """
 
-    def __init__(self, path: str | os.PathLike, transform: Callable | None = None,
+    def __init__(self, path: str | os.PathLike | Mapping[str, str], transform: Callable | None = None,
                  target_transform: Callable | None = None, *, mode: str = "RGB", layout: str = "CHW",
                  strict: bool = True, verify: bool = True, cache_dir: str | os.PathLike | None = None,
                  cache_limit: int | None = None, fetch: str = "auto", storage_options: dict | None = None,
@@ -94,7 +96,7 @@ class PackedDataset(ImageSource):
             raise ValueError(f"PackedDataset: expected mode to be one of {MODES}, got {mode!r}")
         if layout not in LAYOUTS:
             raise ValueError(f"PackedDataset: expected layout to be one of {LAYOUTS}, got {layout!r}")
-        self.path = os.fspath(path)
+        self.path = path if isinstance(path, Mapping) else os.fspath(path)  # a mapping: presigned URLs
         self._remote = index = None
         if is_url(self.path):
             self._remote = RemotePack(self.path, cache_dir, cache_limit, fetch, storage_options, retry, workers)

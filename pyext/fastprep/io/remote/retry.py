@@ -174,15 +174,16 @@ class Retry:
 
 def denied(exc: BaseException | None) -> bool:
     """Whether the store refused access: a PermissionError (s3fs's for 403), an HTTP 401 or 403
-    (aiohttp's ClientResponseError .status, botocore's ClientError response), or a client error
-    named so (AccessDenied, InvalidAccessKeyId, SignatureDoesNotMatch)."""
+    (aiohttp's ClientResponseError .status, azure-core's HttpResponseError .status_code (adlfs),
+    botocore's ClientError response), or a client error named so (AccessDenied,
+    InvalidAccessKeyId, SignatureDoesNotMatch)."""
     if exc is None:
         return False
     if isinstance(exc, PermissionError):
         return exc.filename is None  # a local file's has its path: this machine's permissions, not the store's
     if any(w in type(exc).__name__ for w in DENIED_NAMES):
         return True
-    status = getattr(exc, "status", None) or getattr(exc, "code", None)
+    status = getattr(exc, "status", None) or getattr(exc, "status_code", None) or getattr(exc, "code", None)
     response = getattr(exc, "response", None)
     if isinstance(response, dict):
         status = status or response.get("ResponseMetadata", {}).get("HTTPStatusCode")

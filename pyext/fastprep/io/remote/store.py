@@ -14,13 +14,15 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from fastprep.io.errors import RemoteReadError
-from fastprep.io.remote.deadline import http_timeout, lock_until, run_until
+from fastprep.io.errors import RemoteAccessError, RemoteReadError
+from fastprep.io.remote.clients import HTTP, client_options, single_try
+from fastprep.io.remote.deadline import lock_until, run_until
 from fastprep.io.remote.redaction import redact, secrets_of
 from fastprep.io.remote.retry import Retry, denied
+from fastprep.io.remote.urls import INDEX_NAME, is_url, signed_files
 
 T = TypeVar("T")
 INSTALL_HINT = "pip install 'fastprep[remote]' (fsspec and s3fs; gcsfs or adlfs for gs:// or az://)"
@@ -29,12 +31,8 @@ CLIENTS = {"s3": "pip install 'fastprep[remote]' (s3fs)", "s3a": "pip install 'f
            "gs": "pip install gcsfs", "gcs": "pip install gcsfs", "az": "pip install adlfs",
            "abfs": "pip install adlfs", "abfss": "pip install adlfs", "adl": "pip install adlfs",
            "http": "pip install 'fastprep[remote]' (aiohttp)", "https": "pip install 'fastprep[remote]' (aiohttp)"}
-QUERY_PROTOCOLS = ("http", "https")  # where "?..." is a query string (a token, a signature), not part of a name
-
-
-def is_url(path: Any) -> bool:
-    """Whether a pack path is a URL (read through fsspec) rather than a local folder."""
-    return isinstance(path, str) and "://" in path
+SIGNATURE_KEYS = ("Signature=", "X-Amz-Signature", "X-Goog-Signature")  # S3 (v2, v4) and GCS presigned queries
+QUERY_PROTOCOLS = HTTP  # where "?..." is a query string (a token, a signature), not part of a name
 
 
 def _finalizers(client: Any) -> list:
@@ -92,8 +90,8 @@ class RemoteStore:
     Args:
         url: the pack's URL, e.g. "s3://bucket/train.packed".
         storage_options: keyword arguments for the fsspec filesystem (e.g. ``{"endpoint_url": ...}``
-            for an S3-compatible server). Without them, an s3:// client's own retries are turned
-            off so that `retry` is the one bounded retry loop.
+            for an S3-compatible server). The client's own retries are turned off (s3fs, gcsfs,
+            adlfs: fastprep.io.remote.clients) so that `retry` is the one bounded retry loop.
         retry: how failed requests are retried.
 
     Example:
@@ -102,7 +100,10 @@ class RemoteStore:
         b'FPINDEX\\x00'
     """
 
-    def __init__(self, url: str, storage_options: dict | None = None, retry: Retry | None = None):
+    def __init__(self, url: str | Mapping[str, str], storage_options: dict | None = None, retry: Retry | None = None):
+        self.signed: dict[str, str] | None = None  # file name -> its own presigned URL
+        if isinstance(url, Mapping):
+            url, self.signed = signed_files(url)
         if not is_url(url):
             raise ValueError(f"RemoteStore: expected a URL such as 's3://bucket/pack', got {url!r}")
         if storage_options is not None and not isinstance(storage_options, dict):
@@ -117,6 +118,10 @@ class RemoteStore:
         # after the object's name: "https://host/pack/index.fpi?token=..."
         base, _, self._query = self.url.partition("?") if self.protocol in QUERY_PROTOCOLS else (self.url, "", "")
         self._base = base.rstrip("/")
+        if self.protocol in QUERY_PROTOCOLS and self._base.endswith("/" + INDEX_NAME):
+            # the index's own URL ("https://host/pack/index.fpi?token=..."): the pack is its folder
+            self._base = self._base[:-len(INDEX_NAME) - 1]
+            self.url = self._base + (f"?{self._query}" if self._query else "")
         self.shown = redact(self.url)  # what messages and reprs show
         self.storage_options = dict(storage_options or {})
         self.retry = retry or Retry()
@@ -134,7 +139,7 @@ class RemoteStore:
     def secrets(self) -> list[str]:
         """What no message may show: the URL's credentials, storage_options' and the environment's
         (fastprep.io.remote.redaction.secrets_of); looked up when an error is raised."""
-        return secrets_of(self.url, self.storage_options)
+        return secrets_of(self.url, {**self.storage_options, "_files": list((self.signed or {}).values())})
 
     @property
     def fs(self) -> Any:
@@ -152,25 +157,28 @@ class RemoteStore:
             import fsspec  # noqa: PLC0415 (an optional dependency)
         except ImportError:
             raise ImportError(f"reading a pack from {self.shown} needs fsspec: {INSTALL_HINT}") from None
-        options = dict(self.storage_options)
-        t = self.retry.timeout
-        own_retries = self.protocol in ("s3", "s3a") and "config_kwargs" not in options
-        if own_retries:
-            options["config_kwargs"] = {"retries": {"total_max_attempts": 1}, "connect_timeout": t, "read_timeout": t}
+        options = client_options(self.protocol, self.storage_options, self.retry.timeout,
+                                 signed=bool(self._query) or self.signed is not None)
         try:
-            if self.protocol in QUERY_PROTOCOLS and "timeout" not in options.get("client_kwargs", {}):
-                options["client_kwargs"] = {**options.get("client_kwargs", {}), "timeout": http_timeout(t)}
             fs, root = fsspec.core.url_to_fs(self._base, skip_instance_cache=True, **options)
         except ImportError as exc:  # the store's own client library: named, with what to install
             raise ImportError(f"reading a pack from {self.shown} needs a library that is not installed "
                               f"({type(exc).__name__}: {exc}): {hint}") from None
-        if own_retries:
-            fs.retries = 1  # s3fs's own loop: fastprep's Retry decides
+        single_try(fs, self.protocol, self.storage_options)  # fastprep's Retry decides
         return fs, root.rstrip("/")
 
     def call(self, what: str, name: str, fn: Callable[[], T], until: float | None = None) -> T:
         """fn() under the store's Retry, its errors naming the object `name` and no credential."""
-        return self.retry.call(what, self.where(name), fn, secrets=self.secrets, until=until)
+        try:
+            return self.retry.call(what, self.where(name), fn, secrets=self.secrets, until=until)
+        except RemoteAccessError as exc:
+            if not any(k in self._query for k in SIGNATURE_KEYS):
+                raise
+            cause = exc.__cause__
+            error = RemoteAccessError(f"{exc}. The URL's query is a signature: a presigned URL signs one object, "
+                                      f"and each file of a pack needs its own: pass {{file name: URL}} for every "
+                                      f"file (fastprep.io.remote.sign_pack makes it)")
+        raise error from cause  # outside the handler: no context holds the first error
 
     def where(self, name: str) -> str:
         """The object's URL as messages show it (redacted)."""
@@ -178,6 +186,10 @@ class RemoteStore:
 
     def _path(self, name: str) -> str:
         self.fs  # noqa: B018 (connects in this process)
+        if self.signed is not None:
+            if name not in self.signed:
+                raise FileNotFoundError(f"{name} is not among the pack's presigned URLs")
+            return self.signed[name]
         return f"{self._root}/{name}?{self._query}" if self._query else f"{self._root}/{name}"
 
     def _count(self, nbytes: int, requests: int = 1) -> None:
@@ -219,6 +231,9 @@ class RemoteStore:
                                   [b for _, b in ranges], on_error="raise")
             self._count(sum(len(p) for p in parts), len(ranges))
             for (a, b), p in zip(ranges, parts):
+                if len(p) > b - a:  # the whole object, or more: no retry mends that
+                    raise RemoteReadError(f"reading bytes [{a}, {b}) of {self.where(name)}: {len(p)} bytes came back: "
+                                          f"the server ignores byte ranges; read by shard (fetch='shards')")
                 if len(p) != b - a:
                     raise ConnectionError(f"bytes [{a}, {b}): {len(p)} arrived, the body was cut short")
             return parts

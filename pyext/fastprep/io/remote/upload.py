@@ -23,6 +23,7 @@ from fastprep.io.packed.pack import pack as pack_local
 from fastprep.io.remote.pack_source import default_staging_dir, url_key
 from fastprep.io.remote.retry import Retry, redact
 from fastprep.io.remote.store import RemoteStore, is_url
+from fastprep.io.remote.urls import check_writable
 
 
 def upload_pack(local: str | os.PathLike, url: str, *, storage_options: dict | None = None,
@@ -39,6 +40,7 @@ def upload_pack(local: str | os.PathLike, url: str, *, storage_options: dict | N
         >>> fastprep.io.pack("train/", "/scratch/train.packed")
         >>> upload_pack("/scratch/train.packed", "s3://bucket/train.packed")
     """
+    check_writable(url, "upload_pack")
     local = os.fspath(local)
     index = os.path.join(local, fmt.INDEX_NAME)
     if not os.path.isfile(index):
@@ -68,6 +70,30 @@ def upload_pack(local: str | os.PathLike, url: str, *, storage_options: dict | N
             store.read(fmt.INDEX_NAME, 0, fmt.HEADER_BYTES) != header:
         raise _unreadable(store, fmt.INDEX_NAME, "it is not the index uploaded (another upload to the URL at once?)")
     return sent
+
+
+def sign_pack(url: str, expires: int = 3600, *, storage_options: dict | None = None,
+              retry: Retry | None = None) -> dict[str, str]:
+    """Presigned URLs for every file of the pack at `url` (its index and shards), valid `expires`
+    seconds: ``{"index.fpi": "https://...?X-Amz-Signature=...", "shard-00000.fpk": ..., ...}``, for
+    ``PackedDataset(urls)`` on a machine with no credentials. Signed by the store's own client
+    (fsspec's ``sign``: s3fs; gcsfs with a service account's key; adlfs with an account key).
+
+    Example:
+        >>> urls = sign_pack("s3://bucket/train.packed", expires=6 * 3600)
+        >>> ds = fastprep.io.PackedDataset(urls, cache_dir="/local-nvme/cache")
+    """
+    import tempfile  # noqa: PLC0415
+
+    store = RemoteStore(url, storage_options, retry)
+    size = store.size(fmt.INDEX_NAME)
+    if size is None:
+        raise FileNotFoundError(f"sign_pack: no {fmt.INDEX_NAME} at {store.shown}: not a pack")
+    with tempfile.TemporaryDirectory() as tmp:
+        store.download(fmt.INDEX_NAME, os.path.join(tmp, fmt.INDEX_NAME), size)
+        names = [name for name, _, _ in fmt.read_index(os.path.join(tmp, fmt.INDEX_NAME))[2]["shards"]]
+    return {name: store.call(f"signing {name}", name, lambda n=name: store.fs.sign(store._path(n), expiration=expires))
+            for name in [fmt.INDEX_NAME, *names]}
 
 
 def _unreadable(store: RemoteStore, name: str, why: str) -> PackWriteError:
@@ -155,6 +181,7 @@ def pack(src: Any, dest: str | os.PathLike, *, storage_options: dict | None = No
         if storage_options is not None or staging is not None:
             raise ValueError(f"pack: storage_options and staging are for a URL dest, got dest={dest!r}")
         return pack_local(src, dest, **options)
+    check_writable(dest, "pack")  # before the packing, which may take hours
     url = str(dest).rstrip("/")
     if staging is None:
         staging = os.path.join(default_staging_dir(), url_key(url))
