@@ -366,3 +366,18 @@ def test_a_tensor_holder_field_is_listed_mapped_counted_and_linked_by_storage():
     assert type(moved) is CompactBatch and moved.data[0].tolist() == [1, 2, 3, 4, 5]
     batch.release()
     assert moved.released and not cloned.released
+
+
+def test_a_label_column_in_process_is_the_narrowed_array_itself(monkeypatch):
+    # one torch call (from_numpy) where torch.empty + copy_ each gave the GIL up: behind a Loader's
+    # busy threads, each waited up to the switch interval to take it back
+    from fastprep.batch import collate  # noqa: PLC0415
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a label column in-process needs no buffer of its own")
+
+    monkeypatch.setattr(collate, "_alloc", refused)
+    column, leaf = CompactCollate().collate_field([3, 200, 7], "field 1", "label")
+    assert leaf.role == "label" and column.dtype == torch.uint8 and column.tolist() == [3, 200, 7]
+    column[0] = 9  # writable, its own memory
+    assert CompactCollate().collate_field([-1, 2**40], "f", "label")[0].tolist() == [-1, 2**40]

@@ -270,6 +270,10 @@ class CompactCollate:
         except ValueError as exc:
             raise ValueError(f"CompactCollate: {where}: {exc}") from None
         narrowed = narrow_labels("CompactCollate", values, dtype, lambda i: f"({at(where, i)})")
+        if self._batch_pool is None and get_worker_info() is None:
+            # The new array's own memory, as _alloc's: one torch call that keeps the GIL, where
+            # torch.empty + copy_ give it up twice (each a wait behind a Loader's busy threads).
+            return torch.from_numpy(narrowed)
         out = _alloc([len(values)], dtype, self._batch_pool)
         out.copy_(torch.from_numpy(narrowed))
         return out

@@ -190,6 +190,7 @@ class BatchJob:
         self._done = threading.Event()
         self.error: BaseException | None = None
         self._columns: dict[int, list[Any]] = {}
+        self._made: CompactBatch | None = None  # the batch, made by hand_off_early
         # (position, key, stage, error, substitute) of each bad sample replaced (on_error "skip" /
         # "warn"), appended by the chunks' threads; the consumer records them when it gets the batch.
         self.bad: list[tuple[int, int, str, Exception, int]] = []
@@ -283,7 +284,16 @@ class BatchJob:
         return self.ring.storage(self.slot)[0][a:b]
 
     def batch(self) -> CompactBatch:
-        return CompactBatch(self.data(), self.ring.spec, pool=self.slot_return())
+        """The batch, for the consumer (made by :meth:`hand_off_early` if it was)."""
+        made, self._made = self._made, None
+        return made if made is not None else CompactBatch(self.data(), self.ring.spec, pool=self.slot_return())
+
+    def hand_off_early(self) -> None:
+        """Make the complete batch's hand-off now, for :meth:`batch` to return later: a batch made
+        ahead, while no worker thread runs. Once its pass has started the next batch, the threads
+        hold the GIL in Python stretches, and each torch call of the hand-off (it gives the GIL up)
+        waits up to the interpreter's switch interval (5 ms) to take it back."""
+        self._made = CompactBatch(self.data(), self.ring.spec, pool=self.slot_return())
 
     def slot_return(self) -> _SlotReturn:
         """The pool of a batch in this job's slot: releasing the batch gives the slot back to the ring."""

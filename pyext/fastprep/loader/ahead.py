@@ -87,6 +87,7 @@ def take(loader: Any, count: int, pin: bool, keys: list[int] | None, start: int,
                                                                                made_for(loader, epoch, seed)) \
                     and keys[:len(ahead.indices)] == ahead.indices and ring.free_count() == count - 1:
                 ring.reset(keep=ahead.slot)
+                ahead.hand_off_early()  # before the pass's threads start: its torch calls wait for no GIL
                 return ring, ahead
             if ring.free_count() >= count - (ahead is not None):
                 ring.reset()

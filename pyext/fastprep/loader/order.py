@@ -35,6 +35,7 @@ class Order:
         self.dataset, self.batch_size, self.shuffle, self.sampler = dataset, batch_size, shuffle, sampler
         self.drop_last, self.rank, self.world, self.window = drop_last, rank, world, window
         self.iterable = is_iterable(dataset)
+        self._drawn: tuple[tuple[int, int, int], list[int]] | None = None  # ((seed, epoch, n), the shuffle drawn)
         if self.iterable and (shuffle or sampler is not None):
             raise ValueError(f"Loader: an iterable dataset ({type(dataset).__name__}) sets its own order: expected "
                              f"shuffle=False and no sampler, got shuffle={shuffle}, sampler={sampler!r}; shuffle "
@@ -78,9 +79,13 @@ class Order:
             return shard_order(item_shards(self.dataset), seed, epoch, self.window if window is None else window, world)
         if not self.shuffle:
             return list(range(n))
-        g = torch.Generator()
-        g.manual_seed(item_seed(seed, "shuffle", epoch))
-        return torch.randperm(n, generator=g).tolist()
+        # A pass that makes the next epoch's first batch ahead draws that epoch's order, which the next
+        # pass draws again: the last one drawn is kept (a copy handed out: callers own their keys).
+        if self._drawn is None or self._drawn[0] != (seed, epoch, n):
+            g = torch.Generator()
+            g.manual_seed(item_seed(seed, "shuffle", epoch))
+            self._drawn = ((seed, epoch, n), torch.randperm(n, generator=g).tolist())
+        return list(self._drawn[1])
 
     def set_epoch(self, epoch: int) -> None:
         """A sampler with set_epoch (DistributedSampler) gets the epoch; so does an iterable

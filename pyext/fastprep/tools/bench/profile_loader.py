@@ -1,5 +1,6 @@
 """Where fastprep.Loader's time per sample goes around its batch op (issue 32 item 3), in thread CPU
-time (robust on a shared machine): ``python -m fastprep.tools.bench.profile_loader [batch_size]``.
+time (robust on a shared machine): ``python -m fastprep.tools.bench.profile_loader [batch_size]``;
+``... profile_loader --boundary [threads]``: the epoch boundary of one-batch epochs, by part (wall).
 
 One Loader chunk (the seed workload: RandomCrop -> RandomDilatedMask -> RGBToYCbCr over the bench's
 1024^2 numpy sources) is run in this thread, as a worker runs it, with its stages timed: with the op
@@ -113,9 +114,76 @@ def profile(batch_size: int = 256, batches: int = 20, repeat: int = 7) -> dict[s
 
 ROUND, BESIDE = "a round in all (job, chunk, wait, hand-off)", ", beside the op"
 BY_HAND, IN_LOADER = "op by hand (the same draws)", "op in the Loader"
+BOUNDARY = "pass end -> next pass's first batch in hand"
+BOUNDARY_PARTS = (("fastprep.loader.pool", "WorkerPool", "__init__", "threads started (WorkerPool)"),
+                  ("fastprep.loader.pool", "WorkerPool", "shutdown", "threads stopped (WorkerPool.shutdown)"),
+                  ("fastprep.loader.ahead", None, "take", "ring and batch made ahead taken (ahead.take)"),
+                  ("fastprep.batch.slots", "BatchJob", "batch", "hand-off: BatchJob.batch"))
 
 
-if __name__ == "__main__":
+def boundary(threads: int = 1, epochs: int = 40, batch_size: int = 256) -> dict[str, tuple[float, float]]:
+    """The epoch boundary of one-batch epochs (the seed workload's fused Loader, `set_epoch` before
+    each pass, a consumer that only counts): (median, mean) ms per epoch of the consumer's wall
+    from a pass's end (its batch made ahead complete, ahead.keep) to the next pass's first batch in
+    hand, while the threads have nothing to do, and of its parts (BOUNDARY_PARTS; the hand-off's
+    own figure also counts passes' batches made ahead)."""
+    import statistics  # noqa: PLC0415
+
+    import fastprep  # noqa: PLC0415
+    from fastprep import transforms as T  # noqa: PLC0415
+    from fastprep.tools.bench import pipelines  # noqa: PLC0415
+
+    spent: dict[str, list[float]] = {label: [] for *_, label in BOUNDARY_PARTS}
+    ended: list[float] = []
+    saved = []
+    for module, cls, name, label in (*BOUNDARY_PARTS, ("fastprep.loader.ahead", None, "keep", None)):
+        owner = importlib.import_module(module)
+        owner = getattr(owner, cls) if cls else owner
+        fn = owner.__dict__[name]
+
+        def wrapped(*args: Any, _fn: Any = fn, _label: str | None = label, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return _fn(*args, **kwargs)
+            finally:
+                if _label is None:
+                    ended.append(time.perf_counter())
+                else:
+                    spent[_label].append(time.perf_counter() - t0)
+        saved.append((owner, name, fn))
+        setattr(owner, name, wrapped)
+    try:
+        dataset = pipelines.SyntheticImages(batch_size, None, pool=8)
+        loader = fastprep.Loader(dataset, batch_size, transform=T.seed_workload(layout="HWC"), threads=threads, seed=0)
+        for batch in loader:  # warm-up: the slots' first touch
+            batch.release()
+        for values in spent.values():
+            values.clear()
+        gaps = []
+        for epoch in range(1, epochs + 1):
+            loader.set_epoch(epoch)
+            it = iter(loader)
+            next(it)
+            if ended:
+                gaps.append(time.perf_counter() - ended[-1])
+            for _ in it:
+                pass
+    finally:
+        for owner, name, fn in saved:
+            setattr(owner, name, fn)
+    return {label: (1e3 * statistics.median(v), 1e3 * statistics.mean(v))
+            for label, v in ((BOUNDARY, gaps), *spent.items()) if v}
+
+
+def _print_boundary(threads: int) -> None:
+    print(f"one-batch epochs, threads={threads}: ms an epoch {'median':>8}{'mean':>8}")
+    for label, (median, mean) in boundary(threads).items():
+        print(f"{label:<50}{median:8.2f}{mean:8.2f}")
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--boundary"]:
+    _print_boundary(int(sys.argv[2]) if len(sys.argv) > 2 else 1)
+elif __name__ == "__main__":
     result = profile(int(sys.argv[1]) if len(sys.argv) > 1 else 256)
     print(f"{'us per sample':<50}{'op skipped':>12}{'beside the op':>15}  (skipped: the op's work, not its call)")
     for *_, label in (*STAGES, (ROUND,)):
