@@ -190,3 +190,20 @@ def test_on_cuda_each_stream_gives_the_consumer_thread_paths_results():
     for streams in (1, 4):
         got = [b.clone() for b in DevicePrefetcher(batches, "cuda", depth=2, decode=decode, streams=streams)]
         assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+
+
+def test_an_early_stop_after_the_stage_handed_the_host_back_leaves_nothing_to_release(recording):
+    """On a device the stage's thread hands each host batch back itself; stopping while the consumer
+    holds a CompactBatch made from one must not try to hand that host batch back again."""
+    collate = CompactCollate(reuse=True)
+    hosts = [collate([(torch.full((3, 4, 4), i, dtype=torch.uint8), i)]) for i in range(4)]
+
+    def decode(batch):  # a new CompactBatch made on the device (no memory shared with the host's)
+        recording.local.batch = int(batch.data[1][0])
+        return CompactCollate()([(batch.data[0][0].clone(), int(batch.data[1][0]))])
+
+    it = iter(DevicePrefetcher(hosts, "cpu", depth=2, decode=decode, release=True, streams=2))
+    first = next(it)
+    assert int(first.data[1][0]) == 0 and hosts[0].released  # handed back by the stage's thread
+    it.close()  # raised AttributeError before: the consumer tried to hand back a host it no longer held
+    assert all(h.released for h in hosts[:2])

@@ -150,7 +150,9 @@ class DevicePrefetcher:
                         self._release(host, event)
                 if done is not None:
                     host, event, out = done
-                    if isinstance(out, CompactBatch) and out._base is host:
+                    if host is None:
+                        pass  # a stream's thread handed it back already
+                    elif isinstance(out, CompactBatch) and out._base is host:
                         weakref.finalize(out, host.release)
                     else:
                         self._release(host, event)
