@@ -208,14 +208,10 @@ struct PackRows {
   template <Isa L>
   static FASTPREP_INLINE void run(const uint8_t* x, uint8_t* out, int64_t rows, int64_t n, bool little) {
 #if FASTPREP_X86_LEVELS
-    if constexpr (has_avx512(L)) {
-      if (n % 8 == 0) return pack_run_v4(x, rows * n, little, out);  // rows of whole bytes: one run
-      for (int64_t r = 0; r < rows; ++r) pack_run_v4(x + r * n, n, little, out + r * ((n + 7) / 8));
-      return;
-    }
-    if constexpr (L == Isa::kV3) {
-      if (n % 8 == 0) return pack_run_v3(x, rows * n, little, out);
-      for (int64_t r = 0; r < rows; ++r) pack_run_v3(x + r * n, n, little, out + r * ((n + 7) / 8));
+    if constexpr (L != Isa::kBase) {
+      constexpr auto pack_run = has_avx512(L) ? pack_run_v4 : pack_run_v3;  // the level's SIMD run
+      if (n % 8 == 0) return pack_run(x, rows * n, little, out);            // rows of whole bytes: one run
+      for (int64_t r = 0; r < rows; ++r) pack_run(x + r * n, n, little, out + r * ((n + 7) / 8));
       return;
     }
 #endif
@@ -229,22 +225,13 @@ struct PackPlanes {
   static FASTPREP_INLINE void run(const uint8_t* x, uint8_t* out, int64_t outer, int64_t n, int64_t inner,
                                   bool little) {
 #if FASTPREP_X86_LEVELS
-    if constexpr (has_avx512(L)) {
+    if constexpr (L != Isa::kBase) {
+      constexpr auto pack_planes = has_avx512(L) ? pack_planes_v4 : pack_planes_v3;  // the level's SIMD planes
       const int64_t nb = (n + 7) / 8;
       for (int64_t o = 0; o < outer; ++o) {
         for (int64_t j = 0; j < nb; ++j) {
-          pack_planes_v4(x + (o * n + 8 * j) * inner, inner, std::min<int64_t>(8, n - 8 * j), inner, little,
-                         out + (o * nb + j) * inner);
-        }
-      }
-      return;
-    }
-    if constexpr (L == Isa::kV3) {
-      const int64_t nb = (n + 7) / 8;
-      for (int64_t o = 0; o < outer; ++o) {
-        for (int64_t j = 0; j < nb; ++j) {
-          pack_planes_v3(x + (o * n + 8 * j) * inner, inner, std::min<int64_t>(8, n - 8 * j), inner, little,
-                         out + (o * nb + j) * inner);
+          pack_planes(x + (o * n + 8 * j) * inner, inner, std::min<int64_t>(8, n - 8 * j), inner, little,
+                      out + (o * nb + j) * inner);
         }
       }
       return;
@@ -273,14 +260,10 @@ struct UnpackRows {
   static FASTPREP_INLINE void run(const uint8_t* packed, uint8_t* out, int64_t rows, int64_t m, int64_t count,
                                   bool little) {
 #if FASTPREP_X86_LEVELS
-    if constexpr (has_avx512(L)) {
-      if (count == 8 * m) return unpack_run_v4(packed, rows * count, little, out);  // whole bytes: one run
-      for (int64_t r = 0; r < rows; ++r) unpack_run_v4(packed + r * m, count, little, out + r * count);
-      return;
-    }
-    if constexpr (L == Isa::kV3) {
-      if (count == 8 * m) return unpack_run_v3(packed, rows * count, little, out);
-      for (int64_t r = 0; r < rows; ++r) unpack_run_v3(packed + r * m, count, little, out + r * count);
+    if constexpr (L != Isa::kBase) {
+      constexpr auto unpack_run = has_avx512(L) ? unpack_run_v4 : unpack_run_v3;  // the level's SIMD run
+      if (count == 8 * m) return unpack_run(packed, rows * count, little, out);   // whole bytes: one run
+      for (int64_t r = 0; r < rows; ++r) unpack_run(packed + r * m, count, little, out + r * count);
       return;
     }
 #endif
