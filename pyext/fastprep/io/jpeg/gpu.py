@@ -47,15 +47,19 @@ def decode_jpeg_batch(datas: Sequence[Any], *, device: Any = "cuda", mode: str =
         >>> images = decode_jpeg_batch([open(p, "rb").read() for p in paths], device="cuda")
     """
     who = "decode_jpeg_batch"
-    dev = _cuda(who, device, mode)
+    _check_mode(who, mode)
+    dev = _cuda(who, device)
     chain = shared_decoders(jpeg_decoder, dev, who)
     return chain.decode([as_bytes(who, d)[0] for d in datas], None, mode, dev)
 
 
-def _cuda(who: str, device: Any, mode: str) -> torch.device:
-    """`device` as a CUDA device, or the error saying what is wrong."""
+def _check_mode(who: str, mode: str) -> None:
     if mode not in _GPU_MODES:
         raise ValueError(f"{who}: expected mode to be one of {_GPU_MODES}, got {mode!r}")
+
+
+def _cuda(who: str, device: Any) -> torch.device:
+    """`device` as a CUDA device, or the error saying what is wrong."""
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
@@ -98,8 +102,7 @@ def decode_window_batch(cuts: Sequence[Any], *, device: Any = "cuda", mode: str 
         cpu = torch.device(device).type == "cpu"
     except (RuntimeError, TypeError) as exc:
         raise ValueError(f"{who}: expected a CUDA device or 'cpu', got {device!r}") from exc
-    if cpu and mode not in _GPU_MODES:
-        raise ValueError(f"{who}: expected mode to be one of {_GPU_MODES}, got {mode!r}")
-    dev = torch.device("cpu") if cpu else _cuda(who, device, mode)
+    _check_mode(who, mode)
+    dev = torch.device("cpu") if cpu else _cuda(who, device)
     chain = shared_decoders(jpeg_decoder, dev, who)
     return chain.decode([c[0] for c in cuts], [tuple(c[1:]) for c in cuts], mode, dev)
