@@ -57,6 +57,15 @@ def write_tree(root, files: dict) -> None:
         (root / rel).write_bytes(make())
 
 
+def packed_tree(root, files: dict, shard_bytes: int = 1 << 14):
+    """`files` written under root/src (write_tree) and packed into root/pack, in small shards so a
+    few photos make several; returns root/pack."""
+    (root / "src").mkdir()
+    write_tree(root / "src", files)
+    fio.pack(root / "src", root / "pack", progress=False, shard_bytes=shard_bytes)
+    return root / "pack"
+
+
 def folder_with_a_cut_jpeg(root, counts: dict[str, int], shape: tuple[int, int], bad: int):
     """Class folders of noise JPEGs (quality 90), `counts[cls]` in each, numbered across the classes
     (cat/0.jpg, ..., dog/4.jpg); file number `bad` cut in half (in its scan, as a truncated

@@ -12,7 +12,7 @@ from remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with ev
 import fastprep.io as fio
 from fastprep.io.remote import Retry
 
-from jpeg_photos import grey_jpeg, needs_decoder, photo_jpeg, write_tree
+from jpeg_photos import grey_jpeg, needs_decoder, packed_tree, photo_jpeg
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 
@@ -25,9 +25,7 @@ SLOW = Retry(tries=3, backoff=0.0, max_backoff=0.0, timeout=5, deadline=DEADLINE
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("deadline")
-    (root / "src").mkdir()
-    write_tree(root / "src", FILES)
-    fio.pack(root / "src", root / "pack", progress=False, shard_bytes=1 << 14)
+    packed_tree(root, FILES)
     return root
 
 

@@ -17,7 +17,7 @@ from fastprep.io.remote import RemoteStore, Retry
 from fastprep.io.remote.pack_source import default_cache_dir, default_staging_dir
 from fastprep.io.remote.retry import describe, redact
 
-from jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree
+from jpeg_photos import encode, grey_jpeg, needs_decoder, packed_tree, photo, photo_jpeg, write_tree
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 
@@ -29,10 +29,7 @@ FAST = Retry(tries=3, backoff=0.0, max_backoff=0.0, timeout=5)
 @pytest.fixture(scope="module")
 def pack(tmp_path_factory):
     root = tmp_path_factory.mktemp("fixes")
-    (root / "src").mkdir()
-    write_tree(root / "src", FILES)
-    fio.pack(root / "src", root / "pack", progress=False, shard_bytes=1 << 14)
-    return root / "pack"
+    return packed_tree(root, FILES)
 
 
 def remote(path, tmp_path, **kw):

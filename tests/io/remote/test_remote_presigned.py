@@ -17,7 +17,7 @@ import fastprep.io as fio
 from fastprep.io.errors import RemoteAccessError
 from fastprep.io.remote import Retry, sign_pack, upload_pack
 
-from jpeg_photos import grey_jpeg, needs_decoder, photo_jpeg, write_tree
+from jpeg_photos import grey_jpeg, needs_decoder, packed_tree, photo_jpeg
 from s3_server import s3  # noqa: F401 (the session's server fixture)
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
@@ -33,9 +33,7 @@ SIGNED = ("X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE%2F20261
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory):
     root = tmp_path_factory.mktemp("presigned")
-    (root / "src").mkdir()
-    write_tree(root / "src", FILES)
-    fio.pack(root / "src", root / "pack", progress=False, shard_bytes=1 << 14)
+    packed_tree(root, FILES)
     return root
 
 

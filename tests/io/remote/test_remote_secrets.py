@@ -19,7 +19,7 @@ import fastprep.io as fio
 from fastprep.io.errors import RemoteAccessError
 from fastprep.io.remote import Retry
 
-from jpeg_photos import grey_jpeg, needs_decoder, photo_jpeg, write_tree
+from jpeg_photos import grey_jpeg, needs_decoder, packed_tree, photo_jpeg
 from s3_server import free_port
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
@@ -35,9 +35,7 @@ KEY_ID = f"AKIA{uuid.uuid4().hex[:16].upper()}"
 def served(tmp_path_factory):
     """A folder with a pack ("pack") and the same pack without its first shard ("holed")."""
     root = tmp_path_factory.mktemp("secrets")
-    (root / "src").mkdir()
-    write_tree(root / "src", FILES)
-    fio.pack(root / "src", root / "pack", progress=False, shard_bytes=1 << 14)
+    packed_tree(root, FILES)
     shutil.copytree(root / "pack", root / "holed")
     (root / "holed" / "shard-00000.fpk").unlink()
     return root
