@@ -47,7 +47,10 @@ class FaultProxy:
                 pass
 
             def _any(self):
-                proxy._serve(self)
+                try:
+                    proxy._serve(self)
+                except (BrokenPipeError, ConnectionResetError):  # the client hung up (a timeout, a cut): its business
+                    self.close_connection = True
 
             do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _any
 

@@ -233,6 +233,22 @@ def test_pack_to_a_store_resumes_and_uploads_only_what_is_missing(packs, store, 
     assert objects.size("shard-00001.fpk") == os.path.getsize(packs / "jpeg" / "shard-00001.fpk")
 
 
+@pytest.mark.parametrize("last", [b"\r", b"\n", b"\r\n", b"-", b"\x00"])
+def test_an_upload_keeps_every_last_byte(store, tmp_path, last):  # noqa: F811
+    """gcsfs's one-shot upload (files under 5 MiB) ends the body's part with a bare LF, so a server
+    that reads CRLF as the delimiter dropped a file's final '\\r' (a 1-in-256 shard did, in CI)."""
+    from fastprep.io.remote.store import RemoteStore
+
+    store.needs_writable()
+    local = tmp_path / "object.bin"
+    local.write_bytes(b"fastprep" * 100 + last)
+    objects = RemoteStore(store.url(f"last-byte-{last.hex()}"), store.options())
+    objects.upload(str(local), "object.bin")
+    size = local.stat().st_size
+    assert objects.size("object.bin") == size
+    assert objects.read("object.bin", 0, size) == local.read_bytes()
+
+
 def test_bad_arguments_are_named(packs, store, tmp_path):  # noqa: F811
     for kw, text in [({"fetch": "some"}, "fetch"), ({"cache_limit": 0}, "cache_limit"), ({"workers": 0}, "workers")]:
         with pytest.raises(ValueError, match=text):

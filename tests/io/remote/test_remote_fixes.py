@@ -220,3 +220,18 @@ def test_a_server_that_ignores_byte_ranges_is_named_at_once(pack, tmp_path):
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_gcsfs_keeps_its_sync_and_static_methods_with_its_retries_off():
+    """single_try unwraps only gcsfs's retrying coroutines: unwrapping every wrapped method also
+    turned fs.call (a sync wrapper) into a coroutine and bound close_session (static), whose
+    finalizer then failed at exit and left the session unclosed."""
+    gcsfs = pytest.importorskip("gcsfs")
+    from fastprep.io.remote.clients import single_try
+
+    fs = gcsfs.GCSFileSystem(token="anon", skip_instance_cache=True)
+    single_try(fs, "gs", {})
+    unwrapped = {name for name in vars(fs) if callable(vars(fs)[name])}
+    assert {"_request", "_get_file_request", "_get_file_concurrent"} <= unwrapped
+    assert not unwrapped & {"call", "rm", "mkdir", "close_session"}
+    assert fs._request.__func__ is type(fs)._request.__wrapped__

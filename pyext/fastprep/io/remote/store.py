@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from fastprep.io.errors import RemoteAccessError, RemoteReadError
-from fastprep.io.remote.clients import HTTP, client_options, single_try
+from fastprep.io.remote.clients import HTTP, client_options, put_file, single_try
 from fastprep.io.remote.deadline import lock_until, run_until
 from fastprep.io.remote.redaction import redact, secrets_of
 from fastprep.io.remote.retry import Retry, denied
@@ -275,7 +275,7 @@ class RemoteStore:
 
     def upload(self, local: str, name: str) -> None:
         """The local file `local` to the object `name` (replaced)."""
-        self.call(f"uploading {name}", name, lambda: self.fs.put_file(local, self._path(name)))
+        self.call(f"uploading {name}", name, lambda: put_file(self.fs, self.protocol, local, self._path(name)))
 
     def remove(self, name: str) -> None:
         """Deletes the object `name`."""
