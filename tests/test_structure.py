@@ -93,6 +93,28 @@ def test_no_module_imports_a_layer_above_its_own():
     assert not bad, f"imports that point up the layers (importer, imported): {bad}"
 
 
+# The tooling's own layers, bottom up: the sweeps (bench) and the caching method (diagnose) measure
+# with tools.measuring and never import each other both ways; the CLI sits on top.
+TOOL_LAYERS = [
+    ("fastprep.tools.measuring", "fastprep.tools.photos"),
+    ("fastprep.tools.bench",),
+    ("fastprep.tools.diagnose", "fastprep.tools.plotting"),
+    ("fastprep.tools.cli",),
+]
+
+
+def test_the_tools_layers_point_down():
+    def rank(module: str) -> int | None:
+        return next((r for r, packages in enumerate(TOOL_LAYERS)
+                     if any(module == p or module.startswith(p + ".") for p in packages)), None)
+
+    graph = _graph()
+    tools = [m for m in graph if m.startswith("fastprep.tools.")]
+    assert not [m for m in tools if rank(m) is None], f"tools modules outside {TOOL_LAYERS}"
+    bad = [(m, d) for m in tools for d in graph[m] if rank(d) is not None and rank(d) > rank(m)]
+    assert not bad, f"tools imports that point up (importer, imported): {bad}"
+
+
 def test_the_counter_generator_is_a_leaf():
     assert _graph()["fastprep.core.counter_rng"] == set()
 

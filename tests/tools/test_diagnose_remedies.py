@@ -25,10 +25,10 @@ from fastprep.monitoring.pipeline import PipelineFacts, steps_of
 from fastprep.tools import photos
 from fastprep.tools.diagnose import bottleneck as dg
 from fastprep.tools.diagnose import raw_loading as rm
-from fastprep.tools.diagnose import stand_ins as si
 from fastprep.tools.diagnose.bottleneck import find_bottleneck
-from fastprep.tools.diagnose.measure import Stats, Timing, round_adjusted
 from fastprep.tools.diagnose.verdict import LEVELS, Level, disorder, judge, more_data
+from fastprep.tools.measuring import stand_ins as si
+from fastprep.tools.measuring.measure import Stats, Timing, round_adjusted
 
 # serial: the verdicts time sleeps, so .ci/test runs this module alone, not beside another worker.
 pytestmark = [pytest.mark.one_backend, pytest.mark.serial,

@@ -28,7 +28,7 @@ from fastprep.tools.bench import usual as bench_usual
 from fastprep.tools.bench.bad_files import BadFileError, BadFileStop, bad_file_line, naming_loader
 from fastprep.tools.bench.port import Port, port
 from fastprep.tools.bench.sweep import usable_cores
-from fastprep.tools.diagnose.targets import UsageError
+from fastprep.tools.measuring.usage import UsageError
 
 
 def _raised(exc: BaseException) -> str:
@@ -196,7 +196,7 @@ def run(data: str, spec: str, cores: int | None = None, batch_size: int = 64, re
     from fastprep import transforms as T  # noqa: PLC0415
     from fastprep.tools.bench import feeds  # noqa: PLC0415
     from fastprep.tools.bench.headline import dataloader_way, loader_way, measure  # noqa: PLC0415
-    from fastprep.tools.diagnose.stand_ins import Cycle  # noqa: PLC0415
+    from fastprep.tools.measuring.stand_ins import Cycle  # noqa: PLC0415
 
     n = cores or usable_cores()
     made = prepare(data, spec)

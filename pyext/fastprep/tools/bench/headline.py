@@ -31,7 +31,7 @@ from torch.utils.data import default_collate
 from fastprep.tools.bench import feeds, pipelines
 from fastprep.tools.bench import usual as bench_usual
 from fastprep.tools.bench.sweep import usable_cores
-from fastprep.tools.diagnose.stand_ins import Cycle
+from fastprep.tools.measuring.stand_ins import Cycle
 
 QUICK_SIZES, FULL_SIZES = (300, 375, 450), (256, 300, 375, 450, 512, 640)  # photos' short sides (px)
 WORKLOADS = {"train files": "ImageNet training, JPEG files", "train packed": "ImageNet training, packed",

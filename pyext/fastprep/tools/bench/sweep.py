@@ -1,7 +1,7 @@
 """Loader settings sweeps: a DataLoader's num_workers x prefetch_factor x pin_memory x
 persistent_workers, and a fastprep.Loader's threads x depth.
 
-Each setting is measured as the caching method measures a level (fastprep.tools.diagnose.measure): a fresh
+Each setting is measured as the caching method measures a level (fastprep.tools.measuring.measure): a fresh
 loader, warm-up (worker start-up stays out of the timed window), then enough timed steps; each
 batch goes to `device`, is decoded there when it is a CompactBatch, and is given to `step_fn`.
 Unlike the caching method, the sweep iterates the real dataset epoch after epoch, so epoch
@@ -19,9 +19,9 @@ import torch
 from torch.utils.data import DataLoader
 
 from fastprep.batch.device_prefetcher import check_device, move_to
-from fastprep.tools.diagnose.measure import Settings, Source, Stats, measure, synchronize
-from fastprep.tools.diagnose.run_plan import Plan
-from fastprep.tools.diagnose.step_input import Epochs, decoder
+from fastprep.tools.measuring.measure import Settings, Source, Stats, measure, synchronize
+from fastprep.tools.measuring.run_plan import Plan
+from fastprep.tools.measuring.step_input import Epochs, decoder
 
 
 @dataclass

@@ -69,7 +69,8 @@ TABLE_OPTIONS = ("generate_per_item", "gpu_rate", "workers", "threads", "sources
 def bench(args: argparse.Namespace) -> int:
     """The headline (the usual pipeline vs fastprep on ImageNet-style and the seed workloads), the
     --details table, or --data: the user's folder and transform both ways."""
-    from fastprep.tools.diagnose.targets import UsageError, check_plot, check_writable  # noqa: PLC0415
+    from fastprep.tools.diagnose.targets import check_plot, check_writable  # noqa: PLC0415
+    from fastprep.tools.measuring.usage import UsageError  # noqa: PLC0415
 
     try:  # before the run, not after it
         if args.data is not None:
@@ -117,7 +118,7 @@ def bench(args: argparse.Namespace) -> int:
 def _refuse_table_options(args: argparse.Namespace) -> None:
     """--data measures the user's folder and transform, not the --details table: an option that
     only shapes that table (or --details itself) would be silently ignored, so it is refused."""
-    from fastprep.tools.diagnose.targets import UsageError  # noqa: PLC0415
+    from fastprep.tools.measuring.usage import UsageError  # noqa: PLC0415
 
     defaults = build_parser().parse_args(["bench"])
     given = [k for k in ("details", *TABLE_OPTIONS) if getattr(args, k) != getattr(defaults, k)]
@@ -130,7 +131,7 @@ def _refuse_table_options(args: argparse.Namespace) -> None:
 def _bench_data(args: argparse.Namespace) -> int:
     from fastprep.tools.bench import data as bench_data  # noqa: PLC0415
     from fastprep.tools.bench.bad_files import BadFileStop  # noqa: PLC0415
-    from fastprep.tools.diagnose.targets import UsageError  # noqa: PLC0415
+    from fastprep.tools.measuring.usage import UsageError  # noqa: PLC0415
 
     try:
         result = bench_data.run(args.data, args.transform, cores=args.cores, batch_size=args.batch_size or 64,

@@ -18,7 +18,7 @@ import traceback
 from typing import Any
 
 from fastprep.tools.diagnose import targets as tg
-from fastprep.tools.diagnose.targets import UsageError
+from fastprep.tools.measuring.usage import UsageError
 
 
 class PipelineError(Exception):
@@ -64,7 +64,7 @@ def _check_outputs(args: argparse.Namespace) -> Any:
 
 
 def _progress(args: argparse.Namespace, title: str) -> Any:
-    from fastprep.tools.diagnose.run_plan import Progress  # noqa: PLC0415
+    from fastprep.tools.measuring.run_plan import Progress  # noqa: PLC0415
 
     return Progress(title, use_tqdm=None if args.progress == "auto" else args.progress == "bar") \
         if args.progress != "off" else None
@@ -103,7 +103,7 @@ def _build_loader(target: tg.Target, args: argparse.Namespace) -> Any:
     from torch.utils.data import DataLoader  # noqa: PLC0415
 
     from fastprep.loader import Loader  # noqa: PLC0415
-    from fastprep.tools.diagnose import stand_ins as si  # noqa: PLC0415
+    from fastprep.tools.measuring import stand_ins as si  # noqa: PLC0415
 
     if target.loader is not None:
         loader = target.loader

@@ -1,3 +1,3 @@
-"""`python -m fastprep diagnose`: the caching method (bottleneck: find_bottleneck, the sweeps), its
-measurements (measure, step_input, stand_ins, raw_loading, run_plan) and its verdict (verdict,
-failures, targets); the demo model (demo_model)."""
+"""`python -m fastprep diagnose`: the caching method (bottleneck: find_bottleneck, the sweeps' use),
+how it finds raw loading (raw_loading), its verdict (verdict, failures, targets) and the demo model
+(demo_model). What it measures with is tools.measuring, shared with tools.bench."""

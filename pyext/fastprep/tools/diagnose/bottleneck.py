@@ -7,13 +7,13 @@ find_bottleneck() measures training steps/s with progressively less cached:
   4. the dataset caches the raw sample and runs the transforms every time;
   5. nothing cached: the real pipeline.
 The stage that adds the most time per step, beyond noise, is the verdict (fastprep.tools.diagnose.verdict);
-measurement is in fastprep.tools.diagnose.measure, the stand-in datasets in fastprep.tools.diagnose.stand_ins.
+measurement is in fastprep.tools.measuring.measure, the stand-in datasets in fastprep.tools.measuring.stand_ins.
 
 What step_fn receives: the batch the loader yields, moved to `device` (tensors in tuples, lists,
 dicts and namedtuples one by one; a CompactBatch whole), then decoded there when it is a
 CompactBatch (``CompactBatch.decode()``: float32 images / 255, int64 labels, bool masks; a
 fastprep.Loader's own `decode` when it has one). ``decode=False`` passes the CompactBatch itself;
-a callable `decode` is applied to every batch on the device instead (fastprep.tools.diagnose.step_input).
+a callable `decode` is applied to every batch on the device instead (fastprep.tools.measuring.step_input).
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ from fastprep.monitoring.advice import STEADY
 from fastprep.monitoring.pipeline import facts_of
 from fastprep.tools.bench.sweep import SweepReport, sweep, sweep_loader, sweep_threads
 from fastprep.tools.diagnose import raw_loading as rm
-from fastprep.tools.diagnose import stand_ins as si
 from fastprep.tools.diagnose.failures import PHASE_NOTE
-from fastprep.tools.diagnose.measure import Settings, Source, Stats, measure, round_adjusted, synchronize
-from fastprep.tools.diagnose.run_plan import Plan
-from fastprep.tools.diagnose.step_input import Epochs, decoder, own
 from fastprep.tools.diagnose.verdict import ADVICE, LEVELS, STAGES, BottleneckReport, Level, judge, more_data
+from fastprep.tools.measuring import stand_ins as si
+from fastprep.tools.measuring.measure import Settings, Source, Stats, measure, round_adjusted, synchronize
+from fastprep.tools.measuring.run_plan import Plan
+from fastprep.tools.measuring.step_input import Epochs, decoder, own
 
 __all__ = ["find_bottleneck", "sweep", "sweep_loader", "sweep_threads", "BottleneckReport", "SweepReport",
            "Level", "LEVELS", "STAGES", "ADVICE", "split_dataset", "is_fastprep_loader"]
@@ -169,7 +169,7 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
             datasets (levels 3-5: one cached sample; one cached raw sample; the dataset itself,
             viewed long enough that no epoch restarts inside a measurement); or, as before, a
             ``loader_factory(dataset=None)`` returning one over the dataset it is given.
-            Raw loading and transforms are found as fastprep.tools.diagnose.stand_ins documents
+            Raw loading and transforms are found as fastprep.tools.measuring.stand_ins documents
             (``load_raw``/``apply_transform``, a ``transform`` attribute, wrappers' ``.dataset``).
         step_fn: one training step on a batch on `device` (see the module doc for what it gets).
         device: where steps run; default the fastprep.Loader's device, else "cpu". On the CPU
@@ -180,13 +180,13 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
         threshold: nothing cached at this share of the ceiling or more is "model-bound".
         dominance: the verdict's stage must add this many times the time of the next one.
         steps, repeats, warmup, precision, max_steps, max_seconds: see
-            fastprep.tools.diagnose.measure.Settings. `repeats` is the number of rounds (every level
+            fastprep.tools.measuring.measure.Settings. `repeats` is the number of rounds (every level
             measured once, back to back) always run.
         time_limit: seconds the whole measurement may take: after `repeats` rounds, more rounds
             run while the verdict is within noise and the 95% intervals' narrowing says it can
             settle in the time left; if it cannot, the margin says about how long it would need.
             0, or a fixed `steps` (a length the caller chose), runs `repeats` rounds only.
-        progress: called as ``progress(what, fraction_done)`` (fastprep.tools.diagnose.run_plan.Progress).
+        progress: called as ``progress(what, fraction_done)`` (fastprep.tools.measuring.run_plan.Progress).
 
     Example:
         >>> report = find_bottleneck(DataLoader(ds, 64, num_workers=4), train_step, "cuda")

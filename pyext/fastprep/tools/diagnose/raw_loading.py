@@ -1,6 +1,6 @@
 """What raw loading is in a diagnosed pipeline, and the remedies its user has not taken yet.
 
-The caching method bills decoding to raw loading (fastprep.tools.diagnose.stand_ins.decoded), wherever the
+The caching method bills decoding to raw loading (fastprep.tools.measuring.stand_ins.decoded), wherever the
 pipeline decodes: Pillow in a torchvision-style dataset, fastprep.io.ImageFolder's ``load_raw``,
 or the ROI decode inside fastprep's crop of a ``roi=True`` JpegFile. Which remedy helps next
 depends on what the pipeline is: its steps, its source (told from the raw sample itself), its

@@ -17,11 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from fastprep.tools.measuring.usage import UsageError
+
 FORMS = "(dataset, step_fn, batch_size[, collate_fn]) or (loader, step_fn)"
-
-
-class UsageError(Exception):
-    """A problem with the command line or the target: printed as one line, exit status 2."""
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -29,7 +29,7 @@ from typing import Any
 
 from fastprep.monitoring.advice import COLLATE, COPY, GENERAL, RAW, TRANSFORMS
 from fastprep.monitoring.advice import STAGES as STAGE_WORDS
-from fastprep.tools.diagnose.measure import Stats
+from fastprep.tools.measuring.measure import Stats
 
 LEVELS = ("device-cached batch", "host-cached batch", "cached processed sample",
           "cached raw sample", "nothing cached")
