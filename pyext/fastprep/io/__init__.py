@@ -40,9 +40,9 @@ from fastprep.io.jpeg.file import JpegFile
 from fastprep.io.jpeg.gpu import decode_jpeg_batch, decode_window_batch
 from fastprep.io.jpeg.oriented import OrientedImage, oriented
 from fastprep.io.packed.dataset import PackedDataset
-from fastprep.io.packed.pack import PackSummary, PackWarning, pack
+from fastprep.io.packed.pack import PackSummary, PackWarning
 from fastprep.io.packed.records import PackedImage, PackedJpeg, PackedRaw, WindowCut
-from fastprep.io.remote.upload import pack  # noqa: F811 (pack, whose dest may also be a URL)
+from fastprep.io.remote.upload import pack  # a local folder or a URL: the one pack
 from fastprep.io.sources.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
 from fastprep.io.sources.hdf5 import HDF5Dataset, HDF5Image
 from fastprep.io.sources.lmdb import LMDBDataset
