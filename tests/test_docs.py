@@ -94,3 +94,10 @@ def test_the_readme_starts_with_the_two_commands():
     lines = [ln for ln in first.group(2).splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     assert len(lines) == 2, lines
     assert "bench" in lines[0] and ".ci/test" in lines[1]
+
+
+def test_the_readme_stays_a_front_page():
+    """Under 200 lines: the README answers what fastprep is, how to run it and what it measured; the
+    details live in docs/ (a README that grows past a screenful of screens stops being read)."""
+    lines = (ROOT / "README.md").read_text().count("\n")
+    assert lines < 200, f"README.md has {lines} lines: move details to docs/"
