@@ -1,5 +1,5 @@
 """A pack read from object storage (issue 33): samples/s and bytes fetched per sample through moto's
-S3 server on loopback behind tests/fault_proxy.py's proxy adding LATENCY per request (each in a
+S3 server on loopback behind tests/helpers/fault_proxy.py's proxy adding LATENCY per request (each in a
 process of its own), cold cache
 (shards downloaded ahead by prefetch) and warm cache, and by range (no cache), against the same
 pack on local disk; and the bytes a 256^2 window of a 1024^2 photo moves by range.
@@ -181,7 +181,7 @@ def window_bytes(url: str, opts: dict, local, cache: str) -> tuple[float, float]
 
 
 def main() -> None:
-    import s3_server  # noqa: PLC0415 (tests/: the loopback server and the fault proxy)
+    from helpers import s3_server  # noqa: PLC0415 (tests/: the loopback server and the fault proxy)
 
     where, handle = s3_server.start_processes(LATENCY)
     tmp = tempfile.mkdtemp(prefix="fastprep-bench-remote-")

@@ -290,3 +290,19 @@ def test_reloading_a_module_reruns_it_under_its_own_name():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [f"{name} {name} {name} True True" for name in RELOADED]
+
+
+def test_tests_share_helpers_only_through_the_helpers_package():
+    """A test module never imports another test module or a conftest: what tests share lives in
+    tests/helpers (importable as helpers.<module>, no pythonpath entries), fixtures in a conftest."""
+    tests = Path(__file__).parent
+    bad = []
+    for path in tests.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            bad += [(str(path.relative_to(tests)), n) for n in names
+                    if n.split(".")[0].startswith("test_") or n.split(".")[0] == "conftest"]
+    assert not bad, f"imports of test modules or conftest (move what they share to tests/helpers): {bad}"
+    loose = sorted(p.name for p in tests.glob("*.py") if not p.name.startswith("test_") and p.name != "conftest.py")
+    assert not loose, f"shared test modules outside tests/helpers: {loose}"

@@ -10,6 +10,8 @@ from torch.utils.data import DataLoader
 
 from fastprep import CompactBatch, DevicePrefetcher, compact_collate
 
+from helpers.dataloaders import Keeping
+
 pytestmark = pytest.mark.one_backend
 
 Pair = namedtuple("Pair", "x y")
@@ -104,18 +106,6 @@ def test_early_stop_cleans_up_and_reads_only_depth_ahead():
     assert first.item() == 1 and src.read == 3
     pf.close()  # what `break` out of a for loop does once the generator is collected
     assert src.shut
-
-
-class Keeping:
-    """A DataLoader whose iterators stay referenced here, so only an explicit shutdown stops their
-    workers (a dropped iterator would stop them when collected, hiding a missing one)."""
-
-    def __init__(self, loader):
-        self.loader, self.iterators = loader, []
-
-    def __iter__(self):
-        self.iterators.append(iter(self.loader))
-        return self.iterators[-1]
 
 
 def test_stops_real_dataloader_workers_early():

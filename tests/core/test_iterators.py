@@ -5,11 +5,12 @@ a DataLoader keeps across epochs (persistent_workers)."""
 import multiprocessing
 
 import pytest
-from test_prefetch import Keeping
 from torch.utils.data import DataLoader
 
 import fastprep
 from fastprep.core.iterators import stop_iterator
+
+from helpers.dataloaders import Keeping
 
 pytestmark = pytest.mark.one_backend
 

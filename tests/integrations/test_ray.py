@@ -241,7 +241,7 @@ class _Jpegs(torch.utils.data.Dataset):
         return 12
 
     def __getitem__(self, i):
-        from jpeg_photos import encode
+        from helpers.jpeg_photos import encode
         rng = np.random.default_rng(i)
         return encode(rng.integers(0, 256, (SIZE + 8 * (i % 3), SIZE, 3), dtype=np.uint8)), i % 5
 

@@ -15,7 +15,7 @@ import fastprep.io as fio
 from fastprep import transforms as T
 from fastprep.io.remote import Retry
 
-from s3_server import s3  # noqa: F401 (the session's server fixture)
+from helpers.s3_server import s3  # noqa: F401 (the session's server fixture)
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'fastprep[ray]')")
 fray = pytest.importorskip("fastprep.ray")

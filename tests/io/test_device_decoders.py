@@ -12,7 +12,7 @@ import fastprep.io as fio
 from fastprep.io.jpeg import device_decoders as dd
 from fastprep.ops.color import rgb_to_ycbcr
 
-from jpeg_photos import grey_jpeg, needs_decoder, photo_jpeg
+from helpers.jpeg_photos import grey_jpeg, needs_decoder, photo_jpeg
 
 pytestmark = needs_decoder
 CPU = torch.device("cpu")

@@ -19,7 +19,7 @@ from fastprep import transforms as T
 from fastprep.io.jpeg.exif import jpeg_orientation
 from fastprep.io.jpeg.oriented import OrientedImage, oriented
 
-from jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg
+from helpers.jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

@@ -22,7 +22,7 @@ import torch
 import fastprep.io as fio
 from fastprep.io.jpeg.exif import jpeg_orientation, with_orientation
 
-from jpeg_photos import encode, needs_decoder
+from helpers.jpeg_photos import encode, needs_decoder
 
 Image = pytest.importorskip("PIL.Image")
 ImageOps = pytest.importorskip("PIL.ImageOps")

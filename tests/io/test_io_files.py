@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from jpeg_photos import encode, needs_decoder
+from helpers.jpeg_photos import encode, needs_decoder
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

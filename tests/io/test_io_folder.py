@@ -14,7 +14,7 @@ import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
 
-from jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg
+from helpers.jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

@@ -11,8 +11,8 @@ import torch
 
 import fastprep.io as fio
 
-from jpeg_photos import needs_decoder, photo, photo_jpeg
-from source_checks import check_map_source
+from helpers.jpeg_photos import needs_decoder, photo, photo_jpeg
+from helpers.source_checks import check_map_source
 
 h5py = pytest.importorskip("h5py")
 pytestmark = [needs_decoder, pytest.mark.one_backend]

@@ -11,8 +11,8 @@ import torch
 
 import fastprep.io as fio
 
-from jpeg_photos import needs_decoder, photo_jpeg, pil_decode
-from source_checks import check_map_source
+from helpers.jpeg_photos import needs_decoder, photo_jpeg, pil_decode
+from helpers.source_checks import check_map_source
 
 lmdb = pytest.importorskip("lmdb")
 pytestmark = [needs_decoder, pytest.mark.one_backend]

@@ -17,7 +17,7 @@ import torch
 
 import fastprep.io as fio
 
-from jpeg_photos import encode, needs_decoder, photo, photo_jpeg
+from helpers.jpeg_photos import encode, needs_decoder, photo, photo_jpeg
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

@@ -14,8 +14,8 @@ from torch.utils.data import DataLoader
 import fastprep.io as fio
 from fastprep.core.rng import item_seed, thread_seeded
 
-from jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode
-from source_checks import SEED, expected_sample, train_tf
+from helpers.jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode
+from helpers.source_checks import SEED, expected_sample, train_tf
 
 wds = pytest.importorskip("webdataset")
 pytestmark = [needs_decoder, pytest.mark.one_backend,

@@ -11,7 +11,7 @@ import torch
 import fastprep
 import fastprep.io as fio
 
-from jpeg_photos import PHOTOS, SUBSAMPLINGS, encode, grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode
+from helpers.jpeg_photos import PHOTOS, SUBSAMPLINGS, encode, grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

@@ -18,7 +18,7 @@ from PIL import Image
 import fastprep.io as fio
 from fastprep.io.jpeg import device_decoders, ycbcr_in_layout
 
-from jpeg_photos import needs_decoder, photo
+from helpers.jpeg_photos import needs_decoder, photo
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

@@ -12,7 +12,7 @@ import torch
 
 import fastprep.io as fio
 
-from jpeg_photos import child_outcomes, needs_decoder, photo_jpeg, pil_decode
+from helpers.jpeg_photos import child_outcomes, needs_decoder, photo_jpeg, pil_decode
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 _jpeg = fio.jpeg._jpeg  # the native module (None when not built: every test skips)
@@ -148,7 +148,7 @@ def test_mutated_files_never_crash_the_process():
         import random, warnings, sys
         import fastprep.io as fio
         sys.path.insert(0, "tests")
-        from jpeg_photos import photo_jpeg
+        from helpers.jpeg_photos import photo_jpeg
         warnings.simplefilter("ignore", fio.CorruptJpegWarning)
         rng = random.Random(1234)
         seeds = [photo_jpeg("chelsea", s, p, (80, 120)) for s in ("4:4:4", "4:2:0") for p in (False, True)]

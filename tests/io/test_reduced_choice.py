@@ -15,7 +15,7 @@ from fastprep import transforms as T
 from fastprep.io.jpeg.scale import DCT_SCALES, reduced_crop, reduced_read, reducible, scaled_crop
 from fastprep.ops.resize import resized_crop
 
-from jpeg_photos import encode, needs_decoder, photo, write_tree
+from helpers.jpeg_photos import encode, needs_decoder, photo, write_tree
 
 PIL = pytest.importorskip("PIL.Image")
 

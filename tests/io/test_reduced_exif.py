@@ -19,7 +19,7 @@ from fastprep.io.jpeg.scale import reduced_read, scaled_crop, scaled_size
 from fastprep.transforms.sample import Item
 from fastprep.transforms.window import read_region
 
-from jpeg_photos import encode, needs_decoder
+from helpers.jpeg_photos import encode, needs_decoder
 
 Image = pytest.importorskip("PIL.Image")
 

@@ -19,7 +19,7 @@ import fastprep.io as fio
 from fastprep import transforms as T
 from fastprep.io.jpeg.scale import reduced_crop, scaled_size
 
-from jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree
+from helpers.jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree
 
 PIL = pytest.importorskip("PIL.Image")
 

@@ -20,7 +20,7 @@ from fastprep import transforms as T
 from fastprep.core.bad_samples import BadSampleWarning, SubstitutesExhausted
 from fastprep.core.rng import item_seed, seeded
 
-from jpeg_photos import needs_decoder, photo_jpeg
+from helpers.jpeg_photos import needs_decoder, photo_jpeg
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

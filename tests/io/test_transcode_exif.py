@@ -12,7 +12,7 @@ from PIL import Image
 
 import fastprep.io as fio
 
-from jpeg_photos import needs_decoder
+from helpers.jpeg_photos import needs_decoder
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 _jpeg = fio.jpeg._jpeg

@@ -13,7 +13,7 @@ import fastprep.io as fio
 from fastprep.core.failure_text import SKIP_HINT, with_skip_hint
 from fastprep.io.packed.pack import pack as local_pack
 
-from jpeg_photos import needs_decoder, photo_jpeg
+from helpers.jpeg_photos import needs_decoder, photo_jpeg
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

@@ -19,18 +19,10 @@ from fastprep.batch.window_batch import WindowBatch
 from fastprep.io.jpeg import device_decoders as dd
 from fastprep.loader import iteration
 
-from jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree
+from helpers.decode_split import FILES, STD, batches, pipeline, resized
+from helpers.jpeg_photos import needs_decoder, photo, photo_jpeg, write_tree
 
 pytestmark = needs_decoder
-
-FILES = {
-    "a/420.jpg": lambda: photo_jpeg("coffee", "4:2:0", False, (181, 203)),
-    "a/422p.jpg": lambda: photo_jpeg("chelsea", "4:2:2", True, (150, 163)),
-    "b/444.jpg": lambda: photo_jpeg("astronaut", "4:4:4", False, (131, 157)),
-    "b/grey.jpg": lambda: grey_jpeg(False, (91, 130)),
-    "b/420b.jpg": lambda: photo_jpeg("rocket", "4:2:0", False, (97, 250)),
-}
-
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
@@ -44,30 +36,6 @@ def packed(folder, tmp_path_factory):
     dest = tmp_path_factory.mktemp("split-pack") / "jpeg"
     fio.pack(folder, dest, progress=False, threads=1)
     return fio.PackedDataset(dest)
-
-
-def pipeline(flips: str = "before", out_dtype=None, scale: float = 1.0):
-    crop = [T.RandomCrop(48)]
-    steps = {"none": crop, "before": [T.RandomHorizontalFlip(), *crop], "after": [*crop, T.RandomHorizontalFlip()]}
-    return T.Compose([*steps[flips], T.RandomDilatedMask(0.25), T.RGBToYCbCr(out_dtype, scale)])
-
-
-MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
-
-
-def resized(kind: str = "rrc", flips: str = "before", normalize: bool = True):
-    """The resized-crop row: RandomResizedCrop(40) or Resize(64) + CenterCrop(48), flips, ToDtype (+ Normalize)."""
-    window = [T.RandomResizedCrop(40)] if kind == "rrc" else [T.Resize(64), T.CenterCrop(48)]
-    steps = {"none": window, "before": [T.RandomHorizontalFlip(), *window],
-             "after": [*window, T.RandomHorizontalFlip(), T.RandomVerticalFlip()]}[flips]
-    tail = [T.ToDtype(torch.float32, scale=True), *([T.Normalize(MEAN, STD)] if normalize else [])]
-    return T.Compose([*steps, *tail] if kind == "rrc" or normalize else steps)
-
-
-def batches(dataset, **kw):
-    """Every batch's fields, kept (a batch without decode is valid until the next is asked for)."""
-    return [tuple(x.clone() for x in (b.data if isinstance(b, fastprep.CompactBatch) else b))
-            for b in fastprep.Loader(dataset, **kw)]
 
 
 def test_the_cpu_stand_in_gives_the_cpu_paths_batches_bit_for_bit(packed, folder):

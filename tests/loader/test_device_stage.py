@@ -11,7 +11,7 @@ import fastprep.io as fio
 from fastprep import transforms as T
 from fastprep.io.jpeg import device_decoders as dd
 
-from jpeg_photos import needs_decoder, photo_jpeg, write_tree
+from helpers.jpeg_photos import needs_decoder, photo_jpeg, write_tree
 
 pytestmark = needs_decoder
 

@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 import fastprep
 import fastprep.io as fio
 
-from s3_server import free_port
+from helpers.s3_server import free_port
 
 pytestmark = pytest.mark.one_backend
 h5py = pytest.importorskip("h5py")

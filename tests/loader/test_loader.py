@@ -6,12 +6,13 @@ import threading
 
 import pytest
 import torch
-from test_transforms_structured import fused_calls
 from torch.utils.data import DataLoader, Dataset
 
 import fastprep
 from fastprep import transforms as T
 from fastprep.tools.bench.pipelines import SyntheticImages
+
+from helpers.fused_spies import fused_calls, per_sample_items
 
 CROP = 48
 
@@ -226,19 +227,11 @@ def test_bad_arguments(kwargs, match):
         fastprep.Loader(Items(), **args)
 
 
-def _per_sample_items(monkeypatch):
-    """Records every item the Loader sends through its plan one by one (not the fused batch op)."""
-    items = []
-    apply_item = T.FusionPlan.apply_item
-    monkeypatch.setattr(T.FusionPlan, "apply_item", lambda self, raw: items.append(raw) or apply_item(self, raw))
-    return items
-
-
 @pytest.mark.parametrize("as_pil", [False, True])
 def test_numpy_and_pil_sources_take_the_fused_path(as_pil, monkeypatch):
     ds = SyntheticImages(16, _tf(), pool=2, size=96, as_pil=as_pil)
     want = _reference(ds, seed=5)
-    calls, one_by_one = fused_calls(monkeypatch), _per_sample_items(monkeypatch)
+    calls, one_by_one = fused_calls(monkeypatch), per_sample_items(monkeypatch)
     assert _same(_by_index(fastprep.Loader(ds, 8, transform=_tf(), seed=5, threads=2)), want)
     assert sum(map(len, calls)) == 16 and not one_by_one  # every sample through the batch op
 
@@ -260,7 +253,7 @@ def test_a_flip_rides_along_in_the_slot_path(as_pil, threads, after, monkeypatch
     with per-sample hflips, and gives the unfused chain's samples (DataLoader, SeedByIndex)."""
     ds = SyntheticImages(24, _flip_tf(fuse=False, after=after), pool=3, size=96, as_pil=as_pil)
     want = _reference(ds, seed=11)
-    calls, one_by_one = fused_calls(monkeypatch), _per_sample_items(monkeypatch)
+    calls, one_by_one = fused_calls(monkeypatch), per_sample_items(monkeypatch)
     got = _by_index(fastprep.Loader(ds, 8, transform=_flip_tf(after=after), seed=11, threads=threads))
     assert _same(got, want)
     flips = [f for c in calls for f in c]

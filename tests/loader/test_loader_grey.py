@@ -17,7 +17,7 @@ from fastprep import transforms as T
 from fastprep.core.rng import item_seed, seeded
 from fastprep.loader.fused_chunks import ChunkRuns
 
-from jpeg_photos import needs_decoder, photo, photo_jpeg
+from helpers.jpeg_photos import needs_decoder, photo, photo_jpeg
 
 pytestmark = needs_decoder
 Image = pytest.importorskip("PIL.Image")

@@ -294,9 +294,8 @@ class Corrupt(torch.utils.data.Dataset):
 
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory):
-    from test_device_split import FILES
-
-    from jpeg_photos import needs_decoder, write_tree
+    from helpers.decode_split import FILES
+    from helpers.jpeg_photos import needs_decoder, write_tree
 
     if needs_decoder.args[0]:
         pytest.skip(needs_decoder.kwargs["reason"])
@@ -308,7 +307,7 @@ def packed(tmp_path_factory):
 
 @pytest.mark.parametrize("kind", ["record", "load"])
 def test_a_bad_cut_in_the_decode_splits_host_half_is_replaced_as_in_the_threads(packed, kind):
-    from test_device_split import batches, pipeline, resized
+    from helpers.decode_split import batches, pipeline, resized
 
     bad, replace = {1, 4}, {1: 2, 4: 0}  # the last wraps around to the first
     for transform, threads in ((pipeline(), 2), (resized("rrc", "after"), 1)):

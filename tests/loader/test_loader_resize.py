@@ -6,12 +6,12 @@ with the unfused steps, on numpy and PIL sources of mixed sizes."""
 import numpy as np
 import pytest
 import torch
-from test_loader import _per_sample_items
-from test_transforms_resize import MEAN, PIPELINES, STD, resized_crop_calls
 from torch.utils.data import DataLoader, Dataset
 
 import fastprep
 from fastprep import transforms as T
+
+from helpers.fused_spies import MEAN, PIPELINES, STD, per_sample_items, resized_crop_calls
 
 PIL = pytest.importorskip("PIL.Image")
 
@@ -47,7 +47,7 @@ def test_loader_writes_each_chunk_with_one_op_call(name, as_pil, monkeypatch):
     reference = DataLoader(T.SeedByIndex(Photos(T.Compose(PIPELINES[name](), fuse=False), as_pil), seed=9),
                            batch_size=8, collate_fn=fastprep.compact_collate)
     want = _samples(reference)
-    calls, one_by_one = resized_crop_calls(monkeypatch), _per_sample_items(monkeypatch)
+    calls, one_by_one = resized_crop_calls(monkeypatch), per_sample_items(monkeypatch)
     for threads in (1, 2):
         calls.clear()
         got = _samples(fastprep.Loader(Photos(None, as_pil), 8, transform=T.Compose(PIPELINES[name]()), seed=9,

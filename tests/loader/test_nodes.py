@@ -21,7 +21,7 @@ import fastprep
 import fastprep.io as fio
 from fastprep.io.remote import Retry
 
-from s3_server import free_port, s3  # noqa: F401 (the session's server fixture)
+from helpers.s3_server import free_port, s3  # noqa: F401 (the session's server fixture)
 
 # slow: two rounds of fresh rank processes (each imports torch, fastprep and s3fs: ~20 s on 2 cores)
 pytestmark = [pytest.mark.one_backend, pytest.mark.slow]

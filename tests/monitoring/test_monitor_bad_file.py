@@ -11,7 +11,7 @@ import fastprep
 import fastprep.io as fio
 from fastprep.core.failure_text import SKIP_HINT
 
-from jpeg_photos import folder_with_a_cut_jpeg
+from helpers.jpeg_photos import folder_with_a_cut_jpeg
 
 pytestmark = pytest.mark.one_backend
 

@@ -6,7 +6,8 @@ import pytest
 import fastprep
 from fastprep.backends.choice import TorchVersionError, check_torch_compat
 
-from conftest import native_available, requires_native, run_python
+from helpers.op_calls import native_available, requires_native
+from helpers.processes import run_python
 
 pytestmark = pytest.mark.op_layer
 

@@ -10,7 +10,8 @@ import fastprep
 from fastprep.numba_kernels import color as numba_color
 from fastprep.ops.color import rgb_to_ycbcr_torch, ycbcr_to_rgb_torch
 
-from conftest import bad_input_tests, call, requires_native
+from helpers.color_refs import ref_u8
+from helpers.op_calls import bad_input_tests, call, requires_native
 
 pytestmark = pytest.mark.kernel
 
@@ -18,26 +19,6 @@ DTYPES = [torch.uint8, torch.float32, torch.float16, torch.bfloat16]
 FLOAT_DTYPES = DTYPES[1:]
 OPS = {"rgb_to_ycbcr": (fastprep.rgb_to_ycbcr, numba_color.rgb_to_ycbcr, rgb_to_ycbcr_torch),
        "ycbcr_to_rgb": (fastprep.ycbcr_to_rgb, numba_color.ycbcr_to_rgb, ycbcr_to_rgb_torch)}
-M = 1_000_000  # the spec's constants have 6 decimals: scaled by 10^6 they are exact integers
-
-
-def _round_half_up(num, den=M):
-    """floor(num / den + 1/2) clamped to [0, 255], on exact integers."""
-    return np.clip(np.floor_divide(2 * num + den, 2 * den), 0, 255).astype(np.uint8)
-
-
-def ref_u8(a, b, c, forward):
-    a, b, c = (np.asarray(t, dtype=np.int64) for t in (a, b, c))
-    if forward:
-        return (_round_half_up(299000 * a + 587000 * b + 114000 * c),
-                _round_half_up(-168736 * a - 331264 * b + 500000 * c + 128 * M),
-                _round_half_up(500000 * a - 418688 * b - 81312 * c + 128 * M))
-    b, c = b - 128, c - 128
-    return (_round_half_up(M * a + 1402000 * c),
-            _round_half_up(M * a - 344136 * b - 714136 * c),
-            _round_half_up(M * a + 1772000 * b))
-
-
 def ref_f64(a, b, c, forward, delta):
     a, b, c = (np.asarray(t, dtype=np.float64) for t in (a, b, c))
     if forward:

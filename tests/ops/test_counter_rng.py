@@ -8,7 +8,7 @@ import fastprep
 from fastprep.core import counter_rng
 from fastprep.numba_kernels import counter_rng as nb_rng
 
-from conftest import native_available
+from helpers.op_calls import native_available
 
 pytestmark = pytest.mark.op_layer
 

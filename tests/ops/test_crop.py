@@ -11,7 +11,7 @@ from fastprep.numba_kernels.counter_rng import derive_seed, random_word, uniform
 from fastprep.ops import checks
 from fastprep.ops.crop import crop_torch, random_crop_torch
 
-from conftest import bad_input_tests, call, requires_native
+from helpers.op_calls import bad_input_tests, call, requires_native
 
 pytestmark = pytest.mark.kernel
 

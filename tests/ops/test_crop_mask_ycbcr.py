@@ -9,7 +9,9 @@ from fastprep import numba_kernels
 from fastprep.numba_kernels.crop_mask_ycbcr import crop_mask_ycbcr as numba_fused
 from fastprep.ops.crop_mask_ycbcr import crop_mask_ycbcr_batch_torch, crop_mask_ycbcr_torch
 
-from conftest import bad_input_tests, call, requires_native
+from helpers.color_refs import ref_u8
+from helpers.crop_draws import drawn
+from helpers.op_calls import bad_input_tests, call, requires_native
 
 pytestmark = pytest.mark.kernel
 
@@ -56,7 +58,6 @@ def all_colours_hwc():
 def test_uint8_output_is_exact_for_all_2_24_colours_masked_or_not(all_colours_hwc, layout):
     # Every colour through the fused op (whole rows of 64-pixel blocks on every ISA level, .ci/isa):
     # unmasked pixels are the exact rounded JFIF formula, masked ones what RGB (0, 0, 0) gives.
-    from test_color import ref_u8
 
     img = all_colours_hwc if layout == "HWC" else all_colours_hwc.permute(2, 0, 1).contiguous()
     out, bits = fastprep.crop_mask_ycbcr(img, 4096, 4096, 0.25, 3, layout, return_mask=True)
@@ -152,18 +153,6 @@ BAD_INPUTS = [
     (_fused(scale=2.0), "crop_mask_ycbcr: expected scale=1 for a torch.uint8 output, got scale=2"),
 ]
 test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)
-
-
-def drawn(imgs, height, width, seeds, hflips=None, layout="HWC"):
-    """(tops, lefts) of the windows crop_mask_ycbcr draws from `seeds` (of the flipped image where
-    hflips[i]: at the mirrored columns of the image itself), as the batch op takes them."""
-    tops, lefts = [], []
-    for i, img in enumerate(imgs):
-        H, W = img.shape[:2] if layout == "HWC" else img.shape[1:]
-        top, left = fastprep.random_crop_params(H, W, height, width, seeds[i])
-        tops.append(top)
-        lefts.append(W - left - width if hflips and hflips[i] else left)
-    return tops, lefts
 
 
 @pytest.mark.parametrize("out_dtype,scale", [(torch.uint8, 1.0), *OUT[1:]])

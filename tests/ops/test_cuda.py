@@ -105,7 +105,7 @@ def test_nvjpeg_images_are_ready_for_another_stream():
     """The images are written when decode_jpeg_batch returns (torchvision 0.26 synchronizes its
     decoder's stream with the host), so work on a side stream (a DevicePrefetcher's) may read them."""
     pytest.importorskip("torchvision.io")
-    from jpeg_photos import photo_jpeg  # noqa: PLC0415 (tests/ helper)
+    from helpers.jpeg_photos import photo_jpeg  # noqa: PLC0415 (tests/ helper)
 
     datas = [photo_jpeg(name, "4:2:0", False, (1024, 1024)) for name in ("coffee", "chelsea", "astronaut", "rocket")]
     want = [im.cpu() for im in fastprep.io.decode_jpeg_batch(datas * 8)]

@@ -9,7 +9,7 @@ import fastprep
 from fastprep.numba_kernels import dilate as numba_dilate
 from fastprep.numba_kernels import random_mask as numba_rm
 
-from conftest import bad_input_tests, call, requires_native
+from helpers.op_calls import bad_input_tests, call, requires_native
 
 pytestmark = pytest.mark.kernel
 

@@ -16,7 +16,7 @@ import fastprep
 from fastprep.ops.checks import check_seed, quoted
 from fastprep.ops.registry import OPS
 
-from conftest import OpCall
+from helpers.op_calls import OpCall
 
 pytestmark = pytest.mark.op_layer
 

@@ -6,7 +6,6 @@ devices run) gives its bits, and the gradient is the reference's."""
 import numpy as np
 import pytest
 import torch
-from test_crop_mask_ycbcr import drawn
 
 import fastprep
 from fastprep.numba_kernels import crop as numba_crop
@@ -14,7 +13,8 @@ from fastprep.numba_kernels import crop_mask_ycbcr as numba_fused
 from fastprep.ops.crop import random_crop_torch
 from fastprep.ops.crop_mask_ycbcr import crop_mask_ycbcr_torch
 
-from conftest import call
+from helpers.crop_draws import drawn
+from helpers.op_calls import call
 
 pytestmark = pytest.mark.kernel
 

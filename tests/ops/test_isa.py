@@ -11,7 +11,7 @@ import pytest
 
 import fastprep
 
-from conftest import requires_native
+from helpers.op_calls import requires_native
 
 pytestmark = requires_native
 

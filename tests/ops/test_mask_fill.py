@@ -7,7 +7,7 @@ import torch
 import fastprep
 from fastprep.numba_kernels import mask_fill as numba_mf
 
-from conftest import bad_input_tests, call, requires_native
+from helpers.op_calls import bad_input_tests, call, requires_native
 
 pytestmark = pytest.mark.kernel
 

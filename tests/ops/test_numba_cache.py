@@ -21,7 +21,7 @@ import fastprep
 import fastprep.numba_kernels
 from fastprep.numba_kernels._cache import choose_cache_dir, fallback_cache_dir, unsafe_reason, user_wide_dir
 
-from conftest import NUMBA_CACHE_COUNTS
+from helpers.processes import NUMBA_CACHE_COUNTS
 
 # One kernel (pack_bits) stands for all: every kernel caches in the one folder numba_kernels
 # chose (CACHE_DIR), and warmup() compiling them all costs a minute (test_backend runs that once).

@@ -13,7 +13,7 @@ from fastprep.ops.checks import has_internal_overlap, memory_overlaps
 from fastprep.ops.crop_mask_ycbcr import crop_mask_ycbcr_batch_torch
 from fastprep.ops.mask_fill import mask_fill__torch
 
-from conftest import bad_input_tests, call
+from helpers.op_calls import bad_input_tests, call
 
 pytestmark = pytest.mark.op_layer
 

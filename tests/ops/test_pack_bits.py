@@ -8,7 +8,7 @@ import fastprep
 from fastprep.numba_kernels import pack_bits as numba_pack
 from fastprep.ops.pack_bits import pack_bits_torch, unpack_bits_torch
 
-from conftest import bad_input_tests, call, requires_native
+from helpers.op_calls import bad_input_tests, call, requires_native
 
 pytestmark = pytest.mark.kernel
 

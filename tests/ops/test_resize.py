@@ -16,7 +16,7 @@ import fastprep
 from fastprep.numba_kernels import resize as numba_resize
 from fastprep.ops.resize import Axis, resample_axis, resized_crop_batch_torch, resized_crop_torch
 
-from conftest import bad_input_tests, call, requires_native
+from helpers.op_calls import bad_input_tests, call, requires_native
 
 pytestmark = pytest.mark.kernel
 

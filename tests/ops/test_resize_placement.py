@@ -12,7 +12,7 @@ import fastprep
 from fastprep.numba_kernels import resize as numba_resize
 from fastprep.ops.resize import resample_axis, resized_crop_batch_torch, resized_crop_torch
 
-from conftest import bad_input_tests, call
+from helpers.op_calls import bad_input_tests, call
 
 IMPLS = [fastprep.resized_crop, numba_resize.resized_crop, resized_crop_torch]
 BATCH_IMPLS = [fastprep.resized_crop_batch, numba_resize.resized_crop_batch, resized_crop_batch_torch]

@@ -7,7 +7,7 @@ import torch
 import fastprep
 from fastprep.ops.seeded_draws import MAX_DRAWS, seeded_draws_torch
 
-from conftest import bad_input_tests, call
+from helpers.op_calls import bad_input_tests, call
 
 pytestmark = pytest.mark.kernel
 

@@ -9,7 +9,7 @@ import torch
 import fastprep
 from fastprep.numba_kernels import counter_rng
 
-from conftest import bad_input_tests, call, native_available
+from helpers.op_calls import bad_input_tests, call, native_available
 
 pytestmark = pytest.mark.op_layer
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import NUMBA_CACHE_COUNTS, WARMUP_PROBE, run_python
+from helpers.processes import NUMBA_CACHE_COUNTS, WARMUP_PROBE, run_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.one_backend]  # fresh processes; they choose their backend
 

@@ -3,12 +3,12 @@ naming the file and the policy it was read under (exit 1), not "measuring raised
 worker process 0" naming no file; the same when the bad file is the first one read."""
 
 import pytest
-from test_bench_data import FAST, user  # noqa: F401 (user: the fixture, torchvision faked where missing)
 
 from fastprep.tools.bench.bad_files import BadFileError, bad_file_line
 from fastprep.tools.cli.commands import main
 
-from jpeg_photos import folder_with_a_cut_jpeg
+from helpers.jpeg_photos import folder_with_a_cut_jpeg
+from helpers.user_transform import QUICK_BENCH as FAST
 
 pytestmark = pytest.mark.one_backend
 
@@ -23,7 +23,7 @@ def _folder(root, bad):
 
 
 @pytest.mark.parametrize("bad", [2, 0], ids=["later", "first"])
-def test_bench_data_names_the_bad_file_and_the_policy(tmp_path, user, capsys, bad):  # noqa: F811
+def test_bench_data_names_the_bad_file_and_the_policy(tmp_path, user, capsys, bad):
     path = _folder(tmp_path / "data", bad)
     code = main(["bench", "--data", str(tmp_path / "data"), "--transform", f"{user}:ported", *FAST])
     err = capsys.readouterr().err

@@ -20,7 +20,7 @@ from fastprep.monitoring.summary import MonitorSummary
 from fastprep.tools import photos
 from fastprep.tools.diagnose import raw_loading as rm
 
-from foreign_steps import ForeignCompose
+from helpers.foreign_steps import ForeignCompose
 
 pytestmark = [pytest.mark.one_backend,
               pytest.mark.skipif(not fio.available(), reason="fastprep._jpeg not built: " + fio.jpeg.INSTALL_HINT)]

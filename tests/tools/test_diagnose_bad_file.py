@@ -13,7 +13,7 @@ from fastprep.core.failure_text import SKIP_HINT
 from fastprep.tools.cli.commands import main
 from fastprep.tools.photos import ImageFolder as PillowFolder
 
-from jpeg_photos import folder_with_a_cut_jpeg
+from helpers.jpeg_photos import folder_with_a_cut_jpeg
 
 pytestmark = pytest.mark.one_backend
 

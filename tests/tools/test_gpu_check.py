@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jpeg_photos import needs_decoder
+from helpers.jpeg_photos import needs_decoder
 
 pytest.importorskip("PIL")
 # slow: the whole GPU check, dry-run on the CPU in a subprocess; .ci/slow runs it.

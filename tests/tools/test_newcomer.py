@@ -23,8 +23,8 @@ import fastprep
 import fastprep.io as fio
 from fastprep import transforms as fastprep_transforms
 
-from jpeg_photos import needs_decoder, photo, photo_jpeg
-from s3_server import free_port
+from helpers.jpeg_photos import needs_decoder, photo, photo_jpeg
+from helpers.s3_server import free_port
 
 pytestmark = [pytest.mark.one_backend, needs_decoder]
 Image = pytest.importorskip("PIL.Image")

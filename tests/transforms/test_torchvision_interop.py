@@ -236,7 +236,7 @@ def test_image_folder_hands_v1_transforms_pil_images_as_torchvision_does(tmp_pat
 
     import fastprep.io as fio
 
-    from jpeg_photos import encode
+    from helpers.jpeg_photos import encode
 
     for k, cls in enumerate(["a", "a", "b"]):
         (tmp_path / cls).mkdir(exist_ok=True)
@@ -264,7 +264,7 @@ def test_loader_hands_v1_transforms_pil_images(tmp_path):
 
     import fastprep.io as fio
 
-    from jpeg_photos import encode
+    from helpers.jpeg_photos import encode
 
     for k in range(4):
         (tmp_path / "c").mkdir(exist_ok=True)
@@ -279,7 +279,7 @@ def test_loader_hands_v1_transforms_pil_images(tmp_path):
 
 # Resize, CenterCrop, Normalize, RandomVerticalFlip and the fused resized-crop pipelines: their own
 # module (this one's length), collected here where torchvision imports.
-from torchvision_resize_checks import (  # noqa: E402, F401
+from helpers.torchvision_resize_checks import (  # noqa: E402, F401
     test_center_crop_is_torchvisions,
     test_imagenet_pipeline_fused_is_torchvisions_on_the_same_draws,
     test_random_resized_crop_alone_is_torchvisions_resized_crop,

@@ -1,56 +1,26 @@
 """RandomResizedCrop, Resize, CenterCrop, flips, ToDtype and Normalize fused into one resized_crop
 call (Compose): the unfused steps' bits and draws, one op call per sample, on every kind of source;
 the drawn and computed geometry the same for ints and arrays; error texts that name the transform
-and the argument. (Against torchvision: tests/torchvision_resize_checks.py; the Loader:
+and the argument. (Against torchvision: tests/helpers/torchvision_resize_checks.py; the Loader:
 tests/loader/test_loader_resize.py.)"""
 
-import dataclasses
 import math
 
 import numpy as np
 import pytest
 import torch
-from test_transforms_structured import fused_and_unfused
 
 from fastprep import transforms as T
 from fastprep.core import counter_rng
-from fastprep.transforms import plan as plan_mod
+
+from helpers.fused_spies import MEAN, PIPELINES, STD, fused_and_unfused, resized_crop_calls
 
 PIL = pytest.importorskip("PIL.Image")
 
 pytestmark = pytest.mark.one_backend  # the op's bits are tests/test_resize*.py's, on both backends
 
-MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
-
-
-def resized_crop_calls(monkeypatch) -> list[int]:
-    """Records every resized_crop_batch call a FusionPlan makes from now on: its number of samples."""
-    calls = []
-    rows = list(plan_mod.FUSIONS)
-    k = next(i for i, row in enumerate(rows) if row.op == "resized_crop_batch")
-    row = rows[k]
-    rows[k] = dataclasses.replace(row, run=lambda group, run, out: calls.append(len(run)) or row.run(group, run, out))
-    monkeypatch.setattr(plan_mod, "FUSIONS", tuple(rows))
-    return calls
-
-
 def _hwc(h=45, w=61, seed=0):
     return np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
-
-
-PIPELINES = {
-    "imagenet": lambda: [T.RandomResizedCrop(24), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True),
-                         T.Normalize(MEAN, STD)],
-    "flips before, float16": lambda: [T.RandomHorizontalFlip(), T.RandomVerticalFlip(), T.RandomResizedCrop((20, 28)),
-                                      T.ToDtype(torch.float16, scale=True)],
-    "validation": lambda: [T.Resize(40), T.CenterCrop(32), T.ToDtype(torch.float32, scale=True),
-                           T.Normalize(MEAN, STD)],
-    "validation, flips, bfloat16": lambda: [T.RandomVerticalFlip(), T.Resize((50, 61)), T.RandomHorizontalFlip(),
-                                            T.CenterCrop(33), T.ToDtype(torch.bfloat16, scale=True)],
-    "crop, resize, max_size": lambda: [T.RandomCrop(40), T.Resize(30, max_size=35), T.CenterCrop((21, 27)),
-                                       T.ToDtype(torch.float32), T.Normalize([100.0], [50.0])],
-    "uint8 out": lambda: [T.RandomResizedCrop(16, scale=(0.5, 1.0)), T.RandomVerticalFlip()],
-}
 
 
 def _sources(arr):
@@ -75,7 +45,7 @@ def test_fused_is_the_unfused_chain_with_one_op_call_a_sample(name, monkeypatch)
 def test_hwc_tensors_jpeg_files_and_structured_samples(monkeypatch, tmp_path):
     import fastprep.io as fio
 
-    from jpeg_photos import encode
+    from helpers.jpeg_photos import encode
 
     arr = _hwc(50, 70, 3)
     path = tmp_path / "a.jpg"

@@ -2,36 +2,15 @@
 rule for plain tensors (the first is the image, the rest pass through), PIL images read by window,
 the fused Compose on structured samples, error messages that name the transform and the image."""
 
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
 
 from fastprep import transforms as T
-from fastprep.transforms import plan as plan_mod
+
+from helpers.fused_spies import fused_and_unfused, fused_calls
 
 PIL = pytest.importorskip("PIL.Image")
-
-
-def fused_calls(monkeypatch) -> list[list[bool]]:
-    """Records every fused op call a FusionPlan makes from now on: each call's per-sample hflips."""
-    calls = []
-    row = plan_mod.FUSIONS[0]
-    spy = dataclasses.replace(row, run=lambda group, run, out: calls.append(list(run.hflips)) or row.run(group, run, out))
-    monkeypatch.setattr(plan_mod, "FUSIONS", (spy, *plan_mod.FUSIONS[1:]))
-    return calls
-
-
-def fused_and_unfused(steps, sample, seed):
-    """(fused, unfused) Compose of `steps` on `sample` under torch seed `seed`, which drew alike."""
-    torch.manual_seed(seed)
-    fused = T.Compose(steps)(sample)
-    after = torch.randint(0, 2**30, ())
-    torch.manual_seed(seed)
-    unfused = T.Compose(steps, fuse=False)(sample)
-    assert torch.equal(torch.randint(0, 2**30, ()), after)  # the same draws
-    return fused, unfused
 
 
 def _hwc(h=40, w=50, seed=0, c=3):

@@ -8,7 +8,7 @@ import torch
 
 import fastprep.io as fio
 
-from jpeg_photos import encode, needs_decoder, photo
+from helpers.jpeg_photos import encode, needs_decoder, photo
 
 Image = pytest.importorskip("PIL.Image")
 

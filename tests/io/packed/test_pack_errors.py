@@ -16,7 +16,7 @@ from fastprep.io.packed import format as fmt
 from fastprep.io.packed.lock import pack_lock
 from fastprep.io.packed.writer import ShardWriter
 
-from jpeg_photos import needs_decoder
+from helpers.jpeg_photos import needs_decoder
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

@@ -17,7 +17,7 @@ from fastprep._jpeg import crc32c
 from fastprep.io.packed import format as fmt
 from fastprep.tools.cli.commands import main
 
-from jpeg_photos import needs_decoder, photo, photo_jpeg
+from helpers.jpeg_photos import needs_decoder, photo, photo_jpeg
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

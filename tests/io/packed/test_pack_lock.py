@@ -18,7 +18,7 @@ import torch
 import fastprep.io as fio
 from fastprep.io.packed.lock import LOCK_NAME, pack_lock
 
-from jpeg_photos import needs_decoder
+from helpers.jpeg_photos import needs_decoder
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

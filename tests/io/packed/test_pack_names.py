@@ -15,7 +15,7 @@ from fastprep.core.bad_samples import BadSampleWarning
 from fastprep.io.packed.format import shown
 from fastprep.tools.cli.pack_command import print_summary
 
-from jpeg_photos import needs_decoder, photo_jpeg
+from helpers.jpeg_photos import needs_decoder, photo_jpeg
 
 pytestmark = [needs_decoder, pytest.mark.one_backend,
               pytest.mark.skipif(os.name != "posix", reason="names as bytes: POSIX file systems")]

@@ -13,7 +13,7 @@ import fastprep.io as fio
 from fastprep.io.packed import format as fmt
 from fastprep.io.packed.lock import LOCK_NAME
 
-from jpeg_photos import needs_decoder, photo_jpeg
+from helpers.jpeg_photos import needs_decoder, photo_jpeg
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

@@ -22,8 +22,8 @@ from fastprep.core.bad_samples import BadSampleWarning
 from fastprep.io.packed.writer import ShardWriter
 from fastprep.tools.cli.commands import main
 
-from jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode, write_tree
-from jpeg_samples import arithmetic, sampled_440
+from helpers.jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode, write_tree
+from helpers.jpeg_samples import arithmetic, sampled_440
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

@@ -15,7 +15,7 @@ import torch
 
 import fastprep.io as fio
 
-from jpeg_photos import needs_decoder, photo_jpeg
+from helpers.jpeg_photos import needs_decoder, photo_jpeg
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

@@ -18,7 +18,7 @@ import torch
 import fastprep.io as fio
 from fastprep.io.packed import format as fmt
 
-from jpeg_photos import child_outcomes, needs_decoder, photo_jpeg
+from helpers.jpeg_photos import child_outcomes, needs_decoder, photo_jpeg
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 _jpeg = fio.jpeg._jpeg  # the native module (None when not built: every test skips)

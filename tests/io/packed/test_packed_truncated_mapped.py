@@ -14,7 +14,7 @@ import torch
 
 import fastprep.io as fio
 
-from jpeg_photos import needs_decoder, photo_jpeg
+from helpers.jpeg_photos import needs_decoder, photo_jpeg
 
 # slow: each case runs in a child process (a SIGBUS there must fail the test, not kill pytest).
 pytestmark = [needs_decoder, pytest.mark.one_backend, pytest.mark.slow]

@@ -12,7 +12,7 @@ import fastprep.io as fio
 from fastprep import transforms as T
 from fastprep.monitoring.fetched import batch_len, fetching_dataset
 
-from jpeg_photos import needs_decoder, photo_jpeg, write_tree
+from helpers.jpeg_photos import needs_decoder, photo_jpeg, write_tree
 
 pytestmark = [pytest.mark.one_backend]
 

@@ -1,5 +1,5 @@
-"""Remote packs (fastprep.io.remote) against each store's real server on loopback (tests/store_servers.py:
-moto's S3, a GCS emulator, Azurite, nginx; tests/s3_server.py says how to point the s3 run at MinIO, S3
+"""Remote packs (fastprep.io.remote) against each store's real server on loopback (tests/helpers/store_servers.py:
+moto's S3, a GCS emulator, Azurite, nginx; tests/helpers/s3_server.py says how to point the s3 run at MinIO, S3
 or GCS): reads equal local reads bit
 for bit (JPEG and raw packs, windows and whole images, by shard and by range), a window read by
 range moves only its rows, the cache evicts past its limit, two processes share one download per
@@ -15,14 +15,14 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 import torch
-from remote_guard import hang_guard, text_of  # noqa: F401 (hang_guard: autouse, a hang fails with every thread's stack)
-from store_servers import store  # noqa: F401 (the session's server fixture, one per kind of store)
 
 import fastprep.io as fio
 from fastprep.io.errors import RemoteAccessError
 from fastprep.io.remote import Retry
 
-from jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree
+from helpers.jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree
+from helpers.remote_guard import hang_guard, text_of  # noqa: F401 (hang_guard: autouse, a hang fails with every thread's stack)
+from helpers.store_servers import store  # noqa: F401 (the session's server fixture, one per kind of store)
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

@@ -3,7 +3,7 @@ pack with many small shards and a cache of three: a thread that waited for a dow
 blocked by the downloader's hold of the shard (the interleaving behind a rare hang of
 test_threads_share_a_small_cache), and threads of two processes downloading, holding, evicting and
 prefetching the same shards at once never hang, never read a wrong byte. Hangs fail, in child
-processes with a watchdog, or by tests/remote_guard.py in this one."""
+processes with a watchdog, or by tests/helpers/remote_guard.py in this one."""
 
 import fcntl
 import itertools
@@ -15,13 +15,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
 
 import fastprep.io as fio
 import fastprep.io.remote.cache as cache_module
 from fastprep.io.remote import Retry
 
-from jpeg_photos import encode, needs_decoder, photo
+from helpers.jpeg_photos import encode, needs_decoder, photo
+from helpers.remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

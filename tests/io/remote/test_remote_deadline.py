@@ -6,13 +6,13 @@ nothing partial is left in the cache. The trickling server is on 127.0.0.1 and s
 import threading
 
 import pytest
-from pack_http_server import PackServer
-from remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
 
 import fastprep.io as fio
 from fastprep.io.remote import Retry
 
-from jpeg_photos import grey_jpeg, needs_decoder, packed_tree, photo_jpeg
+from helpers.jpeg_photos import grey_jpeg, needs_decoder, packed_tree, photo_jpeg
+from helpers.pack_http_server import PackServer
+from helpers.remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

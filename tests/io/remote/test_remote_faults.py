@@ -1,18 +1,18 @@
-"""Remote reads under faults injected by tests/fault_proxy.py in front of each store's loopback server
-(tests/store_servers.py: s3, gs, az, http):
+"""Remote reads under faults injected by tests/helpers/fault_proxy.py in front of each store's loopback server
+(tests/helpers/store_servers.py: s3, gs, az, http):
 throttling (503 SlowDown), a stall past the timeout, a connection dropped mid-body, a body cut
 short, a byte changed in transit: retried and read correctly, or, after the last try, a named
 error (RemoteReadError naming the URL and shard) with nothing corrupt or partial left in the cache."""
 
 import pytest
 import torch
-from remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
-from store_servers import store  # noqa: F401 (the session's server fixture, one per kind of store)
 
 import fastprep.io as fio
 from fastprep.io.remote import Retry
 
-from jpeg_photos import grey_jpeg, needs_decoder, photo_jpeg, write_tree
+from helpers.jpeg_photos import grey_jpeg, needs_decoder, photo_jpeg, write_tree
+from helpers.remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
+from helpers.store_servers import store  # noqa: F401 (the session's server fixture, one per kind of store)
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

@@ -10,14 +10,14 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
 
 import fastprep.io as fio
 from fastprep.io.remote import RemoteStore, Retry
 from fastprep.io.remote.pack_source import default_cache_dir, default_staging_dir
 from fastprep.io.remote.retry import describe, redact
 
-from jpeg_photos import encode, grey_jpeg, needs_decoder, packed_tree, photo, photo_jpeg, write_tree
+from helpers.jpeg_photos import encode, grey_jpeg, needs_decoder, packed_tree, photo, photo_jpeg, write_tree
+from helpers.remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

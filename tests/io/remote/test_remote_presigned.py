@@ -10,15 +10,15 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import torch
-from pack_http_server import PackServer
-from remote_guard import hang_guard, text_of  # noqa: F401 (hang_guard: autouse, a hang fails with every thread's stack)
 
 import fastprep.io as fio
 from fastprep.io.errors import RemoteAccessError
 from fastprep.io.remote import Retry, sign_pack, upload_pack
 
-from jpeg_photos import grey_jpeg, needs_decoder, packed_tree, photo_jpeg
-from s3_server import s3  # noqa: F401 (the session's server fixture)
+from helpers.jpeg_photos import grey_jpeg, needs_decoder, packed_tree, photo_jpeg
+from helpers.pack_http_server import PackServer
+from helpers.remote_guard import hang_guard, text_of  # noqa: F401 (hang_guard: autouse, a hang fails with every thread's stack)
+from helpers.s3_server import s3  # noqa: F401 (the session's server fixture)
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

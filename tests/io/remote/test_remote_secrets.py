@@ -12,15 +12,15 @@ import uuid
 
 import pytest
 import torch
-from pack_http_server import S3_DENIED, PackServer
-from remote_guard import hang_guard, text_of  # noqa: F401 (hang_guard: autouse, a hang fails with every thread's stack)
 
 import fastprep.io as fio
 from fastprep.io.errors import RemoteAccessError
 from fastprep.io.remote import Retry
 
-from jpeg_photos import grey_jpeg, needs_decoder, packed_tree, photo_jpeg
-from s3_server import free_port
+from helpers.jpeg_photos import grey_jpeg, needs_decoder, packed_tree, photo_jpeg
+from helpers.pack_http_server import S3_DENIED, PackServer
+from helpers.remote_guard import hang_guard, text_of  # noqa: F401 (hang_guard: autouse, a hang fails with every thread's stack)
+from helpers.s3_server import free_port
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

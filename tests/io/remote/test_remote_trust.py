@@ -10,8 +10,6 @@ import shutil
 
 import numpy as np
 import pytest
-from remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
-from store_servers import store  # noqa: F401 (the session's server fixture, one per kind of store)
 
 import fastprep.io as fio
 from fastprep.io.errors import PackWriteError
@@ -20,7 +18,9 @@ from fastprep.io.remote import Retry
 from fastprep.io.remote.store import RemoteStore
 from fastprep.io.remote.upload import upload_pack
 
-from jpeg_photos import needs_decoder
+from helpers.jpeg_photos import needs_decoder
+from helpers.remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
+from helpers.store_servers import store  # noqa: F401 (the session's server fixture, one per kind of store)
 
 pytestmark = [needs_decoder, pytest.mark.one_backend]
 

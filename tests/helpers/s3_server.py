@@ -1,5 +1,5 @@
 """The S3-API server the remote tests read from: moto's standalone server on a free loopback port,
-started once per test session, behind tests/fault_proxy.py's proxy.
+started once per test session, behind tests/helpers/fault_proxy.py's proxy.
 
 The same tests run against a real store (MinIO, AWS S3, any S3-compatible endpoint) when these
 are set; credentials then come from the client's usual sources (AWS_ACCESS_KEY_ID /
@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from fault_proxy import FaultProxy
+from helpers.fault_proxy import FaultProxy
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The object stores the remote tests run against, each a real server on a free loopback port behind
-tests/fault_proxy.py's proxy, started once per test session and per store:
+tests/helpers/fault_proxy.py's proxy, started once per test session and per store:
 
-    s3    moto's S3 server (tests/s3_server.py; or the store FASTPREP_TEST_S3_* names)
+    s3    moto's S3 server (tests/helpers/s3_server.py; or the store FASTPREP_TEST_S3_* names)
     gs    gcp-storage-emulator (PyPI) read through gcsfs
     az    Azurite's blob service (npm: azurite) read through adlfs, with its account key checked
     http  nginx serving a folder, every object behind a token in the query string (read-only)
@@ -25,9 +25,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-import s3_server
-from fault_proxy import FaultProxy
-from s3_server import Child, free_port, wait_for
+from helpers import s3_server
+from helpers.fault_proxy import FaultProxy
+from helpers.s3_server import Child, free_port, wait_for
 
 BUCKET = "fastprep-test"
 # Azurite's well-known development account (published in Azure's docs; accepted by no real account).

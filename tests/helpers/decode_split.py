@@ -1,0 +1,41 @@
+"""The decode split's test photos and pipelines (Loader(decode_on=...)): every row of the fusion
+table, and the batches a Loader yields, kept."""
+
+import torch
+
+import fastprep
+from fastprep import transforms as T
+
+from helpers.jpeg_photos import grey_jpeg, photo_jpeg
+
+FILES = {
+    "a/420.jpg": lambda: photo_jpeg("coffee", "4:2:0", False, (181, 203)),
+    "a/422p.jpg": lambda: photo_jpeg("chelsea", "4:2:2", True, (150, 163)),
+    "b/444.jpg": lambda: photo_jpeg("astronaut", "4:4:4", False, (131, 157)),
+    "b/grey.jpg": lambda: grey_jpeg(False, (91, 130)),
+    "b/420b.jpg": lambda: photo_jpeg("rocket", "4:2:0", False, (97, 250)),
+}
+
+
+def pipeline(flips: str = "before", out_dtype=None, scale: float = 1.0):
+    crop = [T.RandomCrop(48)]
+    steps = {"none": crop, "before": [T.RandomHorizontalFlip(), *crop], "after": [*crop, T.RandomHorizontalFlip()]}
+    return T.Compose([*steps[flips], T.RandomDilatedMask(0.25), T.RGBToYCbCr(out_dtype, scale)])
+
+
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def resized(kind: str = "rrc", flips: str = "before", normalize: bool = True):
+    """The resized-crop row: RandomResizedCrop(40) or Resize(64) + CenterCrop(48), flips, ToDtype (+ Normalize)."""
+    window = [T.RandomResizedCrop(40)] if kind == "rrc" else [T.Resize(64), T.CenterCrop(48)]
+    steps = {"none": window, "before": [T.RandomHorizontalFlip(), *window],
+             "after": [*window, T.RandomHorizontalFlip(), T.RandomVerticalFlip()]}[flips]
+    tail = [T.ToDtype(torch.float32, scale=True), *([T.Normalize(MEAN, STD)] if normalize else [])]
+    return T.Compose([*steps, *tail] if kind == "rrc" or normalize else steps)
+
+
+def batches(dataset, **kw):
+    """Every batch's fields, kept (a batch without decode is valid until the next is asked for)."""
+    return [tuple(x.clone() for x in (b.data if isinstance(b, fastprep.CompactBatch) else b))
+            for b in fastprep.Loader(dataset, **kw)]
