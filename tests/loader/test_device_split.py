@@ -265,3 +265,14 @@ def test_a_turned_image_is_refused_with_its_own_advice(tmp_path):
     # Read as stored (exif=False), the same file splits.
     assert len(batches(fio.ImageFolder(tmp_path, roi=True), batch_size=1, transform=resized("rrc", "none"),
                        decode_on="cpu", threads=1)) == 1
+
+
+@pytest.mark.parametrize(("depth", "streams"), [(1, 3), (3, 1), (2, 2)])
+def test_the_split_ring_follows_the_one_ring_rule(packed, depth, streams):
+    from fastprep.batch.slots import ring_slots
+    from fastprep.loader.device_split import split_parts
+
+    loader = fastprep.Loader(packed, 2, transform=pipeline(), decode_on="cpu", depth=depth, streams=streams)
+    ring, _ = split_parts(loader, 0, 0)
+    assert ring.count == ring_slots(depth, streams) == 2 * max(depth, streams) + 2
+    assert ring_slots(depth) == depth + 1  # no device stage: the batches made ahead and the consumer's

@@ -43,6 +43,15 @@ class _Field:
         return torch.empty(shape, dtype=dtype, pin_memory=pin)
 
 
+def ring_slots(depth: int, stage: int | None = None) -> int:
+    """How many slots a Loader's ring holds (the one rule, for every path): `depth` batches made
+    ahead of the consumer plus the one it holds; with a device stage (`stage`: the threads it runs,
+    CUDA streams or the decode split's; 1 for the consumer's own thread), also the host batches
+    that stage holds while it copies and decodes up to max(depth, stage) at once, plus the one it
+    hands over."""
+    return depth + 1 if stage is None else 2 * max(depth, stage) + 2
+
+
 class SlotRing:
     """`count` batch slots, laid out from the first sample written and reused in turn. The spec
     (every field's role) comes from CompactCollate's rules and `fields`, so a Loader batch is the

@@ -51,10 +51,10 @@ class Loader:
     generator, in parallel and unseeded; with ``deterministic=True`` it runs one sample at a time
     under one lock, torch's generator seeded per sample: SeedByIndex's bits, serialised.
 
-    Memory: batches are written into ``depth + 1`` slots reused in turn (``2 depth + 2`` with a
-    CUDA device, pinned). Without a device, a yielded batch stays valid until the next batch is
-    asked for; ``batch.clone()`` keeps one. With a device, the copy runs on a side stream and a
-    slot is reused only after its copy has completed.
+    Memory: batches are written into ``depth + 1`` slots reused in turn (``2 max(depth, streams) + 2``
+    with a CUDA device, pinned; streams=None counts 1: batch.slots.ring_slots). Without a device, a
+    yielded batch stays valid until the next batch is asked for; ``batch.clone()`` keeps one. With a
+    device, the copy runs on a side stream and a slot is reused only after its copy has completed.
 
     Args:
         dataset: a map-style dataset (``len`` and ``[i]``; a SeedByIndex is unwrapped, its seed and

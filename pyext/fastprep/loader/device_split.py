@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from fastprep.batch.device_prefetcher import check_device
+from fastprep.batch.slots import ring_slots
 from fastprep.core.args import check_int
 from fastprep.core.bad_samples import SampleError
 from fastprep.io.jpeg.device_decoders import DecoderChain, choose_decoders
@@ -226,8 +227,8 @@ def split_parts(loader: Any, epoch: int, seed: int) -> tuple[WindowSlotRing, Spl
     under `seed` (the pass's own: fixed when it began)."""
     plan = loader.plan
     check_splittable(plan, loader.decode_on)  # again: a transform may have changed since the Loader was made
-    # Host batches are small (cuts and host tensors); the device stage holds up to max(depth, streams) + 1.
-    ring = WindowSlotRing(2 * max(loader.depth, loader.streams) + 2, loader.batch_size, loader.decode_on.type == "cuda",
+    # Host batches are small (cuts and host tensors): the device stage's slots cost little.
+    ring = WindowSlotRing(ring_slots(loader.depth, loader.streams), loader.batch_size, loader.decode_on.type == "cuda",
                           loader.fields, plan.fused, loader.decode_on, loader.jpeg_decoders)
     runner = SplitRunner(loader.dataset, plan, seed, epoch, loader.deterministic, loader.order.iterable,
                          loader.on_error)

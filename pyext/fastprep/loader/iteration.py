@@ -71,7 +71,7 @@ class Iteration:
         if loader.decode_on is not None:  # the threads cut windows, the device stage decodes them
             ring, runner = split_parts(loader, self.epoch, self.seed)
         else:
-            count = 2 * loader.depth + 2 if cuda else loader.depth + 1
+            count = slots.ring_slots(loader.depth, (loader.streams or 1) if cuda else None)
             ring, first = ahead.take(loader, count, cuda, self.keys, self.start, self.epoch, self.seed)
             runner = ChunkRunner(loader.dataset, loader.plan, self.seed, self.epoch, loader.deterministic,
                                  loader.order.iterable, loader.on_error)
