@@ -381,3 +381,15 @@ def test_a_label_column_in_process_is_the_narrowed_array_itself(monkeypatch):
     assert leaf.role == "label" and column.dtype == torch.uint8 and column.tolist() == [3, 200, 7]
     column[0] = 9  # writable, its own memory
     assert CompactCollate().collate_field([-1, 2**40], "f", "label")[0].tolist() == [-1, 2**40]
+
+
+def test_every_pool_a_batch_hands_back_to_is_a_declared_batch_pool():
+    """The hand-off is one declared interface (compact.BatchPool), not a duck type found by getattr."""
+    from fastprep.batch.collate import BufferPool
+    from fastprep.batch.compact import BatchPool
+    from fastprep.batch.shared_slots import SlotBuffers
+    from fastprep.batch.slots import _SlotReturn
+
+    for pool in (BufferPool, SlotBuffers, _SlotReturn):
+        assert BatchPool in pool.__mro__ and isinstance(pool.release_after_copy, bool)  # declared, not duck-typed
+    assert SlotBuffers.release_after_copy and not BufferPool.release_after_copy

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch.utils.data import default_collate, get_worker_info
 
-from fastprep.batch.compact import CompactBatch, Leaf
+from fastprep.batch.compact import BatchPool, CompactBatch, Leaf
 from fastprep.batch.labels import check_label_dtype, narrow_labels, smallest_int_dtype
 from fastprep.batch.shared_slots import SharedSlots
 from fastprep.core.args import check_bool
@@ -35,12 +35,14 @@ from fastprep.core.roles import (
 from fastprep.core.tree import is_namedtuple, structure_difference
 
 
-class BufferPool:
+class BufferPool(BatchPool):
     """Batch buffers handed back by consumers (CompactBatch.release), reused by the next collate:
     a fresh 50 MB buffer costs more in page faults than the copy into it. Bounded: it keeps at most
     twice the bytes of the largest of the last few batches released, dropping the buffers handed
     back longest ago first, so batches whose shapes vary (a last short batch, images of several
     sizes) never pile up buffers that no batch will take again."""
+
+    release_after_copy = False
 
     RECENT = 4  # batches whose size sets the bound
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import sys
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import torch
 
@@ -73,6 +73,19 @@ def _field_tensors(x: Any) -> list[torch.Tensor]:
     return [x] if isinstance(x, torch.Tensor) else x.tensors() if isinstance(x, TensorHolder) else []
 
 
+class BatchPool(Protocol):
+    """Where a released :class:`CompactBatch` hands its buffers back (its `pool`): a reusing
+    CompactCollate's BufferPool, a Loader slot's return, a DataLoader worker's shared slot.
+    ``give_batch`` is called once per batch, with all of its tensors (a slot is freed once: per
+    tensor, a worker could claim it between two calls). ``release_after_copy``: the batch is
+    released as soon as it is pinned (a worker's shared slot: the pinned copy is all the consumer
+    sees)."""
+
+    release_after_copy: ClassVar[bool]
+
+    def give_batch(self, tensors: Sequence[torch.Tensor]) -> None: ...
+
+
 class CompactBatch:
     """A collated batch: `data` has the samples' structure (tuple, list, dict, namedtuple) with
     compact tensors at the leaves; `spec` has the same structure with a Leaf per field (its
@@ -82,10 +95,10 @@ class CompactBatch:
     method and `data` raise a RuntimeError saying so (a second release() does nothing).
     """
 
-    def __init__(self, data: Any, spec: Any, pool: Any = None):
+    def __init__(self, data: Any, spec: Any, pool: BatchPool | None = None):
         self._data = data
         self.spec = spec
-        self._pool = pool  # the BufferPool of a reusing CompactCollate, if any
+        self._pool = pool  # where release() hands the buffers back, if anywhere
         self._released = False
         # Batches made from this one that share its memory (to() the device it is on): released
         # with it, since its buffers may then hold another batch. Weak: a view dropped is gone.
@@ -198,7 +211,7 @@ class CompactBatch:
         """DataLoader's pin_memory protocol: the pin thread calls this on each batch."""
         del device  # pinned host memory serves every accelerator in torch >= 2.3
         pinned = self._map(lambda t: t.pin_memory(), "pin_memory")
-        if getattr(self._pool, "release_after_copy", False):
+        if self._pool is not None and self._pool.release_after_copy:
             self.release()  # a worker's shared slot: the pinned copy is all the consumer sees
         return pinned
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from fastprep.batch.compact import BatchPool
+
 MAX_WORKERS = 64
 SLOTS_PER_WORKER = 8
 
@@ -50,7 +52,7 @@ def _shared_empty(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
     return torch.empty(list(shape), dtype=dtype).share_memory_()
 
 
-class SlotBuffers:
+class SlotBuffers(BatchPool):
     """One slot of one worker: take() hands out its persistent buffers (CompactCollate's allocation
     protocol); in the training process give_batch() marks the slot free (CompactBatch's release protocol)."""
 

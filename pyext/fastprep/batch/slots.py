@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from fastprep.batch.collate import CompactCollate, grad_refusal
-from fastprep.batch.compact import CompactBatch, Leaf
+from fastprep.batch.compact import BatchPool, CompactBatch, Leaf
 from fastprep.core.bad_samples import reraise
 from fastprep.core.roles import as_tensor, is_int_label
 from fastprep.core.tree import is_leaf, leaves, leaves_like, structure_difference, tree_map
@@ -175,8 +175,10 @@ def _signature(sample: Any) -> list[tuple]:
     return out
 
 
-class _SlotReturn:
-    """CompactBatch's buffer-pool protocol: a released batch returns its slot to the ring."""
+class _SlotReturn(BatchPool):
+    """A released batch returns its slot to the ring."""
+
+    release_after_copy = False
 
     def __init__(self, ring: SlotRing, slot: int, lease: int | None = None):
         self.ring, self.slot, self.lease = ring, slot, lease
