@@ -25,7 +25,7 @@ CONTRACT_MAY_IMPORT = ("fastprep.ops", "fastprep.core")
 # names) and __main__ sit above them all.
 PUBLIC_FACES = ("fastprep", "fastprep.ray", "fastprep.__main__")
 LAYERS = [
-    ("fastprep.core",),
+    ("fastprep.core", "fastprep.errors"),
     ("fastprep.ops",),
     ("fastprep.numba_kernels", "fastprep.backends"),
     ("fastprep.io",),
@@ -306,3 +306,34 @@ def test_tests_share_helpers_only_through_the_helpers_package():
     assert not bad, f"imports of test modules or conftest (move what they share to tests/helpers): {bad}"
     loose = sorted(p.name for p in tests.glob("*.py") if not p.name.startswith("test_") and p.name != "conftest.py")
     assert not loose, f"shared test modules outside tests/helpers: {loose}"
+
+
+# Exceptions that never reach a caller (control flow inside one module's machinery) or belong to the
+# command-line tools (printed as one line by the CLI), and the only ones defined outside fastprep.errors.
+INTERNAL_EXCEPTIONS = {
+    "fastprep.loader.pool": {"Stopped"},  # a worker thread told to stop
+    "fastprep.core.bad_samples": {"SampleError"},  # carries a worker's failure to the consumer, re-raised as the user's
+    "fastprep.io.packed.pack_item": {"Unreadable"},  # the packer's verdict on an input: skipped and named
+    "fastprep.io.remote.redaction": {"Redacted"},  # stands in for an error whose text held a credential
+    "fastprep.tools.bench.bad_files": {"BadFileError", "BadFileStop"},
+    "fastprep.tools.measuring.usage": {"UsageError"},
+    "fastprep.tools.cli.diagnose": {"PipelineError"},
+}
+
+
+def test_every_exception_and_warning_is_in_fastprep_errors():
+    """One module holds what a caller may catch or filter: fastprep/errors.py."""
+    import builtins
+
+    kinds = {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
+    kinds |= {node.name for node in ast.parse((PACKAGE / "errors.py").read_text()).body
+              if isinstance(node, ast.ClassDef)}
+    stray = []
+    for path in PACKAGE.rglob("*.py"):
+        module = _module_name(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and module != "fastprep.errors" and \
+                    any(getattr(b, "id", getattr(b, "attr", None)) in kinds for b in node.bases) and \
+                    node.name not in INTERNAL_EXCEPTIONS.get(module, ()):
+                stray.append(f"{module}.{node.name}")
+    assert not stray, f"exceptions or warnings outside fastprep/errors.py: {stray}"

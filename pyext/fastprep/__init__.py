@@ -7,14 +7,14 @@ here, one per row of ops/registry.py) and loads the backend that runs them on CP
 
 from fastprep import io as io  # fastprep.io.* after a plain `import fastprep`
 from fastprep import ops
-from fastprep.backends.choice import NativeUnavailableWarning, backend, build_info, select_backend
+from fastprep.backends.choice import backend, build_info, select_backend
 from fastprep.backends.warmup import warmup
 from fastprep.batch.collate import CompactCollate, compact_collate
 from fastprep.batch.compact import CompactBatch
 from fastprep.batch.device_prefetcher import DevicePrefetcher
-from fastprep.core.bad_samples import BadSamples, BadSampleWarning
+from fastprep.core.bad_samples import BadSamples
 from fastprep.core.rng import derive_seed, draw_seed, random_word
-from fastprep.core.warning_types import NumbaCacheWarning
+from fastprep.errors import BadSampleWarning, NativeUnavailableWarning, NumbaCacheWarning
 from fastprep.loader import Loader, ResumePositionDropped
 from fastprep.monitoring import Monitor, MonitorSummary, monitor
 from fastprep.ops import *  # noqa: F403  (the op wrappers, as listed in ops.__all__)

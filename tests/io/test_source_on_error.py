@@ -17,8 +17,8 @@ from torch.utils.data import DataLoader
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
-from fastprep.core.bad_samples import BadSampleWarning, SubstitutesExhausted
 from fastprep.core.rng import item_seed, seeded
+from fastprep.errors import BadSampleWarning, SubstitutesExhausted
 
 from helpers.jpeg_photos import needs_decoder, photo_jpeg
 

@@ -15,7 +15,7 @@ from torch.utils.data import IterableDataset
 
 import fastprep
 from fastprep import transforms as T
-from fastprep.core.bad_samples import MAX_SUBSTITUTES, BadSampleWarning, SubstitutesExhausted
+from fastprep.errors import MAX_SUBSTITUTES, BadSampleWarning, SubstitutesExhausted
 
 CROP, N = 24, 20
 

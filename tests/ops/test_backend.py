@@ -4,7 +4,8 @@
 import pytest
 
 import fastprep
-from fastprep.backends.choice import TorchVersionError, check_torch_compat
+from fastprep.backends.choice import check_torch_compat
+from fastprep.errors import TorchVersionError
 
 from helpers.op_calls import native_available, requires_native
 from helpers.processes import run_python

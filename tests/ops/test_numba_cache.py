@@ -278,7 +278,7 @@ def test_the_warning_is_fastprep_numba_cache_warning():
     assert issubclass(fastprep.NumbaCacheWarning, RuntimeWarning)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert fastprep.NumbaCacheWarning.__module__ == "fastprep.core.warning_types"
+        assert fastprep.NumbaCacheWarning.__module__ == "fastprep.errors"
 
 
 # At load time: Numba reads a kernel's index at its first call, not at import. A cache that was

@@ -13,16 +13,10 @@ from pathlib import Path
 
 import torch
 
+from fastprep.errors import NativeUnavailableWarning, TorchVersionError
+
 BACKENDS = ("native", "numba")
 _state: dict[str, object] = {"backend": None, "native_error": None}
-
-
-class NativeUnavailableWarning(RuntimeWarning):
-    """The native backend could not be loaded; fastprep runs on the Numba backend."""
-
-
-class TorchVersionError(ImportError):
-    """The native library was built for a torch this process cannot run it with."""
 
 
 def _version_tuple(v: str) -> tuple[int, ...]:

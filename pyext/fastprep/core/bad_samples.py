@@ -26,14 +26,11 @@ import threading
 import warnings
 from typing import Any
 
+from fastprep.errors import MAX_SUBSTITUTES, BadSampleWarning, describe_error
+
 ON_ERROR = ("raise", "skip", "warn")
-MAX_SUBSTITUTES = 16
 NEVER_SKIPPED = (MemoryError,)  # not the sample's fault: skipping would hide the machine's state
 MAX_NAMED = 100  # names kept for the summary; the count and the indices are kept whole
-
-
-class BadSampleWarning(UserWarning):
-    """A sample that could not be loaded or transformed was skipped (``on_error="warn"``)."""
 
 
 class SampleError(Exception):
@@ -85,32 +82,6 @@ def stream_substitutes(j: int, n: int, earlier: int) -> list[int]:
     return (own + [-k for k in range(1, earlier + 1)])[:MAX_SUBSTITUTES]
 
 
-class SubstitutesExhausted(RuntimeError):
-    """Bad sample `index` and every sample tried in its place (`tried`, in order) failed: past
-    MAX_SUBSTITUTES consecutive failures (or once there is nothing left to try: `alone` says why
-    nothing was) the epoch stops (a dataset failing sample after sample is a bug to see, not to
-    skip). `cause`: the bad sample's own error (also ``__cause__``)."""
-
-    def __init__(self, index: int, tried: list[int], cause: BaseException, key: str = "dataset index",
-                 alone: str = ""):
-        self._args = (index, list(tried), cause, key, alone)
-        if not tried:
-            what = f"and there was no other sample to try in its place{f' ({alone})' if alone else ''}"
-        elif len(tried) < MAX_SUBSTITUTES:
-            what = (f"and so did each of the {len(tried)} samples tried in its place, {tried}: every sample there "
-                    f"was to try{f' ({alone})' if alone else ''}")
-        else:
-            what = (f"and so did each of the {len(tried)} samples tried in its place, {tried}: too many "
-                    f"consecutive bad samples to skip")
-        super().__init__(f"sample {index} ({key}) failed ({describe_error(cause)}), {what}; look at the data (or at "
-                         f"the transform) before skipping more")
-        self.index, self.tried = index, list(tried)
-        self.__cause__ = cause
-
-    def __reduce__(self) -> tuple:  # rebuilt from its arguments (a DataLoader worker pickles it to the main process)
-        return type(self), self._args
-
-
 def sample_name(dataset: Any, index: int) -> str | None:
     """What names sample `index` of `dataset` in messages: the source's own ``sample_name(i)``
     (fastprep.io's sources: a path, a key), its file (an ImageFolder's ``samples[i][0]``), its record
@@ -131,12 +102,6 @@ def sample_name(dataset: Any, index: int) -> str | None:
     except Exception:  # noqa: BLE001 (a name is a courtesy: a dataset whose lookup fails is named by index)
         return None
     return None
-
-
-def describe_error(exc: BaseException) -> str:
-    """One line for a bad sample's cause: the exception's type and the first line of its message."""
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 class BadSamples:

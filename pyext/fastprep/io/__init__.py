@@ -26,21 +26,22 @@ ImageFolder (:func:`jpeg_orientation`, :class:`OrientedImage`). ``on_error`` on 
 sources skips bad samples (fastprep.core.bad_samples).
 """
 
-from fastprep.io.errors import PackLockedError, PackSourceError, PackWriteError, RemoteReadError, ShardFormatError
-from fastprep.io.jpeg import (
+from fastprep.errors import (
     CorruptJpegWarning,
-    JpegHeader,
-    available,
-    decode_jpeg,
-    libjpeg_turbo_version,
-    read_jpeg_header,
+    PackLockedError,
+    PackSourceError,
+    PackWarning,
+    PackWriteError,
+    RemoteReadError,
+    ShardFormatError,
 )
+from fastprep.io.jpeg import JpegHeader, available, decode_jpeg, libjpeg_turbo_version, read_jpeg_header
 from fastprep.io.jpeg.exif import jpeg_orientation
 from fastprep.io.jpeg.file import JpegFile
 from fastprep.io.jpeg.gpu import decode_jpeg_batch, decode_window_batch
 from fastprep.io.jpeg.oriented import OrientedImage, oriented
 from fastprep.io.packed.dataset import PackedDataset
-from fastprep.io.packed.pack import PackSummary, PackWarning
+from fastprep.io.packed.pack import PackSummary
 from fastprep.io.packed.records import PackedImage, PackedJpeg, PackedRaw, WindowCut
 from fastprep.io.remote.upload import pack  # a local folder or a URL: the one pack
 from fastprep.io.sources.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset

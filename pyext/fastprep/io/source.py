@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastprep.core.bad_samples import NEVER_SKIPPED, BadSamples, SubstitutesExhausted, check_on_error, substitutes
+from fastprep.core.bad_samples import NEVER_SKIPPED, BadSamples, check_on_error, substitutes
 from fastprep.core.failure_text import with_skip_hint
 from fastprep.core.rng import owns_generator
 from fastprep.core.tree import tree_map
+from fastprep.errors import SubstitutesExhausted
 from fastprep.io.jpeg import decode_jpeg, ycbcr_in_layout
 from fastprep.io.jpeg.file import JpegFile
 from fastprep.io.windowed import WindowedImage

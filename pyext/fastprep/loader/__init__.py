@@ -20,6 +20,7 @@ op call per chunk of samples, with no per-sample tensor at all.
 | device_slots | the split's batches in flight: per sample the cut, flips, placement; the rows' host tensors |
 """
 
-from fastprep.loader.core import Loader, ResumePositionDropped
+from fastprep.errors import ResumePositionDropped
+from fastprep.loader.core import Loader
 
 __all__ = ["Loader", "ResumePositionDropped"]

@@ -27,16 +27,9 @@ import numpy as np
 import torch
 
 from fastprep.batch.slots import BatchJob
-from fastprep.core.bad_samples import (
-    MAX_SUBSTITUTES,
-    NEVER_SKIPPED,
-    SampleError,
-    SubstitutesExhausted,
-    check_on_error,
-    stream_substitutes,
-    substitutes,
-)
+from fastprep.core.bad_samples import NEVER_SKIPPED, SampleError, check_on_error, stream_substitutes, substitutes
 from fastprep.core.rng import SampleStream, item_seeds, seeded
+from fastprep.errors import MAX_SUBSTITUTES, SubstitutesExhausted
 from fastprep.loader.fused_chunks import SKIP, ChunkRuns
 from fastprep.ops.seeded_draws import MAX_DRAWS, seeded_draws
 from fastprep.transforms import FusionPlan

@@ -14,9 +14,10 @@ from torch.utils.data import Sampler
 
 from fastprep.batch.device_prefetcher import check_device
 from fastprep.core.args import check_bool, check_int
-from fastprep.core.bad_samples import BadSamples, BadSampleWarning, sample_name
+from fastprep.core.bad_samples import BadSamples, sample_name
 from fastprep.core.rng import check_epoch, draw_seed, seed_argument
 from fastprep.core.roles import check_fields
+from fastprep.errors import BadSampleWarning, ResumePositionDropped
 from fastprep.loader import checkpoint, ranks
 from fastprep.loader.checkpoint import PassRecord
 from fastprep.loader.device_split import check_decode_on, check_splittable, check_streams, device_lines
@@ -24,11 +25,6 @@ from fastprep.loader.iteration import Iteration
 from fastprep.loader.order import Order, is_iterable
 from fastprep.loader.shard_order import check_shuffle, fetch_note, shard_aware_window, window_of
 from fastprep.transforms import FusionPlan, SeedByIndex
-
-
-class ResumePositionDropped(UserWarning):
-    """``set_epoch(e)`` after ``load_state_dict`` for an epoch other than the checkpoint's: the
-    samples the checkpoint had left of its epoch are not delivered; epoch e starts from its start."""
 
 
 class Loader:

@@ -39,7 +39,7 @@ from numba.core import config
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
-from fastprep.core.warning_types import NumbaCacheWarning
+from fastprep.errors import NumbaCacheWarning
 
 IN_TREE = os.path.join(os.path.dirname(__file__), "__pycache__")
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fastprep.io as fio
-from fastprep.core.bad_samples import BadSampleWarning
+from fastprep.errors import BadSampleWarning
 from fastprep.io.packed.format import shown
 from fastprep.tools.cli.pack_command import print_summary
 

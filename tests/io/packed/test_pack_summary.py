@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import fastprep.io as fio
-from fastprep.core.bad_samples import BadSampleWarning
+from fastprep.errors import BadSampleWarning
 from fastprep.io.packed import format as fmt
 from fastprep.io.packed.writer import scan_shards
 from fastprep.tools.cli.commands import main

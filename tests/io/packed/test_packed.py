@@ -18,7 +18,7 @@ import torch
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
-from fastprep.core.bad_samples import BadSampleWarning
+from fastprep.errors import BadSampleWarning
 from fastprep.io.packed.writer import ShardWriter
 from fastprep.tools.cli.commands import main
 

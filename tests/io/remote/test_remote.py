@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import fastprep.io as fio
-from fastprep.io.errors import RemoteAccessError
+from fastprep.errors import RemoteAccessError
 from fastprep.io.remote import Retry
 
 from helpers.jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import fastprep.io as fio
-from fastprep.io.errors import RemoteAccessError
+from fastprep.errors import RemoteAccessError
 from fastprep.io.remote import Retry
 
 from helpers.jpeg_photos import grey_jpeg, needs_decoder, packed_tree, photo_jpeg

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import fastprep.io as fio
-from fastprep.io.errors import PackWriteError
+from fastprep.errors import PackWriteError
 from fastprep.io.packed import format as fmt
 from fastprep.io.remote import Retry
 from fastprep.io.remote.store import RemoteStore

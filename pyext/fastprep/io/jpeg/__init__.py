@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from fastprep.core.args import check_bool
+from fastprep.errors import CorruptJpegWarning
 from fastprep.io.files import read_file
 from fastprep.io.jpeg.exif import jpeg_orientation, stored_window, to_upright, upright_size
 from fastprep.io.jpeg.scale import check_scale, scaled_size
@@ -38,14 +39,6 @@ MAX_IMAGE_PIXELS: int | None = 178_956_970
 INSTALL_HINT = ("fastprep was built without libjpeg-turbo >= 1.5. Install it (apt install libjpeg62-turbo-dev "
                 "on Debian, libjpeg-turbo8-dev on Ubuntu, dnf install libjpeg-turbo-devel, or conda install "
                 "libjpeg-turbo) and rebuild fastprep: pip install --no-build-isolation .")
-
-
-class CorruptJpegWarning(UserWarning):
-    """libjpeg recovered from corrupt data (a truncated file, a bad Huffman code, ...): the image
-    was decoded, but the damaged part holds libjpeg's fill (grey for a truncated file) or garbage.
-    ``strict=True`` raises ValueError instead: the default of every source (ImageFolder, JpegFile,
-    the dataset sources, pack), as Pillow raises; ``decode_jpeg``'s own default warns, as
-    torchvision's ``decode_jpeg``."""
 
 
 class JpegHeader(NamedTuple):

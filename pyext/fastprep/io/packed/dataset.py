@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from fastprep.core.args import check_bool
-from fastprep.io.errors import RemoteReadError
+from fastprep.errors import RemoteReadError
 from fastprep.io.jpeg import LAYOUTS, MODES, native
 from fastprep.io.jpeg.oriented import oriented
 from fastprep.io.packed import format as fmt

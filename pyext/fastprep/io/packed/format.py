@@ -65,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from fastprep.io.errors import ShardFormatError, ShardMismatchError
+from fastprep.errors import ShardFormatError, ShardMismatchError
 
 FORMAT_VERSION = 3  # 3: the pack id covers every item and record (below); 1 and 2 still read
 SHARD_MAGIC, FOOTER_MAGIC, INDEX_MAGIC = b"FPSHARD\x00", b"FPSEND\x00\x00", b"FPINDEX\x00"

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from fastprep.core.progress import Progress
-from fastprep.io.errors import PackSourceError
+from fastprep.errors import PackSourceError
 from fastprep.io.packed import format as fmt
 from fastprep.io.packed.pack_item import Options
 from fastprep.io.packed.pack_sources import Sources, shown

@@ -18,7 +18,7 @@ import socket
 import time
 from collections.abc import Iterator
 
-from fastprep.io.errors import PackLockedError
+from fastprep.errors import PackLockedError
 
 LOCK_NAME = ".pack.lock"
 

@@ -31,7 +31,7 @@ import numpy as np
 from fastprep.core.args import check_bool
 from fastprep.core.bad_samples import BadSamples, check_on_error
 from fastprep.core.progress import Progress
-from fastprep.io.errors import PackSourceError, PackWriteError
+from fastprep.errors import PackSourceError, PackWarning, PackWriteError
 from fastprep.io.packed import format as fmt
 from fastprep.io.packed.identity import check_kept, check_written, content_id, pack_identity, stamp_shards
 from fastprep.io.packed.lock import pack_lock
@@ -41,11 +41,6 @@ from fastprep.io.packed.pack_summary import PackSummary, add_shard_kinds
 from fastprep.io.packed.writer import ShardWriter, overwritten_files, scan_shards
 
 MODES, NON_JPEG = ("jpeg", "raw"), ("encode", "raw")
-
-
-class PackWarning(UserWarning):
-    """Inputs packed as libjpeg decodes them after recovering from corrupt data (a truncated JPEG).
-    (Skipped inputs warn with :class:`fastprep.core.bad_samples.BadSampleWarning` under on_error="warn".)"""
 
 
 def _check_options(mode: str, max_side: Any, threads: Any, quality: Any, non_jpeg: str, shard_bytes: Any,

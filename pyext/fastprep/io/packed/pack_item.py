@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastprep.errors import PackSourceError
 from fastprep.io import jpeg as jpeg_io
 from fastprep.io.encode import encode_pixels
-from fastprep.io.errors import PackSourceError
 from fastprep.io.files import read_file
 from fastprep.io.jpeg.exif import jpeg_orientation, with_orientation
 from fastprep.io.jpeg.file import JpegFile

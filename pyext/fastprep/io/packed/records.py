@@ -11,7 +11,8 @@ from typing import Any, NamedTuple
 
 import torch
 
-from fastprep.io.jpeg import LAYOUTS, CorruptJpegWarning, check_crop, check_out, native, ycbcr_in_layout
+from fastprep.errors import CorruptJpegWarning
+from fastprep.io.jpeg import LAYOUTS, check_crop, check_out, native, ycbcr_in_layout
 from fastprep.io.jpeg.exif import jpeg_orientation
 from fastprep.io.jpeg.scale import check_scale, scaled_size
 from fastprep.io.packed import format as fmt

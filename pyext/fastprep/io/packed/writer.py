@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fastprep.io.errors import PackSourceError
+from fastprep.errors import PackSourceError
 from fastprep.io.packed import format as fmt
 from fastprep.io.packed.pack_item import Packed
 from fastprep.io.packed.pack_summary import KindStats, shard_kinds

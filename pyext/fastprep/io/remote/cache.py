@@ -30,7 +30,7 @@ import os
 import threading
 import time
 
-from fastprep.io.errors import ShardMismatchError
+from fastprep.errors import ShardMismatchError
 from fastprep.io.packed import format as fmt
 from fastprep.io.remote.store import RemoteStore
 

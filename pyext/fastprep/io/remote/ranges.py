@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 
-from fastprep.io.errors import ShardFormatError
+from fastprep.errors import ShardFormatError
 
 META_BYTES = 64
 FIRST_READ = 4096  # the first request's bytes: the meta block, restart index and JPEG header of most photos

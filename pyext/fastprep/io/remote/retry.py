@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from fastprep.io.errors import RemoteAccessError, RemoteReadError, ShardFormatError, ShardMismatchError
+from fastprep.errors import RemoteAccessError, RemoteReadError, ShardFormatError, ShardMismatchError
 from fastprep.io.remote.outage import OUTAGE, unreachable
 from fastprep.io.remote.redaction import describe, redact, stand_in
 

@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from fastprep.io.errors import RemoteAccessError, RemoteReadError
+from fastprep.errors import RemoteAccessError, RemoteReadError
 from fastprep.io.remote.clients import HTTP, client_options, put_file, single_try
 from fastprep.io.remote.deadline import lock_until, run_until
 from fastprep.io.remote.redaction import redact, secrets_of

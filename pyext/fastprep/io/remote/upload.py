@@ -15,7 +15,7 @@ import os
 import struct
 from typing import Any
 
-from fastprep.io.errors import PackWriteError, ShardFormatError
+from fastprep.errors import PackWriteError, ShardFormatError
 from fastprep.io.packed import format as fmt
 from fastprep.io.packed.identity import check_written
 from fastprep.io.packed.pack import PackSummary

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.errors import CorruptTarError
 from fastprep.io.source import image_from_bytes
 
 KEY_EXT = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")
@@ -90,10 +91,6 @@ class _Pipe(io.RawIOBase):
 def open_url(url: str) -> Any:
     """A binary stream of shard `url`: a local path, or ``pipe:<shell command>``."""
     return _Pipe(url) if url.startswith("pipe:") else open(url, "rb")
-
-
-class CorruptTarError(ValueError):
-    pass
 
 
 class _CheckedTarInfo(tarfile.TarInfo):

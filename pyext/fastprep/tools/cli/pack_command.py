@@ -66,9 +66,13 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import fastprep.io as fio  # noqa: PLC0415 (the CLI starts fast: each command imports what it runs)
-    from fastprep.core.bad_samples import BadSampleWarning  # noqa: PLC0415
-    from fastprep.io.errors import PackLockedError, PackSourceError, PackWriteError  # noqa: PLC0415
-    from fastprep.io.packed.pack import PackWarning  # noqa: PLC0415
+    from fastprep.errors import (  # noqa: PLC0415
+        BadSampleWarning,  # noqa: PLC0415
+        PackLockedError,
+        PackSourceError,
+        PackWarning,  # noqa: PLC0415
+        PackWriteError,
+    )
 
     def one_line(message: Any, *_: Any, **__: Any) -> None:  # --on-error warn: each as it is met, no source line
         print(f"{PROG}: warning: {str(message).removeprefix('pack: ')}", file=sys.stderr)
