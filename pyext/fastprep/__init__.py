@@ -7,7 +7,8 @@ here, one per row of ops/registry.py) and loads the backend that runs them on CP
 
 from fastprep import io as io  # fastprep.io.* after a plain `import fastprep`
 from fastprep import ops
-from fastprep.backends.choice import backend, build_info, select_backend
+from fastprep.backends import choice as _choice
+from fastprep.backends.choice import backend, build_info
 from fastprep.backends.warmup import warmup
 from fastprep.batch.collate import CompactCollate, compact_collate
 from fastprep.batch.compact import CompactBatch
@@ -22,7 +23,7 @@ from fastprep.transforms import SeedByIndex
 
 __version__ = "0.1.0"
 
-select_backend()
+_choice.select_backend()
 
 __all__ = [
     "BadSampleWarning", "BadSamples", "CompactBatch", "CompactCollate", "DevicePrefetcher", "Loader", "Monitor",

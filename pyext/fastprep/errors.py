@@ -6,6 +6,27 @@ fastprep."""
 
 from __future__ import annotations
 
+__all__ = [
+    "BadSampleWarning",
+    "CorruptJpegWarning",
+    "CorruptTarError",
+    "describe_error",
+    "MAX_SUBSTITUTES",
+    "NativeUnavailableWarning",
+    "NumbaCacheWarning",
+    "PackLockedError",
+    "PackSourceError",
+    "PackWarning",
+    "PackWriteError",
+    "RemoteAccessError",
+    "RemoteReadError",
+    "ResumePositionDropped",
+    "ShardFormatError",
+    "ShardMismatchError",
+    "SubstitutesExhausted",
+    "TorchVersionError",
+]
+
 # The package and its backends.
 
 

@@ -6,10 +6,10 @@ this package to register kernels, never the other way round.
 
 import importlib
 
-from fastprep.ops.registry import FAMILIES
+from fastprep.ops import registry as _registry
 
 __all__: list[str] = []
-for _family in FAMILIES:
+for _family in _registry.FAMILIES:
     _module = importlib.import_module(f"fastprep.ops.{_family}")
     for _name in _module.__all__:
         globals()[_name] = getattr(_module, _name)
