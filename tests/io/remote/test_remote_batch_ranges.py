@@ -145,3 +145,35 @@ def test_auto_says_what_it_chose(packs, store, tmp_path, caplog):  # noqa: F811
     big.load_raw(0)[0].decode((0, 0, 8, 8))
     assert big.fetch_mode[0] == "shards"
     assert remote(store, tmp_path / "s", fetch="shards").fetch_mode == ("shards", "fetch='shards'")
+
+
+def test_one_record_alone_gets_its_head_and_a_guess_at_its_rows_together(packs, store, tmp_path,  # noqa: F811
+                                                                         monkeypatch):
+    local, ds = fio.PackedDataset(packs / "jpeg"), remote(store, tmp_path)
+    calls = Recorded(ds, monkeypatch)
+    i = 2  # 301 x 333: the guess is a span of its own, past the head
+    crop = (150, 100, 40, 60)
+    waves = ds.fetch_ahead([i], lambda j: ds.load_raw(i)[0].decode(crop))
+    assert calls.waves[0] == 2 and waves == len(calls.waves)  # wave 1: the head and the guessed rows, together
+    assert torch.equal(ds.load_raw(i)[0].decode(crop), local.load_raw(i)[0].decode(crop))
+    assert calls.alone == []
+
+
+def test_fetch_ranges_downloads_no_shard_of_jpeg_records_behind_a_loader(packs, store, tmp_path):  # noqa: F811
+    ds = remote(store, tmp_path, layout="HWC")
+    assert ds.prefetch() == []  # nothing but JPEG records: no shard to download
+    for _ in fastprep.Loader(ds, 2, transform=T.RandomCrop(16, layout="HWC"), threads=2, seed=0):
+        pass
+    assert not list((tmp_path / "cache").glob("*/shard-*.fpk"))
+
+
+def test_a_pickled_dataset_reads_ahead_in_its_new_process(packs, store, tmp_path):  # noqa: F811
+    import pickle
+
+    local, ds = fio.PackedDataset(packs / "jpeg"), remote(store, tmp_path)
+    ds.fetch_ahead([0, 1], lambda j: ds.load_raw(j)[0].decode((0, 0, 8, 8)))
+    copy = pickle.loads(pickle.dumps(ds))  # a DataLoader worker's: no head, no part read ahead comes along
+    assert copy._remote.cached_head(copy._shards[int(copy._entries["shard"][0])][0],
+                                    int(copy._entries["offset"][0])) is None
+    assert copy.fetch_ahead([0, 1], lambda j: copy.load_raw(j)[0].decode((0, 0, 8, 8))) >= 1
+    assert torch.equal(copy.load_raw(1)[0].decode((0, 0, 8, 8)), local.load_raw(1)[0].decode((0, 0, 8, 8)))
