@@ -49,3 +49,17 @@ def test_auto_reads_by_range_when_the_measured_link_makes_the_spared_bytes_cost_
     mode, why = choose("auto", 10 << 30, 1 << 30, True, slow, 250_000)
     assert mode == "ranges" and "the link is slow" in why and "5 MB/s" in why
     assert choose("ranges", 1, None, False, LinkCost(), 1) == ("ranges", "fetch='ranges'")
+
+
+def test_the_choice_is_said_when_it_turns_not_when_its_figures_move(caplog):
+    import logging
+
+    from fastprep.io.remote.fetch_choice import announce
+
+    said: list = []
+    with caplog.at_level(logging.INFO, logger="fastprep"):
+        announce("s3://b/p", ("shards", "auto: ... 1 ms"), said)
+        announce("s3://b/p", ("shards", "auto: ... 2 ms"), said)  # a new measurement, the same choice
+        announce("s3://b/p", ("ranges", "auto: slow"), said)
+    told = [r.getMessage() for r in caplog.records if "fetch='auto'" in r.getMessage()]
+    assert len(told) == 2 and "whole shards" in told[0] and "by range" in told[1]

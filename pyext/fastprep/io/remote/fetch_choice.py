@@ -1,6 +1,6 @@
 """fetch="auto": whole shards or range reads, chosen from what the pack, the cache and the link
 cost, and said (PackedDataset.fetch_mode; a log line at INFO on the ``fastprep`` logger each time
-the choice changes).
+it turns between the two).
 
 The rule (docs/remote.md, "Windows over the network"):
 
@@ -99,8 +99,9 @@ def choose(fetch: str, total: int, limit: int | None, ordered: bool, link: LinkC
 
 
 def announce(url: str, choice: tuple[str, str], said: list) -> None:
-    """Logs the choice at INFO once per change (`said`: the last one said, updated)."""
-    if said and said[-1] == choice:
+    """Logs the choice at INFO when it changes between shards and ranges (`said`: the last one said,
+    updated; not when only the measured figures in its reason moved)."""
+    if said and said[-1][0] == choice[0]:
         return
     said[:] = [choice]
     logging.getLogger("fastprep").info("PackedDataset(%s): fetch='auto' reads %s (%s)", url,
