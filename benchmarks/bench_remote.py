@@ -21,7 +21,15 @@ mosaicml-streaming transformers torchvision`` with what they import (huggingface
 safetensors, regex, xxhash, zstd, Brotli, python-snappy, cramjam, catalogue, httpx2, httpcore2,
 truststore, h11). A peer that does not import is named, and its row left out.
 
+By range, two ways side by side: each sample read alone as its decode asks (a request for the
+head, then one for the rows, on the Loader thread: the Loader's batch hook turned off), and a
+chunk's windows read together (PackedDataset.fetch_ahead: every head and window of the chunk in
+flight at once, one or two round trips per chunk); at 2 and RANGE_THREADS Loader threads, as
+ratios to the first. And the floor this box sets: the requests/s moto and the proxy serve (window-
+sized bodies, many in flight, at 0 and LATENCY added) and the windows/s one core decodes.
+
 Run: python benchmarks/bench_remote.py   (needs the test extra: s3fs, moto[s3], flask)
+     python benchmarks/bench_remote.py --ranges   (the range rows and the floor only)
 """
 
 from __future__ import annotations
@@ -44,12 +52,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 FILES, SHARD, CROP, BATCH, THREADS, ROUNDS, LATENCY = 64, 4 << 20, 256, 16, 2, 5, 0.020
 RANGE_THREADS = 16  # range reads wait on the network: more Loader threads than cores hide the latency
+RANGE_BATCH = 128  # a training batch's size: the chunk each thread reads together is batch / threads
 PASSES = 8  # local and warm-cache epochs repeat the photos (a longer timed epoch); cold ones read each once
 
 
-def epoch_rate(ds, order: list[int], threads: int = THREADS) -> float:
+def epoch_rate(ds, order: list[int], threads: int = THREADS, batch: int = BATCH) -> float:
     """Samples/s of one pass over `order` through the Loader."""
-    loader = fastprep.Loader(ds, BATCH, transform=T.RandomCrop(CROP, layout="HWC"), sampler=order,
+    loader = fastprep.Loader(ds, batch, transform=T.RandomCrop(CROP, layout="HWC"), sampler=order,
                              threads=threads, seed=0)
     start, n = time.perf_counter(), 0
     for batch in loader:
@@ -166,6 +175,151 @@ def mosaic_cold(where, folder: str, tmp: str) -> float | None:
     return best[0]
 
 
+def range_rows(url: str, opts: dict, once: list[int], tmp: str, mean_record: float,
+               configs: tuple = ((False, THREADS, BATCH), (False, RANGE_THREADS, BATCH), (True, THREADS, BATCH),
+                                 (True, THREADS, RANGE_BATCH), (True, RANGE_THREADS, RANGE_BATCH))) -> None:
+    """The range rows side by side, each the best of ROUNDS cold epochs (a fresh dataset: no head
+    in memory), then the same with the heads in memory (a second epoch of the same dataset)."""
+    def rate(together: bool, threads: int, batch: int) -> tuple[float, float, float]:
+        cold, warm, per = [], [], []
+        for r in range(ROUNDS):
+            ds = fio.PackedDataset(url, cache_dir=os.path.join(tmp, f"cache-r-{threads}-{batch}-{r}-{together}"),
+                                   storage_options=opts, fetch="ranges", layout="HWC")
+            if not together:
+                ds.fetch_ahead = None  # the Loader's batch hook off: each sample read alone, as its decode asks
+            b0 = ds.bytes_fetched
+            cold.append(epoch_rate(ds, once, threads, batch))
+            per.append((ds.bytes_fetched - b0) / len(once))
+            warm.append(epoch_rate(ds, once, threads, batch))
+        return max(cold), max(warm), float(np.mean(per))
+
+    rows = []
+    for together, threads, batch in configs:
+        how = "batch reads (fetch_ahead)" if together else "one sample at a time"
+        rows.append((f"by range, {how}, {threads} threads, batch {batch}", *rate(together, threads, batch)))
+    base = rows[0][1]
+    print(f"  {'':58s} {'cold heads':>10s} {'ratio':>6s} {'heads kept':>10s} {'ratio':>6s}  fetched/sample")
+    for name, cold, warm, per in rows:
+        print(f"  {name:58s} {cold:10.1f} {cold / base:5.1f}x {warm:10.1f} {warm / base:5.1f}x  {per / 1e3:6.1f} kB, "
+              f"{per / mean_record:.1%} of a record")
+
+
+# tests/helpers/fault_proxy.py's proxy in a process of its own, its listen backlog deepened: socketserver's
+# default of 5 drops the SYNs of a client opening dozens of connections at once (a batch's requests),
+# and each dropped one waits out TCP's 1 s retransmission: a stall no real store has
+PROXY = ("import http.server, sys, threading; sys.path.insert(0, sys.argv[3]); "
+         "http.server.ThreadingHTTPServer.request_queue_size = 1024; import fault_proxy; "
+         "p = fault_proxy.FaultProxy(int(sys.argv[1]), latency=float(sys.argv[2])).start(); "
+         "print(p.port, flush=True); threading.Event().wait()")
+TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests")
+
+
+def proxy_process(upstream_port: int, latency: float):
+    from helpers import s3_server  # noqa: PLC0415
+    return s3_server.Child([sys.executable, "-c", PROXY, str(upstream_port), str(latency), TESTS])
+
+
+def start_servers(latency: float) -> tuple:
+    """s3_server.start_processes (moto, and the proxy adding `latency`, each a process) with the
+    proxy's backlog deepened (PROXY)."""
+    import boto3  # noqa: PLC0415 (moto's dependency)
+
+    from helpers import s3_server  # noqa: PLC0415
+
+    for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
+                       ("AWS_DEFAULT_REGION", "us-east-1")):
+        os.environ.setdefault(key, value)
+    port = s3_server.free_port()
+    server = s3_server.Child([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], ready="")
+    s3_server.wait_for(port)
+    boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1").create_bucket(
+        Bucket="fastprep-test")
+    proxy = proxy_process(port, latency)
+    return s3_server.S3("fastprep-test", f"bench-{os.getpid()}", f"http://127.0.0.1:{proxy.line}", None), \
+        (proxy, server)
+
+
+NGINX = """daemon off; worker_processes 1; pid {tmp}/nginx.pid; error_log {tmp}/error.log;
+events {{ worker_connections 1024; }}
+http {{ access_log off; client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy;
+  fastcgi_temp_path {tmp}/fastcgi; uwsgi_temp_path {tmp}/uwsgi; scgi_temp_path {tmp}/scgi;
+  server {{ listen 127.0.0.1:{port}; root {root}; }} }}
+"""
+
+
+def nginx_rows(local_path: str, once: list[int], tmp: str, mean_record: float) -> None:
+    """The range rows again with nginx (C, one worker) serving the pack's folder in place of moto,
+    behind the same proxy adding LATENCY: the server's share of the floor; left out without nginx."""
+    import shutil as sh  # noqa: PLC0415
+
+    from fastprep.io.remote import RemoteStore  # noqa: PLC0415
+
+    from helpers import s3_server  # noqa: PLC0415
+
+    binary = sh.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
+    if binary is None:
+        print("  (nginx not found: its rows left out)")
+        return
+    www = os.path.join(tmp, "nginx")
+    os.makedirs(www)
+    port = s3_server.free_port()
+    with open(os.path.join(www, "nginx.conf"), "w") as f:
+        f.write(NGINX.format(tmp=www, port=port, root=os.path.dirname(local_path)))
+    user = ["-g", "user root;"] if os.geteuid() == 0 else []
+    server = s3_server.Child([binary, "-p", www, "-c", os.path.join(www, "nginx.conf"), *user], ready="")
+    s3_server.wait_for(port)
+    proxies = [proxy_process(port, latency) for latency in (LATENCY, 0.0)]
+    try:
+        urls = [f"http://127.0.0.1:{p.line}/{os.path.basename(local_path)}" for p in proxies]
+        print(f"  nginx in place of moto, behind the same proxy (+{LATENCY * 1e3:.0f} ms):")
+        range_rows(urls[0], {}, once, tmp, mean_record, ((False, THREADS, BATCH), (True, THREADS, BATCH),
+                                                         (True, THREADS, RANGE_BATCH)))
+        for url, latency in zip(urls, (LATENCY, 0.0)):
+            print(f"  floor: nginx + proxy serve {served(RemoteStore(url), 'shard-00000.fpk'):.0f} requests/s of "
+                  f"72 kB, 256 in flight, +{latency * 1e3:.0f} ms")
+    finally:
+        for p in (*proxies, server):
+            p.stop()
+
+
+def served(store, name: str) -> float:
+    """Requests/s `store` serves for 72 kB ranges of `name`, 256 in flight (best of ROUNDS)."""
+    spans = [(name, 0, 72_000)] * 256
+    best = 0.0
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        store.read_spans(spans)
+        best = max(best, len(spans) / (time.perf_counter() - start))
+    return best
+
+
+def floor(tmp: str, local, where, opts: dict) -> None:
+    """What this box allows: the requests/s moto and the proxy serve for window-sized bodies with
+    many in flight (through the bench's proxy, and a second one adding nothing), and the 256^2
+    windows/s one core decodes from local disk."""
+    from fastprep.io.remote import RemoteStore, upload_pack  # noqa: PLC0415
+
+    from helpers import s3_server  # noqa: PLC0415
+
+    shard = local._shards[0][0]
+    print(f"  floor: moto + proxy serve {served(RemoteStore(where.url('photos'), opts), shard):.0f} requests/s of "
+          f"72 kB, 256 in flight, +{LATENCY * 1e3:.0f} ms", end="")
+    zero, handle = start_servers(0.0)
+    try:
+        upload_pack(os.path.join(tmp, "local"), zero.url("photos"), storage_options=zero.options())
+        print(f"; {served(RemoteStore(zero.url('photos'), zero.options()), shard):.0f} at +0 ms")
+    finally:
+        s3_server.stop(handle)
+    rng, best = random.Random(0), 0.0
+    images = [local.load_raw(i)[0] for i in range(len(local))]
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        for img in images:
+            img.decode((rng.randrange(img.height - CROP + 1), rng.randrange(img.width - CROP + 1), CROP, CROP))
+        best = max(best, len(images) / (time.perf_counter() - start))
+    print(f"  floor: one core decodes {best:.0f} {CROP}^2 windows/s of 1024^2 photos from local disk")
+
+
 def window_bytes(url: str, opts: dict, local, cache: str) -> tuple[float, float]:
     """Mean bytes moved by range per 256^2 window at a random place, and as a share of the record."""
     ds = fio.PackedDataset(url, cache_dir=cache, storage_options=opts, fetch="ranges", layout="HWC")
@@ -183,7 +337,7 @@ def window_bytes(url: str, opts: dict, local, cache: str) -> tuple[float, float]
 def main() -> None:
     from helpers import s3_server  # noqa: PLC0415 (tests/: the loopback server and the fault proxy)
 
-    where, handle = s3_server.start_processes(LATENCY)
+    where, handle = start_servers(LATENCY)
     tmp = tempfile.mkdtemp(prefix="fastprep-bench-remote-")
     files = FileSet(FILES)
     try:
@@ -197,6 +351,14 @@ def main() -> None:
         order = list(range(n)) * PASSES
         random.Random(2).shuffle(order)
         opts = where.options()
+        if "--ranges" in sys.argv:
+            print(f"{n} photos 1024^2 q90, crop {CROP}, +{LATENCY * 1e3:.0f} ms per request, one cold pass per "
+                  f"round (samples/s), best of {ROUNDS}")
+            mean_record = float(np.mean(local._entries["length"]))
+            range_rows(where.url("photos"), opts, once, tmp, mean_record)
+            floor(tmp, local, where, opts)
+            nginx_rows(local_path, once, tmp, mean_record)
+            return
         print(f"{n} photos 1024^2 q90 in {len(local._shards)} shards ({sum(s for _, s in local._shards) / 1e6:.1f} "
               f"MB), crop {CROP}, batch {BATCH}, {THREADS} Loader threads, +{LATENCY * 1e3:.0f} ms per request; "
               f"cold: one pass, warm and local: {PASSES} passes, alternated; best of {ROUNDS}")

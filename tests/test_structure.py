@@ -315,6 +315,7 @@ INTERNAL_EXCEPTIONS = {
     "fastprep.core.bad_samples": {"SampleError"},  # carries a worker's failure to the consumer, re-raised as the user's
     "fastprep.io.packed.pack_item": {"Unreadable"},  # the packer's verdict on an input: skipped and named
     "fastprep.io.remote.redaction": {"Redacted"},  # stands in for an error whose text held a credential
+    "fastprep.io.remote.window_batch": {"Probed"},  # a trial run's stop where it would read bytes
     "fastprep.tools.bench.bad_files": {"BadFileError", "BadFileStop"},
     "fastprep.tools.measuring.usage": {"UsageError"},
     "fastprep.tools.cli.diagnose": {"PipelineError"},

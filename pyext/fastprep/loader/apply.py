@@ -69,6 +69,10 @@ class ChunkRunner:
         self.group = group if group is not None and group.vectorised else None
         self.chunk_runs = ChunkRuns(self.group) if self.group is not None else None  # its batch path
         self.draws = min(fastprep_plan.draws, MAX_DRAWS) if fastprep_plan is not None else 0
+        # A dataset that reads a chunk's samples together (a remote pack's windows by range) is
+        # handed trial runs of them: only where all the code is fastprep's, drawing from the stream
+        fetch_ahead = getattr(dataset, "fetch_ahead", None) if not iterable else None
+        self.fetch_ahead = fetch_ahead if fastprep_plan is not None and fastprep_plan.fastprep_only else None
         self._read: deque[Any] = deque(maxlen=MAX_SUBSTITUTES)  # an iterable's latest items of the pass
 
     def new_job(self, keys: list[int], ring: Any, items: list[Any] | None) -> BatchJob:
@@ -180,6 +184,8 @@ class ChunkRunner:
         load = self.dataset.__getitem__ if self.load_raw is None else self.load_raw
         raws, drawn = [], []
         with stream:
+            if self.fetch_ahead is not None:
+                self.fetch_ahead(keys, lambda j: self._trial(load, stream, keys[j], seeds[j], rows[j]))
             for j, key in enumerate(keys):
                 stopping()
                 stream.reset(seeds[j], rows[j])
@@ -190,6 +196,13 @@ class ChunkRunner:
                     raws.append(_Failed(exc, "dataset"))
                 drawn.append(stream.pos)
         return raws, drawn
+
+    def _trial(self, load: Any, stream: SampleStream, key: int, seed: int, row: list[int]) -> Any:
+        """Sample `key` loaded and transformed under its seeds (the dataset's fetch_ahead stops it
+        where it would read; the real run resets the stream and draws the same)."""
+        stream.reset(seed, row)
+        raw = load(key)
+        return self._produce(raw, key, stream.pos, row)
 
     def _load_guarded(self, job: BatchJob, j: int, key: int, seed: int) -> Any:
         """Item j loaded (under torch's generator seeded when deterministic), or a _Failed."""

@@ -21,11 +21,13 @@ from fastprep.errors import RemoteReadError
 from fastprep.io.jpeg import LAYOUTS, MODES, native
 from fastprep.io.jpeg.oriented import oriented
 from fastprep.io.packed import format as fmt
+from fastprep.io.packed.read_ahead import fetch_ahead
 from fastprep.io.packed.records import PackedImage, PackedJpeg, PackedRaw, WindowCut
 from fastprep.io.packed.shard_maps import ShardMaps
 from fastprep.io.remote.pack_source import RemotePack
 from fastprep.io.remote.retry import Retry
 from fastprep.io.remote.store import is_url
+from fastprep.io.remote.window_batch import Probed
 from fastprep.io.source import ImageSource
 
 
@@ -122,6 +124,7 @@ class PackedDataset(ImageSource):
         _check_entries(entries, self._shards, where)
         self._entries = entries
         self._total = sum(size for _, size in self._shards)
+        self._mean_record = float(entries["length"].mean()) if len(entries) else 0.0
         self.classes = list(meta["classes"] or [])
         self.class_to_idx = dict(meta.get("class_to_idx") or {c: i for i, c in enumerate(self.classes)})
         self.targets = entries["label"].tolist()
@@ -210,8 +213,11 @@ class PackedDataset(ImageSource):
     def record_image(self, i: int) -> PackedImage:
         """Record i's image as stored (no EXIF orientation applied), read by window on demand."""
         shard, kind, color, _, offset, length, checksum, height, width, _, _, _ = self._entries[i].item()
-        if kind == fmt.KIND_JPEG and self._remote is not None and self._remote.uses_ranges(shard, self._total):
+        remote = self._remote
+        if kind == fmt.KIND_JPEG and remote is not None and remote.uses_ranges(shard, self._total, self._mean_record):
             record = None  # read by range when the window is known: PackedJpeg.decode / cut
+        elif remote is not None and remote.ahead.probing:
+            raise Probed(None)  # a trial run (fetch_ahead): nothing of this record is read by range
         else:
             record = self._view(shard, i)[offset:offset + length]
         cls = PackedJpeg if kind == fmt.KIND_JPEG else PackedRaw
@@ -221,9 +227,21 @@ class PackedDataset(ImageSource):
         """A remote record's meta block, restart index and JPEG header (fetched by range once and
         kept, as a windowed read of it fetches them): what PackedJpeg.orientation reads."""
         e = self._entries[i]
+        if self._remote.ahead.probing:  # a trial run (fetch_ahead): the head is read with the batch's
+            head = self._remote.cached_head(self._shards[int(e["shard"])][0], int(e["offset"]))
+            if head is None:
+                raise Probed(i)
+            return head
         where = f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})"
         return self._remote._head(self._shards[int(e["shard"])][0], int(e["offset"]), int(e["length"]), where,
                                   f"reading {where} by range")
+
+    @property
+    def fetch_mode(self) -> tuple[str, str] | None:
+        """A remote pack's ("shards" or "ranges", why): how JPEG records of shards not cached are
+        read now (fetch="auto" chooses from the pack, the cache and the link measured so far, and
+        logs each choice at INFO on the ``fastprep`` logger); None for a local pack."""
+        return None if self._remote is None else self._remote.fetch_mode(self._total, self._mean_record)
 
     @property
     def remote(self) -> bool:
@@ -238,19 +256,36 @@ class PackedDataset(ImageSource):
     def prefetch(self, order: Sequence[int] | None = None) -> list[int]:
         """Starts downloading the shards of a remote pack in the order `order` (the epoch's record
         indices; default: all, in order) first uses them, `workers` at a time, at most half the
-        cache_limit ahead of the shard being read; returns that shard order. A local pack: no-op."""
+        cache_limit ahead of the shard being read; returns that shard order. A local pack: no-op.
+        With fetch="ranges", only the shards of raw records are downloaded (JPEG records are read
+        by range: their shards whole would be what "ranges" declines)."""
         if self._remote is None:
             return []
-        return self._remote.prefetch(self._entries["shard"], range(len(self)) if order is None else order)
+        order = range(len(self)) if order is None else order
+        if self._remote.fetch == "ranges":
+            kinds = self._entries["kind"]
+            order = [i for i in order if kinds[i] != fmt.KIND_JPEG]
+            if not order:
+                return []
+        return self._remote.prefetch(self._entries["shard"], order)
 
     def window_record(self, i: int, window: tuple[int, int, int, int]) -> bytearray:
         """Record i's bytes with only those a decode of `window` reads (fetched by range): what a
         PackedJpeg whose shard is not cached decodes from."""
+        if self._remote.ahead.probing:
+            raise Probed(i, window)  # a trial run (fetch_ahead): the window is read with the batch's
         e = self._entries[i]
         shard = int(e["shard"])
         return self._remote.window_record(self._shards[shard][0], int(e["offset"]), int(e["length"]),
                                           int(e["checksum"]), window,
                                           f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})")
+
+    def fetch_ahead(self, keys: Sequence[int], trial: Callable[[int], object]) -> int:
+        """Reads the windows of the records of `keys` that are read by range, together, before their
+        decodes ask for them: trial(j) is sample keys[j]'s loading and transform under its own seeds
+        (the Loader calls this with each chunk of a batch; fastprep.io.packed.read_ahead). Returns
+        the round trips taken; a local pack, or records read from cached shards: 0, nothing done."""
+        return fetch_ahead(self, keys, trial)
 
     def cut_window(self, i: int, crop: tuple[int, int, int, int] | None = None) -> WindowCut:
         """Record i's window as a small JPEG (see :meth:`PackedJpeg.cut`); raw records have none.
@@ -286,6 +321,7 @@ class PackedDataset(ImageSource):
         return (f"PackedDataset({self.path!r}, {len(self)} images ({kinds[fmt.KIND_JPEG]} JPEG, {kinds[fmt.KIND_RAW]} "
                 f"raw) in {len(self._shards)} shards, {len(self.classes)} classes, mode={self.mode!r}, "
                 f"layout={self.layout!r}{', exif=True' if self.exif else ''}"
+                f"{f', fetch={self.fetch_mode[0]!r}' if self._remote is not None else ''}"
                 f"{f', on_error={self.on_error!r}' if self.on_error != 'raise' else ''})")
 
 

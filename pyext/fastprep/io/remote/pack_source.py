@@ -10,12 +10,15 @@ import hashlib
 import json
 import os
 import threading
+import time
 import warnings
 from collections import OrderedDict
 
 from fastprep.io.packed import format as fmt
 from fastprep.io.remote import ranges as rr
+from fastprep.io.remote import window_batch as wb
 from fastprep.io.remote.cache import ShardCache, remove_killed_parts
+from fastprep.io.remote.fetch_choice import LinkCost, announce, choose
 from fastprep.io.remote.prefetch import Prefetcher, first_use
 from fastprep.io.remote.retry import Retry
 from fastprep.io.remote.store import RemoteStore, forked
@@ -87,6 +90,9 @@ class RemotePack:
         self.content = ""  # index_content of the index fetched
         self._prefetcher: Prefetcher | None = None
         self._ordered = False
+        self.link = LinkCost()  # what the store's requests cost here: fetch="auto" chooses from it
+        self._choice: tuple[tuple, tuple[str, str]] | None = None
+        self._said: list = []
         self._pid = os.getpid()
         self._reset_heads()
 
@@ -104,28 +110,42 @@ class RemotePack:
         self._heads: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._heads_bytes = 0
         self._heads_lock = threading.Lock()
+        self.ahead = wb.Ahead()  # each thread's parts read ahead for its batch (read_ahead)
 
-    def _head(self, name: str, offset: int, length: int, where: str, what: str) -> bytes:
-        """The record's meta block, restart index and JPEG header: from memory, or fetched (one
-        request; more for a large restart index or header) and kept, least recently used out first."""
-        self._this_process()
+    def cached_head(self, name: str, offset: int) -> bytes | None:
+        """The record's head if it is in memory (then most recently used)."""
         key = (name, offset)
         with self._heads_lock:
             head = self._heads.get(key)
             if head is not None:
                 self._heads.move_to_end(key)
-                return head
-        head = self.store.read(name, offset, offset + min(length, rr.FIRST_READ), what)
-        # the meta block tells where the JPEG starts (past a restart index of any size), the JPEG's
-        # start where its header ends: each read may show that more is needed
-        while (need := rr.needed_head(head, length, where)) > len(head):
-            head += self.store.read(name, offset + len(head), offset + need, what)
+            return head
+
+    def keep_head(self, name: str, offset: int, head: bytes) -> None:
+        """Keeps a record's head in memory, least recently used out first past HEAD_CACHE_BYTES."""
+        key = (name, offset)
         with self._heads_lock:
             if key not in self._heads:
                 self._heads[key] = head
                 self._heads_bytes += len(head)
                 while self._heads_bytes > HEAD_CACHE_BYTES:
                     self._heads_bytes -= len(self._heads.popitem(last=False)[1])
+
+    def _head(self, name: str, offset: int, length: int, where: str, what: str) -> bytes:
+        """The record's meta block, restart index and JPEG header: from memory, or fetched (one
+        request; more for a large restart index or header) and kept, least recently used out first."""
+        self._this_process()
+        head = self.cached_head(name, offset)
+        if head is not None:
+            return head
+        start = time.monotonic()
+        head = self.store.read(name, offset, offset + min(length, rr.FIRST_READ), what)
+        self.link.request(len(head), time.monotonic() - start)
+        # the meta block tells where the JPEG starts (past a restart index of any size), the JPEG's
+        # start where its header ends: each read may show that more is needed
+        while (need := rr.needed_head(head, length, where)) > len(head):
+            head += self.store.read(name, offset + len(head), offset + need, what)
+        self.keep_head(name, offset, head)
         return head
 
     def _forget_head(self, name: str, offset: int) -> None:
@@ -143,7 +163,9 @@ class RemotePack:
         another pack is said so (a warning) and replaced; a damaged copy is fetched anew. One
         download per node: a lock file per URL; several ranks opening the pack share the copy."""
         os.makedirs(self.root, exist_ok=True)
+        start = time.monotonic()
         info = self.store.info(fmt.INDEX_NAME)
+        self.link.request(0, time.monotonic() - start)
         if info is None:
             raise FileNotFoundError(f"PackedDataset: no {fmt.INDEX_NAME} at {self.store.shown}: not a pack, or its "
                                     f"packing or upload was interrupted (run fastprep.io.pack again to finish it)")
@@ -158,8 +180,10 @@ class RemotePack:
             remove_killed_parts(os.path.join(self.root, self.key), ".index.part")
             part = os.path.join(self.root, f"{self.key}.{os.getpid()}.{threading.get_ident()}.index.part")
             read: list[tuple] = []  # the check's reading: the index is parsed once
+            start = time.monotonic()
             self.store.download(fmt.INDEX_NAME, part, size, check=lambda p: read.append(fmt.read_index(p)),
                                 what="the index")
+            self.link.request(size, time.monotonic() - start)
             with open(part, "rb") as f:
                 self.content = index_content(f.read(fmt.HEADER_BYTES))
             folder = self.folder()
@@ -209,15 +233,22 @@ class RemotePack:
         """Bytes of mapped shards a process keeps (half the limit: the other half is the prefetcher's)."""
         return None if self.limit is None else self.limit // 2
 
-    def uses_ranges(self, k: int, total: int) -> bool:
+    def uses_ranges(self, k: int, total: int, mean_record: float) -> bool:
         """Whether a JPEG record of shard k is read by range rather than from the cached shard."""
         if self.fetch == "shards" or self.cache.cached(k):
             return False
-        if self.fetch == "ranges":
-            return True
-        # auto: whole shards when the pack fits the cache or an epoch's order is known (prefetch);
-        # a random read of a pack larger than the cache would fetch a whole shard per sample
-        return not self._ordered and self.limit is not None and total > self.limit
+        return self.fetch == "ranges" or self.fetch_mode(total, mean_record)[0] == "ranges"
+
+    def fetch_mode(self, total: int, mean_record: float) -> tuple[str, str]:
+        """("shards" or "ranges", why): what fetch reads JPEG records of shards not cached with now
+        (fetch="auto": fastprep.io.remote.fetch_choice, said at INFO when it changes)."""
+        link = self.link
+        key = (self._ordered, link.latency, link.bandwidth, round(link.share, 2))
+        if self._choice is None or self._choice[0] != key:
+            self._choice = (key, choose(self.fetch, total, self.limit, self._ordered, link, mean_record))
+            if self.fetch == "auto":
+                announce(self.store.shown, self._choice[1], self._said)
+        return self._choice[1]
 
     def prefetch(self, shard_of_record, order) -> list[int]:
         """Starts downloading the shards of `order` (record indices) in first-use order; returns it."""
@@ -241,32 +272,48 @@ class RemotePack:
     def window_record(self, name: str, offset: int, length: int, checksum: int, window: tuple[int, int, int, int],
                       where: str) -> bytearray:
         """The record at [offset, offset + length) of shard `name` with only the bytes a decode of
-        `window` reads filled in (two rounds of range requests: the head, then the rows), checked
-        (the record's CRCs over those bytes): bytes changed in transit are fetched again."""
+        `window` reads filled in, checked (the record's CRCs over those bytes): from the parts this
+        thread read ahead for its batch (:meth:`read_ahead`), with what they lack fetched (two rounds
+        of range requests for a record read alone: the head, then the rows). Bytes changed in
+        transit are fetched again: read ahead, at once; else on the Retry's next try."""
         from fastprep.io.jpeg import native  # noqa: PLC0415 (the native module, with its install hint)
 
         what = f"reading {where} by range"
         top, left, h, w = window
+        ahead = self.ahead.take(name, offset)
 
         def fetch() -> bytearray:
+            nonlocal ahead
             head = self._head(name, offset, length, where, what)
-            todo = [(max(a, len(head)), b) for a, b in rr.window_ranges(head, length, window, where)
-                    if b > max(a, len(head))]
+            have = [(0, head), *ahead]
+            todo = wb.missing(rr.window_ranges(head, length, window, where), have)
             parts = self.store.read_ranges(name, [(offset + a, offset + b) for a, b in todo], what) if todo else []
-            record = rr.sparse_record(length, [(0, head), *((a, p) for (a, _), p in zip(todo, parts))])
+            record = rr.sparse_record(length, [*have, *((a, p) for (a, _), p in zip(todo, parts))])
             try:
                 native("PackedJpeg.decode").cut_record(record, checksum, top, left, h, w, True)
             except ValueError as exc:
-                self._forget_head(name, offset)  # fetched again on the next try, with the rest
+                self._forget_head(name, offset)  # fetched again, with the rest
+                if ahead:  # read ahead: fetched again now, as a record read alone
+                    ahead = []
+                    return fetch()
                 raise fmt.ShardFormatError(f"{where}: {exc}") from None
             return record
 
         return self.store.call(what, name, fetch)
 
+    def read_ahead(self, reads: list[wb.WindowRead], what: str, keep: bool = False) -> int:
+        """Reads `reads` (records' windows, or heads) together, for this thread's next decodes of
+        them (window_record); the parts read ahead before are dropped (`keep`: kept, a second call
+        for the same batch). Returns the round trips taken (see fastprep.io.remote.window_batch)."""
+        self._this_process()
+        if not keep:
+            self.ahead.parts = {}
+        return wb.read_windows(self, reads, what)
+
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_prefetcher"] = None  # each process prefetches for itself
-        for key in ("_heads", "_heads_bytes", "_heads_lock"):
+        for key in ("_heads", "_heads_bytes", "_heads_lock", "ahead"):
             del state[key]
         return state
 

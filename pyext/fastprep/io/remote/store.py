@@ -300,3 +300,19 @@ class RemoteStore:
     def __repr__(self) -> str:  # storage_options may hold keys: not shown
         return f"RemoteStore({self.shown!r})"
 
+    def read_spans(self, spans: list[tuple[str, int, int]], what: str | None = None) -> list[bytes | None]:
+        """Bytes [start, end) of object `name` for each (name, start, end), all requested at once
+        (the client's concurrent cat_ranges), each tried once: a span that fails or comes back
+        short is None, for the caller to read again its own way (``read_ranges``, under the Retry).
+        For reads ahead of use (`what`), where one bad span must not fail the others; every byte
+        that arrives is counted."""
+        if not spans:
+            return []
+        until = time.monotonic() + self.retry.deadline
+        try:
+            parts = self._run(until, "cat_ranges", [self._path(n) for n, _, _ in spans], [a for _, a, _ in spans],
+                              [b for _, _, b in spans], on_error="return")
+        except Exception:  # noqa: BLE001 (the whole call failed: each span is read again by its reader)
+            return [None] * len(spans)
+        self._count(sum(len(p) for p in parts if isinstance(p, bytes)), len(spans))
+        return [p if isinstance(p, bytes) and len(p) == b - a else None for (_, a, b), p in zip(spans, parts)]
