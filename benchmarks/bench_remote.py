@@ -297,7 +297,8 @@ def floor(tmp: str, local, where, opts: dict) -> None:
     """What this box allows: the requests/s moto and the proxy serve for window-sized bodies with
     many in flight (through the bench's proxy, and a second one adding nothing), and the 256^2
     windows/s one core decodes from local disk."""
-    from fastprep.io.remote import RemoteStore, upload_pack  # noqa: PLC0415
+    from fastprep.io import upload_pack  # noqa: PLC0415
+    from fastprep.io.remote import RemoteStore  # noqa: PLC0415
 
     from helpers import s3_server  # noqa: PLC0415
 

@@ -93,26 +93,36 @@ def test_no_module_imports_a_layer_above_its_own():
     assert not bad, f"imports that point up the layers (importer, imported): {bad}"
 
 
-# The tooling's own layers, bottom up: the sweeps (bench) and the caching method (diagnose) measure
-# with tools.measuring and never import each other both ways; the CLI sits on top.
+# Layers inside a layer, bottom up. The tooling: the sweeps (bench) and the caching method
+# (diagnose) measure with tools.measuring and never import each other both ways; the CLI on top.
 TOOL_LAYERS = [
     ("fastprep.tools.measuring", "fastprep.tools.photos"),
     ("fastprep.tools.bench",),
     ("fastprep.tools.diagnose", "fastprep.tools.plotting"),
     ("fastprep.tools.cli",),
 ]
+# io: what every reader uses, JPEG decoding, the sources' common ground and the pack format, then
+# the sources and the object stores, then packs (which read through the stores and pack the sources).
+IO_LAYERS = [
+    ("fastprep.io.files", "fastprep.io.windowed"),
+    ("fastprep.io.jpeg",),
+    ("fastprep.io.source", "fastprep.io.encode", "fastprep.io.pack_format"),
+    ("fastprep.io.sources", "fastprep.io.remote"),
+    ("fastprep.io.packed",),
+]
 
 
-def test_the_tools_layers_point_down():
+@pytest.mark.parametrize(("package", "layers"), [("fastprep.tools", TOOL_LAYERS), ("fastprep.io", IO_LAYERS)])
+def test_the_layers_inside_a_layer_point_down(package, layers):
     def rank(module: str) -> int | None:
-        return next((r for r, packages in enumerate(TOOL_LAYERS)
+        return next((r for r, packages in enumerate(layers)
                      if any(module == p or module.startswith(p + ".") for p in packages)), None)
 
     graph = _graph()
-    tools = [m for m in graph if m.startswith("fastprep.tools.")]
-    assert not [m for m in tools if rank(m) is None], f"tools modules outside {TOOL_LAYERS}"
-    bad = [(m, d) for m in tools for d in graph[m] if rank(d) is not None and rank(d) > rank(m)]
-    assert not bad, f"tools imports that point up (importer, imported): {bad}"
+    inside = [m for m in graph if m.startswith(package + ".")]
+    assert not [m for m in inside if rank(m) is None], f"{package} modules outside {layers}"
+    bad = [(m, d) for m in inside for d in graph[m] if rank(d) is not None and rank(d) > rank(m)]
+    assert not bad, f"{package} imports that point up (importer, imported): {bad}"
 
 
 def test_the_counter_generator_is_a_leaf():
@@ -263,7 +273,7 @@ def test_no_module_is_importable_under_two_names():
     assert not [f for f in sys.meta_path if type(f).__module__.split(".")[0] == "fastprep"], "an import finder of fastprep's"
 
 
-RELOADED = ["fastprep.batch.window_batch", "fastprep.core.counter_rng", "fastprep.io.packed.format",
+RELOADED = ["fastprep.batch.window_batch", "fastprep.core.counter_rng", "fastprep.io.pack_format",
             "fastprep.tools.bench.table"]
 # For each module: imported, every name up its folders tried, reloaded; then its name, its spec's
 # name, whether sys.modules holds the reloaded module by that name, whether its code ran again

@@ -22,7 +22,7 @@ import torch
 from fastprep.batch.compact import CompactBatch, TensorHolder
 from fastprep.core.tree import leaves
 from fastprep.io.jpeg.gpu import decode_window_batch
-from fastprep.io.packed.records import WindowCut
+from fastprep.io.jpeg.window_cut import WindowCut
 
 
 class WindowCuts(TensorHolder):

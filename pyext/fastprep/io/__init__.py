@@ -40,10 +40,11 @@ from fastprep.io.jpeg.exif import jpeg_orientation
 from fastprep.io.jpeg.file import JpegFile
 from fastprep.io.jpeg.gpu import decode_jpeg_batch, decode_window_batch
 from fastprep.io.jpeg.oriented import OrientedImage, oriented
+from fastprep.io.jpeg.window_cut import WindowCut
 from fastprep.io.packed.dataset import PackedDataset
 from fastprep.io.packed.pack import PackSummary
-from fastprep.io.packed.records import PackedImage, PackedJpeg, PackedRaw, WindowCut
-from fastprep.io.remote.upload import pack  # a local folder or a URL: the one pack
+from fastprep.io.packed.records import PackedImage, PackedJpeg, PackedRaw
+from fastprep.io.packed.upload import pack, upload_pack  # pack: a local folder or a URL, the one pack
 from fastprep.io.sources.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
 from fastprep.io.sources.hdf5 import HDF5Dataset, HDF5Image
 from fastprep.io.sources.lmdb import LMDBDataset
@@ -57,5 +58,5 @@ __all__ = [
     "PackWriteError", "PackedDataset", "PackedImage", "PackedJpeg", "PackedRaw", "RemoteReadError",
     "ShardFormatError", "WebDataset", "WindowCut", "WindowedImage", "available", "decode_jpeg", "decode_jpeg_batch",
     "decode_window_batch", "find_classes", "jpeg_orientation", "libjpeg_turbo_version", "make_dataset", "oriented",
-    "pack", "read_jpeg_header", "write_webdataset",
+    "pack", "read_jpeg_header", "upload_pack", "write_webdataset",
 ]

@@ -12,7 +12,7 @@ import torch
 from fastprep.batch.slots import BatchJob, SlotRing
 from fastprep.batch.window_batch import WindowBatch, WindowCuts
 from fastprep.core.tree import tree_map
-from fastprep.io.packed.records import WindowCut
+from fastprep.io.jpeg.window_cut import WindowCut
 
 
 class WindowSlotRing(SlotRing):

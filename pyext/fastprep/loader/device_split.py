@@ -36,7 +36,7 @@ from fastprep.core.bad_samples import SampleError
 from fastprep.io.jpeg.device_decoders import DecoderChain, choose_decoders
 from fastprep.io.jpeg.file import JpegFile
 from fastprep.io.jpeg.oriented import OrientedImage
-from fastprep.io.packed.records import WindowCut
+from fastprep.io.jpeg.window_cut import WindowCut
 from fastprep.io.windowed import WindowedImage
 from fastprep.loader.apply import ChunkRunner
 from fastprep.loader.device_slots import WindowJob, WindowSlotRing

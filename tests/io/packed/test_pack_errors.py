@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import fastprep.io as fio
-from fastprep.io.packed import format as fmt
+from fastprep.io import pack_format as fmt
 from fastprep.io.packed.lock import pack_lock
 from fastprep.io.packed.writer import ShardWriter
 

@@ -14,7 +14,7 @@ import torch
 
 import fastprep.io as fio
 from fastprep._jpeg import crc32c
-from fastprep.io.packed import format as fmt
+from fastprep.io import pack_format as fmt
 from fastprep.tools.cli.commands import main
 
 from helpers.jpeg_photos import needs_decoder, photo, photo_jpeg

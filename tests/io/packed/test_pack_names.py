@@ -12,7 +12,7 @@ import pytest
 
 import fastprep.io as fio
 from fastprep.errors import BadSampleWarning
-from fastprep.io.packed.format import shown
+from fastprep.io.pack_format import shown
 from fastprep.tools.cli.pack_command import print_summary
 
 from helpers.jpeg_photos import needs_decoder, photo_jpeg

@@ -13,7 +13,7 @@ import pytest
 
 import fastprep.io as fio
 from fastprep.errors import BadSampleWarning
-from fastprep.io.packed import format as fmt
+from fastprep.io import pack_format as fmt
 from fastprep.io.packed.writer import scan_shards
 from fastprep.tools.cli.commands import main
 

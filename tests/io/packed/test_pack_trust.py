@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import fastprep.io as fio
-from fastprep.io.packed import format as fmt
+from fastprep.io import pack_format as fmt
 from fastprep.io.packed.lock import LOCK_NAME
 
 from helpers.jpeg_photos import needs_decoder, photo_jpeg

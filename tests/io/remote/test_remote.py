@@ -219,8 +219,8 @@ def test_dataloader_workers_read_a_remote_pack(packs, store, tmp_path, capfd):  
 
 
 def test_pack_to_a_store_resumes_and_uploads_only_what_is_missing(packs, store, tmp_path):  # noqa: F811
+    from fastprep.io.packed.upload import upload_pack
     from fastprep.io.remote.store import RemoteStore
-    from fastprep.io.remote.upload import upload_pack
 
     with pytest.raises(FileNotFoundError, match=f"no index.fpi at {store.kind}://"):
         remote(store, "nothing-here", tmp_path)

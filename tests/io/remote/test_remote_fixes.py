@@ -180,7 +180,7 @@ def test_a_full_local_disk_is_named_and_not_retried():
 
 
 def test_the_index_is_parsed_once_per_open(pack, tmp_path, monkeypatch):
-    import fastprep.io.packed.format as fmt
+    import fastprep.io.pack_format as fmt
 
     calls = []
     read = fmt.read_index

@@ -13,7 +13,8 @@ import torch
 
 import fastprep.io as fio
 from fastprep.errors import RemoteAccessError
-from fastprep.io.remote import Retry, sign_pack, upload_pack
+from fastprep.io import upload_pack
+from fastprep.io.remote import Retry, sign_pack
 
 from helpers.jpeg_photos import grey_jpeg, needs_decoder, packed_tree, photo_jpeg
 from helpers.pack_http_server import PackServer

@@ -11,7 +11,7 @@ from fastprep.core.args import check_bool
 from fastprep.io.jpeg import as_bytes, check_crop, check_image_args, decode_jpeg, read_jpeg_header
 from fastprep.io.jpeg.exif import jpeg_orientation, upright_size
 from fastprep.io.jpeg.scale import reduced_crop
-from fastprep.io.packed.records import WindowCut
+from fastprep.io.jpeg.window_cut import WindowCut
 from fastprep.io.windowed import WindowedImage
 from fastprep.ops.crop import random_crop_params
 

@@ -18,11 +18,12 @@ import torch
 
 from fastprep.core.args import check_bool
 from fastprep.errors import RemoteReadError
+from fastprep.io import pack_format as fmt
 from fastprep.io.jpeg import LAYOUTS, MODES, native
 from fastprep.io.jpeg.oriented import oriented
-from fastprep.io.packed import format as fmt
+from fastprep.io.jpeg.window_cut import WindowCut
 from fastprep.io.packed.read_ahead import fetch_ahead
-from fastprep.io.packed.records import PackedImage, PackedJpeg, PackedRaw, WindowCut
+from fastprep.io.packed.records import PackedImage, PackedJpeg, PackedRaw
 from fastprep.io.packed.shard_maps import ShardMaps
 from fastprep.io.remote.pack_source import RemotePack
 from fastprep.io.remote.retry import Retry

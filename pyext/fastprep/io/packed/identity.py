@@ -24,7 +24,7 @@ import numpy as np
 
 from fastprep.core.progress import Progress
 from fastprep.errors import PackSourceError
-from fastprep.io.packed import format as fmt
+from fastprep.io import pack_format as fmt
 from fastprep.io.packed.pack_item import Options
 from fastprep.io.packed.pack_sources import Sources, shown
 from fastprep.io.packed.writer import Kept

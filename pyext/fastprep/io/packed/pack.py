@@ -1,5 +1,5 @@
 """fastprep.io.pack: an image folder or a map-style dataset into a few large shard files plus an
-index (the format: fastprep/io/packed/format.py), read back by :class:`fastprep.io.PackedDataset`.
+index (the format: fastprep/io/pack_format.py), read back by :class:`fastprep.io.PackedDataset`.
 
 Resumable: shards are written whole (temporary name, fsync, rename) in source order, so after a
 kill ``pack`` keeps the shards it finds, once each is checked to be of the same source and options
@@ -32,7 +32,7 @@ from fastprep.core.args import check_bool
 from fastprep.core.bad_samples import BadSamples, check_on_error
 from fastprep.core.progress import Progress
 from fastprep.errors import PackSourceError, PackWarning, PackWriteError
-from fastprep.io.packed import format as fmt
+from fastprep.io import pack_format as fmt
 from fastprep.io.packed.identity import check_kept, check_written, content_id, pack_identity, stamp_shards
 from fastprep.io.packed.lock import pack_lock
 from fastprep.io.packed.pack_item import Options, Packed, Unreadable, make_record

@@ -26,7 +26,7 @@ from fastprep.io.encode import encode_pixels
 from fastprep.io.files import read_file
 from fastprep.io.jpeg.exif import jpeg_orientation, with_orientation
 from fastprep.io.jpeg.file import JpegFile
-from fastprep.io.packed.format import COLORS, KIND_JPEG, KIND_RAW
+from fastprep.io.pack_format import COLORS, KIND_JPEG, KIND_RAW
 from fastprep.io.source import JPEG_MAGIC, pil_image
 from fastprep.io.windowed import WindowedImage
 

@@ -29,7 +29,7 @@ import numpy as np
 from fastprep.core.bad_samples import NEVER_SKIPPED
 from fastprep.errors import PackSourceError
 from fastprep.io.jpeg.file import JpegFile
-from fastprep.io.packed.format import crc32c, shown  # noqa: F401 (shown: pack's modules import it from here)
+from fastprep.io.pack_format import crc32c, shown  # noqa: F401 (shown: pack's modules import it from here)
 from fastprep.io.packed.pack_item import Unreadable, extras_of, label_of, pixels_of, read_input
 from fastprep.io.sources.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
 from fastprep.io.windowed import WindowedImage

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastprep.io.packed.format import shown
+from fastprep.io.pack_format import shown
 
 # kind -> how the printout names it. "jpeg_*": the input was a JPEG; "non_jpeg_*": PNG, BMP, pixels...
 KINDS = {

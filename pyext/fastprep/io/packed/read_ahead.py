@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fastprep.io.packed import format as fmt
+from fastprep.io import pack_format as fmt
 from fastprep.io.remote.window_batch import Probed, WindowRead
 
 PASSES = 2  # a second trial for the records whose head the first needed (their EXIF orientation)

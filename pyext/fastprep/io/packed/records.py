@@ -7,28 +7,17 @@ the small JPEG of a window for a GPU decoder.
 from __future__ import annotations
 
 import warnings
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 
 from fastprep.errors import CorruptJpegWarning
+from fastprep.io import pack_format as fmt
 from fastprep.io.jpeg import LAYOUTS, check_crop, check_out, native, ycbcr_in_layout
 from fastprep.io.jpeg.exif import jpeg_orientation
 from fastprep.io.jpeg.scale import check_scale, scaled_size
-from fastprep.io.packed import format as fmt
+from fastprep.io.jpeg.window_cut import WindowCut
 from fastprep.io.windowed import WindowedImage
-
-
-class WindowCut(NamedTuple):
-    """The JPEG of the restart intervals covering a window (:meth:`PackedJpeg.cut`; a
-    :meth:`JpegFile.cut`'s is the whole file), and the window's place in it: decoding `data` and
-    cropping (top, left, height, width) gives the window's bits (CPU decoder)."""
-
-    data: bytes
-    top: int
-    left: int
-    height: int
-    width: int
 
 
 class PackedImage(WindowedImage):

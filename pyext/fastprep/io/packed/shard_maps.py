@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from fastprep.io.packed import format as fmt
+from fastprep.io import pack_format as fmt
 from fastprep.io.remote.store import forked
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fastprep.errors import PackSourceError
-from fastprep.io.packed import format as fmt
+from fastprep.io import pack_format as fmt
 from fastprep.io.packed.pack_item import Packed
 from fastprep.io.packed.pack_summary import KindStats, shard_kinds
 

@@ -5,14 +5,16 @@ through a local shard cache or by byte range (docs/remote.md).
 - :class:`ShardCache`: shards downloaded whole, checked, committed by rename, evicted LRU.
 - :class:`Prefetcher`: shards downloaded ahead in an epoch's first-use order.
 - :mod:`ranges`: the bytes a JPEG window's decode needs.
-- :func:`upload_pack`: a local pack to a URL, resumable.
 - :func:`sign_pack`: presigned URLs for every file of a pack, for ``PackedDataset(urls)``.
+
+Packing to a URL (``fastprep.io.pack(src, url)``, ``fastprep.io.upload_pack``) is io.packed's: it
+packs, then uploads through this package.
 """
 
 from fastprep.io.remote.cache import ShardCache
 from fastprep.io.remote.prefetch import Prefetcher
 from fastprep.io.remote.retry import Retry
+from fastprep.io.remote.signing import sign_pack
 from fastprep.io.remote.store import RemoteStore, is_url
-from fastprep.io.remote.upload import sign_pack, upload_pack
 
-__all__ = ["Prefetcher", "RemoteStore", "Retry", "ShardCache", "is_url", "sign_pack", "upload_pack"]
+__all__ = ["Prefetcher", "RemoteStore", "Retry", "ShardCache", "is_url", "sign_pack"]

@@ -31,7 +31,7 @@ import threading
 import time
 
 from fastprep.errors import ShardMismatchError
-from fastprep.io.packed import format as fmt
+from fastprep.io import pack_format as fmt
 from fastprep.io.remote.store import RemoteStore
 
 

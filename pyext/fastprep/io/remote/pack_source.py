@@ -14,7 +14,7 @@ import time
 import warnings
 from collections import OrderedDict
 
-from fastprep.io.packed import format as fmt
+from fastprep.io import pack_format as fmt
 from fastprep.io.remote import ranges as rr
 from fastprep.io.remote import window_batch as wb
 from fastprep.io.remote.cache import ShardCache, remove_killed_parts
@@ -155,7 +155,7 @@ class RemotePack:
                 self._heads_bytes -= len(head)
 
     def fetch_index(self) -> tuple[str, tuple]:
-        """The index in the cache: its local path and :func:`fastprep.io.packed.format.read_index`'s
+        """The index in the cache: its local path and :func:`fastprep.io.pack_format.read_index`'s
         reading of it (parsed and checked once). A copy there is used only while it is the store's
         by content: the same size and the same 64-byte header, read from the store (the header holds
         the pack id, which covers every record, and the CRC of the index's table and JSON), never by

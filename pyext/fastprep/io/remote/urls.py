@@ -12,7 +12,7 @@ from fastprep.io.remote.redaction import redact
 
 __all__ = ["INDEX_NAME", "check_writable", "is_url", "signed_files"]
 
-INDEX_NAME = "index.fpi"  # fastprep.io.packed.format.INDEX_NAME (that layer is above this one)
+INDEX_NAME = "index.fpi"  # fastprep.io.pack_format.INDEX_NAME (that layer is above this one)
 
 
 def is_url(path: Any) -> bool:

@@ -18,7 +18,7 @@ import torch
 from fastprep.core.args import check_int
 from fastprep.io.encode import PIL_FORMATS, encode_pixels
 from fastprep.io.jpeg.file import JpegFile
-from fastprep.io.packed.format import seal
+from fastprep.io.pack_format import seal
 from fastprep.io.sources.tar_shards import IMAGE_EXTS, INT_EXTS, JSON_EXTS
 from fastprep.io.windowed import WindowedImage
 

@@ -48,7 +48,7 @@ def torchvision_hint() -> str:
 def open_data(path: str) -> tuple[str, Any]:
     """("folder" | "pack", fastprep's dataset over `path`), or a UsageError naming --data."""
     import fastprep.io as fio  # noqa: PLC0415
-    from fastprep.io.packed.format import INDEX_NAME  # noqa: PLC0415
+    from fastprep.io.pack_format import INDEX_NAME  # noqa: PLC0415
 
     if not os.path.exists(path):
         raise UsageError(f"--data {path!r}: no such directory")

@@ -16,7 +16,7 @@ import struct
 from typing import Any
 
 from fastprep.errors import PackWriteError, ShardFormatError
-from fastprep.io.packed import format as fmt
+from fastprep.io import pack_format as fmt
 from fastprep.io.packed.identity import check_written
 from fastprep.io.packed.pack import PackSummary
 from fastprep.io.packed.pack import pack as pack_local
@@ -70,30 +70,6 @@ def upload_pack(local: str | os.PathLike, url: str, *, storage_options: dict | N
             store.read(fmt.INDEX_NAME, 0, fmt.HEADER_BYTES) != header:
         raise _unreadable(store, fmt.INDEX_NAME, "it is not the index uploaded (another upload to the URL at once?)")
     return sent
-
-
-def sign_pack(url: str, expires: int = 3600, *, storage_options: dict | None = None,
-              retry: Retry | None = None) -> dict[str, str]:
-    """Presigned URLs for every file of the pack at `url` (its index and shards), valid `expires`
-    seconds: ``{"index.fpi": "https://...?X-Amz-Signature=...", "shard-00000.fpk": ..., ...}``, for
-    ``PackedDataset(urls)`` on a machine with no credentials. Signed by the store's own client
-    (fsspec's ``sign``: s3fs; gcsfs with a service account's key; adlfs with an account key).
-
-    Example:
-        >>> urls = sign_pack("s3://bucket/train.packed", expires=6 * 3600)
-        >>> ds = fastprep.io.PackedDataset(urls, cache_dir="/local-nvme/cache")
-    """
-    import tempfile  # noqa: PLC0415
-
-    store = RemoteStore(url, storage_options, retry)
-    size = store.size(fmt.INDEX_NAME)
-    if size is None:
-        raise FileNotFoundError(f"sign_pack: no {fmt.INDEX_NAME} at {store.shown}: not a pack")
-    with tempfile.TemporaryDirectory() as tmp:
-        store.download(fmt.INDEX_NAME, os.path.join(tmp, fmt.INDEX_NAME), size)
-        names = [name for name, _, _ in fmt.read_index(os.path.join(tmp, fmt.INDEX_NAME))[2]["shards"]]
-    return {name: store.call(f"signing {name}", name, lambda n=name: store.fs.sign(store._path(n), expiration=expires))
-            for name in [fmt.INDEX_NAME, *names]}
 
 
 def _unreadable(store: RemoteStore, name: str, why: str) -> PackWriteError:
@@ -155,7 +131,7 @@ def pack(src: Any, dest: str | os.PathLike, *, storage_options: dict | None = No
 
     A local `dest` is packed in place, by :func:`fastprep.io.packed.pack.pack` (restart-indexed JPEGs or raw
     pixels, resumable: its docstring and docs/real-files.md say how). A URL `dest` is packed into
-    `staging`, then uploaded by :func:`fastprep.io.remote.upload_pack`: shards first, each read back,
+    `staging`, then uploaded by :func:`fastprep.io.upload_pack`: shards first, each read back,
     the index last, only the shards the URL does not hold (compared by their records' digest: a
     re-run resumes both the packing and the upload).
 
