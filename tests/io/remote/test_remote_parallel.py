@@ -34,7 +34,7 @@ def test_a_shard_downloaded_in_parallel_parts_is_the_same_bits(pack, store, tmp_
     if store.kind not in PART_PROTOCOLS:
         pytest.skip(f"{store.kind}:// downloads whole (a web server may ignore ranges)")
     remote = RemoteStore(store.url("parallel"), store.options(), Retry(tries=3, backoff=0.01))
-    remote.part_bytes, remote.parts = 1000, 3  # parts are off by default
+    remote.part_bytes, remote.parts = 1000, 3
     name, size = fio.PackedDataset(pack)._shards[0]
     assert size > 3 * remote.part_bytes  # several rounds of parts
     if store.proxy is not None:

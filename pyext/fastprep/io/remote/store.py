@@ -116,7 +116,7 @@ class RemoteStore:
     # store serves each connection at a capped rate; a proxy buffers each body whole) and a large
     # shard's download overlaps the latency of its parts. Set on an instance to change them.
     part_bytes = 8 << 20
-    parts = 1  # off: a cold epoch through a capped link gained nothing from parts (docs/remote.md)
+    parts = 4  # a cold epoch of large shards through a capped link: 8% to 17% faster (docs/remote.md)
 
     def __init__(self, url: str | Mapping[str, str], storage_options: dict | None = None, retry: Retry | None = None,
                  rate_limit: RateLimit | None = None):
