@@ -47,6 +47,20 @@ def test_a_shard_downloaded_in_parallel_parts_is_the_same_bits(pack, store, tmp_
         assert store.proxy.requests(f"/{name}") == -(-size // 1000)
 
 
+@pytest.mark.parametrize("fault", ["drop", "short", "503"])
+def test_a_part_that_fails_is_tried_again(pack, store, tmp_path, fault):  # noqa: F811
+    if store.kind not in PART_PROTOCOLS or store.proxy is None:
+        pytest.skip("parts and fault injection: an object store behind the loopback proxy")
+    remote = RemoteStore(store.url("parallel"), store.options(), Retry(tries=3, backoff=0.01, max_backoff=0.02))
+    remote.part_bytes, remote.parts = 1000, 3
+    name, size = fio.PackedDataset(pack)._shards[0]
+    store.proxy.clear()
+    store.proxy.inject(fault, 1, match=f"/{name}")
+    remote.download(name, str(tmp_path / name), size)
+    assert (tmp_path / name).read_bytes() == (pack / name).read_bytes()
+    assert store.proxy.requests(f"/{name}") > -(-size // 1000)  # the failed part's try, then the whole again
+
+
 def test_a_dataset_reads_the_same_through_parallel_parts(pack, store, tmp_path, monkeypatch):  # noqa: F811
     monkeypatch.setattr(RemoteStore, "part_bytes", 3000)
     monkeypatch.setattr(RemoteStore, "parts", 2)
