@@ -168,8 +168,18 @@ def test_bad_rate_limits_are_named(kw, name):
         RateLimit(**kw)
 
 
+def test_stores_of_one_url_share_a_pause_on_the_node(clock, tmp_path):
+    a, b = RemoteStore(f"file://{tmp_path}/x"), RemoteStore(f"file://{tmp_path}/x")  # two ranks' stores
+    other = RemoteStore(f"file://{tmp_path}/y")
+    a.pause.pause(30.0)
+    assert b.pause.paused_until() == a.pause.paused_until() == pytest.approx(clock() + 30.0)
+    assert other.pause.paused_until() < clock()  # another URL goes on
+
+
 def test_bad_store_and_cells_arguments_are_named(tmp_path):
     with pytest.raises(ValueError, match="rate_limit.*5"):
         RemoteStore(f"file://{tmp_path}", rate_limit=5)
     with pytest.raises(ValueError, match="n to be an int >= 1, got 0"):
         SharedCells(0)
+    with pytest.raises(ValueError, match="name to be letters.*'a/b'"):
+        SharedCells(1, name="a/b")

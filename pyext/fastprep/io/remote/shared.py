@@ -8,6 +8,10 @@ a process's threads). It is found by its path: a forked child (a DataLoader work
 copy (a spawned worker) map the same file. The process that made it removes the file when the
 object is collected or at exit; one that finds it gone (a copy unpickled after that) starts a file
 of its own. float64 counts bytes exactly up to 2**53 (9 PB).
+
+Named cells (``SharedCells(n, name=...)``) are the node's: every process of this user that names
+them maps the same file, which stays (a few bytes in /dev/shm, gone at the next boot, when
+time.monotonic() starts again too).
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ class SharedCells:
 
     Args:
         n: how many cells (>= 1), all 0.0 at first.
+        name: a name (letters, digits, "-", "_") every process of this user on this node that
+            gives it shares; None: cells of this object's own (and its forks' and copies').
 
     Example:
         >>> cells = SharedCells(2)
@@ -52,14 +58,27 @@ class SharedCells:
         5.0
     """
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, name: str | None = None):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"SharedCells: expected n to be an int >= 1, got {n!r}")
-        self.n = n
+        if name is not None and (not isinstance(name, str) or not name
+                                 or not all(c.isalnum() or c in "-_" for c in name)):
+            raise ValueError(f"SharedCells: expected name to be letters, digits, '-' and '_', got {name!r}")
+        self.n, self.name = n, name
         self._make()
 
     def _make(self) -> None:
         folder = SHM if os.path.isdir(SHM) and os.access(SHM, os.W_OK) else tempfile.gettempdir()
+        if self.name is not None:  # the node's: made once by whoever comes first, never removed
+            self.path = os.path.join(folder, f"fastprep-{os.getuid()}-{self.name}.cells")
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                if os.fstat(fd).st_size < 8 * self.n:  # grows once (zeros); a concurrent maker's zeros are the same
+                    os.ftruncate(fd, 8 * self.n)
+            finally:
+                os.close(fd)
+            self._pid = -1
+            return
         fd, self.path = tempfile.mkstemp(prefix="fastprep-", suffix=".cells", dir=folder)
         try:
             os.ftruncate(fd, 8 * self.n)
@@ -109,7 +128,7 @@ class SharedCells:
         return self.update(list)
 
     def __getstate__(self) -> dict:
-        return {"n": self.n, "path": self.path}
+        return {"n": self.n, "path": self.path, "name": self.name}
 
     def __setstate__(self, state: dict) -> None:
-        self.n, self.path, self._pid = state["n"], state["path"], -1
+        self.n, self.path, self.name, self._pid = state["n"], state["path"], state.get("name"), -1

@@ -10,6 +10,7 @@ with no network at all (the docs' examples).
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
 import threading
 import time
@@ -91,9 +92,10 @@ class RemoteStore:
     Thread-safe; pickles without its client (each process makes its own on first use: an async
     client's event loop does not survive a fork). ``bytes_fetched`` and ``requests`` count what
     this store read in this process and in every process it reached by fork or pickle (its
-    DataLoader workers): their counters are shared cells (fastprep.io.remote.shared), as is the
-    pause that a throttled request (503 SlowDown, 429) begins for all of them
-    (fastprep.io.remote.throttle). Credentials come from the client's usual sources (or `storage_options`)
+    DataLoader workers): their counters are shared cells (fastprep.io.remote.shared). A throttled
+    request (503 SlowDown, 429) pauses every request to the URL on the node: those processes',
+    and every other process's store of the same URL (torchrun's ranks) (fastprep.io.remote.throttle).
+    Credentials come from the client's usual sources (or `storage_options`)
     and are never put in a message or repr.
 
     Args:
@@ -148,8 +150,10 @@ class RemoteStore:
             raise ValueError(f"RemoteStore: expected rate_limit to be a fastprep.io.remote.RateLimit or None, "
                              f"got {rate_limit!r}")
         self.rate_limit = rate_limit
-        self._shared = SharedCells(3)  # bytes fetched, requests, paused until (throttle)
-        self.pause = SharedPause(self._shared, 2)
+        self._shared = SharedCells(2)  # bytes fetched, requests
+        # paused until (a throttle): the node's for this URL, so ranks that open the pack apart share it too
+        self.pause = SharedPause(SharedCells(1, name=f"pause-{hashlib.sha256(self._base.encode()).hexdigest()[:16]}"),
+                                 0)
         self._fs = self._root = None
         self._pid = -1
         self._lock = threading.Lock()

@@ -1,10 +1,11 @@
 """A store's throttle, met once and honoured by all: when a request gets a 503 (S3's SlowDown) or a
 429 (Too Many Requests), every request of that store holds off until the backoff has passed: the
-other threads of the process (the prefetcher's downloads, a Loader's range reads) and the other
-processes that share the store (DataLoader workers, forked or spawned), instead of each finding
-the throttle with a failed request of its own. The pause is a "paused until" time in the store's
-shared cells (fastprep.io.remote.shared; time.monotonic() is the system's clock on Linux, the same
-in every process); each request waits for it, never past its own deadline (Retry.deadline): no
+other threads of the process (the prefetcher's downloads, a Loader's range reads), the other
+processes that share the store (DataLoader workers, forked or spawned) and the other processes of
+the node reading the same URL (torchrun's ranks), instead of each finding the throttle with a
+failed request of its own. The pause is a "paused until" time in the node's named cells for the
+URL (fastprep.io.remote.shared; time.monotonic() is the system's clock on Linux, the same in every
+process); each request waits for it, never past its own deadline (Retry.deadline): no
 lock is held while waiting, so no wait can deadlock.
 """
 
