@@ -10,8 +10,8 @@ object is collected or at exit; one that finds it gone (a copy unpickled after t
 of its own. float64 counts bytes exactly up to 2**53 (9 PB).
 
 Named cells (``SharedCells(n, name=...)``) are the node's: every process of this user that names
-them maps the same file, which stays (a few bytes in /dev/shm, gone at the next boot, when
-time.monotonic() starts again too).
+them maps the same file, made on their first use (not before: :meth:`SharedCells.exists`), which
+stays (a few bytes in /dev/shm, gone at the next boot, when time.monotonic() starts again too).
 """
 
 from __future__ import annotations
@@ -69,14 +69,8 @@ class SharedCells:
 
     def _make(self) -> None:
         folder = SHM if os.path.isdir(SHM) and os.access(SHM, os.W_OK) else tempfile.gettempdir()
-        if self.name is not None:  # the node's: made once by whoever comes first, never removed
+        if self.name is not None:  # the node's: made on first use by whoever comes first (_attach), never removed
             self.path = os.path.join(folder, f"fastprep-{os.getuid()}-{self.name}.cells")
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                if os.fstat(fd).st_size < 8 * self.n:  # grows once (zeros); a concurrent maker's zeros are the same
-                    os.ftruncate(fd, 8 * self.n)
-            finally:
-                os.close(fd)
             self._pid = -1
             return
         fd, self.path = tempfile.mkstemp(prefix="fastprep-", suffix=".cells", dir=folder)
@@ -93,10 +87,12 @@ class SharedCells:
         if self._pid == os.getpid():
             return
         try:
-            fd = os.open(self.path, os.O_RDWR)
+            fd = os.open(self.path, os.O_RDWR | (os.O_CREAT if self.name is not None else 0), 0o600)
         except FileNotFoundError:  # its maker is gone: counting goes on in a file of this process's own
             self._make()
             fd = os.open(self.path, os.O_RDWR)
+        if os.fstat(fd).st_size < 8 * self.n:  # named cells made just now (zeros; a concurrent maker's are the same)
+            os.ftruncate(fd, 8 * self.n)
         self._fd, self._map = fd, mmap.mmap(fd, 8 * self.n)
         weakref.finalize(self, _close, fd, self._map)  # a process's map and descriptor end with the object
         self._lock = threading.Lock()
@@ -122,6 +118,10 @@ class SharedCells:
             for i, a in enumerate(amounts):
                 values[i] += a
         self.update(change)
+
+    def exists(self) -> bool:
+        """Whether the cells' file is there (named cells: whether any process used them yet)."""
+        return os.path.exists(self.path)
 
     def read(self) -> list[float]:
         """The cells' values (consistent: read under the lock)."""

@@ -83,6 +83,10 @@ class SharedPause:
             self.pauses, self.began = self.pauses + 1, clock()
 
     def paused_until(self) -> float:
+        """The time.monotonic() the pause under way ends (0.0 before any: the node's cells for the
+        URL are made by the first pause, so a store never throttled leaves no file)."""
+        if self.cells.name is not None and not self.cells.exists():
+            return 0.0
         return self.cells.read()[self.slot]
 
     def hold(self, until: float, spread: float = 0.0) -> None:
