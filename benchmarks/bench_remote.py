@@ -204,11 +204,9 @@ def range_rows(url: str, opts: dict, once: list[int], tmp: str, mean_record: flo
               f"{per / mean_record:.1%} of a record")
 
 
-# tests/helpers/fault_proxy.py's proxy in a process of its own, its listen backlog deepened: socketserver's
-# default of 5 drops the SYNs of a client opening dozens of connections at once (a batch's requests),
-# and each dropped one waits out TCP's 1 s retransmission: a stall no real store has
-PROXY = ("import http.server, sys, threading; sys.path.insert(0, sys.argv[3]); "
-         "http.server.ThreadingHTTPServer.request_queue_size = 1024; import fault_proxy; "
+# tests/helpers/fault_proxy.py's proxy in a process of its own (its listen backlog deep enough for a
+# chunk's dozens of connections at once)
+PROXY = ("import sys, threading; sys.path.insert(0, sys.argv[3]); from helpers import fault_proxy; "
          "p = fault_proxy.FaultProxy(int(sys.argv[1]), latency=float(sys.argv[2])).start(); "
          "print(p.port, flush=True); threading.Event().wait()")
 TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests")
@@ -221,7 +219,7 @@ def proxy_process(upstream_port: int, latency: float):
 
 def start_servers(latency: float) -> tuple:
     """s3_server.start_processes (moto, and the proxy adding `latency`, each a process) with the
-    proxy's backlog deepened (PROXY)."""
+    proxy run by PROXY."""
     import boto3  # noqa: PLC0415 (moto's dependency)
 
     from helpers import s3_server  # noqa: PLC0415

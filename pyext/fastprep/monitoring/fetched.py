@@ -1,9 +1,11 @@
-"""Bytes a monitored loader's dataset fetched from remote storage, per sample and per second.
+"""Bytes and requests a monitored loader's dataset fetched from remote storage, per sample and per
+second.
 
 Duck-typed: a dataset with a ``bytes_fetched`` counter (fastprep.io.PackedDataset over a URL) found
 as the loader's ``.dataset`` (a DataLoader, a fastprep.Loader), through a wrapper's ``.source`` or
-``.loader`` (a DevicePrefetcher). The counter counts this process's reads: a DataLoader's worker
-processes read in processes of their own, so their bytes are not seen here.
+``.loader`` (a DevicePrefetcher); its requests from a ``fetch_requests`` counter, or its remote
+store's ``requests`` (a PackedDataset's ``_remote.store``). A PackedDataset's store keeps both in
+cells its DataLoader's worker processes share (fastprep.io.remote.shared): their reads count here.
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ def fetching_dataset(batches: Any) -> Any:
     return None
 
 
+def fetch_requests(dataset: Any) -> int:
+    """The requests the dataset made to remote storage (0 when it does not say)."""
+    requests = getattr(dataset, "fetch_requests", None)
+    if not isinstance(requests, int):
+        requests = getattr(getattr(getattr(dataset, "_remote", None), "store", None), "requests", 0)
+    return requests if isinstance(requests, int) else 0
+
+
 def batch_len(batch: Any) -> int:
     """Samples in a batch: a tensor's (or array's) first dimension; in a tuple or list, its first
     collated field's (a tensor: (images, labels), or (a list of images, labels)), else its first
@@ -48,7 +58,8 @@ def batch_len(batch: Any) -> int:
 
 
 class FetchMeter:
-    """Counts the samples the loop received and reads the dataset's ``bytes_fetched`` against them.
+    """Counts the samples the loop received and reads the dataset's ``bytes_fetched`` (and its
+    requests: :func:`fetch_requests`) against them.
 
     Args:
         dataset: anything with an int ``bytes_fetched`` attribute that only grows.
@@ -57,22 +68,22 @@ class FetchMeter:
         >>> meter = FetchMeter(packed)          # a PackedDataset over a URL
         >>> meter.begin(time.perf_counter())
         >>> meter.count(batch)                  # each batch the loop receives
-        >>> meter.live(time.perf_counter())     # ' | 41.2 kB/sample, 12.3 MB/s fetched' (since the last call)
+        >>> meter.live(time.perf_counter())     # ' | 41.2 kB/sample, 12.3 MB/s, 40 req/s fetched' (since the last call)
     """
 
     def __init__(self, dataset: Any):
         self.dataset = dataset
-        self.bytes = self.samples = 0  # over the ended passes
+        self.bytes = self.samples = self.requests = 0  # over the ended passes
         self.seconds = 0.0
-        self._pass = (0, 0.0)  # bytes_fetched and the clock when the running pass began
-        self._shown = (0, 0, 0.0)  # bytes_fetched, samples and the clock at the last live line
+        self._pass = (0, 0.0, 0)  # bytes_fetched, the clock and the requests when the running pass began
+        self._shown = (0, 0, 0.0, 0)  # bytes_fetched, samples, the clock and the requests at the last live line
         self._pass_samples = 0
         self._running = False
 
     def begin(self, now: float) -> None:
-        fetched = self.dataset.bytes_fetched
-        self._pass, self._pass_samples = (fetched, now), 0
-        self._shown = (fetched, self.samples, now)
+        fetched, requests = self.dataset.bytes_fetched, fetch_requests(self.dataset)
+        self._pass, self._pass_samples = (fetched, now, requests), 0
+        self._shown = (fetched, self.samples, now, requests)
         self._running = True
 
     def count(self, batch: Any) -> None:
@@ -81,24 +92,32 @@ class FetchMeter:
     def live(self, now: float) -> str:
         """The live line's part since the last call ('' while nothing was fetched)."""
         fetched, samples = self.dataset.bytes_fetched, self.samples + self._pass_samples
-        b0, s0, t0 = self._shown
-        self._shown = (fetched, samples, now)
+        requests = fetch_requests(self.dataset)
+        b0, s0, t0, r0 = self._shown
+        self._shown = (fetched, samples, now, requests)
         if fetched == b0 or samples == s0 or now <= t0:
             return ""
-        return f" | {size((fetched - b0) / (samples - s0))}/sample, {size((fetched - b0) / (now - t0))}/s fetched"
+        rate = f", {(requests - r0) / (now - t0):.3g} req/s" if requests > r0 else ""
+        return f" | {size((fetched - b0) / (samples - s0))}/sample, {size((fetched - b0) / (now - t0))}/s{rate} fetched"
 
     def totals(self, now: float) -> tuple[int, int, float]:
         """Bytes fetched, samples received and seconds over every pass, the running one so far."""
         if not self._running:
             return self.bytes, self.samples, self.seconds
-        b0, t0 = self._pass
+        b0, t0, _ = self._pass
         return (self.bytes + self.dataset.bytes_fetched - b0, self.samples + self._pass_samples,
                 self.seconds + now - t0)
 
+    def request_total(self) -> int:
+        """Requests made over every pass, the running one so far."""
+        if not self._running:
+            return self.requests
+        return self.requests + fetch_requests(self.dataset) - self._pass[2]
+
     def end(self, now: float) -> None:
+        self.requests = self.request_total()
         self.bytes, self.samples, self.seconds = self.totals(now)
         self._pass_samples, self._running = 0, False
-
 
     def pack(self) -> tuple[int, int]:
         """(samples in an epoch, the pack's bytes) of the dataset, to set the bytes fetched per epoch

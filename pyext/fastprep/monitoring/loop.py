@@ -36,7 +36,8 @@ class Monitor:
     read steps late (no synchronisation per step), so queued kernels count and a wait hidden behind
     them does not. GPU (NVML) and CPU utilisation are sampled every `sample_every` seconds by a
     daemon thread. When the loader's dataset counts ``bytes_fetched`` (a PackedDataset over a URL),
-    the live line and the summary add the bytes it fetched per sample and per second. Each pass
+    the live line and the summary add the bytes it fetched per sample and per second and its
+    requests per second (its DataLoader workers' included: fastprep.monitoring.fetched). Each pass
     (``for batch in mon``) ends with a summary (``report="pass"``); the first
     batch of a pass is start-up, not a step. Passes accumulate: ``summary()`` covers them all.
 
@@ -273,6 +274,7 @@ class Monitor:
                                  cpu_process=mean_process(sums, NO_SUMS), cpu_process_note=self._process.what,
                                  startup=self.startup, passes=self.passes, clock=clock, device=str(self.device),
                                  fetched=fetched or None, fetched_samples=samples, fetch_seconds=seconds,
+                                 fetch_requests=self._fetch.request_total() if self._fetch is not None else 0,
                                  epoch_samples=epoch_samples, pack_bytes=pack_bytes,
                                  facts=self.facts, bad_samples=bad if isinstance(bad, int) else 0)
 

@@ -46,7 +46,9 @@ class MonitorSummary:
         fetched, fetched_samples, fetch_seconds: bytes the loader's dataset fetched from remote
             storage (its ``bytes_fetched``, e.g. a PackedDataset over a URL), the samples received
             and the seconds of the passes that fetched them; `fetched` is None without such a dataset
-            or while its counter has not moved.
+            or while its counter has not moved. A PackedDataset's counters include its DataLoader's
+            worker processes' reads.
+        fetch_requests: the requests those bytes took (its store's ``requests``; 0 when unknown).
         epoch_samples, pack_bytes: the dataset's samples and its pack's bytes (its ``shard_sizes``),
             against which the summary sets the bytes fetched per epoch; 0 when it does not say.
         facts: the pipeline (fastprep.monitoring.pipeline.PipelineFacts; None when unreadable): the
@@ -80,6 +82,7 @@ class MonitorSummary:
     fetched: int | None = None
     fetched_samples: int = 0
     fetch_seconds: float = 0.0
+    fetch_requests: int = 0
     epoch_samples: int = 0
     pack_bytes: int = 0
     cpu_process: float | None = None
@@ -110,6 +113,11 @@ class MonitorSummary:
     def fetch_rate(self) -> float | None:
         """Bytes fetched from remote storage per second of the passes (None: nothing fetched)."""
         return self.fetched / self.fetch_seconds if self.fetched and self.fetch_seconds > 0 else None
+
+    @property
+    def request_rate(self) -> float | None:
+        """Requests to remote storage per second of the passes (None: none counted)."""
+        return self.fetch_requests / self.fetch_seconds if self.fetch_requests and self.fetch_seconds > 0 else None
 
     @property
     def epoch_fetched(self) -> float | None:
@@ -202,8 +210,12 @@ class MonitorSummary:
         per_epoch = f"; {size(epoch)} per epoch" if epoch is not None else ""
         if epoch is not None and pack:  # a shuffle that re-fetches the pack shows here as many times its size
             per_epoch += f", {epoch / pack:.1f}x the pack's {size(pack)}"
-        return [f"fetched from remote storage: {size(per)} per sample, {size(rate or 0.0)}/s ({size(self.fetched)} "
-                f"for {self.fetched_samples} samples in {self.fetch_seconds:.3g} s; this process's reads){per_epoch}"]
+        requests = self.request_rate
+        per_s = f", {requests:.3g} requests/s" if requests is not None else ""
+        n = f" in {self.fetch_requests} requests" if self.fetch_requests else ""
+        return [f"fetched from remote storage: {size(per)} per sample, {size(rate or 0.0)}/s{per_s} "
+                f"({size(self.fetched)}{n} for {self.fetched_samples} samples in {self.fetch_seconds:.3g} s; "
+                f"DataLoader workers' reads included){per_epoch}"]
 
     def __str__(self) -> str:
         lines = [f"fastprep.monitor: {self.headline()}"]
@@ -215,8 +227,9 @@ class MonitorSummary:
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
-        """The fields, plus input_bound_share, starved, bytes_per_sample, fetch_rate and epoch_fetched
-        (for JSON or a logger)."""
+        """The fields, plus input_bound_share, starved, bytes_per_sample, fetch_rate, request_rate and
+        epoch_fetched (for JSON or a logger)."""
         return {**asdict(self), "input_bound_share": self.input_bound_share, "starved": self.starved,
                 "bytes_per_sample": self.bytes_per_sample, "fetch_rate": self.fetch_rate,
+                "request_rate": self.request_rate,
                 "epoch_fetched": self.epoch_fetched}

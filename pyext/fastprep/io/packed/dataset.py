@@ -25,6 +25,7 @@ from fastprep.io.jpeg.window_cut import WindowCut
 from fastprep.io.packed.read_ahead import fetch_ahead
 from fastprep.io.packed.records import PackedImage, PackedJpeg, PackedRaw
 from fastprep.io.packed.shard_maps import ShardMaps
+from fastprep.io.remote.limits import RateLimit
 from fastprep.io.remote.pack_source import RemotePack
 from fastprep.io.remote.retry import Retry
 from fastprep.io.remote.store import is_url
@@ -94,7 +95,8 @@ class PackedDataset(ImageSource):
                  target_transform: Callable | None = None, *, mode: str = "RGB", layout: str = "CHW",
                  strict: bool = True, verify: bool = True, cache_dir: str | os.PathLike | None = None,
                  cache_limit: int | None = None, fetch: str = "auto", storage_options: dict | None = None,
-                 retry: Retry | None = None, workers: int = 4, exif: bool = False, on_error: str = "raise"):
+                 retry: Retry | None = None, workers: int = 4, exif: bool = False, on_error: str = "raise",
+                 rate_limit: RateLimit | None = None):
         if mode not in MODES:
             raise ValueError(f"PackedDataset: expected mode to be one of {MODES}, got {mode!r}")
         if layout not in LAYOUTS:
@@ -102,7 +104,8 @@ class PackedDataset(ImageSource):
         self.path = path if isinstance(path, Mapping) else os.fspath(path)  # a mapping: presigned URLs
         self._remote = index = None
         if is_url(self.path):
-            self._remote = RemotePack(self.path, cache_dir, cache_limit, fetch, storage_options, retry, workers)
+            self._remote = RemotePack(self.path, cache_dir, cache_limit, fetch, storage_options, retry, workers,
+                                      rate_limit)
             self.path = self._remote.store.shown  # shown in messages and reprs: no credentials
             self.index_path, index = self._remote.fetch_index()  # read and checked there
         else:

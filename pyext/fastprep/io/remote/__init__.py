@@ -3,6 +3,7 @@ through a local shard cache or by byte range (docs/remote.md).
 
 - :class:`RemoteStore`: a URL prefix's objects through fsspec, retried and counted.
 - :class:`ShardCache`: shards downloaded whole, checked, committed by rename, evicted LRU.
+- :class:`RateLimit`: a cap on a store's requests and bytes per second, shared by its workers.
 - :class:`Prefetcher`: shards downloaded ahead in an epoch's first-use order.
 - :mod:`ranges`: the bytes a JPEG window's decode needs.
 - :func:`sign_pack`: presigned URLs for every file of a pack, for ``PackedDataset(urls)``.
@@ -12,9 +13,10 @@ packs, then uploads through this package.
 """
 
 from fastprep.io.remote.cache import ShardCache
+from fastprep.io.remote.limits import RateLimit
 from fastprep.io.remote.prefetch import Prefetcher
 from fastprep.io.remote.retry import Retry
 from fastprep.io.remote.signing import sign_pack
 from fastprep.io.remote.store import RemoteStore, is_url
 
-__all__ = ["Prefetcher", "RemoteStore", "Retry", "ShardCache", "is_url", "sign_pack"]
+__all__ = ["Prefetcher", "RateLimit", "RemoteStore", "Retry", "ShardCache", "is_url", "sign_pack"]

@@ -30,8 +30,9 @@ def client_options(protocol: str, options: dict, timeout: float, signed: bool = 
     if protocol in HTTP and signed:
         options.setdefault("encoded", True)
     if protocol in S3 and "config_kwargs" not in options:
+        # max_pool_connections: botocore's 10 would cap a chunk's range reads (read together) at 10 in flight
         options["config_kwargs"] = {"retries": {"total_max_attempts": 1}, "connect_timeout": timeout,
-                                    "read_timeout": timeout}
+                                    "read_timeout": timeout, "max_pool_connections": 64}
     if protocol in HTTP and "timeout" not in options.get("client_kwargs", {}):
         options["client_kwargs"] = {**options.get("client_kwargs", {}), "timeout": http_timeout(timeout)}
     if protocol in GS:

@@ -19,6 +19,7 @@ from fastprep.io.remote import ranges as rr
 from fastprep.io.remote import window_batch as wb
 from fastprep.io.remote.cache import ShardCache, remove_killed_parts
 from fastprep.io.remote.fetch_choice import LinkCost, announce, choose
+from fastprep.io.remote.limits import RateLimit
 from fastprep.io.remote.prefetch import Prefetcher, first_use
 from fastprep.io.remote.retry import Retry
 from fastprep.io.remote.store import RemoteStore, forked
@@ -73,7 +74,7 @@ class RemotePack:
     """
 
     def __init__(self, url: str, cache_dir: str | os.PathLike | None, cache_limit: int | None, fetch: str,
-                 storage_options: dict | None, retry: Retry | None, workers: int):
+                 storage_options: dict | None, retry: Retry | None, workers: int, rate_limit: RateLimit | None = None):
         if fetch not in FETCH:
             raise ValueError(f"PackedDataset: expected fetch to be one of {FETCH}, got {fetch!r}")
         if cache_limit is not None and (isinstance(cache_limit, bool) or not isinstance(cache_limit, int)
@@ -82,7 +83,7 @@ class RemotePack:
                              f"got {cache_limit!r}")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"PackedDataset: expected workers to be an int >= 1, got {workers!r}")
-        self.store = RemoteStore(url, storage_options, retry)
+        self.store = RemoteStore(url, storage_options, retry, rate_limit)
         self.fetch, self.limit, self.workers = fetch, cache_limit, workers
         self.root = os.fspath(cache_dir) if cache_dir is not None else default_cache_dir()
         self.key = url_key(self.store.key_url)  # a signed URL's signature is not part of the pack's name

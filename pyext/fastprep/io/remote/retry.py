@@ -17,6 +17,7 @@ from typing import TypeVar
 from fastprep.errors import RemoteAccessError, RemoteReadError, ShardFormatError, ShardMismatchError
 from fastprep.io.remote.outage import OUTAGE, unreachable
 from fastprep.io.remote.redaction import describe, redact, stand_in
+from fastprep.io.remote.throttle import SharedPause, throttled
 
 __all__ = ["Retry", "describe", "redact"]
 
@@ -88,8 +89,14 @@ class Retry:
         jittered, and at least OUTAGE_PAUSE (a backoff of 0 would spin on the refused connects)."""
         return random.uniform(0.5, 1.0) * max(OUTAGE_PAUSE, min(self.max_backoff, self.backoff * 2 ** min(attempt, 64)))
 
+    def throttle_wait(self, attempt: int) -> float:
+        """Seconds every request of a throttled store holds off after failed attempt `attempt`
+        (0-based) got a 503 or 429: the backoff, half of it jittered (one draw for all of them)."""
+        return random.uniform(0.5, 1.0) * min(self.max_backoff, self.backoff * 2 ** min(attempt, 64))
+
     def call(self, what: str, url: str, fn: Callable[[], T], *,
-             secrets: Iterable[str] | Callable[[], Iterable[str]] = (), until: float | None = None) -> T:
+             secrets: Iterable[str] | Callable[[], Iterable[str]] = (), until: float | None = None,
+             pause: SharedPause | None = None) -> T:
         """fn() until it succeeds, `tries` attempts failed, or time.monotonic() passed `until`
         (default: now + deadline); then RemoteReadError('<what> at <url> ...') (a ShardFormatError
         that persists, e.g. a corrupt object, is raised as itself, naming the URL). Not retried:
@@ -98,11 +105,15 @@ class Retry:
         object of another pack or shard) and a full local disk (ENOSPC, EDQUOT: named as such).
         Every error raised is a new one, raised outside any handler, its text and its chain's
         (:func:`stand_in`) cleared of `secrets` (or what calling it gives: looked up only on a
-        failure) and of URLs' credentials."""
+        failure) and of URLs' credentials. With a `pause` (the store's), each try first waits out a
+        pause under way, and a throttled try (503 SlowDown, 429) begins one: the store's other
+        requests, in every thread and process sharing it, hold off with this one."""
         until = time.monotonic() + self.deadline if until is None else until
         tries, outage_ends = 0, None  # outage_ends: the end of the outage this read waits out
         while True:
             tries += 1
+            if pause is not None:
+                pause.hold(until, spread=self.backoff)
             try:
                 result = fn()
                 OUTAGE.recovered(url)
@@ -129,6 +140,9 @@ class Retry:
                 error = self._final(what, url, last, tries, secrets, late, outage_ends is not None)
             if error is not None:
                 break
+            if pause is not None and throttled(last):  # the next try waits with every other (hold, above)
+                pause.pause(max(0.0, min(self.throttle_wait(tries - 1), until - time.monotonic())))
+                continue
             time.sleep(max(0.0, min(self.wait(tries - 1), until - time.monotonic())))
         if isinstance(last, RemoteReadError):
             raise last
