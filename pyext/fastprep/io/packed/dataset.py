@@ -63,11 +63,16 @@ class PackedDataset(ImageSource):
             `cache_limit` bytes (None: no limit). `fetch` = "shards" always reads from whole
             shards; "ranges" reads a JPEG record whose shard is not cached by byte range, only
             the bytes its window needs; "auto" (default) reads by range only while the pack is
-            larger than cache_limit and no epoch order was given to :meth:`prefetch`.
+            larger than cache_limit and no epoch order was given to :meth:`prefetch`, or the
+            measured link makes whole shards cost more (``fetch_mode`` says which, and why).
             A mapping of the pack's file names to their presigned URLs reads each file from its
             own URL (fastprep.io.remote.sign_pack makes one; docs/remote.md).
             `storage_options` go to the fsspec filesystem (e.g. an S3 endpoint_url); `retry` is a
-            :class:`fastprep.io.remote.Retry`. ``bytes_fetched`` counts the bytes this process read.
+            :class:`fastprep.io.remote.Retry`. ``bytes_fetched`` counts the bytes read from the
+            store, DataLoader workers' included.
+        rate_limit: a :class:`fastprep.io.remote.RateLimit` (requests/s, bytes/s) every request to
+            the store waits for, shared by this dataset's threads and workers (one object is one
+            budget; ranks that each make their own divide the cap among them). None: no cap.
         verify: check the CRCs of the bytes each read uses (default). False skips them (each
             record's header, restart index and every offset are still checked, so nothing is read
             out of bounds): a read of a raw window then costs what an array in memory does (the
