@@ -118,6 +118,7 @@ PNGS_IN_THREADS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # three fresh processes (the race is at Pillow's first import): .ci/slow
 def test_one_png_among_jpegs_in_several_threads(tmp_path):
     """The thread that meets the PNG imports Pillow while the others look for PIL images in their
     samples (every transform does): they must never see the half-imported module."""

@@ -216,6 +216,7 @@ def test_draws_made_while_loading_shift_the_transforms_as_in_seed_by_index():
     assert all(torch.equal(a.data[0], b.data[0]) for a, b in zip(got, ref)) and len(got) == len(ref) == 3
 
 
+@pytest.mark.slow  # a fresh process: .ci/slow
 def test_a_script_that_ends_with_a_live_iterator_exits_cleanly():
     """Its threads are stopped at interpreter exit, before teardown (they used to abort it); the
     iterator here is in a reference cycle, so only the exit handler can stop them in time."""

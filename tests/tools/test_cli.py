@@ -26,6 +26,7 @@ def test_demo(capsys):
     assert "backend" in out and "equal to numpy: True, round trip: True" in out
 
 
+@pytest.mark.slow  # a whole bench --quick run (the README's main job runs it too): .ci/slow
 def test_bench_quick_writes_table_and_json(tmp_path, capsys):
     path = tmp_path / "bench.json"
     assert main(["bench", "--quick", "--batch-size", "4", "--workers", "0", "--threads", "1", "--seconds", "0",

@@ -123,6 +123,7 @@ print(reads)
 """
 
 
+@pytest.mark.slow  # a stress run of two processes: .ci/slow
 def test_threads_of_two_processes_hammer_a_tiny_cache_without_hanging(pack, tmp_path):
     args = [sys.executable, "-c", HAMMER, str(pack), str(tmp_path / "cache"), "1.5"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
