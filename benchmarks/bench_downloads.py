@@ -47,7 +47,7 @@ def servers() -> tuple[dict, dict, list]:
     import boto3  # noqa: PLC0415 (moto's dependency)
 
     boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1").create_bucket(Bucket=BUCKET)
-    proxy = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fault_proxy.py")
+    proxy = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "helpers", "fault_proxy.py")
     capped = Child([sys.executable, proxy, str(port), str(LATENCY), str(CAP)])
     open_ = Child([sys.executable, proxy, str(port), str(LATENCY)])
     return ({"endpoint_url": f"http://127.0.0.1:{capped.line}"}, {"endpoint_url": f"http://127.0.0.1:{open_.line}"},
