@@ -36,20 +36,10 @@ BUCKET = "fastprep-bench"
 
 def servers() -> tuple[dict, dict, list]:
     """moto, a proxy capped at CAP and an uncapped one (both + LATENCY): their storage_options."""
-    from helpers.s3_server import Child, free_port, wait_for  # noqa: PLC0415 (tests/: the loopback servers)
+    from helpers.s3_server import moto_process, proxy_process  # noqa: PLC0415 (tests/: the loopback servers)
 
-    for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
-                       ("AWS_DEFAULT_REGION", "us-east-1")):
-        os.environ.setdefault(key, value)
-    port = free_port()
-    moto = Child([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], ready="")
-    wait_for(port)
-    import boto3  # noqa: PLC0415 (moto's dependency)
-
-    boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1").create_bucket(Bucket=BUCKET)
-    proxy = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "helpers", "fault_proxy.py")
-    capped = Child([sys.executable, proxy, str(port), str(LATENCY), str(CAP)])
-    open_ = Child([sys.executable, proxy, str(port), str(LATENCY)])
+    port, moto = moto_process(BUCKET)
+    capped, open_ = proxy_process(port, LATENCY, CAP), proxy_process(port, LATENCY)
     return ({"endpoint_url": f"http://127.0.0.1:{capped.line}"}, {"endpoint_url": f"http://127.0.0.1:{open_.line}"},
             [capped, open_, moto])
 

@@ -204,39 +204,6 @@ def range_rows(url: str, opts: dict, once: list[int], tmp: str, mean_record: flo
               f"{per / mean_record:.1%} of a record")
 
 
-# tests/helpers/fault_proxy.py's proxy in a process of its own (its listen backlog deep enough for a
-# chunk's dozens of connections at once)
-PROXY = ("import sys, threading; sys.path.insert(0, sys.argv[3]); from helpers import fault_proxy; "
-         "p = fault_proxy.FaultProxy(int(sys.argv[1]), latency=float(sys.argv[2])).start(); "
-         "print(p.port, flush=True); threading.Event().wait()")
-TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests")
-
-
-def proxy_process(upstream_port: int, latency: float):
-    from helpers import s3_server  # noqa: PLC0415
-    return s3_server.Child([sys.executable, "-c", PROXY, str(upstream_port), str(latency), TESTS])
-
-
-def start_servers(latency: float) -> tuple:
-    """s3_server.start_processes (moto, and the proxy adding `latency`, each a process) with the
-    proxy run by PROXY."""
-    import boto3  # noqa: PLC0415 (moto's dependency)
-
-    from helpers import s3_server  # noqa: PLC0415
-
-    for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
-                       ("AWS_DEFAULT_REGION", "us-east-1")):
-        os.environ.setdefault(key, value)
-    port = s3_server.free_port()
-    server = s3_server.Child([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], ready="")
-    s3_server.wait_for(port)
-    boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1").create_bucket(
-        Bucket="fastprep-test")
-    proxy = proxy_process(port, latency)
-    return s3_server.S3("fastprep-test", f"bench-{os.getpid()}", f"http://127.0.0.1:{proxy.line}", None), \
-        (proxy, server)
-
-
 NGINX = """daemon off; worker_processes 1; pid {tmp}/nginx.pid; error_log {tmp}/error.log;
 events {{ worker_connections 1024; }}
 http {{ access_log off; client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy;
@@ -266,7 +233,7 @@ def nginx_rows(local_path: str, once: list[int], tmp: str, mean_record: float) -
     user = ["-g", "user root;"] if os.geteuid() == 0 else []
     server = s3_server.Child([binary, "-p", www, "-c", os.path.join(www, "nginx.conf"), *user], ready="")
     s3_server.wait_for(port)
-    proxies = [proxy_process(port, latency) for latency in (LATENCY, 0.0)]
+    proxies = [s3_server.proxy_process(port, latency) for latency in (LATENCY, 0.0)]
     try:
         urls = [f"http://127.0.0.1:{p.line}/{os.path.basename(local_path)}" for p in proxies]
         print(f"  nginx in place of moto, behind the same proxy (+{LATENCY * 1e3:.0f} ms):")
@@ -303,7 +270,7 @@ def floor(tmp: str, local, where, opts: dict) -> None:
     shard = local._shards[0][0]
     print(f"  floor: moto + proxy serve {served(RemoteStore(where.url('photos'), opts), shard):.0f} requests/s of "
           f"72 kB, 256 in flight, +{LATENCY * 1e3:.0f} ms", end="")
-    zero, handle = start_servers(0.0)
+    zero, handle = s3_server.start_processes(0.0)
     try:
         upload_pack(os.path.join(tmp, "local"), zero.url("photos"), storage_options=zero.options())
         print(f"; {served(RemoteStore(zero.url('photos'), zero.options()), shard):.0f} at +0 ms")
@@ -336,7 +303,7 @@ def window_bytes(url: str, opts: dict, local, cache: str) -> tuple[float, float]
 def main() -> None:
     from helpers import s3_server  # noqa: PLC0415 (tests/: the loopback server and the fault proxy)
 
-    where, handle = start_servers(LATENCY)
+    where, handle = s3_server.start_processes(LATENCY)
     tmp = tempfile.mkdtemp(prefix="fastprep-bench-remote-")
     files = FileSet(FILES)
     try:

@@ -76,22 +76,38 @@ def wait_for(port: int, timeout: float = 30) -> None:
             time.sleep(0.1)
 
 
-def start_processes(latency: float) -> tuple[S3, object]:
-    """moto and the proxy (adding `latency` per request) in processes of their own (a benchmark's:
-    in-process servers would share its GIL); no fault injection."""
-    pytest.importorskip("moto.server", reason="needs moto's S3 server: pip install 'moto[s3]' flask flask-cors")
+def _test_credentials() -> None:
+    """moto's stand-in credentials, where the environment names none."""
     for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
                        ("AWS_DEFAULT_REGION", "us-east-1")):
         os.environ.setdefault(key, value)
+
+
+def moto_process(bucket: str = "fastprep-test") -> tuple[int, Child]:
+    """moto's S3 server in a process of its own on a free loopback port, holding `bucket`: (port, it)."""
+    pytest.importorskip("moto.server", reason="needs moto's S3 server: pip install 'moto[s3]' flask flask-cors")
+    _test_credentials()
     port = free_port()
     server = Child([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], ready="")
     wait_for(port)
     import boto3  # noqa: PLC0415 (moto's dependency)
 
-    boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1").create_bucket(
-        Bucket="fastprep-test")
-    proxy = Child([sys.executable, os.path.join(os.path.dirname(__file__), "fault_proxy.py"), str(port),
-                   str(latency)])
+    boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1").create_bucket(Bucket=bucket)
+    return port, server
+
+
+def proxy_process(upstream_port: int, latency: float, bandwidth: float | None = None) -> Child:
+    """fault_proxy.py in a process of its own in front of `upstream_port`, adding `latency` per
+    request (and capping the link at `bandwidth` bytes/s); its port is ``.line``."""
+    return Child([sys.executable, os.path.join(os.path.dirname(__file__), "fault_proxy.py"), str(upstream_port),
+                  str(latency), *([] if bandwidth is None else [str(bandwidth)])])
+
+
+def start_processes(latency: float) -> tuple[S3, object]:
+    """moto and the proxy (adding `latency` per request) in processes of their own (a benchmark's:
+    in-process servers would share its GIL); no fault injection."""
+    port, server = moto_process()
+    proxy = proxy_process(port, latency)
     return S3("fastprep-test", f"bench-{uuid.uuid4().hex[:8]}", f"http://127.0.0.1:{proxy.line}", None), \
         (proxy, server)
 
@@ -109,9 +125,7 @@ def start() -> tuple[S3, object]:
         return S3(bucket, prefix, endpoint, None), None
     server_mod = pytest.importorskip("moto.server", reason="the remote tests start moto's S3 server: "
                                                            "pip install 'moto[s3]' flask flask-cors (in the test extra)")
-    for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
-                       ("AWS_DEFAULT_REGION", "us-east-1")):
-        os.environ.setdefault(key, value)
+    _test_credentials()
     port = free_port()
     server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
