@@ -76,8 +76,9 @@ def test_the_contract_never_imports_a_backend():
             assert not bad, f"{name} imports {bad}: the contract may import only {CONTRACT_MAY_IMPORT}"
 
 
-def _layer(module: str) -> int | None:
-    for rank, packages in enumerate(LAYERS):
+def _layer(module: str, layers: list[tuple[str, ...]] = LAYERS) -> int | None:
+    """The rank of `module`'s layer in `layers` (bottom up), None when it is in none."""
+    for rank, packages in enumerate(layers):
         if any(module == p or module.startswith(p + ".") for p in packages):
             return rank
     return None
@@ -116,10 +117,7 @@ IO_LAYERS = [
 
 @pytest.mark.parametrize(("package", "layers"), [("fastprep.tools", TOOL_LAYERS), ("fastprep.io", IO_LAYERS)])
 def test_the_layers_inside_a_layer_point_down(package, layers):
-    def rank(module: str) -> int | None:
-        return next((r for r, packages in enumerate(layers)
-                     if any(module == p or module.startswith(p + ".") for p in packages)), None)
-
+    rank = functools.partial(_layer, layers=layers)
     graph = _graph()
     inside = [m for m in graph if m.startswith(package + ".")]
     assert not [m for m in inside if rank(m) is None], f"{package} modules outside {layers}"
