@@ -47,7 +47,7 @@ class Recorded:
         self.waves, self.alone = [], []
         backend = ds._remote.store
         spans, ranges = backend.read_spans, backend.read_ranges
-        monkeypatch.setattr(backend, "read_spans", lambda s, what=None: self.waves.append(len(s)) or spans(s, what))
+        monkeypatch.setattr(backend, "read_spans", lambda s: self.waves.append(len(s)) or spans(s))
         monkeypatch.setattr(backend, "read_ranges", lambda *a, **k: self.alone.append(a[0]) or ranges(*a, **k))
 
 
@@ -113,8 +113,8 @@ def test_a_sample_that_cannot_be_read_is_skipped_and_its_batch_goes_on(packs, st
     store_ = ds._remote.store
     spans, ranges = store_.read_spans, store_.read_ranges
 
-    def spans_failing(s, what=None):  # record 2's spans fail in the batch's reads...
-        return [None if n == shard and start <= a < end else p for (n, a, _), p in zip(s, spans(s, what))]
+    def spans_failing(s):  # record 2's spans fail in the batch's reads...
+        return [None if n == shard and start <= a < end else p for (n, a, _), p in zip(s, spans(s))]
 
     def ranges_failing(name, rs, what=None):  # ...and in its own, retried
         if name == shard and any(start <= a < end for a, _ in rs):

@@ -183,3 +183,18 @@ def test_bad_store_and_cells_arguments_are_named(tmp_path):
         SharedCells(0)
     with pytest.raises(ValueError, match="name to be letters.*'a/b'"):
         SharedCells(1, name="a/b")
+
+
+def test_a_chunks_reads_ahead_wait_for_the_pause_and_the_rate_limit(tmp_path, monkeypatch):
+    """read_spans (a Loader chunk's windows, all at once) is a request as every other: it holds for
+    a throttle's pause and takes its requests and bytes from the rate limit before it is sent."""
+    from fastprep.io.remote import RateLimit, RemoteStore
+
+    (tmp_path / "obj").write_bytes(bytes(range(200)))
+    store = RemoteStore(f"file://{tmp_path}", rate_limit=RateLimit(requests_per_s=1000))
+    calls = []
+    monkeypatch.setattr(store.pause, "hold", lambda until, spread=0.0: calls.append("hold"))
+    monkeypatch.setattr(store.rate_limit, "take", lambda n, nbytes, until: calls.append(("take", n, nbytes)))
+    got = store.read_spans([("obj", 0, 10), ("obj", 50, 80)])
+    assert got == [bytes(range(10)), bytes(range(50, 80))]
+    assert calls == ["hold", ("take", 2, 40)]

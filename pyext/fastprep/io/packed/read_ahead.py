@@ -38,7 +38,7 @@ def fetch_ahead(ds: Any, keys: Sequence[int], trial: Callable[[int], Any]) -> in
                             int(entries["length"][i]), int(entries["height"][i]), window)
                  for i, window in found.values()]
         if reads:
-            waves += remote.read_ahead(reads, f"reading {len(reads)} records of {ds.path} by range", keep=n > 0)
+            waves += remote.read_ahead(reads, keep=n > 0)
         todo = [j for j, (_, window) in found.items() if window is None]
     return waves
 

@@ -302,14 +302,14 @@ class RemotePack:
 
         return self.store.call(what, name, fetch)
 
-    def read_ahead(self, reads: list[wb.WindowRead], what: str, keep: bool = False) -> int:
+    def read_ahead(self, reads: list[wb.WindowRead], keep: bool = False) -> int:
         """Reads `reads` (records' windows, or heads) together, for this thread's next decodes of
         them (window_record); the parts read ahead before are dropped (`keep`: kept, a second call
         for the same batch). Returns the round trips taken (see fastprep.io.remote.window_batch)."""
         self._this_process()
         if not keep:
             self.ahead.parts = {}
-        return wb.read_windows(self, reads, what)
+        return wb.read_windows(self, reads)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

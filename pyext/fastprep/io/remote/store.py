@@ -25,7 +25,7 @@ from fastprep.io.remote.limits import RateLimit
 from fastprep.io.remote.redaction import redact, secrets_of
 from fastprep.io.remote.retry import Retry, denied
 from fastprep.io.remote.shared import SharedCells
-from fastprep.io.remote.throttle import SharedPause
+from fastprep.io.remote.throttle import SharedPause, throttled
 from fastprep.io.remote.urls import INDEX_NAME, is_url, signed_files
 
 T = TypeVar("T")
@@ -381,19 +381,24 @@ class RemoteStore:
     def __repr__(self) -> str:  # storage_options may hold keys: not shown
         return f"RemoteStore({self.shown!r})"
 
-    def read_spans(self, spans: list[tuple[str, int, int]], what: str | None = None) -> list[bytes | None]:
+    def read_spans(self, spans: list[tuple[str, int, int]]) -> list[bytes | None]:
         """Bytes [start, end) of object `name` for each (name, start, end), all requested at once
         (the client's concurrent cat_ranges), each tried once: a span that fails or comes back
         short is None, for the caller to read again its own way (``read_ranges``, under the Retry).
-        For reads ahead of use (`what`), where one bad span must not fail the others; every byte
-        that arrives is counted."""
+        For reads ahead of use, where one bad span must not fail the others; every byte that
+        arrives is counted. As every other request, they wait out a throttle's pause and the
+        rate limit, and a throttled span begins a pause for all."""
         if not spans:
             return []
         until = time.monotonic() + self.retry.deadline
+        self.pause.hold(until, spread=self.retry.backoff)
+        self._limit(until, len(spans), sum(b - a for _, a, b in spans))
         try:
             parts = self._run(until, "cat_ranges", [self._path(n) for n, _, _ in spans], [a for _, a, _ in spans],
                               [b for _, _, b in spans], on_error="return")
         except Exception:  # noqa: BLE001 (the whole call failed: each span is read again by its reader)
             return [None] * len(spans)
         self._count(sum(len(p) for p in parts if isinstance(p, bytes)), len(spans))
+        if any(isinstance(p, BaseException) and throttled(p) for p in parts):
+            self.pause.pause(max(0.0, min(self.retry.throttle_wait(0), until - time.monotonic())))
         return [p if isinstance(p, bytes) and len(p) == b - a else None for (_, a, b), p in zip(spans, parts)]

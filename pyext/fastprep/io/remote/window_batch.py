@@ -112,7 +112,7 @@ class Ahead(threading.local):
         return self.parts.pop((name, offset), [])
 
 
-def read_windows(remote, reads: list[WindowRead], what: str) -> int:
+def read_windows(remote, reads: list[WindowRead]) -> int:
     """Reads the reads' heads and windows together into ``remote.ahead`` (RemotePack), heads kept
     in its head cache; returns the round trips (waves of requests) it took."""
     parts: dict[int, list[tuple[int, bytes]]] = {j: [] for j in range(len(reads))}
@@ -140,7 +140,7 @@ def read_windows(remote, reads: list[WindowRead], what: str) -> int:
         waves += 1
         start = time.monotonic()
         got = remote.store.read_spans([(reads[j].name, reads[j].offset + a, reads[j].offset + b)
-                                       for j, a, b in asks], what)
+                                       for j, a, b in asks])
         remote.link.request(sum(len(p) for p in got if p is not None), time.monotonic() - start)
         for (j, a, _), data in zip(asks, got):
             if data is None:
