@@ -273,6 +273,6 @@ def test_the_split_ring_follows_the_one_ring_rule(packed, depth, streams):
     from fastprep.loader.device_split import split_parts
 
     loader = fastprep.Loader(packed, 2, transform=pipeline(), decode_on="cpu", depth=depth, streams=streams)
-    ring, _ = split_parts(loader, 0, 0)
+    ring, _ = split_parts(loader.settings, packed, loader.plan, False, loader.jpeg_decoders, 0, 0)
     assert ring.count == ring_slots(depth, streams) == 2 * max(depth, streams) + 2
     assert ring_slots(depth) == depth + 1  # no device stage: the batches made ahead and the consumer's

@@ -9,7 +9,9 @@ op call per chunk of samples, with no per-sample tensor at all.
 
 | module | what |
 | --- | --- |
-| core | Loader: its arguments, len, epochs, resume state |
+| core | Loader: len, epochs, resume state (what changes while it runs) |
+| settings | LoaderSettings: its arguments, checked and resolved once, frozen; what a pass is handed |
+| hooks | LoaderHooks: named points of a pass a profiler wraps (loader.hooks) |
 | order | an epoch's keys (indices or an iterable's positions) in batches, and where a resume starts |
 | iteration | one pass: threads started on the first batch, batches handed out, state, close |
 | pool | the worker threads, stopped on close, garbage collection and interpreter exit |

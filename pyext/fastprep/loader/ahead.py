@@ -18,6 +18,7 @@ device are never made ahead.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,10 @@ from torch import nn
 from fastprep.batch import slots
 from fastprep.batch.compact import CompactBatch
 from fastprep.loader.apply import ChunkRunner
+from fastprep.loader.order import Order
 from fastprep.loader.pool import WorkerPool
+from fastprep.loader.settings import LoaderSettings
+from fastprep.transforms import FusionPlan
 
 
 @dataclass
@@ -57,34 +61,30 @@ def fingerprint(transform: Any) -> str | None:
     return ";".join(parts)
 
 
-def made_for(loader: Any, epoch: int, seed: int | None = None) -> tuple:
+def made_for(dataset: Any, transform: Any, settings: LoaderSettings, epoch: int, seed: int) -> tuple:
     """What a batch made ahead depends on (objects compared by identity: a new transform, or a
-    Compose whose plan changed, is another; the transform's parameters by value); `seed`: the
-    loader's unless given."""
-    transform = loader.transform
-    seed = loader.seed if seed is None else seed
-    return (loader.dataset, transform, getattr(transform, "plan", None), fingerprint(transform), seed, epoch,
-            loader.deterministic, loader.batch_size, loader.on_error)
+    Compose whose plan changed, is another; the transform's parameters by value)."""
+    return (dataset, transform, getattr(transform, "plan", None), fingerprint(transform), seed, epoch,
+            settings.deterministic, settings.batch_size, settings.on_error)
 
 
 def _same(a: tuple, b: tuple) -> bool:
     return len(a) == len(b) and all(x is y or (type(x) in (int, str) and x == y) for x, y in zip(a, b))
 
 
-def take(loader: Any, count: int, pin: bool, keys: list[int] | None, start: int, epoch: int,
-         seed: int) -> tuple[slots.SlotRing, Any]:
-    """(the ring for a pass of `epoch` under `seed`, the batch made ahead it starts with or None):
-    the last whole pass's ring when it fits (all its slots free but the batch made ahead), else a new one."""
-    spare, loader.spare_ring = loader.spare_ring, None
-    group = loader.plan.fused if loader.plan is not None else None
+def take(spare: Spare | None, settings: LoaderSettings, plan: FusionPlan | None, count: int, pin: bool,
+         keys: list[int] | None, start: int, now: tuple) -> tuple[slots.SlotRing, Any]:
+    """(the ring for a pass, the batch made ahead it starts with or None): the last whole pass's
+    ring (`spare`) when it fits (all its slots free but the batch made ahead, that batch made for
+    `now`: made_for of this pass), else a new one."""
+    group = plan.fused if plan is not None else None
     image = group.makes if group is not None else None  # the images a fused op makes, declared
     if spare is not None:
         if spare.last is not None:
             spare.last.release()  # the last pass's last batch: the next batch is being asked for
         ring, ahead = spare.ring, spare.ahead
-        if ring.count == count and ring.pin == pin and ring.batch_size == loader.batch_size and ring.image == image:
-            if ahead is not None and start == 0 and keys is not None and _same(spare.made_for,
-                                                                               made_for(loader, epoch, seed)) \
+        if ring.count == count and ring.pin == pin and ring.batch_size == settings.batch_size and ring.image == image:
+            if ahead is not None and start == 0 and keys is not None and _same(spare.made_for, now) \
                     and keys[:len(ahead.indices)] == ahead.indices and ring.free_count() == count - 1:
                 ring.reset(keep=ahead.slot)
                 ahead.hand_off_early()  # before the pass's threads start: its torch calls wait for no GIL
@@ -92,17 +92,19 @@ def take(loader: Any, count: int, pin: bool, keys: list[int] | None, start: int,
             if ring.free_count() >= count - (ahead is not None):
                 ring.reset()
                 return ring, None
-    return slots.SlotRing(count, loader.batch_size, pin=pin, fields=loader.fields, image=image), None
+    return slots.SlotRing(count, settings.batch_size, pin=pin, fields=settings.fields, image=image), None
 
 
-def keep(loader: Any, ring: slots.SlotRing, cpu: bool, last: CompactBatch | None, ahead: Any) -> None:
-    """A whole pass ended: the loader keeps its ring for the next, with the batch the consumer still
-    holds (on the CPU; a device's batches are handed back by the prefetcher) and the batch made ahead,
-    once complete (one that failed is dropped: the next pass makes it again, and raises then)."""
+def keep(store: Callable[[Spare], None], ring: slots.SlotRing, cpu: bool, last: CompactBatch | None,
+         ahead: Any) -> None:
+    """A whole pass ended: `store` (the loader's) keeps its ring for the next, with the batch the
+    consumer still holds (on the CPU; a device's batches are handed back by the prefetcher) and the
+    batch made ahead, once complete (one that failed is dropped: the next pass makes it again, and
+    raises then)."""
     job, what = ahead if ahead is not None else (None, ())
     if job is not None and not job.settle():
         job = None
-    loader.spare_ring = Spare(ring, last if cpu else None, job, what)
+    store(Spare(ring, last if cpu else None, job, what))
 
 
 def submit(pool: WorkerPool, runner: ChunkRunner, job: slots.BatchJob) -> None:
@@ -113,24 +115,25 @@ def submit(pool: WorkerPool, runner: ChunkRunner, job: slots.BatchJob) -> None:
                           for a in range(0, n, chunk)])
 
 
-def maker(loader: Any, runner: ChunkRunner, epoch: int | None) -> Any:
+def maker(settings: LoaderSettings, dataset: Any, transform: Any, order: Order, runner: ChunkRunner,
+          epoch: int | None) -> Any:
     """A function (ring, pool) -> (job, made_for) submitting epoch `epoch`'s first batch into the
     ring, or None when nothing is made ahead (prestart=False, an order not known ahead, a device, a
     transform or dataset that may change between epochs unseen: see the module)."""
-    if epoch is None or not loader.prestart or loader.sampler is not None or loader.order.iterable \
-            or loader.device is not None or loader.decode_on is not None:
+    if epoch is None or not settings.prestart or order.sampler is not None or order.iterable \
+            or settings.device is not None or settings.decode_on is not None:
         return None
-    if fingerprint(loader.transform) is None or callable(getattr(loader.dataset, "set_epoch", None)):
+    if fingerprint(transform) is None or callable(getattr(dataset, "set_epoch", None)):
         return None
 
     def make(ring: slots.SlotRing, pool: WorkerPool) -> tuple[slots.BatchJob, tuple] | None:
-        keys = loader.order.keys(loader.seed, epoch)[:loader.batch_size]
-        if not keys or (len(keys) < loader.batch_size and loader.drop_last):
+        keys = order.keys(settings.seed, epoch)[:settings.batch_size]
+        if not keys or (len(keys) < settings.batch_size and settings.drop_last):
             return None
-        ahead = ChunkRunner(loader.dataset, runner.plan, loader.seed, epoch, loader.deterministic, False,
-                            loader.on_error)
+        ahead = ChunkRunner(dataset, runner.plan, settings.seed, epoch, settings.deterministic, False,
+                            settings.on_error, runner.hooks)
         job = ahead.job_type(keys, ring, None)
         submit(pool, ahead, job)
-        return job, made_for(loader, epoch)
+        return job, made_for(dataset, transform, settings, epoch, settings.seed)
 
     return make

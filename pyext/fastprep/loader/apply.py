@@ -31,6 +31,7 @@ from fastprep.core.bad_samples import NEVER_SKIPPED, SampleError, check_on_error
 from fastprep.core.rng import SampleStream, item_seeds, seeded
 from fastprep.errors import MAX_SUBSTITUTES, SubstitutesExhausted
 from fastprep.loader.fused_chunks import SKIP, ChunkRuns
+from fastprep.loader.hooks import LoaderHooks, hooked
 from fastprep.ops.seeded_draws import MAX_DRAWS, seeded_draws
 from fastprep.transforms import FusionPlan
 
@@ -56,8 +57,9 @@ class ChunkRunner:
     job_type = BatchJob  # what a batch in flight is (loader/device_split.py's holds window cuts)
 
     def __init__(self, dataset: Any, plan: FusionPlan | None, seed: int, epoch: int, deterministic: bool,
-                 iterable: bool, on_error: str = "raise"):
+                 iterable: bool, on_error: str = "raise", hooks: LoaderHooks | None = None):
         self.dataset, self.plan, self.seed, self.epoch = dataset, plan, seed, epoch
+        self.hooks = hooks  # a profiler's (loader/hooks.py); None: every stage called as is
         self.deterministic, self.iterable = deterministic, iterable
         self.skip = check_on_error("Loader", on_error) != "raise"
         self.key = "position in the epoch" if iterable else "dataset index"
@@ -86,10 +88,17 @@ class ChunkRunner:
         return job
 
     def __call__(self, job: BatchJob, a: int, b: int, stopping: Any) -> None:
-        keys = job.indices[a:b]
-        seeds = item_seeds(self.seed, keys, self.epoch)
-        draws = seeded_draws(torch.from_numpy(seeds), self.draws).numpy() if self.draws else \
-            np.empty((len(keys), 0), dtype=np.int64)
+        """Samples a to b of `job`'s batch into its slot (`stopping()` raises once the pass is stopped)."""
+        if self.hooks is None:
+            self._chunk(job, a, b, stopping)
+        else:
+            self.hooks.run("chunk", self._chunk, job, a, b, stopping)
+
+    def _chunk(self, job: BatchJob, a: int, b: int, stopping: Any) -> None:
+        keys, hooks = job.indices[a:b], self.hooks
+        seeds = hooked(hooks, "seeds", item_seeds, self.seed, keys, self.epoch)
+        draws = hooked(hooks, "draws", seeded_draws, torch.from_numpy(seeds), self.draws).numpy() if self.draws \
+            else np.empty((len(keys), 0), dtype=np.int64)
         seed_list, rows = seeds.tolist(), draws.tolist()
         if self.global_rng:
             for j in range(len(keys)):
@@ -108,7 +117,7 @@ class ChunkRunner:
             return
         stream = SampleStream(0)
         if job.items is None and not self.deterministic:
-            raws, drawn = self._load_all(keys, stream, seed_list, rows, stopping)
+            raws, drawn = hooked(hooks, "load", self._load_all, keys, stream, seed_list, rows, stopping)
         else:
             raws, drawn = [], []  # drawn: the seeds each item's loading took
             for j in range(len(keys)):
@@ -143,7 +152,7 @@ class ChunkRunner:
         samples are skipped (the per-sample path finds which one)."""
         staged = self._staged(keys, raws, drawn)
         try:
-            runs = self.chunk_runs(staged, draws)
+            runs = hooked(self.hooks, "fold", self.chunk_runs, staged, draws)
         except Exception as exc:  # noqa: BLE001
             self._failed(keys[0], "transform", exc)
             return set()
@@ -151,12 +160,12 @@ class ChunkRunner:
         for run in runs:
             j0, n = run.start, len(run)
             try:
-                self._write_run(job, a + j0, keys[j0], run)
+                hooked(self.hooks, "write", self._write_run, job, a + j0, keys[j0], run)
             except Exception as exc:  # noqa: BLE001
                 self._failed(keys[j0], "transform", exc)
                 continue
             try:
-                job.write_rest(a + j0, keys[j0:j0 + n], run.raws)
+                hooked(self.hooks, "labels", job.write_rest, a + j0, keys[j0:j0 + n], run.raws)
             except ValueError:
                 raise  # the layout's own message names both samples
             except Exception as exc:
@@ -174,7 +183,7 @@ class ChunkRunner:
         """The op on a run of samples, straight into rows j, j + 1, ... of the slot's images."""
         image = torch.empty(3, *run.out_size, dtype=self.group.out_dtype)
         rows = job.image_rows(run.output_like(0, image), key, j, j + len(run))
-        self.group.fusion.run(self.group, run, rows)
+        hooked(self.hooks, "op", self.group.fusion.run, self.group, run, rows)
 
     def _load_all(self, keys: list[int], stream: SampleStream, seeds: list[int], rows: list[list[int]],
                   stopping: Any) -> tuple[list[Any], list[int]]:

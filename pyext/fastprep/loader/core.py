@@ -1,33 +1,31 @@
-"""fastprep.Loader: its arguments, length, epochs and resume state (the parts: loader/__init__.py)."""
+"""fastprep.Loader: length, epochs, resume state (its arguments: loader/settings.py; its parts: loader/__init__.py)."""
 
 from __future__ import annotations
 
+import functools
 import logging
-import os
 import warnings
 import weakref
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from torch.utils.data import Sampler
 
-from fastprep.batch.device_prefetcher import check_device
-from fastprep.core.args import check_bool, check_int
 from fastprep.core.bad_samples import BadSamples, sample_name
-from fastprep.core.rng import check_epoch, draw_seed, seed_argument
-from fastprep.core.roles import check_fields
+from fastprep.core.rng import check_epoch
 from fastprep.errors import BadSampleWarning, ResumePositionDropped
-from fastprep.loader import checkpoint, ranks
+from fastprep.loader import checkpoint
 from fastprep.loader.checkpoint import PassRecord
-from fastprep.loader.device_split import check_decode_on, check_splittable, check_streams, device_lines
-from fastprep.loader.iteration import Iteration
-from fastprep.loader.order import Order, is_iterable
-from fastprep.loader.shard_order import check_shuffle, fetch_note, shard_aware_window, window_of
+from fastprep.loader.device_split import device_lines
+from fastprep.loader.hooks import LoaderHooks
+from fastprep.loader.iteration import Iteration, PassReports, PassSources
+from fastprep.loader.order import Order
+from fastprep.loader.settings import LoaderSettings, SettingsViews, plan_of
+from fastprep.loader.shard_order import fetch_note
 from fastprep.transforms import FusionPlan, SeedByIndex
 
 
-class Loader:
+class Loader(SettingsViews):
     """Iterate batches of a dataset, made by `threads` threads in this process.
 
     Each item is ``dataset[i]`` (an iterable dataset's next item); with `transform`, it is
@@ -125,6 +123,11 @@ class Loader:
             all bad): :class:`~fastprep.core.bad_samples.SubstitutesExhausted` names the indices tried.
 
     Attributes:
+        settings: the arguments as it runs them, checked and resolved (a frozen
+            :class:`~fastprep.loader.settings.LoaderSettings`); ``loader.batch_size``, ``loader.threads``,
+            ... read them (read-only; ``seed`` may be set: the next pass uses it).
+        hooks: named points of its work a profiler may wrap (:class:`~fastprep.loader.hooks.LoaderHooks`,
+            docs/loader.md).
         bad_samples: a :class:`~fastprep.core.bad_samples.BadSamples`: ``count`` (samples replaced so
             far, in batches the loop received), ``indices``, ``names()``, ``summary()``.
 
@@ -148,55 +151,18 @@ class Loader:
             seed = dataset.seed if seed is None else seed
             self.epoch = dataset.epoch
             dataset = dataset.dataset
-        self.dataset = dataset
-        self.batch_size = check_int("Loader", "batch_size", batch_size, 1)
-        if transform is not None and not callable(transform):
-            raise ValueError(f"Loader: expected transform to be callable or None, got {transform!r}")
-        self.shuffle = check_shuffle(shuffle, dataset)
-        if shard_window is not None and self.shuffle != "shards":
-            raise ValueError(f"Loader: shard_window={shard_window!r} is for shuffle='shards', got shuffle={shuffle!r}")
-        if self.shuffle and sampler is not None:
-            raise ValueError("Loader: shuffle=True and a sampler are exclusive (the sampler sets the order)")
-        # shuffle=True over a remote pack larger than its cache: the shard-aware order (a sample-level
-        # shuffle would fetch the pack many times an epoch); said at WARNING, refused by shuffle="global"
-        auto_window = None if is_iterable(dataset) else shard_aware_window(shuffle, dataset)
-        if auto_window is not None:
-            self.shuffle = "shards"
-        self.transform, self.sampler = transform, sampler
-        self.drop_last = check_bool("Loader", "drop_last", drop_last)
-        self.fields = check_fields("Loader", fields)
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        self.threads = check_int("Loader", "threads", cores if threads is None else threads, 1)
-        self.depth = check_int("Loader", "depth", depth, 1)
-        self.device = None if device is None else check_device("Loader", device)
-        if not (isinstance(decode, (bool, np.bool_)) or callable(decode)):
-            raise ValueError(f"Loader: expected decode to be a bool or a callable, got {decode!r}")
-        self.decode = bool(decode) if isinstance(decode, np.bool_) else decode
-        self.seed = draw_seed() if seed is None else seed_argument("Loader", "seed", seed)
-        self.deterministic = check_bool("Loader", "deterministic", deterministic)
-        self.bad_samples = BadSamples("Loader", on_error)
+        self.dataset, self.transform, self.sampler = dataset, transform, sampler
+        self.settings, self.jpeg_decoders = LoaderSettings.build(
+            dataset, transform, sampler, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, threads=threads,
+            device=device, depth=depth, decode=decode, seed=seed, fields=fields, deterministic=deterministic,
+            decode_on=decode_on, prestart=prestart, shard_window=shard_window, rank=rank, world_size=world_size,
+            on_error=on_error, streams=streams, jpeg_decoder=jpeg_decoder)
+        self.hooks = LoaderHooks()  # profile hooks (loader/hooks.py): a pass takes them when it begins
+        self.bad_samples = BadSamples("Loader", self.on_error)
         self._bad_logged = 0  # bad_samples.count when the last summary was logged
-        self.prestart = check_bool("Loader", "prestart", prestart)
-        self.decode_on, self.jpeg_decoders = None, None
-        if decode_on is not None:  # the GPU decode split (loader/device_split.py): batches are made there
-            self.decode_on, self.jpeg_decoders = check_decode_on(decode_on, self.device, jpeg_decoder)
-            self.device = self.decode_on
-            check_splittable(self.plan, decode_on)
-        elif jpeg_decoder != "auto":
-            raise ValueError(f"Loader: jpeg_decoder={jpeg_decoder!r} chooses the GPU decode split's JPEG decoder; "
-                             f"pass decode_on= too (without it the threads decode with libjpeg-turbo)")
-        self.streams = check_streams(streams, self.device, self.decode_on)
         self.device_stage = None  # the current pass's StageStats, with streams
-        if sampler is not None or is_iterable(dataset):
-            if world_size is not None or rank is not None:
-                raise ValueError(f"Loader: rank={rank!r}, world_size={world_size!r} split a map-style dataset's "
-                                 f"order; a sampler or an iterable dataset splits by itself")
-            self.rank, self.world_size = 0, 1
-        else:
-            self.rank, self.world_size = ranks.resolve(rank, world_size)
-        window = auto_window or (window_of(shard_window, dataset) if self.shuffle == "shards" else 1)
         self.order = Order(dataset, self.batch_size, self.shuffle, sampler, self.drop_last, self.rank,
-                           self.world_size, window)
+                           self.world_size, self.shard_window)
         self._pass = self._fresh_pass()  # the pass state_dict describes (loader/checkpoint.py)
         self._resume: tuple[int, list[int] | None] | None = None  # (start, keys) of a loaded pass not yet iterated
         self._current: Any = None  # the Iteration whose deliveries count (a weak reference)
@@ -207,14 +173,9 @@ class Loader:
         self._fetched_from: int | None = None  # its bytes_fetched when the last pass from sample 0 began
 
     @property
-    def on_error(self) -> str:
-        """The bad-sample policy ("raise", "skip" or "warn"; see the class)."""
-        return self.bad_samples.on_error
-
-    @property
     def plan(self) -> FusionPlan | None:
         """How the threads run `transform` (a Compose's own plan, as it is when an epoch starts)."""
-        return None if self.transform is None else FusionPlan.of(self.transform)
+        return plan_of(self.transform)
 
     def __len__(self) -> int:
         return self.order.batches()
@@ -306,7 +267,11 @@ class Loader:
             prefetch(keys[start:])
         self._pass.keys, self._pass.position = keys, start
         stepped, self._stepped = self._stepped, False
-        iteration = Iteration(self, keys, start, self.epoch, self.seed, self.epoch + 1 if stepped else None)
+        sources = PassSources(self.dataset, self.transform, self.order, self.jpeg_decoders, self.hooks or None)
+        reports = PassReports(self.delivered, self.pass_ended, self._swap_spare,
+                              functools.partial(setattr, self, "device_stage"))
+        iteration = Iteration(self.settings, sources, reports, keys, start, self.epoch, self.seed,
+                              self.epoch + 1 if stepped else None)
         self._current = weakref.ref(iteration)
         return iteration
 
@@ -321,6 +286,11 @@ class Loader:
             text = self.bad_samples.record(key, name, exc, stage=stage, substitute=substitute, warn=False)
             if text is not None:
                 warnings.warn(text, BadSampleWarning, stacklevel=3)  # the frame of the loop's `for`
+
+    def _swap_spare(self, spare: Any) -> Any:
+        """What the last whole pass left (ahead.Spare), replaced by `spare`."""
+        old, self.spare_ring = self.spare_ring, spare
+        return old
 
     def pass_ended(self, epoch: int) -> None:
         """A pass of `epoch` ran to its end: log the bad samples' summary when new ones were met."""
@@ -348,7 +318,7 @@ class Loader:
             JPEG decoders: nvImageCodec hardware 12800, nvImageCodec cuda 0, libjpeg-turbo (host) 0
             device stage: 4 streams, 50 batches, busy 3.10 s, consumer waited 0.02 s
         """
-        return "\n".join([repr(self), *device_lines(self)])
+        return "\n".join([repr(self), *device_lines(self.settings, self.jpeg_decoders, self.device_stage)])
 
     def state_dict(self) -> dict[str, Any]:
         """Where the loader is: load it into a Loader over the same dataset to resume mid-epoch

@@ -73,18 +73,19 @@ def check_streams(streams: Any, device: torch.device | None, decode_on: torch.de
     return check_int("Loader", "streams", streams, 1)
 
 
-def device_lines(loader: Any) -> list[str]:
-    """Loader.describe()'s lines on its device: none without one."""
-    if loader.device is None:
+def device_lines(settings: Any, jpeg_decoders: DecoderChain | None, stage: Any) -> list[str]:
+    """Loader.describe()'s lines on its device (`stage`: the device stage's StageStats, or None
+    before a pass): none without one."""
+    if settings.device is None:
         return []
-    split = loader.decode_on is not None
-    lines = [f"device: {loader.device}" + (", the GPU decode split (decode_on)" if split else ", batches copied there")]
+    split = settings.decode_on is not None
+    lines = [f"device: {settings.device}" + (", the GPU decode split (decode_on)" if split else
+                                             ", batches copied there")]
     if split:
-        lines.append(f"JPEG decoders: {loader.jpeg_decoders.describe()}")
-    stage = loader.device_stage
-    if loader.streams is not None:
+        lines.append(f"JPEG decoders: {jpeg_decoders.describe()}")
+    if settings.streams is not None:
         lines.append(f"device stage: {stage.describe()}" if stage is not None else
-                     f"device stage: {loader.streams} stream{'s' * (loader.streams != 1)}, no pass yet")
+                     f"device stage: {settings.streams} stream{'s' * (settings.streams != 1)}, no pass yet")
     return lines
 
 
@@ -222,14 +223,16 @@ def _not_cuttable(raw: Any, image: Any) -> str:
             f"PackedDataset's JPEG record, or an ImageFolder(roi=True) JpegFile, decoded whole on the device); {PACK}")
 
 
-def split_parts(loader: Any, epoch: int, seed: int) -> tuple[WindowSlotRing, SplitRunner]:
-    """The slot ring and chunk runner of one pass of `loader` with decode_on, over epoch `epoch`
-    under `seed` (the pass's own: fixed when it began)."""
-    plan = loader.plan
-    check_splittable(plan, loader.decode_on)  # again: a transform may have changed since the Loader was made
+def split_parts(settings: Any, dataset: Any, plan: FusionPlan | None, iterable: bool,
+                jpeg_decoders: DecoderChain, epoch: int, seed: int, hooks: Any = None
+                ) -> tuple[WindowSlotRing, SplitRunner]:
+    """The slot ring and chunk runner of one pass with decode_on (`settings`: the Loader's
+    LoaderSettings; `iterable`: the dataset is read in order), over epoch `epoch` under `seed` (the
+    pass's own: fixed when it began)."""
+    check_splittable(plan, settings.decode_on)  # again: a transform may have changed since the Loader was made
     # Host batches are small (cuts and host tensors): the device stage's slots cost little.
-    ring = WindowSlotRing(ring_slots(loader.depth, loader.streams), loader.batch_size, loader.decode_on.type == "cuda",
-                          loader.fields, plan.fused, loader.decode_on, loader.jpeg_decoders)
-    runner = SplitRunner(loader.dataset, plan, seed, epoch, loader.deterministic, loader.order.iterable,
-                         loader.on_error)
+    ring = WindowSlotRing(ring_slots(settings.depth, settings.streams), settings.batch_size,
+                          settings.decode_on.type == "cuda", settings.fields, plan.fused, settings.decode_on,
+                          jpeg_decoders)
+    runner = SplitRunner(dataset, plan, seed, epoch, settings.deterministic, iterable, settings.on_error, hooks)
     return ring, runner

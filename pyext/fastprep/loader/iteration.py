@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from fastprep.batch import slots
@@ -20,17 +21,48 @@ from fastprep.batch.device_prefetcher import DevicePrefetcher
 from fastprep.loader import ahead
 from fastprep.loader.apply import ChunkRunner
 from fastprep.loader.device_split import split_parts
+from fastprep.loader.hooks import LoaderHooks, hooked
+from fastprep.loader.order import Order
 from fastprep.loader.pool import WorkerPool
+from fastprep.loader.settings import LoaderSettings, plan_of
+
+
+@dataclass(frozen=True)
+class PassSources:
+    """The live objects a pass reads beside its Loader's settings: the dataset, the transform (its
+    plan taken when the first batch is asked for), the epoch's order, the decode split's JPEG
+    decoders, the hooks (None: none added)."""
+
+    dataset: Any
+    transform: Any
+    order: Order
+    jpeg_decoders: Any = None
+    hooks: LoaderHooks | None = None
+
+
+@dataclass(frozen=True)
+class PassReports:
+    """What a pass tells its Loader, whose mutable state it is: the consumer received samples
+    (``delivered(iteration, samples, bad)``), the pass ran to its end (``ended(epoch)``); the
+    ring a whole pass leaves (``swap_spare(new) -> old``: taken with None, kept with a Spare);
+    the device stage's stats of this pass (``device_stage(stats)``)."""
+
+    delivered: Callable[[Iteration, int, list], None]
+    ended: Callable[[int], None]
+    swap_spare: Callable[[ahead.Spare | None], ahead.Spare | None]
+    device_stage: Callable[[Any], None]
 
 
 class Iteration:
-    """An iterator over the batches of epoch `epoch` from sample `start` on (see the module): its
-    keys, epoch and seed are fixed when it is made (a set_epoch before its first batch is the next
-    pass's)."""
+    """An iterator over the batches of epoch `epoch` from sample `start` on (see the module), made
+    with `settings` (a LoaderSettings) from `sources`, telling its Loader through `reports`: its
+    keys, epoch, seed and settings are fixed when it is made (a set_epoch before its first batch is
+    the next pass's)."""
 
-    def __init__(self, loader: Any, keys: list[int] | None, start: int, epoch: int, seed: int,
-                 next_epoch: int | None = None):
-        self.loader, self.keys, self.start, self.next_epoch = loader, keys, start, next_epoch
+    def __init__(self, settings: LoaderSettings, sources: PassSources, reports: PassReports,
+                 keys: list[int] | None, start: int, epoch: int, seed: int, next_epoch: int | None = None):
+        self.settings, self.sources, self.reports = settings, sources, reports
+        self.keys, self.start, self.next_epoch = keys, start, next_epoch
         self.epoch, self.seed = epoch, seed
         self._out: Iterator[Any] | None = None
         self._pool: WorkerPool | None = None
@@ -55,38 +87,43 @@ class Iteration:
             batch = next(self._out)
         except StopIteration:
             self.close()
-            self.loader.pass_ended(self.epoch)
+            self.reports.ended(self.epoch)
             raise
         except BaseException:
             self.close()
             raise
         size, bad = self._sizes.popleft()
-        self.loader.delivered(self, size, bad)
+        self.reports.delivered(self, size, bad)
         return batch
 
     def _start(self) -> Iterator[Any]:
-        loader = self.loader
-        cuda = loader.device is not None and loader.device.type == "cuda"
+        settings, sources, hooks = self.settings, self.sources, self.sources.hooks
+        order, plan, device = sources.order, plan_of(sources.transform), settings.device
+        cuda = device is not None and device.type == "cuda"
         first, keep, make = None, None, None
-        if loader.decode_on is not None:  # the threads cut windows, the device stage decodes them
-            ring, runner = split_parts(loader, self.epoch, self.seed)
+        if settings.decode_on is not None:  # the threads cut windows, the device decodes them
+            ring, runner = split_parts(settings, sources.dataset, plan, order.iterable, sources.jpeg_decoders,
+                                       self.epoch, self.seed, hooks)
         else:
-            count = slots.ring_slots(loader.depth, (loader.streams or 1) if cuda else None)
-            ring, first = ahead.take(loader, count, cuda, self.keys, self.start, self.epoch, self.seed)
-            runner = ChunkRunner(loader.dataset, loader.plan, self.seed, self.epoch, loader.deterministic,
-                                 loader.order.iterable, loader.on_error)
-            keep = functools.partial(ahead.keep, loader, ring, loader.device is None)
-            make = ahead.maker(loader, runner, self.next_epoch)
-        self._pool = WorkerPool(loader.threads)
+            count = slots.ring_slots(settings.depth, (settings.streams or 1) if cuda else None)
+            now = ahead.made_for(sources.dataset, sources.transform, settings, self.epoch, self.seed)
+            ring, first = hooked(hooks, "take_ring", ahead.take, self.reports.swap_spare(None), settings, plan,
+                                 count, cuda, self.keys, self.start, now)
+            runner = ChunkRunner(sources.dataset, plan, self.seed, self.epoch, settings.deterministic,
+                                 order.iterable, settings.on_error, hooks)
+            keep = functools.partial(hooked, hooks, "keep_ring", ahead.keep, self.reports.swap_spare, ring,
+                                     device is None)
+            make = ahead.maker(settings, sources.dataset, sources.transform, order, runner, self.next_epoch)
+        self._pool = hooked(hooks, "pool_start", WorkerPool, settings.threads)
         # Generators that do not hold this object: dropping it closes them (no reference cycle).
         start = self.start + (len(first.indices) if first is not None else 0)
-        batches = loader.order.batches_from(self.keys, start, raw=runner.plan is not None)
-        host = _host(ring, runner, self._pool, batches, self._sizes, keep, first, make)
-        if loader.device is None:
-            return _cpu(host, loader.decode)
-        stage = DevicePrefetcher(host, loader.device, loader.depth, decode=loader.decode, release=True,
-                                 streams=loader.streams)
-        loader.device_stage = getattr(stage, "stats", None)  # this pass's, with streams
+        batches = order.batches_from(self.keys, start, raw=runner.plan is not None)
+        host = _host(ring, runner, self._pool, batches, self._sizes, keep, first, make, hooks)
+        if device is None:
+            return _cpu(host, settings.decode)
+        stage = DevicePrefetcher(host, device, settings.depth, decode=settings.decode, release=True,
+                                 streams=settings.streams)
+        self.reports.device_stage(getattr(stage, "stats", None))  # this pass's, with streams
         return iter(stage)
 
     def close(self) -> None:
@@ -98,7 +135,7 @@ class Iteration:
         if out is not None and hasattr(out, "close"):
             out.close()
         if self._pool is not None:
-            self._pool.shutdown()
+            hooked(self.sources.hooks, "pool_stop", self._pool.shutdown)
 
     def __del__(self) -> None:
         self.close()
@@ -106,7 +143,7 @@ class Iteration:
 
 def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: Iterator[tuple[list[int], Any]],
           sizes: deque[tuple[int, list]], keep: Any = None, first: slots.BatchJob | None = None,
-          make_ahead: Any = None) -> Iterator[CompactBatch]:
+          make_ahead: Any = None, hooks: LoaderHooks | None = None) -> Iterator[CompactBatch]:
     """Batches in order (`first`: one made ahead, already complete), as many in flight as the ring
     has free slots; once every batch of the epoch is in flight, the next epoch's first into a free
     slot (`make_ahead`); at the end, `keep(last, ahead)`."""
@@ -131,7 +168,7 @@ def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: 
         job = inflight.popleft()
         job.wait()
         sizes.append((len(job.indices), sorted(job.bad, key=lambda b: b[0])))
-        last = job.batch()
+        last = job.batch() if hooks is None else hooks.run("hand_off", job.batch)
         yield last
 
 

@@ -3,55 +3,41 @@ time (robust on a shared machine): ``python -m fastprep.tools.bench.profile_load
 ``... profile_loader --boundary [threads]``: the epoch boundary of one-batch epochs, by part (wall).
 
 One Loader chunk (the seed workload: RandomCrop -> RandomDilatedMask -> RGBToYCbCr over the bench's
-1024^2 numpy sources) is run in this thread, as a worker runs it, with its stages timed: with the op
+1024^2 numpy sources) is run in this thread, as a worker runs it, with its stages timed through the Loader's hook points
+(loader/hooks.py: nothing of the Loader is patched): with the op
 skipped (the Python alone, caches warm), then with the op, beside the same op called by hand with
 the same draws (the plan's own runs, replayed into a batch-sized output); the stages are timed in
 both rounds: beside the op, the Python finds its data out of cache."""
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import torch
 
-STAGES = (("fastprep.loader.apply", None, "item_seeds", "item_seeds"),
-          ("fastprep.loader.apply", None, "seeded_draws", "seeded_draws"),
-          ("fastprep.loader.apply", "ChunkRunner", "_load_all", "loading the items under their streams"),
-          ("fastprep.loader.fused_chunks", "ChunkRuns", "__call__", "window fold (ChunkRuns)"),
-          ("fastprep.loader.apply", "ChunkRunner", "_write_run", "the op's call (ChunkRunner._write_run)"),
-          ("fastprep.batch.slots", "BatchJob", "write_rest", "writing the labels"),
-          ("fastprep.loader.apply", "ChunkRunner", "__call__", "the chunk, in all"),
-          ("fastprep.batch.slots", "BatchJob", "batch", "hand-off: BatchJob.batch (consumer's thread)"))
+# (the Loader's hook point, loader/hooks.py; its label here)
+STAGES = (("seeds", "item_seeds"),
+          ("draws", "seeded_draws"),
+          ("load", "loading the items under their streams"),
+          ("fold", "window fold (ChunkRuns)"),
+          ("write", "the op's call (ChunkRunner._write_run)"),
+          ("labels", "writing the labels"),
+          ("chunk", "the chunk, in all"),
+          ("hand_off", "hand-off: BatchJob.batch (consumer's thread)"))
 
 
-@contextlib.contextmanager
-def _timed(spent: Counter) -> Iterator[None]:
-    """Each stage's function wrapped to add its thread CPU time to `spent`; restored after."""
-    saved = []
-    for module, cls, name, label in STAGES:
-        owner = importlib.import_module(module)
-        owner = getattr(owner, cls) if cls else owner
-        fn = owner.__dict__[name]
-
-        def wrapped(*args: Any, _fn: Any = fn, _label: str = label, **kwargs: Any) -> Any:
-            t0 = time.thread_time()
-            try:
-                return _fn(*args, **kwargs)
-            finally:
-                spent[_label] += time.thread_time() - t0
-        saved.append((owner, name, fn))
-        setattr(owner, name, wrapped)
-    try:
-        yield
-    finally:
-        for owner, name, fn in saved:
-            setattr(owner, name, fn)
+def _timer(spent: Counter, labels: dict[str, str]) -> Any:
+    """A hook adding each stage's thread CPU time to `spent` under its label."""
+    def timed(stage: str, call: Any, *args: Any) -> Any:
+        t0 = time.thread_time()
+        try:
+            return call(*args)
+        finally:
+            spent[labels[stage]] += time.thread_time() - t0
+    return timed
 
 
 def profile(batch_size: int = 256, batches: int = 20, repeat: int = 7) -> dict[str, float]:
@@ -62,13 +48,15 @@ def profile(batch_size: int = 256, batches: int = 20, repeat: int = 7) -> dict[s
     from fastprep import transforms as T  # noqa: PLC0415
     from fastprep.batch import slots  # noqa: PLC0415
     from fastprep.loader import apply  # noqa: PLC0415
+    from fastprep.loader.hooks import LoaderHooks  # noqa: PLC0415
     from fastprep.tools.bench import pipelines  # noqa: PLC0415
 
     n = batch_size * 8
     dataset = pipelines.SyntheticImages(n, None, pool=8)
     plan = fastprep.Loader(dataset, batch_size, transform=T.seed_workload(layout="HWC"), seed=0).plan
-    runner, ring = apply.ChunkRunner(dataset, plan, 0, 0, False, False), slots.SlotRing(2, batch_size, pin=False)
-    fusion, op = plan.fused.fusion, plan.fused.fusion.run
+    hooks = LoaderHooks()
+    runner = apply.ChunkRunner(dataset, plan, 0, 0, False, False, hooks=hooks)
+    ring, op = slots.SlotRing(2, batch_size, pin=False), plan.fused.fusion.run
     replay, spent = [], Counter()
 
     def chunk(k: int) -> None:
@@ -77,7 +65,7 @@ def profile(batch_size: int = 256, batches: int = 20, repeat: int = 7) -> dict[s
         runner(job, 0, batch_size, lambda: None)
         job.chunk_done()
         job.wait()
-        job.batch().release()
+        hooks.run("hand_off", job.batch).release()
 
     def rounds(fn: Any) -> dict[str, float]:
         best: dict[str, float] = {}
@@ -91,22 +79,24 @@ def profile(batch_size: int = 256, batches: int = 20, repeat: int = 7) -> dict[s
                 best[key] = min(best.get(key, float("inf")), 1e6 * s / (batches * batch_size))
         return best
 
-    def keep(group: Any, run: Any, out: torch.Tensor) -> None:
+    def keep(stage: str, call: Any, group: Any, run: Any, out: torch.Tensor) -> None:
         t0 = time.thread_time()
-        op(group, run, out)
+        call(group, run, out)
         spent[IN_LOADER] += time.thread_time() - t0
         replay[:] = [*replay[-7:], (group, run)]
 
-    result = {}
-    try:
-        for run, suffix in ((lambda group, run, rows: None, ""), (keep, BESIDE)):
-            object.__setattr__(fusion, "run", run)
-            for k in range(8):
-                chunk(k)
-            with _timed(spent):
-                result.update({f"{key}{suffix if key != IN_LOADER else ''}": us for key, us in rounds(chunk).items()})
-    finally:
-        object.__setattr__(fusion, "run", op)
+    def skip(stage: str, call: Any, group: Any, run: Any, out: torch.Tensor) -> None:
+        """The op left out: the Python around it alone."""
+
+    result, timed = {}, _timer(spent, dict(STAGES))
+    for run, suffix in ((skip, ""), (keep, BESIDE)):
+        hooks.clear()
+        hooks.add("op", run)
+        for k in range(8):
+            chunk(k)
+        for stage, _ in STAGES:
+            hooks.add(stage, timed)
+        result.update({f"{key}{suffix if key != IN_LOADER else ''}": us for key, us in rounds(chunk).items()})
     rows = torch.empty(batch_size, 3, pipelines.CROP, pipelines.CROP, dtype=torch.uint8)
     result[BY_HAND] = rounds(lambda k: op(*replay[k % len(replay)], rows))[ROUND]
     return result
@@ -115,10 +105,10 @@ def profile(batch_size: int = 256, batches: int = 20, repeat: int = 7) -> dict[s
 ROUND, BESIDE = "a round in all (job, chunk, wait, hand-off)", ", beside the op"
 BY_HAND, IN_LOADER = "op by hand (the same draws)", "op in the Loader"
 BOUNDARY = "pass end -> next pass's first batch in hand"
-BOUNDARY_PARTS = (("fastprep.loader.pool", "WorkerPool", "__init__", "threads started (WorkerPool)"),
-                  ("fastprep.loader.pool", "WorkerPool", "shutdown", "threads stopped (WorkerPool.shutdown)"),
-                  ("fastprep.loader.ahead", None, "take", "ring and batch made ahead taken (ahead.take)"),
-                  ("fastprep.batch.slots", "BatchJob", "batch", "hand-off: BatchJob.batch"))
+BOUNDARY_PARTS = (("pool_start", "threads started (WorkerPool)"),
+                  ("pool_stop", "threads stopped (WorkerPool.shutdown)"),
+                  ("take_ring", "ring and batch made ahead taken (ahead.take)"),
+                  ("hand_off", "hand-off: BatchJob.batch"))
 
 
 def boundary(threads: int = 1, epochs: int = 40, batch_size: int = 256) -> dict[str, tuple[float, float]]:
@@ -133,44 +123,38 @@ def boundary(threads: int = 1, epochs: int = 40, batch_size: int = 256) -> dict[
     from fastprep import transforms as T  # noqa: PLC0415
     from fastprep.tools.bench import pipelines  # noqa: PLC0415
 
-    spent: dict[str, list[float]] = {label: [] for *_, label in BOUNDARY_PARTS}
-    ended: list[float] = []
-    saved = []
-    for module, cls, name, label in (*BOUNDARY_PARTS, ("fastprep.loader.ahead", None, "keep", None)):
-        owner = importlib.import_module(module)
-        owner = getattr(owner, cls) if cls else owner
-        fn = owner.__dict__[name]
+    spent: dict[str, list[float]] = {label: [] for _, label in BOUNDARY_PARTS}
+    labels, ended = dict(BOUNDARY_PARTS), []
 
-        def wrapped(*args: Any, _fn: Any = fn, _label: str | None = label, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return _fn(*args, **kwargs)
-            finally:
-                if _label is None:
-                    ended.append(time.perf_counter())
-                else:
-                    spent[_label].append(time.perf_counter() - t0)
-        saved.append((owner, name, fn))
-        setattr(owner, name, wrapped)
-    try:
-        dataset = pipelines.SyntheticImages(batch_size, None, pool=8)
-        loader = fastprep.Loader(dataset, batch_size, transform=T.seed_workload(layout="HWC"), threads=threads, seed=0)
-        for batch in loader:  # warm-up: the slots' first touch
-            batch.release()
-        for values in spent.values():
-            values.clear()
-        gaps = []
-        for epoch in range(1, epochs + 1):
-            loader.set_epoch(epoch)
-            it = iter(loader)
-            next(it)
-            if ended:
-                gaps.append(time.perf_counter() - ended[-1])
-            for _ in it:
-                pass
-    finally:
-        for owner, name, fn in saved:
-            setattr(owner, name, fn)
+    def timed(stage: str, call: Any, *args: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return call(*args)
+        finally:
+            spent[labels[stage]].append(time.perf_counter() - t0)
+
+    def kept(stage: str, call: Any, *args: Any) -> None:
+        call(*args)
+        ended.append(time.perf_counter())
+
+    dataset = pipelines.SyntheticImages(batch_size, None, pool=8)
+    loader = fastprep.Loader(dataset, batch_size, transform=T.seed_workload(layout="HWC"), threads=threads, seed=0)
+    for stage, _ in BOUNDARY_PARTS:
+        loader.hooks.add(stage, timed)
+    loader.hooks.add("keep_ring", kept)
+    for batch in loader:  # warm-up: the slots' first touch
+        batch.release()
+    for values in spent.values():
+        values.clear()
+    gaps = []
+    for epoch in range(1, epochs + 1):
+        loader.set_epoch(epoch)
+        it = iter(loader)
+        next(it)
+        if ended:
+            gaps.append(time.perf_counter() - ended[-1])
+        for _ in it:
+            pass
     return {label: (1e3 * statistics.median(v), 1e3 * statistics.mean(v))
             for label, v in ((BOUNDARY, gaps), *spent.items()) if v}
 
