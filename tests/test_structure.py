@@ -175,11 +175,13 @@ def test_the_loader_uses_only_the_public_api_of_transforms():
                     f"{_module_name(path)} imports {names} from {module}; use fastprep.transforms' public names"
 
 
-@pytest.mark.parametrize("module", ["iteration", "ahead", "device_split"])
+@pytest.mark.parametrize("module", sorted(p.stem for p in (PACKAGE / "loader").glob("*.py")
+                                           if p.stem not in ("__init__", "core")))
 def test_the_parts_of_a_pass_are_handed_the_loaders_settings_not_the_loader(module):
-    """loader/iteration.py, ahead.py and device_split.py take the Loader's frozen LoaderSettings and
-    the live objects they use (dataset, transform, order, pools), never the Loader itself (a bag whose
-    attributes they read and set): no parameter or name `loader`, no import of loader/core.py."""
+    """The Loader's parts (iteration.py, ahead.py, device_split.py, checkpoint.py, ...) take its frozen
+    LoaderSettings and the live objects they use (dataset, transform, order, pools), never the Loader
+    itself (a bag whose attributes they read and set): no parameter or name `loader`, no import of
+    loader/core.py."""
     tree = ast.parse((PACKAGE / "loader" / f"{module}.py").read_text())
     parameters = {a.arg for node in ast.walk(tree) if isinstance(node, ast.arguments)
                   for a in (*node.posonlyargs, *node.args, *node.kwonlyargs)}

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastprep.core.args import check_int
+from fastprep.core.bad_samples import BadSamples
 from fastprep.core.rng import check_epoch, seed_argument
 from fastprep.loader import ranks
-from fastprep.loader.order import saved_keys
+from fastprep.loader.order import Order, saved_keys
+from fastprep.loader.settings import LoaderSettings
 from fastprep.loader.shard_order import item_shards, table_digest
 
 
@@ -41,30 +43,32 @@ class PassRecord:
     keys: list[int] | None = None
 
 
-def order_settings(loader: Any, window: int) -> dict[str, Any]:
+def order_settings(shuffle: bool | str, dataset: Any, window: int) -> dict[str, Any]:
     """What the order of an epoch depends on besides seed, epoch and world size."""
-    settings: dict[str, Any] = {"shuffle": loader.shuffle, "samples": len(loader.dataset)}
-    if loader.shuffle == "shards":
-        settings.update(shard_window=window, shard_table=table_digest(item_shards(loader.dataset)))
+    settings: dict[str, Any] = {"shuffle": shuffle, "samples": len(dataset)}
+    if shuffle == "shards":
+        settings.update(shard_window=window, shard_table=table_digest(item_shards(dataset)))
     return settings
 
 
-def state_of(loader: Any, record: PassRecord, resume: tuple[int, list[int] | None] | None) -> dict[str, Any]:
-    """Loader.state_dict: the pass `record` (`resume`: loaded and not iterated yet)."""
+def state_of(settings: LoaderSettings, order: Order, bad_samples: BadSamples, record: PassRecord,
+             resume: tuple[int, list[int] | None] | None) -> dict[str, Any]:
+    """Loader.state_dict of a Loader with `settings` over `order` (its dataset's; with its sampler):
+    the pass `record` (`resume`: loaded and not iterated yet)."""
     state = {"seed": record.seed, "epoch": record.epoch, "position": record.position}
-    if loader.on_error != "raise":  # under "raise" there are none to carry: the state is as it always was
-        state["bad_samples"] = loader.bad_samples.state_dict()
+    if settings.on_error != "raise":  # under "raise" there are none to carry: the state is as it always was
+        state["bad_samples"] = bad_samples.state_dict()
     keys = resume[1] if resume is not None else record.keys
-    if loader.sampler is not None:
+    if order.sampler is not None:
         if keys is not None:  # the pass being iterated
             state["indices"] = list(keys)
         return state
     # where the ranks are in the epoch's global order: any world size resumes
-    consumed = record.base + record.position * loader.world_size if keys is None else ranks.consumed(
-        record.base, record.position, loader.world_size, keys, loader.batch_size, loader.drop_last,
-        len(loader.dataset))
-    state.update(world_size=loader.world_size, rank=loader.rank, consumed=consumed, order_world=record.order_world)
-    state.update(order_settings(loader, record.window))
+    world = settings.world_size
+    consumed = record.base + record.position * world if keys is None else ranks.consumed(
+        record.base, record.position, world, keys, settings.batch_size, settings.drop_last, len(order.dataset))
+    state.update(world_size=world, rank=settings.rank, consumed=consumed, order_world=record.order_world)
+    state.update(order_settings(settings.shuffle, order.dataset, record.window))
     return state
 
 
@@ -73,22 +77,22 @@ def _refuse(setting: str, saved: Any, own: Any, why: str) -> ValueError:
                       f"this Loader has {setting}={own!r}: {why}")
 
 
-def saved_window(loader: Any, state: dict[str, Any]) -> int:
+def saved_window(shuffle: bool | str, order: Order, state: dict[str, Any]) -> int:
     """The shard window to replay the checkpoint's epoch with (this Loader's when the state says
     none); refuses a state whose order cannot be made again here (see the module)."""
-    if "shuffle" in state and state["shuffle"] != loader.shuffle:
+    if "shuffle" in state and state["shuffle"] != shuffle:
         # A sample-level order is saved as True; shuffle="global" makes it whatever the dataset (True is
         # made shard-aware over a remote pack larger than its cache, and would be refused again).
         again = "'global'" if state["shuffle"] is True else repr(state["shuffle"])
-        raise _refuse("shuffle", state["shuffle"], loader.shuffle,
+        raise _refuse("shuffle", state["shuffle"], shuffle,
                       f"the rest of that epoch is in another order; make the Loader with shuffle={again} to resume it")
-    if "samples" in state and state["samples"] != len(loader.dataset):
-        raise _refuse("samples", state["samples"], len(loader.dataset),
+    if "samples" in state and state["samples"] != len(order.dataset):
+        raise _refuse("samples", state["samples"], len(order.dataset),
                       "its dataset had another length (a state_dict of another dataset?)")
-    if loader.shuffle != "shards" or "shard_window" not in state:
-        return loader.order.window
+    if shuffle != "shards" or "shard_window" not in state:
+        return order.window
     if "shard_table" in state:
-        table = table_digest(item_shards(loader.dataset))
+        table = table_digest(item_shards(order.dataset))
         if state["shard_table"] != table:
             raise _refuse("shard_table", state["shard_table"], table,
                           "its dataset's item_shards differ (re-packed? another pack?), so the saved order "
@@ -96,37 +100,39 @@ def saved_window(loader: Any, state: dict[str, Any]) -> int:
     return check_int("Loader.load_state_dict", "shard_window", state["shard_window"], 1)
 
 
-def load(loader: Any, state: dict[str, Any]) -> tuple[PassRecord, tuple[int, list[int] | None]]:
-    """Loader.load_state_dict: (the resumed pass's record, (its start, its keys)); bad samples loaded."""
+def load(settings: LoaderSettings, order: Order, bad_samples: BadSamples, state: dict[str, Any]
+         ) -> tuple[PassRecord, tuple[int, list[int] | None]]:
+    """Loader.load_state_dict of a Loader with `settings` over `order`: (the resumed pass's record,
+    (its start, its keys)); `bad_samples` loaded."""
     missing = [k for k in ("seed", "epoch", "position") if not isinstance(state, dict) or k not in state]
     if missing:
         raise ValueError(f"Loader.load_state_dict: expected a dict from Loader.state_dict(), missing {missing}")
-    if loader.order.iterable:
+    if order.iterable:
         raise TypeError("Loader.load_state_dict: an iterable dataset cannot be resumed mid-epoch by fastprep")
     seed = seed_argument("Loader.load_state_dict", "seed", state["seed"])
     epoch = check_epoch("Loader.load_state_dict", state["epoch"])
     position = check_int("Loader.load_state_dict", "position", state["position"], 0)
     saved_world = check_int("Loader.load_state_dict", "world_size", state.get("world_size", 1), 1)
-    if saved_world != 1 and loader.sampler is not None:
+    if saved_world != 1 and order.sampler is not None:
         raise ValueError(f"Loader.load_state_dict: the state_dict was written over {saved_world} ranks that "
                          f"split the epoch themselves; it resumes in a Loader without a sampler")
     consumed = check_int("Loader.load_state_dict", "consumed", state.get("consumed", position), 0)
     order_world = check_int("Loader.load_state_dict", "order_world", state.get("order_world", saved_world), 1)
-    window = saved_window(loader, state) if loader.sampler is None else loader.order.window
+    window = saved_window(settings.shuffle, order, state) if order.sampler is None else order.window
     # elastic (loader/ranks.py) unless the checkpoint is a plain position in a one-rank order
     # (a pass resumed from another world size is at `consumed` of that world's order, not at `position`)
-    if loader.sampler is None and (saved_world != 1 or loader.world_size != 1 or order_world != 1
+    if order.sampler is None and (saved_world != 1 or settings.world_size != 1 or order_world != 1
                                    or consumed != position):
-        if consumed > len(loader.dataset):
+        if consumed > len(order.dataset):
             raise ValueError(f"Loader.load_state_dict: consumed={consumed} is past the epoch's "
-                             f"{len(loader.dataset)} samples: a state_dict of another dataset?")
-        keys = loader.order.keys(seed, epoch, consumed, order_world, window)
+                             f"{len(order.dataset)} samples: a state_dict of another dataset?")
+        keys = order.keys(seed, epoch, consumed, order_world, window)
         record, resume = PassRecord(epoch, seed, order_world, window, base=consumed), (0, keys)
     else:
-        keys = saved_keys(state.get("indices"), loader.dataset)
-        if keys is None and loader.sampler is None:  # the saved order, made again (its window, not this Loader's)
-            keys = loader.order.keys(seed, epoch, 0, 1, window)
-        record, resume = PassRecord(epoch, seed, loader.world_size, window, position=position), (position, keys)
+        keys = saved_keys(state.get("indices"), order.dataset)
+        if keys is None and order.sampler is None:  # the saved order, made again (its window, not this Loader's)
+            keys = order.keys(seed, epoch, 0, 1, window)
+        record, resume = PassRecord(epoch, seed, settings.world_size, window, position=position), (position, keys)
     if "bad_samples" in state:  # a checkpoint from before the policy has none: the count starts at 0
-        loader.bad_samples.load_state_dict(state["bad_samples"])
+        bad_samples.load_state_dict(state["bad_samples"])
     return record, resume

@@ -303,8 +303,9 @@ class Loader(SettingsViews):
             logging.getLogger("fastprep").log(level, "%s (epoch %d)", self.bad_samples.summary(), epoch)
 
     def __repr__(self) -> str:
+        note = fetch_note(self.dataset, self.shuffle, self.epoch_fetched)
         return (f"Loader({type(self.dataset).__name__}, batch_size={self.batch_size}, threads={self.threads}, "
-                f"on_error={self.on_error!r}, bad_samples={self.bad_samples.count}{fetch_note(self)})")
+                f"on_error={self.on_error!r}, bad_samples={self.bad_samples.count}{note})")
 
     def describe(self) -> str:
         """What this Loader runs: its repr, then with a device, where batches are made (the decode
@@ -327,7 +328,7 @@ class Loader(SettingsViews):
         if self.order.iterable:
             raise TypeError("Loader.state_dict: an iterable dataset cannot be resumed mid-epoch by fastprep "
                             "(its stream is its own); resume by index needs a map-style dataset")
-        return checkpoint.state_of(self, self._settled(), self._resume)
+        return checkpoint.state_of(self.settings, self.order, self.bad_samples, self._settled(), self._resume)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from a :meth:`state_dict`: the next pass delivers exactly the samples of the
@@ -345,7 +346,7 @@ class Loader(SettingsViews):
             ...     for batch in loader:
             ...         ...
         """
-        record, resume = checkpoint.load(self, state)
+        record, resume = checkpoint.load(self.settings, self.order, self.bad_samples, state)
         self.seed, self.epoch = record.seed, record.epoch
         if "bad_samples" in state:  # loaded with it: those were summarised by the job that met them
             self._bad_logged = self.bad_samples.count

@@ -88,17 +88,16 @@ def shard_aware_window(shuffle: Any, dataset: Any) -> int | None:
     return window
 
 
-def fetch_note(loader: Any) -> str:
+def fetch_note(dataset: Any, shuffle: bool | str, epoch_fetched: tuple[int, int] | None) -> str:
     """What the Loader's repr adds over a remote dataset: its shuffle, and the bytes fetched in
-    the last whole epoch against the pack's size (', shuffle='shards', fetched 24.7 MB in epoch 0,
-    1.0x the 24.7 MB pack'); '' for a local one."""
-    dataset = loader.dataset
+    the last whole epoch (`epoch_fetched`: (epoch, bytes) or None) against the pack's size
+    (', shuffle='shards', fetched 24.7 MB in epoch 0, 1.0x the 24.7 MB pack'); '' for a local one."""
     if not getattr(dataset, "remote", False):
         return ""
-    note = f", shuffle={loader.shuffle!r}"
-    if loader.epoch_fetched is None:
+    note = f", shuffle={shuffle!r}"
+    if epoch_fetched is None:
         return note + ", no whole epoch fetched yet"
-    epoch, fetched = loader.epoch_fetched
+    epoch, fetched = epoch_fetched
     pack = sum(getattr(dataset, "shard_sizes", None) or [0])
     times = f", {fetched / pack:.1f}x the {size(pack)} pack" if pack else ""
     return f"{note}, fetched {size(fetched)} in epoch {epoch}{times}"
