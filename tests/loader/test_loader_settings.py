@@ -36,6 +36,8 @@ def test_the_settings_are_frozen_and_so_are_the_loaders_views_of_them():
         loader.settings.batch_size = 2
     with pytest.raises(AttributeError):
         loader.batch_size = 2
+    with pytest.raises(TypeError):
+        loader.settings.fields["x"] = "label"  # its mapping too
     assert loader.batch_size == loader.settings.batch_size == 4
 
 
@@ -47,6 +49,7 @@ def test_the_loaders_attributes_read_its_resolved_settings():
     assert (settings.threads, settings.depth, settings.drop_last, settings.prestart) == (1, 3, True, False)
     assert (settings.shuffle, settings.shard_window, settings.rank, settings.world_size) == (False, 1, 0, 1)
     assert (settings.device, settings.decode_on, settings.streams, settings.on_error) == (None, None, None, "raise")
+    assert _loader(fields={1: "label"}).fields == {1: "label"}
 
 
 def test_equal_arguments_make_equal_settings_and_another_value_another():

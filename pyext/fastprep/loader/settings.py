@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -53,7 +55,7 @@ class LoaderSettings:
     depth: int
     decode: Any
     seed: int
-    fields: dict[Any, str]
+    fields: Mapping[Any, str]  # read-only (a MappingProxyType): frozen all the way down
     deterministic: bool
     decode_on: torch.device | None
     prestart: bool
@@ -86,7 +88,7 @@ class LoaderSettings:
         if auto_window is not None:
             resolved = "shards"
         drop_last = check_bool("Loader", "drop_last", drop_last)
-        fields = check_fields("Loader", fields)
+        fields = MappingProxyType(check_fields("Loader", fields))
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         threads = check_int("Loader", "threads", cores if threads is None else threads, 1)
         depth = check_int("Loader", "depth", depth, 1)
