@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from numba.core import types
+from numba.extending import overload
 
 from fastprep.numba_kernels._cache import njit
 from fastprep.numba_kernels.float_bits import (
@@ -52,52 +54,94 @@ CHUNK = 256
 
 
 @njit(cache=True, inline="always")
-def gather(src, p, sc, sw, n, t0, t1, t2, in_type):
-    """The chunk's three channels into contiguous temporaries (as color.cpp does)."""
+def gather_bits(src, p, sc, sw, n, t0, t1, t2, in_type):
+    """The chunk's three channels of fp16 (in_type F16) or bf16 bits into contiguous float32
+    temporaries (as color.cpp does)."""
     s = src[p:p + (n - 1) * sw + 2 * sc + 1]
     if in_type == F16:
         for i in range(n):
             t0[i] = half_bits_to_float(s[i * sw])
             t1[i] = half_bits_to_float(s[i * sw + sc])
             t2[i] = half_bits_to_float(s[i * sw + 2 * sc])
-    elif in_type == BF16:
+    else:
         for i in range(n):
             t0[i] = bf16_bits_to_float(s[i * sw])
             t1[i] = bf16_bits_to_float(s[i * sw + sc])
             t2[i] = bf16_bits_to_float(s[i * sw + 2 * sc])
-    else:
-        for i in range(n):
-            t0[i] = s[i * sw]
-            t1[i] = s[i * sw + sc]
-            t2[i] = s[i * sw + 2 * sc]
 
 
 @njit(cache=True, inline="always")
-def gather_planes(src, p, sc, n, t0, t1, t2, in_type):
-    """gather of planar rows (column stride 1): a slice per plane. Indexed from one slice at a
+def gather_values(src, p, sc, sw, n, t0, t1, t2):
+    """gather_bits of uint8 or float32 values."""
+    s = src[p:p + (n - 1) * sw + 2 * sc + 1]
+    for i in range(n):
+        t0[i] = s[i * sw]
+        t1[i] = s[i * sw + sc]
+        t2[i] = s[i * sw + 2 * sc]
+
+
+@njit(cache=True, inline="always")
+def gather_planes_bits(src, p, sc, n, t0, t1, t2, in_type):
+    """gather_bits of planar rows (column stride 1): a slice per plane. Indexed from one slice at a
     runtime plane offset, LLVM left the loop scalar (CHW uint8 colour took 130 us, HWC 33)."""
     s0, s1, s2 = src[p:p + n], src[p + sc:p + sc + n], src[p + 2 * sc:p + 2 * sc + n]
     if in_type == F16:
         for i in range(n):
             t0[i], t1[i], t2[i] = half_bits_to_float(s0[i]), half_bits_to_float(s1[i]), half_bits_to_float(s2[i])
-    elif in_type == BF16:
-        for i in range(n):
-            t0[i], t1[i], t2[i] = bf16_bits_to_float(s0[i]), bf16_bits_to_float(s1[i]), bf16_bits_to_float(s2[i])
     else:
         for i in range(n):
-            t0[i], t1[i], t2[i] = s0[i], s1[i], s2[i]
+            t0[i], t1[i], t2[i] = bf16_bits_to_float(s0[i]), bf16_bits_to_float(s1[i]), bf16_bits_to_float(s2[i])
 
 
 @njit(cache=True, inline="always")
+def gather_planes_values(src, p, sc, n, t0, t1, t2):
+    """gather_planes_bits of uint8 or float32 values."""
+    s0, s1, s2 = src[p:p + n], src[p + sc:p + sc + n], src[p + 2 * sc:p + 2 * sc + n]
+    for i in range(n):
+        t0[i], t1[i], t2[i] = s0[i], s1[i], s2[i]
+
+
+def _holds_bits(dtype: types.Type) -> bool:
+    """Whether arrays of `dtype` hold fp16 / bf16 bits (FLAT_DTYPE's int16) rather than values
+    (uint8, float32); any other element type is a caller's bug, refused while compiling."""
+    if dtype == types.int16:
+        return True
+    if dtype in (types.uint8, types.float32):
+        return False
+    raise TypeError(f"numba_kernels.color: no pixel type is stored as {dtype}")
+
+
 def gather_any(src, p, sc, sw, n, t0, t1, t2, in_type):
-    # Literal strides for the packed-HWC case and a slice per plane for planar rows, so LLVM
-    # vectorises those reads.
-    if sw == 3 and sc == 1:
-        gather(src, p, 1, 3, n, t0, t1, t2, in_type)
-    elif sw == 1:
-        gather_planes(src, p, sc, n, t0, t1, t2, in_type)
-    else:
-        gather(src, p, sc, sw, n, t0, t1, t2, in_type)
+    """A chunk of pixels into float32 / int temporaries, whatever the strides (compiled only)."""
+    raise NotImplementedError("numba_kernels.color.gather_any runs compiled only")
+
+
+# gather_any is chosen by the source's element type while compiling, not by in_type at run time:
+# a uint8 or float32 source compiles only the plain loops, and each of the kernels' (source,
+# output) signatures compiles a third of the loops it did (a cold compile of rgb_to_ycbcr's float
+# path: 14 -> 5 s of CPU). Not inlined into its caller (an overload inlined at the IR level trips
+# Numba's IR checks on the inlined bit conversions); the stride cases live inside it so that the
+# literal strides still reach the loops (packed HWC and a slice per plane: LLVM vectorises those).
+@overload(gather_any)
+def _gather_any_typed(src, p, sc, sw, n, t0, t1, t2, in_type):
+    if _holds_bits(src.dtype):
+        def gather_any_bits(src, p, sc, sw, n, t0, t1, t2, in_type):
+            if sw == 3 and sc == 1:
+                gather_bits(src, p, 1, 3, n, t0, t1, t2, in_type)
+            elif sw == 1:
+                gather_planes_bits(src, p, sc, n, t0, t1, t2, in_type)
+            else:
+                gather_bits(src, p, sc, sw, n, t0, t1, t2, in_type)
+        return gather_any_bits
+
+    def gather_any_values(src, p, sc, sw, n, t0, t1, t2, in_type):
+        if sw == 3 and sc == 1:
+            gather_values(src, p, 1, 3, n, t0, t1, t2)
+        elif sw == 1:
+            gather_planes_values(src, p, sc, n, t0, t1, t2)
+        else:
+            gather_values(src, p, sc, sw, n, t0, t1, t2)
+    return gather_any_values
 
 
 @njit(cache=True, inline="always")
@@ -162,24 +206,35 @@ def compute(t0, t1, t2, n, forward, delta, scale):
             t2[i] = (y + KB * (cb - delta)) * scale
 
 
-@njit(cache=True, inline="always")
 def store_chunk(t0, t1, t2, n, o0, o1, o2, out_type):
-    """Float temporaries to the output type's bits (fp16 / bf16 rounded as color.h does)."""
+    """Float temporaries to the output's element: fp16 / bf16 bits (rounded as color.h does) or
+    float32 values; chosen while compiling, as gather_any is (compiled only)."""
+    raise NotImplementedError("numba_kernels.color.store_chunk runs compiled only")
+
+
+def _store_bits(t0, t1, t2, n, o0, o1, o2, out_type):
     if out_type == F16:
         for i in range(n):
             o0[i] = float_to_half_bits(t0[i])
             o1[i] = float_to_half_bits(t1[i])
             o2[i] = float_to_half_bits(t2[i])
-    elif out_type == BF16:
+    else:
         for i in range(n):
             o0[i] = float_to_bf16_bits(t0[i])
             o1[i] = float_to_bf16_bits(t1[i])
             o2[i] = float_to_bf16_bits(t2[i])
-    else:
-        for i in range(n):
-            o0[i] = t0[i]
-            o1[i] = t1[i]
-            o2[i] = t2[i]
+
+
+def _store_values(t0, t1, t2, n, o0, o1, o2, out_type):
+    for i in range(n):
+        o0[i] = t0[i]
+        o1[i] = t1[i]
+        o2[i] = t2[i]
+
+
+@overload(store_chunk)
+def _store_typed(t0, t1, t2, n, o0, o1, o2, out_type):
+    return _store_bits if _holds_bits(o0.dtype) else _store_values
 
 
 @njit(cache=True)
