@@ -104,12 +104,13 @@ TOOL_LAYERS = [
     ("fastprep.tools.diagnose", "fastprep.tools.plotting"),
     ("fastprep.tools.cli",),
 ]
-# io: what every reader uses, JPEG decoding, the sources' common ground and the pack format, then
-# the sources and the object stores, then packs (which read through the stores and pack the sources).
+# io: what every reader uses, JPEG decoding, the sources' common ground, the pack format and the
+# store interface (fastprep.io.store), then the sources and the object stores, then packs (which
+# read through the stores and pack the sources).
 IO_LAYERS = [
     ("fastprep.io.files", "fastprep.io.windowed"),
     ("fastprep.io.jpeg",),
-    ("fastprep.io.source", "fastprep.io.encode", "fastprep.io.pack_format"),
+    ("fastprep.io.source", "fastprep.io.encode", "fastprep.io.pack_format", "fastprep.io.store"),
     ("fastprep.io.sources", "fastprep.io.remote"),
     ("fastprep.io.packed",),
 ]
