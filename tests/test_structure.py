@@ -126,6 +126,28 @@ def test_the_layers_inside_a_layer_point_down(package, layers):
     assert not bad, f"{package} imports that point up (importer, imported): {bad}"
 
 
+# The modules that read or write a pack through a store or a pack source (fastprep.io.store,
+# fastprep.io.packed.local_pack), and the monitor, which reads what a dataset declares: none of
+# them asks whether a pack is local or remote, or makes a store of a kind itself.
+ONE_INTERFACE = ["io/packed/dataset.py", "io/packed/shard_maps.py", "io/packed/read_ahead.py", "io/remote/cache.py",
+                 "io/packed/upload.py", "monitoring/pipeline.py"]
+LOCAL_OR_REMOTE = ("is_url(", "_remote is None", "_remote is not None", "remote is None", "remote is not None",
+                   "RemoteStore(", "RemotePack(", "LocalStore(", "LocalPack(")
+
+
+@pytest.mark.parametrize("path", ONE_INTERFACE)
+def test_the_store_readers_never_branch_on_local_or_remote(path):
+    text = (PACKAGE / path).read_text()
+    found = [b for b in LOCAL_OR_REMOTE if b in text]
+    assert not found, f"{path} holds {found}: read through the store / pack source interface instead"
+
+
+def test_the_monitor_imports_no_reader_to_tell_the_source():
+    deps = _graph()["fastprep.monitoring.pipeline"]
+    assert not [d for d in deps if d.startswith("fastprep.io")], \
+        f"fastprep.monitoring.pipeline imports {sorted(deps)}: read the datasets' source_kind instead"
+
+
 def test_the_counter_generator_is_a_leaf():
     assert _graph()["fastprep.core.counter_rng"] == set()
 
