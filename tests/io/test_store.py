@@ -5,8 +5,11 @@ import threading
 
 import pytest
 
+import fastprep.io as fio
 from fastprep.io import store as st
 from fastprep.io.remote import RemoteStore
+
+from helpers.jpeg_photos import photo_jpeg
 
 
 @pytest.fixture
@@ -143,3 +146,26 @@ def test_a_remote_store_lists_its_objects(folder):
     store = st.open_store(f"file://{folder}")
     assert store.list() == ["a.bin", "b.bin"] and store.local_path("a.bin") is None
     assert store.read("b.bin", 1, 3) == b"el" and store.requests == 2  # the listing is a request too
+
+
+def test_a_local_download_that_fails_its_check_leaves_nothing(folder, tmp_path_factory):
+    local = tmp_path_factory.mktemp("dl") / "b.copy"
+
+    def refuse(path):
+        raise ValueError("not the object expected")
+
+    with pytest.raises(ValueError, match="not the object expected"):
+        st.open_store(folder).download("b.bin", str(local), 5, check=refuse)
+    with pytest.raises(OSError, match=r"5 bytes where 6 were expected"):
+        st.open_store(folder).download("b.bin", str(local), 6)
+    assert not local.exists()
+
+
+def test_a_pack_uploads_to_a_local_folder_through_the_same_interface(tmp_path):
+    items = [(photo_jpeg("astronaut", "4:2:0", False, (40, 48)), k) for k in range(3)]
+    fio.pack(items, tmp_path / "a", shard_bytes=4096, progress=False)
+    shards = len(fio.PackedDataset(tmp_path / "a").shard_sizes)
+    assert fio.upload_pack(tmp_path / "a", str(tmp_path / "b")) == shards
+    assert fio.upload_pack(tmp_path / "a", str(tmp_path / "b")) == 0  # each shard there is this pack's
+    a, b = fio.PackedDataset(tmp_path / "a"), fio.PackedDataset(tmp_path / "b")
+    assert [bytes(a.record(i)) for i in range(3)] == [bytes(b.record(i)) for i in range(3)]
