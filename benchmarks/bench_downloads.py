@@ -50,7 +50,7 @@ def cold_epoch(url: str, opts: dict, cache: str, workers: int, parts: int) -> fl
     shutil.rmtree(cache, ignore_errors=True)
     start = time.perf_counter()
     ds = fio.PackedDataset(url, cache_dir=cache, storage_options=opts, fetch="shards", workers=workers)
-    ds._remote.store.parts = parts
+    ds._source.store.parts = parts
     ds.prefetch()
     for i in range(len(ds)):
         ds[i]

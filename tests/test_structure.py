@@ -104,12 +104,13 @@ TOOL_LAYERS = [
     ("fastprep.tools.diagnose", "fastprep.tools.plotting"),
     ("fastprep.tools.cli",),
 ]
-# io: what every reader uses, JPEG decoding, the sources' common ground and the pack format, then
-# the sources and the object stores, then packs (which read through the stores and pack the sources).
+# io: what every reader uses, JPEG decoding, the sources' common ground, the pack format and the
+# store interface (fastprep.io.store), then the sources and the object stores, then packs (which
+# read through the stores and pack the sources).
 IO_LAYERS = [
     ("fastprep.io.files", "fastprep.io.windowed"),
     ("fastprep.io.jpeg",),
-    ("fastprep.io.source", "fastprep.io.encode", "fastprep.io.pack_format"),
+    ("fastprep.io.source", "fastprep.io.encode", "fastprep.io.pack_format", "fastprep.io.store"),
     ("fastprep.io.sources", "fastprep.io.remote"),
     ("fastprep.io.packed",),
 ]
@@ -123,6 +124,28 @@ def test_the_layers_inside_a_layer_point_down(package, layers):
     assert not [m for m in inside if rank(m) is None], f"{package} modules outside {layers}"
     bad = [(m, d) for m in inside for d in graph[m] if rank(d) is not None and rank(d) > rank(m)]
     assert not bad, f"{package} imports that point up (importer, imported): {bad}"
+
+
+# The modules that read or write a pack through a store or a pack source (fastprep.io.store,
+# fastprep.io.packed.local_pack), and the monitor, which reads what a dataset declares: none of
+# them asks whether a pack is local or remote, or makes a store of a kind itself.
+ONE_INTERFACE = ["io/packed/dataset.py", "io/packed/shard_maps.py", "io/packed/read_ahead.py", "io/remote/cache.py",
+                 "io/packed/upload.py", "monitoring/pipeline.py"]
+LOCAL_OR_REMOTE = ("is_url(", "_remote is None", "_remote is not None", "remote is None", "remote is not None",
+                   "RemoteStore(", "RemotePack(", "LocalStore(", "LocalPack(")
+
+
+@pytest.mark.parametrize("path", ONE_INTERFACE)
+def test_the_store_readers_never_branch_on_local_or_remote(path):
+    text = (PACKAGE / path).read_text()
+    found = [b for b in LOCAL_OR_REMOTE if b in text]
+    assert not found, f"{path} holds {found}: read through the store / pack source interface instead"
+
+
+def test_the_monitor_imports_no_reader_to_tell_the_source():
+    deps = _graph()["fastprep.monitoring.pipeline"]
+    assert not [d for d in deps if d.startswith("fastprep.io")], \
+        f"fastprep.monitoring.pipeline imports {sorted(deps)}: read the datasets' source_kind instead"
 
 
 def test_the_counter_generator_is_a_leaf():

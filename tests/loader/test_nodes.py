@@ -55,7 +55,7 @@ def _rank_main(rank: int, nodes: list[int], port: int, root: str, url: str, opti
                 loader.load_state_dict(pickle.load(f))
             loader.set_epoch(1)  # the checkpoint's epoch: its position is kept
             out["rest"] = [int(y) for b in loader for y in b.data[1]]
-        ds._remote.wait()  # the rank's prefetches done: none cut short at exit (a second GET by its node)
+        ds._source.wait()  # the rank's prefetches done: none cut short at exit (a second GET by its node)
         dist.barrier()
         with open(os.path.join(root, f"{phase}-{rank}.pkl"), "wb") as f:
             pickle.dump(out, f)

@@ -26,7 +26,7 @@ def test_dataloader_workers_fetches_reach_the_monitor(packed, tmp_path):
     ds = fio.PackedDataset(f"file://{packed}", cache_dir=tmp_path / "cache", fetch="shards", layout="HWC")
     shards = fio.PackedDataset(packed)._shards
     assert len(shards) >= 4
-    before, requests_before = ds.bytes_fetched, ds._remote.store.requests  # the index: the parent's
+    before, requests_before = ds.bytes_fetched, ds._source.store.requests  # the index: the parent's
     loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2, timeout=60)
     out = io.StringIO()
     mon = fastprep.monitor(loader, live="log", refresh=1e-6, log_every=1e-6, stream=out, device="cpu")
@@ -34,7 +34,7 @@ def test_dataloader_workers_fetches_reach_the_monitor(packed, tmp_path):
         pass
     s = mon.summary()
     assert s.fetched == ds.bytes_fetched - before == sum(size for _, size in shards)  # each shard once, by a worker
-    assert s.fetch_requests == ds._remote.store.requests - requests_before == len(shards)
+    assert s.fetch_requests == ds._source.store.requests - requests_before == len(shards)
     assert s.request_rate == s.fetch_requests / s.fetch_seconds and s.as_dict()["request_rate"] == s.request_rate
     assert "requests/s" in str(s) and "DataLoader workers' reads included" in str(s)
     assert "req/s fetched" in out.getvalue()  # the live line

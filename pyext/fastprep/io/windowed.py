@@ -22,6 +22,8 @@ class WindowedImage:
     """
 
     __slots__ = ()
+    # What the image is, in fastprep.monitor's words (its SOURCES): subclasses that are more say so.
+    source_kind = "windowed"
     height: int
     width: int
     mode: str

@@ -4,7 +4,7 @@ second.
 Duck-typed: a dataset with a ``bytes_fetched`` counter (fastprep.io.PackedDataset over a URL) found
 as the loader's ``.dataset`` (a DataLoader, a fastprep.Loader), through a wrapper's ``.source`` or
 ``.loader`` (a DevicePrefetcher); its requests from a ``fetch_requests`` counter, or its remote
-store's ``requests`` (a PackedDataset's ``_remote.store``). A PackedDataset's store keeps both in
+store's ``requests`` (a PackedDataset's ``_source.store``). A PackedDataset's store keeps both in
 cells its DataLoader's worker processes share (fastprep.io.remote.shared): their reads count here.
 """
 
@@ -33,7 +33,7 @@ def fetch_requests(dataset: Any) -> int:
     """The requests the dataset made to remote storage (0 when it does not say)."""
     requests = getattr(dataset, "fetch_requests", None)
     if not isinstance(requests, int):
-        requests = getattr(getattr(getattr(dataset, "_remote", None), "store", None), "requests", 0)
+        requests = getattr(getattr(getattr(dataset, "_source", None), "store", None), "requests", 0)
     return requests if isinstance(requests, int) else 0
 
 

@@ -4,8 +4,9 @@ both print it and choose their remedies from it (fastprep.monitoring.remedies).
 
 Nothing is loaded to find it out: the loader is unwrapped (a tqdm bar's ``iterable``, a
 DevicePrefetcher's ``source`` / ``loader``), its dataset is looked through wrappers' ``.dataset``,
-and the source is told by the dataset's type and settings. diagnose, which holds a raw sample,
-refines the source from it (`source_of_image`).
+and the source is what the dataset declares it is (its ``source_kind``, one of the words below:
+fastprep.io's datasets and images each say theirs), else told from its type. diagnose, which holds
+a raw sample, refines the source from its image (`source_of_image`).
 
 ===============  ===========================================================================
 source           what it is
@@ -28,7 +29,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastprep.io.remote.store import is_url
 from fastprep.monitoring.advice import SOURCES  # what each source is, worded in the advice catalogue
 from fastprep.monitoring.steps import Step, steps_of
 
@@ -195,21 +195,13 @@ def split_refusal(transform: Any, reader: Any) -> str | None:
 
 
 def source_of_dataset(dataset: Any) -> tuple[str, Any]:
-    """(source, the dataset that reads the images) from the dataset's type and settings alone."""
+    """(source, the dataset that reads the images): what the dataset declares (``source_kind``:
+    fastprep.io's PackedDataset, ImageFolder, WebDataset, LMDBDataset, HDF5Dataset), else from its type."""
     import torch  # noqa: PLC0415
 
-    from fastprep.io.packed.dataset import PackedDataset  # noqa: PLC0415
-    from fastprep.io.sources.folder import ImageFolder  # noqa: PLC0415
-
     for d in datasets(dataset):
-        if isinstance(d, PackedDataset):
-            if is_url(d.path):
-                return "remote-pack", d
-            return ("packed-raw" if (d.options or {}).get("mode") == "raw" else "packed-jpeg"), d
-        if isinstance(d, ImageFolder):
-            return ("jpeg-files" if d.roi else "files"), d
-        if type(d).__module__.startswith("fastprep.io."):
-            return "windowed", d  # WebDataset, LMDBDataset, HDF5Dataset: read by window
+        if (kind := declared(d)) is not None:
+            return kind, d
         if isinstance(d, torch.utils.data.TensorDataset):
             return "tensors", d
         if hasattr(d, "samples") and callable(getattr(d, "loader", None)):
@@ -219,20 +211,21 @@ def source_of_dataset(dataset: Any) -> tuple[str, Any]:
     return "other", dataset
 
 
-def source_of_image(image: Any, dataset: Any, fallback: str = "other") -> str:
-    """The source of a raw sample's image, read by `dataset` (diagnose holds one)."""
-    from fastprep.io.jpeg.file import JpegFile  # noqa: PLC0415
-    from fastprep.io.packed.records import PackedJpeg, PackedRaw  # noqa: PLC0415
-    from fastprep.io.windowed import WindowedImage  # noqa: PLC0415
+def declared(obj: Any) -> str | None:
+    """The source `obj` declares it is (its ``source_kind``, one of SOURCES), None where it declares none."""
+    kind = getattr(obj, "source_kind", None)
+    return kind if isinstance(kind, str) and kind in SOURCES else None
 
-    if isinstance(image, PackedJpeg):
-        return "remote-pack" if is_url(str(getattr(dataset, "path", ""))) else "packed-jpeg"
-    if isinstance(image, PackedRaw):
-        return "remote-pack" if is_url(str(getattr(dataset, "path", ""))) else "packed-raw"
-    if isinstance(image, JpegFile):
-        return "jpeg-files"
-    if isinstance(image, WindowedImage):
-        return "windowed"
+
+def source_of_image(image: Any, dataset: Any, fallback: str = "other") -> str:
+    """The source of a raw sample's image, read by `dataset` (diagnose holds one): what the image
+    declares (``source_kind``: fastprep.io's WindowedImage s), a pack record's "remote-pack" where
+    `dataset` says it is one; else told from its type."""
+    kind = declared(image)
+    if kind in ("packed-jpeg", "packed-raw") and declared(dataset) == "remote-pack":
+        return "remote-pack"
+    if kind is not None:
+        return kind
     if type(image).__module__.startswith("PIL."):
         return "pil-files"
     if getattr(dataset, "roi", None) is False:

@@ -96,12 +96,12 @@ def test_auto_reads_by_range_until_an_order_is_known(packs, store, tmp_path):  #
     assert torch.equal(small.load_raw(1)[0].decode((0, 0, 16, 16)), local.load_raw(1)[0].decode((0, 0, 16, 16)))
     assert not list((tmp_path / "small").glob("*/shard-*.fpk"))
     small.prefetch([1, 0])  # an epoch's order: whole shards, ahead of use
-    assert small._remote.wait(30)
+    assert small._source.wait(30)
     assert torch.equal(small.load_raw(1)[0].decode(), local.load_raw(1)[0].decode())
-    assert small._remote.cache.cached(int(local._entries["shard"][1]))
+    assert small._source.cache.cached(int(local._entries["shard"][1]))
     fits = remote(store, "jpeg", tmp_path / "fits", cache_limit=10 * total)  # it fits: whole shards
     fits.load_raw(2)[0].decode((0, 0, 16, 16))
-    assert fits._remote.cache.cached(int(local._entries["shard"][2]))
+    assert fits._source.cache.cached(int(local._entries["shard"][2]))
 
 
 def test_a_window_read_by_range_moves_only_its_rows(store, tmp_path):  # noqa: F811
@@ -136,8 +136,8 @@ def test_the_cache_evicts_least_recently_used_past_its_limit(packs, store, tmp_p
     for _ in range(2):
         for i in range(len(local)):
             assert torch.equal(ds.load_raw(i)[0].decode(), local.load_raw(i)[0].decode())
-            assert ds._remote.cache.used_bytes() <= limit
-    cache = ds._remote.cache
+            assert ds._source.cache.used_bytes() <= limit
+    cache = ds._source.cache
     assert cache.downloads > len(sizes)  # evicted shards came back
     del ds  # its maps' holds end with it
     gc.collect()
@@ -166,12 +166,12 @@ def test_prefetch_downloads_in_first_use_order_within_the_budget(packs, store, t
     ds = remote(store, "jpeg", tmp_path, fetch="shards")
     shards = ds.prefetch(order)
     assert shards == list(dict.fromkeys(int(local._entries["shard"][i]) for i in order))
-    assert ds._remote.wait(30)
-    assert all(ds._remote.cache.cached(k) for k in shards)
+    assert ds._source.wait(30)
+    assert all(ds._source.cache.cached(k) for k in shards)
     small = remote(store, "jpeg", tmp_path / "small", fetch="shards", cache_limit=2 * max(s for _, s in local._shards))
     small.prefetch(order)
-    assert small._remote.wait(30)
-    assert small._remote.cache.cached(shards[0]) and not small._remote.cache.cached(shards[-1])
+    assert small._source.wait(30)
+    assert small._source.cache.cached(shards[0]) and not small._source.cache.cached(shards[-1])
 
 
 CHILD = """
@@ -261,7 +261,7 @@ def test_bad_arguments_are_named(packs, store, tmp_path):  # noqa: F811
     if secret is None:
         pytest.skip(f"{store.kind}:// here has no credential (the emulator checks none)")
     ds = fio.PackedDataset(url, cache_dir=tmp_path, storage_options=options, retry=FAST)
-    assert secret not in repr(ds) + repr(ds._remote.store) + ds.path + ds.where(0)
+    assert secret not in repr(ds) + repr(ds._source.store) + ds.path + ds.where(0)
 
 
 def test_a_wrong_credential_is_refused_at_once_and_never_shown(packs, store, tmp_path):  # noqa: F811

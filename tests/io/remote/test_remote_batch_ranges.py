@@ -45,7 +45,7 @@ class Recorded:
 
     def __init__(self, ds, monkeypatch):
         self.waves, self.alone = [], []
-        backend = ds._remote.store
+        backend = ds._source.store
         spans, ranges = backend.read_spans, backend.read_ranges
         monkeypatch.setattr(backend, "read_spans", lambda s: self.waves.append(len(s)) or spans(s))
         monkeypatch.setattr(backend, "read_ranges", lambda *a, **k: self.alone.append(a[0]) or ranges(*a, **k))
@@ -110,7 +110,7 @@ def test_a_sample_that_cannot_be_read_is_skipped_and_its_batch_goes_on(packs, st
     local, ds = fio.PackedDataset(packs / "jpeg", layout="HWC"), remote(store, tmp_path, layout="HWC")
     e = ds._entries[2]
     shard, start, end = ds._shards[int(e["shard"])][0], int(e["offset"]), int(e["offset"] + e["length"])
-    store_ = ds._remote.store
+    store_ = ds._source.store
     spans, ranges = store_.read_spans, store_.read_ranges
 
     def spans_failing(s):  # record 2's spans fail in the batch's reads...
@@ -173,7 +173,7 @@ def test_a_pickled_dataset_reads_ahead_in_its_new_process(packs, store, tmp_path
     local, ds = fio.PackedDataset(packs / "jpeg"), remote(store, tmp_path)
     ds.fetch_ahead([0, 1], lambda j: ds.load_raw(j)[0].decode((0, 0, 8, 8)))
     copy = pickle.loads(pickle.dumps(ds))  # a DataLoader worker's: no head, no part read ahead comes along
-    assert copy._remote.cached_head(copy._shards[int(copy._entries["shard"][0])][0],
+    assert copy._source.cached_head(copy._shards[int(copy._entries["shard"][0])][0],
                                     int(copy._entries["offset"][0])) is None
     assert copy.fetch_ahead([0, 1], lambda j: copy.load_raw(j)[0].decode((0, 0, 8, 8))) >= 1
     assert torch.equal(copy.load_raw(1)[0].decode((0, 0, 8, 8)), local.load_raw(1)[0].decode((0, 0, 8, 8)))

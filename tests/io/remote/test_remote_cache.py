@@ -43,7 +43,7 @@ def test_a_thread_waiting_for_a_download_is_not_blocked_by_the_downloaders_hold(
     # Two threads find shard 0 missing; one downloads it and holds it (as a dataset does while the
     # shard is mapped: maybe for ever); the other starts waiting for the download only then (a thread
     # the system wakes late). It must get the shard while the first still holds it.
-    cache = fio.PackedDataset(f"file://{pack}", cache_dir=tmp_path, fetch="shards", retry=Retry(tries=1))._remote.cache
+    cache = fio.PackedDataset(f"file://{pack}", cache_dir=tmp_path, fetch="shards", retry=Retry(tries=1))._source.cache
     both_missing, first_held, turn = threading.Barrier(2, timeout=10), threading.Event(), itertools.count()
 
     def flock(fd, op):
@@ -77,7 +77,7 @@ def test_a_thread_waiting_for_a_download_is_not_blocked_by_the_downloaders_hold(
 
 
 def test_release_twice_closes_the_lock_file_once(pack, tmp_path):
-    cache = fio.PackedDataset(f"file://{pack}", cache_dir=tmp_path, fetch="shards", retry=Retry(tries=1))._remote.cache
+    cache = fio.PackedDataset(f"file://{pack}", cache_dir=tmp_path, fetch="shards", retry=Retry(tries=1))._source.cache
     held = cache.acquire(0)
     cache.release(held)
     other = os.open(os.devnull, os.O_RDONLY)  # the number the released lock file had, most likely
@@ -116,7 +116,7 @@ while time.monotonic() < end:  # rounds: a fresh dataset (its holds end with it)
     with ThreadPoolExecutor(8) as pool:
         got = list(pool.map(lambda i: bytes(ds.record(i)), order * 2))
     assert got == [want[i] for i in order * 2]
-    assert ds._remote.wait(30)
+    assert ds._source.wait(30)
     reads += len(got)
 watchdog.cancel()
 print(reads)

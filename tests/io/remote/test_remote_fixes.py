@@ -50,7 +50,7 @@ def test_staging_is_outside_the_cache_and_eviction_spares_other_folders(pack, tm
     for i in range(len(ds)):
         ds[i]
     assert (foreign / "shard-00000.fpk").exists()
-    assert ds._remote.cache.used_bytes() < 10_000
+    assert ds._source.cache.used_bytes() < 10_000
 
 
 def test_a_record_whose_restart_index_outgrows_the_first_read_is_read_by_range(tmp_path):
@@ -69,18 +69,18 @@ def test_a_forked_child_prefetches_with_its_own_threads_and_locks(pack, tmp_path
     ds = remote(pack, tmp_path, fetch="shards")
     assert len(ds._shards) >= 2
     ds.prefetch([0])  # the parent's pool: its threads are not in a forked child
-    assert ds._remote.wait(10)
-    ds._remote._heads_lock.acquire()  # held by a parent thread at the fork
+    assert ds._source.wait(10)
+    ds._source._heads_lock.acquire()  # held by a parent thread at the fork
     pid = os.fork()
     if pid == 0:  # pragma: no cover (the child)
         try:
             ds.prefetch()
-            ok = ds._remote.wait(10) and all(ds._remote.cache.cached(k) for k in range(len(ds._shards)))
-            ok = ok and ds._remote._heads_lock.acquire(timeout=5)
+            ok = ds._source.wait(10) and all(ds._source.cache.cached(k) for k in range(len(ds._shards)))
+            ok = ok and ds._source._heads_lock.acquire(timeout=5)
         except BaseException:
             ok = False
         os._exit(0 if ok else 1)
-    ds._remote._heads_lock.release()
+    ds._source._heads_lock.release()
     assert os.waitpid(pid, 0)[1] == 0
 
 
@@ -102,7 +102,7 @@ def test_a_failed_download_names_the_record(pack, tmp_path, monkeypatch):
     def refuse(*args, **kw):
         raise ConnectionError("connection reset")
 
-    monkeypatch.setattr(ds._remote.store.fs, "get_file", refuse)
+    monkeypatch.setattr(ds._source.store.fs, "get_file", refuse)
     with pytest.raises(fio.RemoteReadError, match=r"record 1 \(b/2.jpg\).*after 3 tries"):
         ds[1]
 
@@ -134,7 +134,7 @@ def test_credentials_in_the_url_never_show(pack, tmp_path):
 
 def test_a_killed_downloads_part_files_are_removed(pack, tmp_path):
     ds = remote(pack, tmp_path, fetch="shards")
-    folder = ds._remote.cache.folder
+    folder = ds._source.cache.folder
     stale = os.path.join(folder, "shard-00000.fpk.12345.678.part")
     with open(stale, "wb") as f:
         f.write(b"half a shard")
@@ -158,10 +158,10 @@ def test_another_packs_shard_is_not_downloaded_again(pack, tmp_path):
     os.replace(copy / "shard-00000.fpk", copy / "shard-00001.fpk")  # same size? not needed: header first
     ds = remote(copy, tmp_path, fetch="shards", retry=Retry(tries=5, backoff=0.0, max_backoff=0.0))
     ds._shards[1] = ("shard-00001.fpk", os.path.getsize(copy / "shard-00001.fpk"))
-    ds._remote.cache.shards[1] = ds._shards[1]
+    ds._source.cache.shards[1] = ds._shards[1]
     calls = []
-    get = ds._remote.store.fs.get_file
-    ds._remote.store.fs.get_file = lambda *a, **kw: (calls.append(a), get(*a, **kw))[1]
+    get = ds._source.store.fs.get_file
+    ds._source.store.fs.get_file = lambda *a, **kw: (calls.append(a), get(*a, **kw))[1]
     with pytest.raises(fio.ShardFormatError, match=r"shard-00001.fpk is shard 0 of this pack, not shard 1"):
         ds[1]
     assert len(calls) == 1

@@ -78,18 +78,18 @@ def test_one_503_pauses_every_prefetch_thread(pack, store, tmp_path):  # noqa: F
     retry = Retry(tries=4, backoff=1.0, max_backoff=1.0, timeout=30)
     ds = fio.PackedDataset(store.url("parallel"), cache_dir=tmp_path, storage_options=store.options(),
                            fetch="shards", retry=retry, workers=4)
-    shards = len(ds._remote.cache.shards)
+    shards = len(ds._source.cache.shards)
     assert shards >= 8
     store.proxy.clear()
     store.proxy.latency = 0.05  # downloads in flight when the 503 comes
     try:
         store.proxy.inject("503", 1, match=store.data)
         ds.prefetch()
-        assert ds._remote.wait(60)
+        assert ds._source.wait(60)
     finally:
         store.proxy.latency = 0.0
-    pause = ds._remote.store.pause
-    assert pause.pauses == 1 and all(ds._remote.cache.cached(k) for k in range(shards))
+    pause = ds._source.store.pause
+    assert pause.pauses == 1 and all(ds._source.cache.cached(k) for k in range(shards))
     began, ends = pause.began, pause.paused_until()
     assert 0.5 <= ends - began <= 1.0
     # requests sent before the pause began may land just after it: a margin, then none until it ends
@@ -105,7 +105,7 @@ def test_a_rate_limit_is_charged_every_request_and_byte(pack, store, tmp_path, m
     ds = fio.PackedDataset(store.url("parallel"), cache_dir=tmp_path, storage_options=store.options(),
                            fetch="shards", rate_limit=cap, workers=4)
     ds.prefetch()
-    assert ds._remote.wait(60)
+    assert ds._source.wait(60)
     requests, nbytes = cap._cells.read()
-    remote = ds._remote.store
+    remote = ds._source.store
     assert remote.bytes_fetched > 0 and requests - now == remote.requests and nbytes - now == remote.bytes_fetched

@@ -57,6 +57,7 @@ class JpegFile(WindowedImage):
     def width(self) -> int:
         return upright_size(self.header.height, self.header.width, self.orientation)[1]
 
+    source_kind = "jpeg-files"  # a JPEG file read by window (fastprep.monitor's word for it)
     scaled_decode = True  # decode(scale=M) takes libjpeg-turbo's M/8 scales (fastprep.io.jpeg.scale)
 
     def decode(self, crop: tuple[int, int, int, int] | None = None, *, layout: str | None = None,

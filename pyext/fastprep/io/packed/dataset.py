@@ -22,13 +22,12 @@ from fastprep.io import pack_format as fmt
 from fastprep.io.jpeg import LAYOUTS, MODES, native
 from fastprep.io.jpeg.oriented import oriented
 from fastprep.io.jpeg.window_cut import WindowCut
+from fastprep.io.packed.local_pack import open_pack_source
 from fastprep.io.packed.read_ahead import fetch_ahead
 from fastprep.io.packed.records import PackedImage, PackedJpeg, PackedRaw
 from fastprep.io.packed.shard_maps import ShardMaps
 from fastprep.io.remote.limits import RateLimit
-from fastprep.io.remote.pack_source import RemotePack
 from fastprep.io.remote.retry import Retry
-from fastprep.io.remote.store import is_url
 from fastprep.io.remote.window_batch import Probed
 from fastprep.io.source import ImageSource
 
@@ -106,18 +105,12 @@ class PackedDataset(ImageSource):
             raise ValueError(f"PackedDataset: expected mode to be one of {MODES}, got {mode!r}")
         if layout not in LAYOUTS:
             raise ValueError(f"PackedDataset: expected layout to be one of {LAYOUTS}, got {layout!r}")
-        self.path = path if isinstance(path, Mapping) else os.fspath(path)  # a mapping: presigned URLs
-        self._remote = index = None
-        if is_url(self.path):
-            self._remote = RemotePack(self.path, cache_dir, cache_limit, fetch, storage_options, retry, workers,
-                                      rate_limit)
-            self.path = self._remote.store.shown  # shown in messages and reprs: no credentials
-            self.index_path, index = self._remote.fetch_index()  # read and checked there
-        else:
-            self.index_path = os.path.join(self.path, fmt.INDEX_NAME)
-        if not os.path.isfile(self.index_path):
-            raise FileNotFoundError(f"PackedDataset: no {fmt.INDEX_NAME} in {self.path!r}: not a pack, or its "
-                                    f"packing was interrupted (run fastprep.io.pack again to finish it)")
+        # a folder, a URL or a mapping of presigned URLs: read through the one pack source interface
+        self._source = open_pack_source(path, cache_dir=cache_dir, cache_limit=cache_limit, fetch=fetch,
+                                        storage_options=storage_options, retry=retry, workers=workers,
+                                        rate_limit=rate_limit)
+        self.path = self._source.store.shown  # shown in messages and reprs: no credentials
+        self.index_path, index = self._source.fetch_index()  # read and checked there
         self.transform, self.target_transform = transform, target_transform
         self.set_on_error("PackedDataset", on_error)
         self.exif = check_bool("PackedDataset", "exif", exif)
@@ -125,12 +118,10 @@ class PackedDataset(ImageSource):
             raise ValueError(f"PackedDataset: expected verify to be a bool, got {verify!r}")
         self.mode, self.layout, self.verify = mode, layout, verify
         self.strict = check_bool("PackedDataset", "strict", strict)
-        entries, self.pack_id, meta, self._names_at = index or fmt.read_index(self.index_path)
+        entries, self.pack_id, meta, self._names_at = index
         self._shards = [(str(name), int(size)) for name, size, _ in meta["shards"]]
-        if self._remote is not None:
-            self._remote.attach(self.pack_id, self._shards, meta.get("digests"))
-        where = self.index_path if self._remote is None else f"{self.path}/{fmt.INDEX_NAME}"
-        _check_entries(entries, self._shards, where)
+        self._source.attach(self.pack_id, self._shards, meta.get("digests"))
+        _check_entries(entries, self._shards, self._source.store.where(fmt.INDEX_NAME))
         self._entries = entries
         self._total = sum(size for _, size in self._shards)
         self._mean_record = float(entries["length"].mean()) if len(entries) else 0.0
@@ -140,7 +131,7 @@ class PackedDataset(ImageSource):
         self.skipped = [(name, why) for _, name, why in meta["skipped"]]
         self.options = meta["options"]
         self._extras = meta["extras"]
-        self._maps = ShardMaps(self.path, self._shards, self.pack_id, self._remote)
+        self._maps = ShardMaps(self._shards, self.pack_id, self._source)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -162,7 +153,7 @@ class PackedDataset(ImageSource):
     def cache_limit(self) -> int | None:
         """A remote pack's cache_limit (bytes; None: no limit, and for a local pack): the Loader's
         ``shuffle="shards"`` refuses a shard window that half of it cannot hold (never sized from it)."""
-        return None if self._remote is None else self._remote.limit
+        return self._source.limit
 
     def _view(self, k: int, i: int | None = None) -> memoryview:
         """Shard k's bytes (mapped on first use; its file's size checked against the index before
@@ -202,7 +193,7 @@ class PackedDataset(ImageSource):
     def where(self, i: int, source: bool = True) -> str:
         """'<pack>/shard-00001.fpk record 17 (dog/1.jpg)': record i, for messages."""
         shard = self._shards[int(self._entries["shard"][i])][0]
-        text = f"{self.path}/{shard} record {i}" if self._remote else f"{os.path.join(self.path, shard)} record {i}"
+        text = f"{self._source.store.where(shard)} record {i}"
         return f"{text} ({fmt.read_name(self.index_path, self._names_at, i)})" if source else text
 
     def sample_name(self, i: int) -> str:
@@ -222,10 +213,9 @@ class PackedDataset(ImageSource):
     def record_image(self, i: int) -> PackedImage:
         """Record i's image as stored (no EXIF orientation applied), read by window on demand."""
         shard, kind, color, _, offset, length, checksum, height, width, _, _, _ = self._entries[i].item()
-        remote = self._remote
-        if kind == fmt.KIND_JPEG and remote is not None and remote.uses_ranges(shard, self._total, self._mean_record):
+        if kind == fmt.KIND_JPEG and self._source.uses_ranges(shard, self._total, self._mean_record):
             record = None  # read by range when the window is known: PackedJpeg.decode / cut
-        elif remote is not None and remote.ahead.probing:
+        elif self._source.ahead.probing:
             raise Probed(None)  # a trial run (fetch_ahead): nothing of this record is read by range
         else:
             record = self._view(shard, i)[offset:offset + length]
@@ -236,13 +226,13 @@ class PackedDataset(ImageSource):
         """A remote record's meta block, restart index and JPEG header (fetched by range once and
         kept, as a windowed read of it fetches them): what PackedJpeg.orientation reads."""
         e = self._entries[i]
-        if self._remote.ahead.probing:  # a trial run (fetch_ahead): the head is read with the batch's
-            head = self._remote.cached_head(self._shards[int(e["shard"])][0], int(e["offset"]))
+        if self._source.ahead.probing:  # a trial run (fetch_ahead): the head is read with the batch's
+            head = self._source.cached_head(self._shards[int(e["shard"])][0], int(e["offset"]))
             if head is None:
                 raise Probed(i)
             return head
         where = f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})"
-        return self._remote._head(self._shards[int(e["shard"])][0], int(e["offset"]), int(e["length"]), where,
+        return self._source._head(self._shards[int(e["shard"])][0], int(e["offset"]), int(e["length"]), where,
                                   f"reading {where} by range")
 
     @property
@@ -250,17 +240,25 @@ class PackedDataset(ImageSource):
         """A remote pack's ("shards" or "ranges", why): how JPEG records of shards not cached are
         read now (fetch="auto" chooses from the pack, the cache and the link measured so far, and
         logs each choice at INFO on the ``fastprep`` logger); None for a local pack."""
-        return None if self._remote is None else self._remote.fetch_mode(self._total, self._mean_record)
+        return self._source.fetch_mode(self._total, self._mean_record)
 
     @property
     def remote(self) -> bool:
         """Whether the pack is read from a URL (through its local shard cache)."""
-        return self._remote is not None
+        return self._source.remote
+
+    @property
+    def source_kind(self) -> str:
+        """What it is, in fastprep.monitor's words: "remote-pack", else "packed-raw" or "packed-jpeg"."""
+        if self.remote:
+            return "remote-pack"
+        return "packed-raw" if (self.options or {}).get("mode") == "raw" else "packed-jpeg"
 
     @property
     def bytes_fetched(self) -> int:
-        """Bytes this process read from a remote pack's store (shards, index, ranges); 0 for a local pack."""
-        return 0 if self._remote is None else self._remote.store.bytes_fetched
+        """Bytes this process read from a remote pack's store (shards, index, ranges); 0 for a local pack
+        (its records are read through memory maps, not fetched)."""
+        return self._source.store.bytes_fetched
 
     def prefetch(self, order: Sequence[int] | None = None) -> list[int]:
         """Starts downloading the shards of a remote pack in the order `order` (the epoch's record
@@ -268,24 +266,22 @@ class PackedDataset(ImageSource):
         cache_limit ahead of the shard being read; returns that shard order. A local pack: no-op.
         With fetch="ranges", only the shards of raw records are downloaded (JPEG records are read
         by range: their shards whole would be what "ranges" declines)."""
-        if self._remote is None:
-            return []
         order = range(len(self)) if order is None else order
-        if self._remote.fetch == "ranges":
+        if self._source.fetch == "ranges":
             kinds = self._entries["kind"]
             order = [i for i in order if kinds[i] != fmt.KIND_JPEG]
             if not order:
                 return []
-        return self._remote.prefetch(self._entries["shard"], order)
+        return self._source.prefetch(self._entries["shard"], order)
 
     def window_record(self, i: int, window: tuple[int, int, int, int]) -> bytearray:
         """Record i's bytes with only those a decode of `window` reads (fetched by range): what a
         PackedJpeg whose shard is not cached decodes from."""
-        if self._remote.ahead.probing:
+        if self._source.ahead.probing:
             raise Probed(i, window)  # a trial run (fetch_ahead): the window is read with the batch's
         e = self._entries[i]
         shard = int(e["shard"])
-        return self._remote.window_record(self._shards[shard][0], int(e["offset"]), int(e["length"]),
+        return self._source.window_record(self._shards[shard][0], int(e["offset"]), int(e["length"]),
                                           int(e["checksum"]), window,
                                           f"record {i} ({fmt.read_name(self.index_path, self._names_at, i)})")
 
@@ -330,7 +326,7 @@ class PackedDataset(ImageSource):
         return (f"PackedDataset({self.path!r}, {len(self)} images ({kinds[fmt.KIND_JPEG]} JPEG, {kinds[fmt.KIND_RAW]} "
                 f"raw) in {len(self._shards)} shards, {len(self.classes)} classes, mode={self.mode!r}, "
                 f"layout={self.layout!r}{', exif=True' if self.exif else ''}"
-                f"{f', fetch={self.fetch_mode[0]!r}' if self._remote is not None else ''}"
+                f"{f', fetch={mode[0]!r}' if (mode := self.fetch_mode) else ''}"
                 f"{f', on_error={self.on_error!r}' if self.on_error != 'raise' else ''})")
 
 

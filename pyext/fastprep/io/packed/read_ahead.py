@@ -24,9 +24,7 @@ PASSES = 2  # a second trial for the records whose head the first needed (their 
 def fetch_ahead(ds: Any, keys: Sequence[int], trial: Callable[[int], Any]) -> int:
     """Reads the windows that trial(j) (sample keys[j]'s loading and transform) decodes from `ds`'s
     records read by range, all together; returns the round trips taken (0: nothing to read)."""
-    remote, entries = ds._remote, ds._entries  # noqa: SLF001 (the dataset's own helper)
-    if remote is None:
-        return 0
+    remote, entries = ds._source, ds._entries  # noqa: SLF001 (the dataset's own helper)
     todo = [j for j, i in enumerate(keys) if 0 <= i < len(entries) and entries["kind"][i] == fmt.KIND_JPEG
             and remote.uses_ranges(int(entries["shard"][i]), ds._total, ds._mean_record)]  # noqa: SLF001
     waves = 0

@@ -94,6 +94,7 @@ class PackedJpeg(PackedImage):
     (the bits of a full decode, cropped); :meth:`cut` gives the window's small JPEG for a GPU decoder."""
 
     __slots__ = ()
+    source_kind = "packed-jpeg"  # fastprep.monitor's word (a remote pack's dataset says "remote-pack")
     scaled_decode = True  # decode(scale=M) takes libjpeg-turbo's M/8 scales (fastprep.io.jpeg.scale)
 
     def decode(self, crop: tuple[int, int, int, int] | None = None, *, layout: str | None = None,
@@ -161,6 +162,7 @@ class PackedRaw(PackedImage):
     fastprep.rgb_to_ycbcr."""
 
     __slots__ = ()
+    source_kind = "packed-raw"  # fastprep.monitor's word (a remote pack's dataset says "remote-pack")
 
     def decode(self, crop: tuple[int, int, int, int] | None = None, *, layout: str | None = None,
                out: torch.Tensor | None = None) -> torch.Tensor:

@@ -1,8 +1,9 @@
 """The shard files of a :class:`fastprep.io.PackedDataset`, each opened, checked and memory-mapped
 on the first read of a record in it: a shard that is missing, truncated or replaced fails the
 reads of its own records (a :class:`ShardFormatError` saying which shard and why), and the other
-shards' records read as before. A remote pack's shards are resolved through its local cache
-(fastprep/io/remote): downloaded whole and checked first, held in use while mapped.
+shards' records read as before. Each shard's file comes from the pack's source
+(fastprep.io.packed.local_pack): a local pack's in its folder, a remote pack's from its local cache
+(fastprep/io/remote: downloaded whole and checked first), held in use while mapped.
 """
 
 from __future__ import annotations
@@ -27,25 +28,27 @@ class ShardMaps:
     pickles without its maps (each process maps the shards it reads).
 
     Args:
-        folder: the pack's folder.
         shards: (file name, size in bytes) per shard, from the index.
         pack_id: the pack id the index holds; each shard's header must carry it.
-        remote: a remote pack's :class:`fastprep.io.remote.pack_source.RemotePack`: shards come from
-            its cache (downloaded on first use), each held in use while mapped; past half its
-            cache limit, the least recently mapped shards are dropped (their maps live on in the
-            views handed out, and the cache may evict their files: unlinking never unmaps).
+        source: the pack's source (:class:`fastprep.io.packed.local_pack.LocalPack` or
+            :class:`fastprep.io.remote.pack_source.RemotePack`): ``acquire(k)`` holds shard k's
+            file (a remote pack's: in its cache, downloaded on first use) while it is mapped,
+            ``release`` ends the hold; past its ``keep_bytes`` (a remote pack's: half its cache
+            limit), the least recently mapped shards are dropped (their maps live on in the views
+            handed out, and the cache may evict their files: unlinking never unmaps).
 
     Example:
-        >>> maps = ShardMaps("train.packed", [("shard-00000.fpk", 5339)], pack_id)
+        >>> source = open_pack_source("train.packed", ...)  # fastprep.io.packed.local_pack
+        >>> maps = ShardMaps([("shard-00000.fpk", 5339)], pack_id, source)
         >>> maps.open(0)[:8].tobytes()
         b'FPSHARD\\x00'
     """
 
-    def __init__(self, folder: str, shards: list[tuple[str, int]], pack_id: bytes, remote: Any = None):
-        self.folder, self.shards, self.pack_id, self.remote = folder, shards, pack_id, remote
+    def __init__(self, shards: list[tuple[str, int]], pack_id: bytes, source: Any):
+        self.shards, self.pack_id, self.source = shards, pack_id, source
         self.views: list[memoryview | None] = [None] * len(shards)
         self._tensors: list[torch.Tensor | None] = [None] * len(shards)
-        self._held: dict[int, Any] = {}  # remote: shard -> its cache hold, in the order mapped
+        self._held: dict[int, Any] = {}  # shard -> its source's hold, in the order mapped
         self._lock, self._pid = threading.Lock(), os.getpid()
 
     def open(self, k: int) -> memoryview:
@@ -54,7 +57,7 @@ class ShardMaps:
         if forked(self):  # a forked child: the parent's lock may have been held by another thread
             self._lock = threading.Lock()
         held = None
-        if self.remote is not None and self.views[k] is None:
+        if self.views[k] is None:
             with self._lock:  # room first (its maps' holds released), then the download
                 if self.views[k] is None:
                     self._drop_old(k)
@@ -64,18 +67,16 @@ class ShardMaps:
             with self._lock:
                 view = self.views[k]
                 if view is None:
-                    if self.remote is not None and held is None:  # dropped by another thread since we looked
+                    if held is None:  # dropped by another thread since we looked
                         held = self._acquire(k)
-                    view = self._map(k, held.path if held else os.path.join(self.folder, self.shards[k][0]))
-                    if held is not None:
-                        self._held[k], held = held, None  # held while mapped
+                    view = self._map(k, held.path)
+                    self._held[k], held = held, None  # held while mapped
                     self._tensors[k] = torch.frombuffer(view, dtype=torch.uint8)
                     self.views[k] = view  # published last: a reader that sees it sees its tensor too
         finally:
             if held is not None:  # another thread mapped it meanwhile, or mapping failed
-                self.remote.cache.release(held)
-        if self.remote is not None:
-            self.remote.opened(k)
+                self.source.release(held)
+        self.source.opened(k)
         return view
 
     def check(self, k: int, view: memoryview) -> None:
@@ -96,28 +97,28 @@ class ShardMaps:
                     self.views[k] = self._tensors[k] = None
                     held = self._held.pop(k, None)
                     if held is not None:
-                        self.remote.cache.release(held)
+                        self.source.release(held)
             how = "truncated" if got < size else "extended"
             raise fmt.ShardFormatError(f"{name} is {got} bytes where the index says {size}: {how} or replaced "
                                        f"while in use")
 
     def _acquire(self, k: int) -> Any:
-        """A remote pack's shard k held in its cache (downloaded first if needed); a shard missing at
-        the URL is a ShardFormatError as a missing local shard is."""
+        """Shard k's file held by the source (a remote pack's downloaded first if needed); a shard
+        missing at the URL is a ShardFormatError as a missing local shard is (when mapped)."""
         try:
-            return self.remote.cache.acquire(k)
+            return self.source.acquire(k)
         except FileNotFoundError as exc:
             name = self.shards[k][0]
-            raise fmt.ShardFormatError(f"{name} is missing at {self.remote.store.where(name)}") from exc
+            raise fmt.ShardFormatError(f"{name} is missing at {self.source.store.where(name)}") from exc
 
     def _drop_old(self, k: int) -> None:
         """Before shard k is mapped: drops the least recently mapped shards' maps and holds until k
-        fits the bytes a remote pack's process keeps mapped (under the lock)."""
-        keep = self.remote.keep_bytes
+        fits the bytes the source's process keeps mapped (under the lock; None: all)."""
+        keep = self.source.keep_bytes
         while keep is not None and self._held and sum(self.shards[j][1] for j in (*self._held, k)) > keep:
             old = next(iter(self._held))
             self.views[old] = self._tensors[old] = None
-            self.remote.cache.release(self._held.pop(old))
+            self.source.release(self._held.pop(old))
 
     def tensor(self, k: int) -> torch.Tensor:
         """Shard k's bytes as a 1-D uint8 tensor over its memory map (raw windows are views of it)."""

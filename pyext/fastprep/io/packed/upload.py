@@ -22,8 +22,8 @@ from fastprep.io.packed.pack import PackSummary
 from fastprep.io.packed.pack import pack as pack_local
 from fastprep.io.remote.pack_source import default_staging_dir, url_key
 from fastprep.io.remote.retry import Retry, redact
-from fastprep.io.remote.store import RemoteStore, is_url
 from fastprep.io.remote.urls import check_writable
+from fastprep.io.store import Store, open_store
 
 
 def upload_pack(local: str | os.PathLike, url: str, *, storage_options: dict | None = None,
@@ -33,7 +33,8 @@ def upload_pack(local: str | os.PathLike, url: str, *, storage_options: dict | N
 
     Args:
         local: a pack folder (its index written: a finished :func:`fastprep.io.pack`).
-        url: the destination, e.g. "s3://bucket/train.packed".
+        url: the destination, e.g. "s3://bucket/train.packed": any store
+            :func:`fastprep.io.store.open_store` opens (a local folder too: a copy of the pack).
         storage_options, retry: as :class:`fastprep.io.remote.RemoteStore`.
 
     Example:
@@ -49,7 +50,7 @@ def upload_pack(local: str | os.PathLike, url: str, *, storage_options: dict | N
     entries, pack_id, meta, _ = fmt.read_index(index)
     with open(index, "rb") as f:
         header = f.read(fmt.HEADER_BYTES)
-    store = RemoteStore(url, storage_options, retry)
+    store = open_store(url, storage_options=storage_options, retry=retry)
     store.make_folder()
     if store.size(fmt.INDEX_NAME) is not None and store.read(fmt.INDEX_NAME, 0, fmt.HEADER_BYTES) != header:
         store.remove(fmt.INDEX_NAME)  # another pack's: readers must not pair it with the new shards
@@ -72,12 +73,12 @@ def upload_pack(local: str | os.PathLike, url: str, *, storage_options: dict | N
     return sent
 
 
-def _unreadable(store: RemoteStore, name: str, why: str) -> PackWriteError:
+def _unreadable(store: Store, name: str, why: str) -> PackWriteError:
     return PackWriteError(errno.EIO, f"upload_pack: {store.where(name)} does not hold what was uploaded: {why}. "
                                      f"The pack at {store.shown} is not complete: run the upload again")
 
 
-def remote_shard_differs(store: RemoteStore, name: str, k: int, size: int, pack_id: bytes,
+def remote_shard_differs(store: Store, name: str, k: int, size: int, pack_id: bytes,
                          digest: str) -> str | None:
     """None where the object `name` is shard k of this pack (its size, its header's number and pack
     id, its table's and its JSON's digest of the records), else what differs. Three small reads:
@@ -153,7 +154,8 @@ def pack(src: Any, dest: str | os.PathLike, *, storage_options: dict | None = No
         >>> fastprep.io.pack("train/", "train.packed")
         >>> fastprep.io.pack("train/", "s3://bucket/train.packed")
     """
-    if not is_url(os.fspath(dest) if isinstance(dest, os.PathLike) else dest):
+    store = open_store(dest, storage_options=storage_options, retry=retry)  # a URL's checked before the packing
+    if store.local_path(fmt.INDEX_NAME) is not None:  # a folder here: packed in place, nothing to upload
         if storage_options is not None or staging is not None:
             raise ValueError(f"pack: storage_options and staging are for a URL dest, got dest={dest!r}")
         return pack_local(src, dest, **options)

@@ -32,7 +32,7 @@ import time
 
 from fastprep.errors import ShardMismatchError
 from fastprep.io import pack_format as fmt
-from fastprep.io.remote.store import RemoteStore
+from fastprep.io.store import Store
 
 
 class Held:
@@ -73,7 +73,7 @@ class ShardCache:
         >>> held = cache.acquire(0); data = open(held.path, "rb").read(); cache.release(held)
     """
 
-    def __init__(self, store: RemoteStore, folder: str, shards: list[tuple[str, int]], pack_id: bytes,
+    def __init__(self, store: Store, folder: str, shards: list[tuple[str, int]], pack_id: bytes,
                  limit: int | None, *, digests: list[str] | None = None):
         self.store, self.folder, self.shards, self.pack_id, self.limit = store, folder, shards, pack_id, limit
         self.digests = digests  # each shard's records digest, from the index (None: a format 1 pack's)

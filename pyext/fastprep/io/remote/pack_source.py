@@ -17,11 +17,9 @@ from collections import OrderedDict
 from fastprep.io import pack_format as fmt
 from fastprep.io.remote import ranges as rr
 from fastprep.io.remote import window_batch as wb
-from fastprep.io.remote.cache import ShardCache, remove_killed_parts
+from fastprep.io.remote.cache import Held, ShardCache, remove_killed_parts
 from fastprep.io.remote.fetch_choice import LinkCost, announce, choose
-from fastprep.io.remote.limits import RateLimit
 from fastprep.io.remote.prefetch import Prefetcher, first_use
-from fastprep.io.remote.retry import Retry
 from fastprep.io.remote.store import RemoteStore, forked
 
 FETCH = ("auto", "shards", "ranges")
@@ -62,19 +60,22 @@ def _read_json(path: str) -> dict:
 
 
 class RemotePack:
-    """A remote pack's store, cache and fetch policy (one per PackedDataset; pickles to workers).
+    """A remote pack's store, cache and fetch policy (one per PackedDataset; pickles to workers): the
+    pack source of a pack at a URL, with the methods of a local one
+    (:class:`fastprep.io.packed.local_pack.LocalPack`).
 
     Args:
-        url: the pack's URL.
+        store: the pack's :class:`RemoteStore`.
         cache_dir: the cache's root folder (default :func:`default_cache_dir`).
         cache_limit: bytes of shards the cache may hold (None: no limit).
         fetch: "shards", "ranges" or "auto" (see PackedDataset).
-        storage_options, retry: as :class:`RemoteStore`.
         workers: parallel shard downloads when prefetching.
     """
 
-    def __init__(self, url: str, cache_dir: str | os.PathLike | None, cache_limit: int | None, fetch: str,
-                 storage_options: dict | None, retry: Retry | None, workers: int, rate_limit: RateLimit | None = None):
+    remote = True  # read from a URL, through the local shard cache
+
+    def __init__(self, store: RemoteStore, cache_dir: str | os.PathLike | None, cache_limit: int | None, fetch: str,
+                 workers: int):
         if fetch not in FETCH:
             raise ValueError(f"PackedDataset: expected fetch to be one of {FETCH}, got {fetch!r}")
         if cache_limit is not None and (isinstance(cache_limit, bool) or not isinstance(cache_limit, int)
@@ -83,7 +84,7 @@ class RemotePack:
                              f"got {cache_limit!r}")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"PackedDataset: expected workers to be an int >= 1, got {workers!r}")
-        self.store = RemoteStore(url, storage_options, retry, rate_limit)
+        self.store = store
         self.fetch, self.limit, self.workers = fetch, cache_limit, workers
         self.root = os.fspath(cache_dir) if cache_dir is not None else default_cache_dir()
         self.key = url_key(self.store.key_url)  # a signed URL's signature is not part of the pack's name
@@ -260,6 +261,13 @@ class RemotePack:
         self._ordered = True
         self._prefetcher.start(shards)
         return shards
+
+    def acquire(self, k: int) -> Held:
+        """Shard k's local file, held in the cache (downloaded first if need be) until :meth:`release`."""
+        return self.cache.acquire(k)
+
+    def release(self, held: Held) -> None:
+        self.cache.release(held)
 
     def opened(self, k: int) -> None:
         self._this_process()

@@ -27,6 +27,7 @@ from fastprep.io.remote.retry import Retry, denied
 from fastprep.io.remote.shared import SharedCells
 from fastprep.io.remote.throttle import SharedPause, throttled
 from fastprep.io.remote.urls import INDEX_NAME, is_url, signed_files
+from fastprep.io.store import register_store
 
 T = TypeVar("T")
 INSTALL_HINT = "pip install 'fastprep[remote]' (fsspec and s3fs; gcsfs or adlfs for gs:// or az://)"
@@ -211,6 +212,21 @@ class RemoteStore:
     def where(self, name: str) -> str:
         """The object's URL as messages show it (redacted)."""
         return f"{self.shown}/{name}"
+
+    def local_path(self, name: str) -> None:
+        """None: an object here has no local file to map (it is downloaded first: the shard cache)."""
+        return None
+
+    def list(self) -> list[str]:
+        """The names of the objects under the URL (a mapping of presigned URLs: its file names), sorted."""
+        if self.signed is not None:
+            return sorted(self.signed)
+
+        def call() -> list[str]:
+            self._limit(None)
+            self._count(0)
+            return sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(self._root, detail=False))
+        return self.call("listing the objects", "", call)
 
     def _path(self, name: str) -> str:
         self.fs  # noqa: B018 (connects in this process)
@@ -402,3 +418,12 @@ class RemoteStore:
         if any(isinstance(p, BaseException) and throttled(p) for p in parts):
             self.pause.pause(max(0.0, min(self.retry.throttle_wait(0), until - time.monotonic())))
         return [p if isinstance(p, bytes) and len(p) == b - a else None for (_, a, b), p in zip(spans, parts)]
+
+
+# The schemes fsspec serves that open_store opens with a RemoteStore: those with a client named in
+# CLIENTS, and file:// and memory://, which need none (file:// reads a local folder as a remote pack,
+# through the cache: the docs' examples of remote reads with no network). Another fsspec scheme:
+# register_store(scheme, RemoteStore).
+FSSPEC_SCHEMES = (*CLIENTS, "file", "memory")
+for _scheme in FSSPEC_SCHEMES:
+    register_store(_scheme, RemoteStore)

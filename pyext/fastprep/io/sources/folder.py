@@ -79,6 +79,11 @@ class ImageFolder(ImageSource):
         >>> loader = fastprep.Loader(ds, 256, transform=train_tf, shuffle=True)
     """
 
+    @property
+    def source_kind(self) -> str:
+        """What it is, in fastprep.monitor's words: "jpeg-files" (roi: JPEGs read by window) or "files"."""
+        return "jpeg-files" if self.roi else "files"
+
     def __init__(self, root: str | os.PathLike, transform: Callable | None = None,
                  target_transform: Callable | None = None, *, roi: bool = False, mode: str = "RGB",
                  layout: str = "CHW", extensions: Sequence[str] = IMG_EXTENSIONS, strict: bool = True,

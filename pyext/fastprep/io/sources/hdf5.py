@@ -169,6 +169,8 @@ class HDF5Dataset(ImageSource):
         >>> loader = fastprep.Loader(ds, 256, transform=train_tf, shuffle=True)
     """
 
+    source_kind = "windowed"  # what it is, in fastprep.monitor's words: arrays read by window
+
     def __init__(self, path: str | os.PathLike | Callable[[], Any], images: str = "images", labels: str | None = None,
                  transform: Callable | None = None, target_transform: Callable | None = None, *, roi: bool = True,
                  mode: str = "RGB", layout: str = "CHW", stored: str | None = None, strict: bool = True,

@@ -140,6 +140,8 @@ class LMDBDataset(ImageSource):
         >>> loader = fastprep.Loader(ds, 256, transform=train_tf, shuffle=True)
     """
 
+    source_kind = "windowed"  # what it is, in fastprep.monitor's words: records read by window
+
     def __init__(self, path: str | os.PathLike, transform: Callable | None = None,
                  target_transform: Callable | None = None, *, keys: Sequence[str | bytes] | None = None,
                  value: str = "auto", decode_value: Callable[[bytes], Any] | None = None,

@@ -105,6 +105,8 @@ class WebDataset(torch.utils.data.IterableDataset):
         ...     for images, labels in loader: ...
     """
 
+    source_kind = "windowed"  # what it is, in fastprep.monitor's words: tar shards read by window
+
     def __init__(self, urls: Any, transform: Callable | None = None, target_transform: Callable | None = None, *,
                  fields: Sequence[str] | str | None = DEFAULT_FIELDS, shuffle: bool = False, buffer: int = 1000,
                  seed: int | None = None, rank: int | None = None, world_size: int | None = None, roi: bool = True,
