@@ -149,7 +149,8 @@ def test_diagnose_and_monitor_describe_the_pipeline_in_front_of_them(packed):
     assert "RandomResizedCrop" in report.pipeline and "pack" in report.pipeline.lower()
     for never in ("roi=True", "RandomDilatedMask", "python -m fastprep pack"):
         assert never not in report.advice, (never, text)
-    assert "%" not in report.table() or all(float(s.rstrip("%")) <= 100 for s in _shares(report.table()))
+    shares = _ceiling_shares(report.table())
+    assert shares and all(share <= 100 for share in shares), report.table()
     watched = fastprep.monitor(loader, live=False, report=None)
     for _ in watched:
         pass
@@ -157,9 +158,15 @@ def test_diagnose_and_monitor_describe_the_pipeline_in_front_of_them(packed):
     assert "RandomResizedCrop" in summary and "roi=True" not in summary
 
 
-def _shares(table: str) -> list[str]:
-    return [word for line in table.splitlines() for word in line.split() if word.endswith("%")
-            and word.rstrip("%").replace(".", "").isdigit()]
+def _ceiling_shares(table: str) -> list[float]:
+    """The "of ceiling" column of the table's measured levels: each such row's second percentage
+    (its first is the +-95% interval, which may pass 100% on a busy machine)."""
+    shares = []
+    for line in table.splitlines():
+        words = [w for w in line.split() if w.endswith("%") and w.rstrip("%").replace(".", "").isdigit()]
+        if line[:1].isdigit() and len(words) == 2:
+            shares.append(float(words[1].rstrip("%")))
+    return shares
 
 
 WORLD = 2
