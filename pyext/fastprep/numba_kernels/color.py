@@ -117,11 +117,11 @@ def gather_any(src, p, sc, sw, n, t0, t1, t2, in_type):
 
 
 # gather_any is chosen by the source's element type while compiling, not by in_type at run time:
-# a uint8 or float32 source compiles only the plain loops, and each of the kernels' (source,
-# output) signatures compiles a third of the loops it did (a cold compile of rgb_to_ycbcr's float
-# path: 14 -> 5 s of CPU). Not inlined into its caller (an overload inlined at the IR level trips
-# Numba's IR checks on the inlined bit conversions); the stride cases live inside it so that the
-# literal strides still reach the loops (packed HWC and a slice per plane: LLVM vectorises those).
+# a uint8 or float32 source compiles only the plain loops, so each (source, output) signature
+# compiles a third of the gather loops it did (a cold compile of rgb_to_ycbcr's float path: 14 -> 6 s
+# of CPU on a Zen 3; same run time). Not inlined into its caller (an overload inlined at the IR level
+# trips Numba's IR checks on the inlined bit conversions): the stride cases live inside it so that
+# the literal strides still reach the loops (packed HWC, a slice per plane: LLVM vectorises those).
 @overload(gather_any)
 def _gather_any_typed(src, p, sc, sw, n, t0, t1, t2, in_type):
     if _holds_bits(src.dtype):
@@ -206,35 +206,24 @@ def compute(t0, t1, t2, n, forward, delta, scale):
             t2[i] = (y + KB * (cb - delta)) * scale
 
 
+@njit(cache=True, inline="always")
 def store_chunk(t0, t1, t2, n, o0, o1, o2, out_type):
-    """Float temporaries to the output's element: fp16 / bf16 bits (rounded as color.h does) or
-    float32 values; chosen while compiling, as gather_any is (compiled only)."""
-    raise NotImplementedError("numba_kernels.color.store_chunk runs compiled only")
-
-
-def _store_bits(t0, t1, t2, n, o0, o1, o2, out_type):
+    """Float temporaries to the output type's bits (fp16 / bf16 rounded as color.h does)."""
     if out_type == F16:
         for i in range(n):
             o0[i] = float_to_half_bits(t0[i])
             o1[i] = float_to_half_bits(t1[i])
             o2[i] = float_to_half_bits(t2[i])
-    else:
+    elif out_type == BF16:
         for i in range(n):
             o0[i] = float_to_bf16_bits(t0[i])
             o1[i] = float_to_bf16_bits(t1[i])
             o2[i] = float_to_bf16_bits(t2[i])
-
-
-def _store_values(t0, t1, t2, n, o0, o1, o2, out_type):
-    for i in range(n):
-        o0[i] = t0[i]
-        o1[i] = t1[i]
-        o2[i] = t2[i]
-
-
-@overload(store_chunk)
-def _store_typed(t0, t1, t2, n, o0, o1, o2, out_type):
-    return _store_bits if _holds_bits(o0.dtype) else _store_values
+    else:
+        for i in range(n):
+            o0[i] = t0[i]
+            o1[i] = t1[i]
+            o2[i] = t2[i]
 
 
 @njit(cache=True)
