@@ -13,7 +13,7 @@ def fused_calls(monkeypatch) -> list[list[bool]]:
     """Records every fused op call a FusionPlan makes from now on: each call's per-sample hflips."""
     calls = []
     row = plan_mod.FUSIONS[0]
-    spy = dataclasses.replace(row, run=lambda group, run, out: calls.append(list(run.hflips)) or row.run(group, run, out))
+    spy = dataclasses.replace(row, run=lambda group, run, out: calls.append(list(map(bool, run.column("hflip")))) or row.run(group, run, out))
     monkeypatch.setattr(plan_mod, "FUSIONS", (spy, *plan_mod.FUSIONS[1:]))
     return calls
 

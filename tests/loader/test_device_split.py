@@ -188,8 +188,8 @@ def test_the_device_half_on_cuda_gives_the_cpu_bits(packed, monkeypatch, transfo
     for host in _host_batches(packed, monkeypatch, batch_size=4, transform=transform, seed=4, threads=2):
         w = host.windows
         windows = fio.decode_window_batch(w.cuts, device="cpu")  # the CPU decoder's pixels, both sides
-        cpu = w.group.finish_on_device(windows, w.flips, w.place, w.out_size, dict(w.extras))
-        gpu = w.group.finish_on_device([x.cuda() for x in windows], w.flips, w.place, w.out_size,
+        cpu = w.group.finish_on_device(windows, w.geometry, w.out_size, dict(w.extras))
+        gpu = w.group.finish_on_device([x.cuda() for x in windows], w.geometry, w.out_size,
                                        {k: v.cuda() for k, v in w.extras.items()})
         assert gpu.device.type == "cuda" and gpu.dtype == cpu.dtype and torch.equal(gpu.cpu(), cpu)
 

@@ -316,14 +316,11 @@ def resized_crop(img, top, left, height, width, out_height, out_width, layout="C
     return out
 
 
-def resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout="CHW", hflips=None, antialias=True, scale=1.0,
-                       mean=None, std=None, vflips=None, resized_heights=None, resized_widths=None, out_tops=None,
-                       out_lefts=None):
-    views, a, places = check_resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout, hflips, scale, mean,
-                                                std, vflips, resized_heights, resized_widths, out_tops, out_lefts)
+def resized_crop_batch(imgs, geometry, out, layout="CHW", antialias=True, scale=1.0, mean=None, std=None):
+    views, a, rows = check_resized_crop_batch(imgs, geometry, out, layout, scale, mean, std)
     _, c, out_h, out_w = out.shape
     if c == 0:
         return
-    images = [_image(img, v, 0, (tops[i], lefts[i], heights[i], widths[i]), hflips and hflips[i], places[i],
-                     i * c * out_h * out_w) for i, (img, v) in enumerate(zip(imgs, views))]
+    images = [_image(img, v, 0, r[:4], r.hflip, r.place, i * c * out_h * out_w)
+              for i, (img, v, r) in enumerate(zip(imgs, views, rows))]
     _run(images, out, c, out_h, out_w, antialias, scale, a)

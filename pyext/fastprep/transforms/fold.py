@@ -7,6 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from fastprep.ops.resize_checks import GEOMETRY_COLUMNS
+
 
 class Geometry:
     """Where a fused op reads and what it writes: rows [top, top + height) and columns [left, left +
@@ -26,6 +30,14 @@ class Geometry:
         self.resized = False  # whether a step resized (every sample alike)
         self.resized_height, self.resized_width, self.out_top, self.out_left = 0, 0, 0, 0  # 0: not resized
         self.out_height, self.out_width = H, W
+
+    def to_table(self, n: int) -> np.ndarray:
+        """The op's geometry table of n samples: int64 [n, len(GEOMETRY_COLUMNS)], one row per
+        sample, each column the field of its name (a field one value for all repeated)."""
+        table = np.empty((n, len(GEOMETRY_COLUMNS)), np.int64)
+        for k, name in enumerate(GEOMETRY_COLUMNS):
+            table[:, k] = getattr(self, name)
+        return table
 
     def flip(self, f: Any) -> None:
         """A horizontal flip of what is made so far."""
