@@ -24,10 +24,22 @@ namespace {
 // names are pyext/fastprep/ops/resize_checks.py's GEOMETRY_COLUMNS: tests/ops/test_resize_table.py
 // checks both agree through the column-count message below).
 enum GeometryColumn : int64_t {
-  kTop, kLeft, kHeight, kWidth, kHflip, kVflip, kResizedHeight, kResizedWidth, kOutTop, kOutLeft, kColumns
+  kTop,
+  kLeft,
+  kHeight,
+  kWidth,
+  kHflip,
+  kVflip,
+  kResizedHeight,
+  kResizedWidth,
+  kOutTop,
+  kOutLeft,
+  kTranspose,
+  kColumns
 };
-constexpr const char* kColumnNames[kColumns] = {"top",   "left",           "height",        "width",   "hflip",
-                                                "vflip", "resized_height", "resized_width", "out_top", "out_left"};
+constexpr const char* kColumnNames[kColumns] = {"top",     "left",     "height",         "width",
+                                                "hflip",   "vflip",    "resized_height", "resized_width",
+                                                "out_top", "out_left", "transpose"};
 
 // The window of one image and what its arguments are called in messages: `prefix` + "top" ("top",
 // or "geometry[1].top" in a batch), the image as "the image" or "imgs[1]".
@@ -46,13 +58,12 @@ struct Placement {
 constexpr int64_t kMaxResized = int64_t{1} << 24;
 
 // The placement of an out_h x out_w output from the op's arguments (named `prefix` + "resized_height",
-// ...); a resized size of 0 is the output's.
+// ...; the output's sizes `oh`, `ow`); a resized size of 0 is the output's.
 Placement check_placement(const char* op, int64_t resized_h, int64_t resized_w, int64_t top, int64_t left,
-                          int64_t out_h, int64_t out_w, bool vflip, const std::string& prefix, bool batch) {
+                          int64_t out_h, int64_t out_w, bool vflip, const std::string& prefix, const char* oh,
+                          const char* ow) {
   const std::string rh = prefix + "resized_height", rw = prefix + "resized_width";
   const std::string ot = prefix + "out_top", ol = prefix + "out_left";
-  const char* oh = batch ? "out's height" : "out_height";
-  const char* ow = batch ? "out's width" : "out_width";
   FASTPREP_CHECK(resized_h >= 0, op, ": expected ", rh, " >= 0 (0: the output's), got ", rh, "=", resized_h);
   FASTPREP_CHECK(resized_w >= 0, op, ": expected ", rw, " >= 0 (0: the output's), got ", rw, "=", resized_w);
   // The resize's weight tables are computed whole (their precision is the whole table's).
@@ -127,12 +138,16 @@ OutputArgs check_output_args(const char* op, int32_t out_code, double scale,
 
 // Image i of `img` (its view v), window w, placed at p, into `out` (its [c, out_h, out_w] bytes).
 void run_image(const char* op, const Tensor& img, const ImageView& v, int64_t i, const Window& w, const Placement& p,
-               int64_t out_h, int64_t out_w, bool hflip, bool antialias, const OutputArgs& a, void* out,
+               int64_t out_h, int64_t out_w, bool hflip, bool transpose, bool antialias, const OutputArgs& a, void* out,
                kernels::ResizeScratch& scratch) {
   const auto* base = static_cast<const uint8_t*>(img.const_data_ptr()) + i * v.sn;
-  const kernels::ResizeOutput o{
-      out,    a.out.type, a.out.scale, a.mean.empty() ? nullptr : a.mean.data(), a.std.empty() ? nullptr : a.std.data(),
-      p.vflip};
+  const kernels::ResizeOutput o{out,
+                                a.out.type,
+                                a.out.scale,
+                                a.mean.empty() ? nullptr : a.mean.data(),
+                                a.std.empty() ? nullptr : a.std.data(),
+                                p.vflip,
+                                transpose};
   try {
     // Only the rows and columns the outputs read; the tables of the previous image when they are its.
     const kernels::NarrowedAxis& rows = scratch.rows.get(w.height, p.height, antialias, false, p.top, out_h);
@@ -162,8 +177,8 @@ Tensor resized_crop(Tensor img, int64_t top, int64_t left, int64_t height, int64
   FASTPREP_CHECK(out_width > 0, op, ": expected out_width > 0, got out_width=", out_width);
   const int32_t out_code = out_dtype ? out_dtype->code : dtype_code(ScalarType::Byte);
   const OutputArgs a = check_output_args(op, out_code, scale, mean, std, v.c);
-  const Placement p =
-      check_placement(op, resized_height, resized_width, out_top, out_left, out_height, out_width, vflip, "", false);
+  const Placement p = check_placement(op, resized_height, resized_width, out_top, out_left, out_height, out_width,
+                                      vflip, "", "out_height", "out_width");
   std::vector<int64_t> sizes{v.c, out_height, out_width};
   if (v.batched) sizes.insert(sizes.begin(), v.n);
   const auto source = [&] {
@@ -174,7 +189,7 @@ Tensor resized_crop(Tensor img, int64_t top, int64_t left, int64_t height, int64
   const int64_t image_bytes = v.c * out_height * out_width * out.element_size();  // fits: out exists
   kernels::ResizeScratch scratch;
   for (int64_t i = 0; i < v.n; ++i) {
-    run_image(op, img, v, i, w, p, out_height, out_width, hflip, antialias, a,
+    run_image(op, img, v, i, w, p, out_height, out_width, hflip, false, antialias, a,
               static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, scratch);
   }
   return out;
@@ -183,14 +198,13 @@ Tensor resized_crop(Tensor img, int64_t top, int64_t left, int64_t height, int64
 // Column `col` of row i of the geometry table, a flip column's value checked to be 0 or 1.
 int64_t flip_value(const char* op, const int64_t* row, int64_t i, int64_t col) {
   const int64_t v = row[col];
-  FASTPREP_CHECK(v == 0 || v == 1, op, ": expected geometry[", i, "].", kColumnNames[col], " to be 0 or 1, got geometry[",
-                 i, "].", kColumnNames[col], "=", v);
+  FASTPREP_CHECK(v == 0 || v == 1, op, ": expected geometry[", i, "].", kColumnNames[col],
+                 " to be 0 or 1, got geometry[", i, "].", kColumnNames[col], "=", v);
   return v;
 }
 
 void resized_crop_batch(std::vector<Tensor> imgs, Tensor geometry, Tensor out, StrArg layout, bool antialias,
-                        double scale, std::optional<std::vector<double>> mean,
-                        std::optional<std::vector<double>> std) {
+                        double scale, std::optional<std::vector<double>> mean, std::optional<std::vector<double>> std) {
   constexpr const char* op = "resized_crop_batch";
   check_tensor(op, "out", out);
   const bool hwc = parse_layout(op, layout);
@@ -207,8 +221,8 @@ void resized_crop_batch(std::vector<Tensor> imgs, Tensor geometry, Tensor out, S
   std::string columns;
   for (const char* name : kColumnNames) columns += std::string(columns.empty() ? "" : ", ") + name;
   FASTPREP_CHECK(geometry.dim() == 2 && geometry.size(0) == n && geometry.size(1) == kColumns, op,
-                 ": expected geometry to be a [", n, ", ", static_cast<int64_t>(kColumns), "] table (one row per image; ",
-                 "columns ", columns, "), got ", shape_str(sizes_of(geometry)));
+                 ": expected geometry to be a [", n, ", ", static_cast<int64_t>(kColumns),
+                 "] table (one row per image; ", "columns ", columns, "), got ", shape_str(sizes_of(geometry)));
   const Tensor table = contiguous_input(op, "geometry", geometry);
   const auto* rows = static_cast<const int64_t*>(table.const_data_ptr());
   const OutputArgs a = check_output_args(op, dtype_code(odt), scale, mean, std, c);
@@ -216,7 +230,7 @@ void resized_crop_batch(std::vector<Tensor> imgs, Tensor geometry, Tensor out, S
   std::vector<ImageView> views;
   std::vector<Window> windows;
   std::vector<Placement> placements;
-  std::vector<bool> hflips;
+  std::vector<bool> hflips, transposes;
   for (int64_t i = 0; i < n; ++i) {
     const size_t k = static_cast<size_t>(i);
     const int64_t* row = rows + i * kColumns;
@@ -233,15 +247,21 @@ void resized_crop_batch(std::vector<Tensor> imgs, Tensor geometry, Tensor out, S
     check_window(op, windows.back(), views.back());
     hflips.push_back(flip_value(op, row, i, kHflip) != 0);
     const bool vflip = flip_value(op, row, i, kVflip) != 0;
+    // A transposed image is resized and placed as out_w x out_h, then written as out's out_h x out_w.
+    const bool turned = flip_value(op, row, i, kTranspose) != 0;
+    transposes.push_back(turned);
     placements.push_back(check_placement(op, row[kResizedHeight], row[kResizedWidth], row[kOutTop], row[kOutLeft],
-                                         out_h, out_w, vflip, prefix, true));
+                                         turned ? out_w : out_h, turned ? out_h : out_w, vflip, prefix,
+                                         turned ? "out's width (transposed)" : "out's height",
+                                         turned ? "out's height (transposed)" : "out's width"));
   }
   const int64_t image_bytes = c * out_h * out_w * out.element_size();  // fits: out exists
   kernels::ResizeScratch scratch;
   for (int64_t i = 0; i < n && image_bytes > 0; ++i) {
     const size_t k = static_cast<size_t>(i);
-    run_image(op, imgs[k], views[k], 0, windows[k], placements[k], out_h, out_w, hflips[k], antialias, a,
-              static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, scratch);
+    const bool turned = transposes[k];
+    run_image(op, imgs[k], views[k], 0, windows[k], placements[k], turned ? out_w : out_h, turned ? out_h : out_w,
+              hflips[k], turned, antialias, a, static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, scratch);
   }
 }
 

@@ -55,6 +55,9 @@ PIPELINES = {
     "crop, resize, max_size": lambda: [T.RandomCrop(40), T.Resize(30, max_size=35), T.CenterCrop((21, 27)),
                                        T.ToDtype(torch.float32), T.Normalize([100.0], [50.0])],
     "uint8 out": lambda: [T.RandomResizedCrop(16, scale=(0.5, 1.0)), T.RandomVerticalFlip()],
+    "quarter turns": lambda: [T.RandomHorizontalFlip(), T.Resize((30, 38)), T.RandomRotate90(), T.RandomVerticalFlip(),
+                              T.RandomCrop(24), T.RandomRotate90(p=0.8), T.ToDtype(torch.float32, scale=True),
+                              T.Normalize(MEAN, STD)],
 }
 
 

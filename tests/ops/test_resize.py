@@ -265,12 +265,12 @@ BAD_INPUTS = [
     (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4]), torch.empty(1, 3, 0, 4), "HWC"),
      r"resized_crop_batch: expected out's height and width > 0, got out of shape \[1, 3, 0, 4\]"),
     (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0, 1], [0, 0], [4, 4], [4, 4]), _OUT, "HWC"),
-     r"resized_crop_batch: expected geometry to be a \[1, 10\] table \(one row per image; columns top, left, height, "
-     r"width, hflip, vflip, resized_height, resized_width, out_top, out_left\), got \[2, 10\]"),
-    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4])[:, :9], _OUT, "HWC"),
-     r"resized_crop_batch: expected geometry to be a \[1, 10\] table .*, got \[1, 9\]"),
+     r"resized_crop_batch: expected geometry to be a \[1, 11\] table \(one row per image; columns top, left, height, "
+     r"width, hflip, vflip, resized_height, resized_width, out_top, out_left, transpose\), got \[2, 11\]"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4])[:, :10], _OUT, "HWC"),
+     r"resized_crop_batch: expected geometry to be a \[1, 11\] table .*, got \[1, 10\]"),
     (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4])[0], _OUT, "HWC"),
-     r"resized_crop_batch: expected geometry to be a \[1, 10\] table .*, got \[10\]"),
+     r"resized_crop_batch: expected geometry to be a \[1, 11\] table .*, got \[11\]"),
     (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4]).int(), _OUT, "HWC"),
      r"resized_crop_batch: expected geometry to be a torch.int64 tensor, got torch.int32"),
     (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4]), torch.empty(1, 3, 4, 4, dtype=torch.uint8),

@@ -58,7 +58,8 @@ def test_the_kernels_bits(dtype, scale, norm, antialias, device):
     want = torch.empty(n, 3, 32, 34, dtype=dtype)
     heights, widths = [h for h, _ in sizes], [w for _, w in sizes]
     table = geometry_table(n, height=heights, width=widths, hflip=hflips, vflip=vflips, resized_height=place[0],
-                           resized_width=place[1], out_top=place[2], out_left=place[3])
+                           resized_width=place[1], out_top=place[2], out_left=place[3],
+                           transpose=[i % 4 == 1 for i in range(n)])  # two written transposed (out not square)
     torch.ops.fastprep.resized_crop_batch.default(windows, table, want, "CHW", antialias, scale, mean, std)
     got = resized_crop_windows([x.to(device) for x in windows], table, torch.empty_like(want, device=device),
                                antialias, scale, mean, std)
@@ -82,7 +83,7 @@ def test_refuses_what_does_not_match_out():
     win, out = torch.zeros(3, 4, 4, dtype=torch.uint8), torch.empty(1, 3, 2, 2)
     one = _whole([win])
     for args, match in [(([win, win], one, out), r"expected 1 windows \(out has 1 images\), got 2"),
-                        (([win], _whole([win, win]), out), r"expected geometry to be a \[1, 10\] table"),
+                        (([win], _whole([win, win]), out), r"expected geometry to be a \[1, 11\] table"),
                         (([win], one.int(), out), r"expected geometry to be a torch.int64 tensor"),
                         (([win.float()], one, out), r"windows\[0\] to be a non-empty uint8"),
                         (([win[:1]], one, out), r"uint8 \[3, h, w\].*\(1, 4, 4\)"),

@@ -67,7 +67,7 @@ OPS: tuple[OpRow, ...] = (
                                              [0.5], [0.25], True, 6, 5, 1, 2)),
     OpRow("resized_crop_batch", "resize",
           lambda: ([_hwc(), _chw().permute(1, 2, 0)],  # rows: the geometry table's columns (resize_checks.py)
-                   torch.tensor([[0, 0, 8, 8, 0, 1, 6, 5, 1, 0], [1, 2, 6, 5, 1, 0, 0, 0, 0, 0]]),
+                   torch.tensor([[0, 0, 8, 8, 0, 1, 6, 5, 1, 0, 0], [1, 2, 6, 5, 1, 0, 0, 0, 0, 0, 1]]),
                    torch.empty(2, 3, 4, 4), "HWC", True, 1 / 255, [0.5, 0.4, 0.3], [0.2, 0.25, 0.3])),
     OpRow("seeded_draws", "seeded_draws", lambda: (torch.tensor([3, -4], dtype=torch.int64), 3)),
 )

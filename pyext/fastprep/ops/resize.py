@@ -84,7 +84,7 @@ def geometry_table(n: int, **columns: list[int] | list[bool]) -> torch.Tensor:
 
     Example:
         >>> geometry_table(2, top=[0, 5], left=[0, 7], height=[40, 30], width=[50, 33], hflip=[True, False])[1]
-        tensor([ 5,  7, 30, 33,  0,  0,  0,  0,  0,  0])
+        tensor([ 5,  7, 30, 33,  0,  0,  0,  0,  0,  0,  0])
     """
     table = torch.zeros(n, len(GEOMETRY_COLUMNS), dtype=torch.int64)
     for name, values in columns.items():
@@ -103,7 +103,8 @@ def resized_crop_batch(imgs: list[torch.Tensor], geometry: torch.Tensor, out: to
     """:func:`resized_crop` of each image into a buffer you own: ``out[i]`` gets image i's window
     (row i of `geometry`: top, left, height, width) resized to out's size (or to its
     resized_height x resized_width, of which out[i] is the part at (out_top, out_left)), flipped
-    when its hflip / vflip is 1, bit for bit what the per-sample op returns. One call for a chunk
+    when its hflip / vflip is 1, bit for bit what the per-sample op returns; with its transpose 1,
+    that of out's width x height, transposed (``torch.rot90`` of a flipped output: a quarter turn). One call for a chunk
     of samples, without the GIL and allocating nothing the size of an image: how a loader writes
     straight into its batch slots.
 
@@ -167,10 +168,11 @@ def resized_crop_batch_torch(imgs, geometry, out, layout="CHW", antialias=True, 
     _, _, rows = check_resized_crop_batch(imgs, geometry, out, layout, scale, mean, std)
     _, _, out_h, out_w = out.shape
     for i, (img, r) in enumerate(zip(imgs, rows)):
-        p = r.place
-        out[i].copy_(torch.ops.fastprep.resized_crop.default(
-            img.to(out.device), r.top, r.left, r.height, r.width, out_h, out_w, layout, r.hflip, antialias, out.dtype,
-            scale, mean, std, p.vflip, p.height, p.width, p.top, p.left))
+        p, (h, w) = r.place, (out_w, out_h) if r.transpose else (out_h, out_w)
+        y = torch.ops.fastprep.resized_crop.default(img.to(out.device), r.top, r.left, r.height, r.width, h, w, layout,
+                                                    r.hflip, antialias, out.dtype, scale, mean, std, p.vflip, p.height,
+                                                    p.width, p.top, p.left)
+        out[i].copy_(y.transpose(-2, -1) if r.transpose else y)
 
 
 @torch.library.register_fake("fastprep::resized_crop")

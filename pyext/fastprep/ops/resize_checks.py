@@ -11,11 +11,13 @@ from fastprep.ops import checks
 from fastprep.ops.output_checks import check_output
 
 GEOMETRY_COLUMNS = ("top", "left", "height", "width", "hflip", "vflip", "resized_height", "resized_width", "out_top",
-                    "out_left")
+                    "out_left", "transpose")
 """The columns of resized_crop_batch's geometry table, in order (csrc/ops/resize.cpp's GeometryColumn):
 one int64 row per image, its window (top, left, height, width) in the image, its flips (0 or 1),
-its placement in the resize (resized height, width, out top, left; 0s: not resized). Named here
-only: Geometry (transforms/fold.py) writes rows by these names, the kernels read them by index."""
+its placement in the resize (resized height, width, out top, left; 0s: not resized), and whether
+it is written transposed (0 or 1: resized and placed as out's width x height, written with its
+rows as out's columns; a quarter turn). Named here only: Geometry (transforms/fold.py) writes rows
+by these names, the kernels read them by index."""
 
 COLUMN = {name: k for k, name in enumerate(GEOMETRY_COLUMNS)}
 """A column's index in the table by its name."""
@@ -50,11 +52,11 @@ class Placement(NamedTuple):
 
 
 def check_placement(op: str, resized_h, resized_w, top, left, out_h: int, out_w: int, vflip, prefix: str = "",
-                    batch: bool = False) -> Placement:
-    """The placement from the op's arguments (named `prefix` + "resized_height", ...); a resized
-    size of 0 is the output's."""
+                    out_names: tuple[str, str] = ("out_height", "out_width")) -> Placement:
+    """The placement from the op's arguments (named `prefix` + "resized_height", ...; the output's
+    sizes `out_names`); a resized size of 0 is the output's."""
     rh, rw, ot, ol = (prefix + name for name in ("resized_height", "resized_width", "out_top", "out_left"))
-    oh, ow = ("out's height", "out's width") if batch else ("out_height", "out_width")
+    oh, ow = out_names
     for name, value in ((rh, resized_h), (rw, resized_w)):
         if value < 0:
             checks.fail(op, ": expected ", name, " >= 0 (0: the output's), got ", name, "=", value)
@@ -119,7 +121,8 @@ class Row(NamedTuple):
     height: int
     width: int
     hflip: bool
-    place: Placement
+    place: Placement  # in the size written before the transpose (out's, or its width x height)
+    transpose: bool
 
 
 def check_row(op: str, i: int, row: list[int], v: checks.ImageView, out_h: int, out_w: int, image: str) -> Row:
@@ -128,9 +131,12 @@ def check_row(op: str, i: int, row: list[int], v: checks.ImageView, out_h: int, 
     top, left, height, width = row[:4]
     _check_window(op, v, top, left, height, width, prefix, image)
     hflip, vflip = _flip(op, row, i, "hflip"), _flip(op, row, i, "vflip")
+    # A transposed image is resized and placed as out_w x out_h, then written as out's out_h x out_w.
+    turned = _flip(op, row, i, "transpose")
+    names = ("out's width (transposed)", "out's height (transposed)") if turned else ("out's height", "out's width")
     place = check_placement(op, *(row[COLUMN[k]] for k in ("resized_height", "resized_width", "out_top", "out_left")),
-                            out_h, out_w, vflip, prefix, True)
-    return Row(top, left, height, width, hflip, place)
+                            *((out_w, out_h) if turned else (out_h, out_w)), vflip, prefix, names)
+    return Row(top, left, height, width, hflip, place, turned)
 
 
 def check_resized_crop_batch(imgs, geometry, out, layout, scale, mean, std, values: bool = True):

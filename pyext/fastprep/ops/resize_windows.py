@@ -104,6 +104,22 @@ def _resample(x: torch.Tensor, start: torch.Tensor, w: torch.Tensor, precision: 
     return ((acc + (torch.ones_like(shift) << (shift - 1))) >> shift).clamp_(0, 255).to(torch.uint8)
 
 
+def _resized(windows: list[torch.Tensor], rows: list, oh: int, ow: int, antialias: bool,
+             dev: torch.device) -> torch.Tensor:
+    """Each whole window resized, placed and flipped as its checked row says, into uint8 [n, 3, oh, ow]."""
+    n = len(windows)
+    hs, ws = [r.height for r in rows], [r.width for r in rows]
+    info = torch.tensor([hs, ws, *zip(*((r.place.height, r.place.width, r.place.top, r.place.left, int(r.hflip),
+                                         int(r.place.vflip)) for r in rows))], dtype=torch.int64).to(dev)
+    height, width, rh, rw, top, left, hflip, vflip = info
+    x = torch.zeros(n, 3, max(hs), max(ws), dtype=torch.uint8, device=dev)  # the batch padded to its largest window
+    for i, win in enumerate(windows):
+        x[i, :, :hs[i], :ws[i]] = win
+    y = _resample(x, *axis_tables(width, rw, antialias, hflip.bool(), left, ow), width, 3)
+    y = _resample(y, *axis_tables(height, rh, antialias, torch.zeros_like(vflip, dtype=torch.bool), top, oh), height, 2)
+    return torch.where(vflip.bool().view(-1, 1, 1, 1), y.flip(2), y)
+
+
 def resized_crop_windows(windows: list[torch.Tensor], geometry: torch.Tensor, out: torch.Tensor,
                          antialias: bool = True, scale: float = 1.0, mean: list[float] | None = None,
                          std: list[float] | None = None) -> torch.Tensor:
@@ -150,16 +166,16 @@ def resized_crop_windows(windows: list[torch.Tensor], geometry: torch.Tensor, ou
     if n == 0:
         return out
     _, _, oh, ow = out.shape
-    hs, ws = [r.height for r in rows], [r.width for r in rows]
-    info = torch.tensor([hs, ws, *zip(*((r.place.height, r.place.width, r.place.top, r.place.left, int(r.hflip),
-                                         int(r.place.vflip)) for r in rows))], dtype=torch.int64).to(dev)
-    height, width, rh, rw, top, left, hflip, vflip = info
-    x = torch.zeros(n, 3, max(hs), max(ws), dtype=torch.uint8, device=dev)  # the batch padded to its largest window
-    for i, win in enumerate(windows):
-        x[i, :, :hs[i], :ws[i]] = win
-    y = _resample(x, *axis_tables(width, rw, antialias, hflip.bool(), left, ow), width, 3)
-    y = _resample(y, *axis_tables(height, rh, antialias, torch.zeros_like(vflip, dtype=torch.bool), top, oh), height, 2)
-    y = torch.where(vflip.bool().view(-1, 1, 1, 1), y.flip(2), y)
+    turned = [i for i, r in enumerate(rows) if r.transpose]
+    if not turned:
+        y = _resized(windows, rows, oh, ow, antialias, dev)
+    else:  # the transposed windows resized to ow x oh, then turned into out's rows
+        y = torch.empty(n, 3, oh, ow, dtype=torch.uint8, device=dev)
+        for part, turn in (([i for i, r in enumerate(rows) if not r.transpose], False), (turned, True)):
+            if part:
+                made = _resized([windows[i] for i in part], [rows[i] for i in part], *((ow, oh) if turn else (oh, ow)),
+                                antialias, dev)
+                y[torch.tensor(part, device=dev)] = made.transpose(-2, -1) if turn else made
     if a.dtype == torch.uint8:
         return out.copy_(y)
     f = y.to(torch.float32) * torch.tensor(scale, dtype=torch.float32, device=dev)  # the kernels' float32 steps

@@ -223,13 +223,16 @@ def _resized_crop_valid(steps: list) -> bool:
 
 
 def _resized_out_size(group: Any) -> tuple[int, int] | None:
-    """The last crop's or resize's size: what the resized-crop row writes of every sample."""
+    """The last crop's or resize's size: what the resized-crop row writes of every sample (None
+    after a quarter turn of a size not square: each sample's is its turn's)."""
     size = None
     for step in group.steps:
         if step.fusion_role in (FusionRole.CROP, FusionRole.RESIZED_CROP):
             size = tuple(step.size)
         elif step.fusion_role == FusionRole.RESIZE:
             size = step.fixed_size
+        elif step.fusion_role == FusionRole.ROTATE90 and size is not None and size[0] != size[1]:
+            size = None
     return size
 
 
@@ -267,10 +270,14 @@ def _resized_crop_on_device(group: Any, run: FusedRun, extras: dict[str, torch.T
 
 _FLIPS = Many(FusionRole.HFLIP, FusionRole.VFLIP)
 _CROP = Maybe(One(FusionRole.CROP), _FLIPS)
+# After the resize a quarter turn joins the flips (the op writes transposed); before it, it cannot:
+# torch resamples columns, then rows, each rounded to uint8, so a resize does not commute with it.
+_TURNS = Many(FusionRole.HFLIP, FusionRole.VFLIP, FusionRole.ROTATE90)
 
 RESIZED_CROP = Fusion(
     op="resized_crop_batch",
-    pattern=Pattern(_FLIPS, _CROP, One(FusionRole.RESIZED_CROP, FusionRole.RESIZE), _FLIPS, _CROP,
+    pattern=Pattern(_FLIPS, _CROP, One(FusionRole.RESIZED_CROP, FusionRole.RESIZE), _TURNS,
+                    Maybe(One(FusionRole.CROP), _TURNS),
                     Maybe(One(FusionRole.DTYPE), Maybe(One(FusionRole.NORMALIZE)))),
     window=frozenset(_WINDOW_ROLES),
     valid=_resized_crop_valid,
@@ -280,8 +287,9 @@ RESIZED_CROP = Fusion(
     out_size=_resized_out_size,
     run=_run_resized_crop,
     split=DeviceSplit(pipeline="RandomResizedCrop(size) or Resize(size) (+ CenterCrop / RandomCrop), flips "
-                               "before or after, ToDtype(scale=True) (+ Normalize)",
+                               "before or after, RandomRotate90 after, ToDtype(scale=True) (+ Normalize)",
                       host=lambda group, run, rows: None, finish=_resized_crop_on_device),
 )
 """RandomResizedCrop or Resize (+ CenterCrop / RandomCrop), horizontal and vertical flips before or
-after, ToDtype (+ Normalize): one resized_crop_batch call (docs/transforms.md)."""
+after, quarter turns (RandomRotate90) after, ToDtype (+ Normalize): one resized_crop_batch call
+(docs/transforms.md)."""
