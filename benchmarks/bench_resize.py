@@ -129,8 +129,8 @@ def _batch_into_a_slot(benchmark, samples, impl):
     imgs, windows, flips = zip(*samples)
     tops, lefts, heights, widths = (list(v) for v in zip(*windows))
     out = torch.empty(len(imgs), 3, SIZE, SIZE)
-    bench_warm(benchmark, impl, list(imgs), tops, lefts, heights, widths, out, "HWC", list(flips), True, 1 / 255,
-               MEAN, STD)
+    table = fastprep.geometry_table(len(imgs), top=tops, left=lefts, height=heights, width=widths, hflip=list(flips))
+    bench_warm(benchmark, impl, list(imgs), table, out, "HWC", True, 1 / 255, MEAN, STD)
     assert torch.equal(out, torch.stack(_torch_calls(samples)))
 
 

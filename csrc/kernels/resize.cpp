@@ -77,9 +77,9 @@ struct HorizontalBlock {
   }
 };
 
-// Output row y of every channel from H rows (written at out_h - 1 - y with out.vflip): the vertical
-// taps (into `row`, or straight into a uint8 output; taps: room for the row pointers), then the
-// output element.
+// Output row y of every channel from H rows (written at out_h - 1 - y with out.vflip; as column y
+// of a [c, out_w, out_h] output with out.transpose): the vertical taps (into `row`, or straight into
+// a uint8 output's row; taps: room for the row pointers), then the output element.
 template <typename T>
 struct VerticalRow {
   template <Isa L>
@@ -89,13 +89,30 @@ struct VerticalRow {
     const int32_t count = rows->count[static_cast<size_t>(y)];
     const int64_t out_y = out.vflip ? out_h - 1 - y : y;
     for (int64_t ch = 0; ch < c; ++ch) {
-      T* o = static_cast<T*>(out.data) + (ch * out_h + out_y) * out_w;
+      T* plane = static_cast<T*>(out.data) + ch * out_h * out_w;
+      T* o = plane + out_y * out_w;
       resize_simd::RowTapsArgs a{taps, rows->w.data() + y * rows->taps, count, rows->precision, out_w, row};
-      if constexpr (std::is_same_v<T, uint8_t>) a.out = o;
+      if constexpr (std::is_same_v<T, uint8_t>) {
+        if (!out.transpose) a.out = o;
+      }
       for (int32_t k = 0; k < count; ++k) {
         taps[k] = ring + ((rows->start[static_cast<size_t>(y)] + k) % cap) * m_total + ch * out_w;
       }
       resize_simd::row_taps<L>(a);
+      if (out.transpose) {  // element x of the row is (x, out_y) of the transposed plane: a column
+        T* t = plane + out_y;
+        if constexpr (std::is_same_v<T, uint8_t>) {
+          for (int64_t x = 0; x < out_w; ++x) t[x * out_h] = row[x];
+        } else if (out.mean == nullptr) {
+          for (int64_t x = 0; x < out_w; ++x) store(t + x * out_h, static_cast<float>(row[x]) * out.scale);
+        } else {
+          const float mean = out.mean[ch], sd = out.std[ch];
+          for (int64_t x = 0; x < out_w; ++x) {
+            store(t + x * out_h, (static_cast<float>(row[x]) * out.scale - mean) / sd);
+          }
+        }
+        continue;
+      }
       if constexpr (!std::is_same_v<T, uint8_t>) {
         if (out.mean == nullptr) {  // torchvision's ToDtype(scale=True): x.to(float32).mul_(scale)
           for (int64_t x = 0; x < out_w; ++x) store(o + x, static_cast<float>(row[x]) * out.scale);

@@ -7,7 +7,8 @@
 // rounded to int16 at one precision per axis; the horizontal pass first, rounded to uint8, then
 // the vertical one (UpSampleKernelAVXAntialias.h). Only the window is read; written as contiguous
 // [C, out_h, out_w] uint8, or float x * scale (then (x - mean[c]) / std[c]) in float32, rounded
-// once to float16 / bfloat16. hflip writes the output flipped left-right, vflip upside down; an
+// once to float16 / bfloat16. hflip writes the output flipped left-right, vflip upside down,
+// transpose its rows as columns (after the flips: a quarter turn is a flip and a transpose); an
 // output may be a sub-rectangle of the resize (Resize then CenterCrop): each axis table is then a
 // slice of the whole resize's table, at the whole table's precision.
 // Mirror: pyext/fastprep/numba_kernels/resize.py.
@@ -73,7 +74,8 @@ struct ResizeOutput {
   float scale;
   const float* mean;  // null: no normalisation
   const float* std;
-  bool vflip;  // output row y written at out_h - 1 - y
+  bool vflip;      // output row y written at out_h - 1 - y
+  bool transpose;  // output (y, x) written at (x, y): data is [c, out_w, out_h] (a quarter turn's transpose)
 };
 
 // Buffers and tables a batch reuses from sample to sample.

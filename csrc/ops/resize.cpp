@@ -1,5 +1,6 @@
 // Bindings of resized_crop and its batched form resized_crop_batch (schemas and definitions:
-// pyext/fastprep/ops/resize.py). Both run one image at a time through run_image, so a batch has
+// pyext/fastprep/ops/resize.py); the batch's per-image geometry is one int64 table (GeometryColumn).
+// Both run one image at a time through run_image, so a batch has
 // the per-sample op's bits by construction. An image's output is the sub-rectangle at (out_top,
 // out_left) of its window resized to (resized_height, resized_width) (0: the output's size), so
 // Resize then CenterCrop is one pass.
@@ -19,11 +20,32 @@
 namespace fastprep::ops {
 namespace {
 
-// The window of one image and what its arguments are called in messages ("top", or "tops[1]" in
-// a batch), the image as "the image" or "imgs[1]".
+// The batched op's geometry table: one int64 row per image, these columns in this order (the
+// names are pyext/fastprep/ops/resize_checks.py's GEOMETRY_COLUMNS: tests/ops/test_resize_table.py
+// checks both agree through the column-count message below).
+enum GeometryColumn : int64_t {
+  kTop,
+  kLeft,
+  kHeight,
+  kWidth,
+  kHflip,
+  kVflip,
+  kResizedHeight,
+  kResizedWidth,
+  kOutTop,
+  kOutLeft,
+  kTranspose,
+  kColumns
+};
+constexpr const char* kColumnNames[kColumns] = {"top",     "left",     "height",         "width",
+                                                "hflip",   "vflip",    "resized_height", "resized_width",
+                                                "out_top", "out_left", "transpose"};
+
+// The window of one image and what its arguments are called in messages: `prefix` + "top" ("top",
+// or "geometry[1].top" in a batch), the image as "the image" or "imgs[1]".
 struct Window {
   int64_t top, left, height, width;
-  std::string suffix, image;  // "" or "s[1]"; the image's name
+  std::string prefix, image;  // "" or "geometry[1]."; the image's name
 };
 
 // Where an image's output lies in its resized window: rows [top, top + out_h) and columns
@@ -35,16 +57,13 @@ struct Placement {
 
 constexpr int64_t kMaxResized = int64_t{1} << 24;
 
-// The placement of an out_h x out_w output from the op's arguments (resized_height, ... as `names`
-// say: "resized_height" or "resized_heights[1]"); a resized size of 0 is the output's.
+// The placement of an out_h x out_w output from the op's arguments (named `prefix` + "resized_height",
+// ...; the output's sizes `oh`, `ow`); a resized size of 0 is the output's.
 Placement check_placement(const char* op, int64_t resized_h, int64_t resized_w, int64_t top, int64_t left,
-                          int64_t out_h, int64_t out_w, bool vflip, const std::string& suffix, bool batch) {
-  const std::string rh = batch ? "resized_heights" + suffix : "resized_height";
-  const std::string rw = batch ? "resized_widths" + suffix : "resized_width";
-  const std::string ot = batch ? "out_tops" + suffix : "out_top";
-  const std::string ol = batch ? "out_lefts" + suffix : "out_left";
-  const char* oh = batch ? "out's height" : "out_height";
-  const char* ow = batch ? "out's width" : "out_width";
+                          int64_t out_h, int64_t out_w, bool vflip, const std::string& prefix, const char* oh,
+                          const char* ow) {
+  const std::string rh = prefix + "resized_height", rw = prefix + "resized_width";
+  const std::string ot = prefix + "out_top", ol = prefix + "out_left";
   FASTPREP_CHECK(resized_h >= 0, op, ": expected ", rh, " >= 0 (0: the output's), got ", rh, "=", resized_h);
   FASTPREP_CHECK(resized_w >= 0, op, ": expected ", rw, " >= 0 (0: the output's), got ", rw, "=", resized_w);
   // The resize's weight tables are computed whole (their precision is the whole table's).
@@ -62,15 +81,9 @@ Placement check_placement(const char* op, int64_t resized_h, int64_t resized_w, 
   return p;
 }
 
-// Element i of an optional per-image list (0 / false when not given).
-template <typename T>
-T element(const std::optional<std::vector<T>>& v, size_t i) {
-  return v ? (*v)[i] : T{};
-}
-
 void check_window(const char* op, const Window& w, const ImageView& v) {
-  const std::string top = "top" + w.suffix, left = "left" + w.suffix;
-  const std::string height = "height" + w.suffix, width = "width" + w.suffix;
+  const std::string top = w.prefix + "top", left = w.prefix + "left";
+  const std::string height = w.prefix + "height", width = w.prefix + "width";
   FASTPREP_CHECK(w.height > 0, op, ": expected ", height, " > 0, got ", height, "=", w.height);
   FASTPREP_CHECK(w.width > 0, op, ": expected ", width, " > 0, got ", width, "=", w.width);
   FASTPREP_CHECK(w.top >= 0, op, ": expected ", top, " >= 0, got ", top, "=", w.top);
@@ -125,12 +138,16 @@ OutputArgs check_output_args(const char* op, int32_t out_code, double scale,
 
 // Image i of `img` (its view v), window w, placed at p, into `out` (its [c, out_h, out_w] bytes).
 void run_image(const char* op, const Tensor& img, const ImageView& v, int64_t i, const Window& w, const Placement& p,
-               int64_t out_h, int64_t out_w, bool hflip, bool antialias, const OutputArgs& a, void* out,
+               int64_t out_h, int64_t out_w, bool hflip, bool transpose, bool antialias, const OutputArgs& a, void* out,
                kernels::ResizeScratch& scratch) {
   const auto* base = static_cast<const uint8_t*>(img.const_data_ptr()) + i * v.sn;
-  const kernels::ResizeOutput o{
-      out,    a.out.type, a.out.scale, a.mean.empty() ? nullptr : a.mean.data(), a.std.empty() ? nullptr : a.std.data(),
-      p.vflip};
+  const kernels::ResizeOutput o{out,
+                                a.out.type,
+                                a.out.scale,
+                                a.mean.empty() ? nullptr : a.mean.data(),
+                                a.std.empty() ? nullptr : a.std.data(),
+                                p.vflip,
+                                transpose};
   try {
     // Only the rows and columns the outputs read; the tables of the previous image when they are its.
     const kernels::NarrowedAxis& rows = scratch.rows.get(w.height, p.height, antialias, false, p.top, out_h);
@@ -160,8 +177,8 @@ Tensor resized_crop(Tensor img, int64_t top, int64_t left, int64_t height, int64
   FASTPREP_CHECK(out_width > 0, op, ": expected out_width > 0, got out_width=", out_width);
   const int32_t out_code = out_dtype ? out_dtype->code : dtype_code(ScalarType::Byte);
   const OutputArgs a = check_output_args(op, out_code, scale, mean, std, v.c);
-  const Placement p =
-      check_placement(op, resized_height, resized_width, out_top, out_left, out_height, out_width, vflip, "", false);
+  const Placement p = check_placement(op, resized_height, resized_width, out_top, out_left, out_height, out_width,
+                                      vflip, "", "out_height", "out_width");
   std::vector<int64_t> sizes{v.c, out_height, out_width};
   if (v.batched) sizes.insert(sizes.begin(), v.n);
   const auto source = [&] {
@@ -172,19 +189,22 @@ Tensor resized_crop(Tensor img, int64_t top, int64_t left, int64_t height, int64
   const int64_t image_bytes = v.c * out_height * out_width * out.element_size();  // fits: out exists
   kernels::ResizeScratch scratch;
   for (int64_t i = 0; i < v.n; ++i) {
-    run_image(op, img, v, i, w, p, out_height, out_width, hflip, antialias, a,
+    run_image(op, img, v, i, w, p, out_height, out_width, hflip, false, antialias, a,
               static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, scratch);
   }
   return out;
 }
 
-void resized_crop_batch(std::vector<Tensor> imgs, std::vector<int64_t> tops, std::vector<int64_t> lefts,
-                        std::vector<int64_t> heights, std::vector<int64_t> widths, Tensor out, StrArg layout,
-                        std::optional<std::vector<bool>> hflips, bool antialias, double scale,
-                        std::optional<std::vector<double>> mean, std::optional<std::vector<double>> std,
-                        std::optional<std::vector<bool>> vflips, std::optional<std::vector<int64_t>> resized_heights,
-                        std::optional<std::vector<int64_t>> resized_widths,
-                        std::optional<std::vector<int64_t>> out_tops, std::optional<std::vector<int64_t>> out_lefts) {
+// Column `col` of row i of the geometry table, a flip column's value checked to be 0 or 1.
+int64_t flip_value(const char* op, const int64_t* row, int64_t i, int64_t col) {
+  const int64_t v = row[col];
+  FASTPREP_CHECK(v == 0 || v == 1, op, ": expected geometry[", i, "].", kColumnNames[col],
+                 " to be 0 or 1, got geometry[", i, "].", kColumnNames[col], "=", v);
+  return v;
+}
+
+void resized_crop_batch(std::vector<Tensor> imgs, Tensor geometry, Tensor out, StrArg layout, bool antialias,
+                        double scale, std::optional<std::vector<double>> mean, std::optional<std::vector<double>> std) {
   constexpr const char* op = "resized_crop_batch";
   check_tensor(op, "out", out);
   const bool hwc = parse_layout(op, layout);
@@ -196,31 +216,25 @@ void resized_crop_batch(std::vector<Tensor> imgs, std::vector<int64_t> tops, std
   const int64_t c = out.size(1), out_h = out.size(2), out_w = out.size(3);
   FASTPREP_CHECK(out_h > 0 && out_w > 0, op, ": expected out's height and width > 0, got out of shape ",
                  shape_str(sizes_of(out)));
-  const std::pair<const char*, size_t> lists[] = {
-      {"tops", tops.size()}, {"lefts", lefts.size()}, {"heights", heights.size()}, {"widths", widths.size()}};
-  for (const auto& [name, size] : lists) {
-    FASTPREP_CHECK(static_cast<int64_t>(size) == n, op, ": expected ", name, " to have one value per image (", n,
-                   "), got ", size);
-  }
-  const std::pair<const char*, std::optional<size_t>> optional_lists[] = {
-      {"hflips", hflips ? std::optional<size_t>(hflips->size()) : std::nullopt},
-      {"vflips", vflips ? std::optional<size_t>(vflips->size()) : std::nullopt},
-      {"resized_heights", resized_heights ? std::optional<size_t>(resized_heights->size()) : std::nullopt},
-      {"resized_widths", resized_widths ? std::optional<size_t>(resized_widths->size()) : std::nullopt},
-      {"out_tops", out_tops ? std::optional<size_t>(out_tops->size()) : std::nullopt},
-      {"out_lefts", out_lefts ? std::optional<size_t>(out_lefts->size()) : std::nullopt}};
-  for (const auto& [name, size] : optional_lists) {
-    FASTPREP_CHECK(!size || static_cast<int64_t>(*size) == n, op, ": expected ", name, " to have one value per image (",
-                   n, "), got ", size.value_or(0));
-  }
+  check_tensor(op, "geometry", geometry);
+  check_dtype(op, "geometry", geometry, ScalarType::Long);
+  std::string columns;
+  for (const char* name : kColumnNames) columns += std::string(columns.empty() ? "" : ", ") + name;
+  FASTPREP_CHECK(geometry.dim() == 2 && geometry.size(0) == n && geometry.size(1) == kColumns, op,
+                 ": expected geometry to be a [", n, ", ", static_cast<int64_t>(kColumns),
+                 "] table (one row per image; ", "columns ", columns, "), got ", shape_str(sizes_of(geometry)));
+  const Tensor table = contiguous_input(op, "geometry", geometry);
+  const auto* rows = static_cast<const int64_t*>(table.const_data_ptr());
   const OutputArgs a = check_output_args(op, dtype_code(odt), scale, mean, std, c);
   // Every image is checked before the first is written: a bad one leaves out untouched.
   std::vector<ImageView> views;
   std::vector<Window> windows;
   std::vector<Placement> placements;
+  std::vector<bool> hflips, transposes;
   for (int64_t i = 0; i < n; ++i) {
     const size_t k = static_cast<size_t>(i);
-    const std::string arg = "imgs[" + std::to_string(i) + "]";
+    const int64_t* row = rows + i * kColumns;
+    const std::string arg = "imgs[" + std::to_string(i) + "]", prefix = "geometry[" + std::to_string(i) + "].";
     check_tensor(op, arg.c_str(), imgs[k]);
     check_dtype(op, arg.c_str(), imgs[k], ScalarType::Byte);
     FASTPREP_CHECK(imgs[k].dim() == 3, op, ": expected ", arg, " to be a 3-D ", hwc ? "[H, W, C]" : "[C, H, W]",
@@ -228,19 +242,26 @@ void resized_crop_batch(std::vector<Tensor> imgs, std::vector<int64_t> tops, std
     views.push_back(image_view(op, arg.c_str(), imgs[k], hwc));
     FASTPREP_CHECK(views.back().c == c, op, ": expected ", arg, " to have ", c, " channels (as out), got ",
                    views.back().c);
-    windows.push_back(Window{tops[k], lefts[k], heights[k], widths[k], "s[" + std::to_string(i) + "]", arg});
-    check_window(op, windows.back(), views.back());
-    placements.push_back(check_placement(op, element(resized_heights, k), element(resized_widths, k),
-                                         element(out_tops, k), element(out_lefts, k), out_h, out_w, element(vflips, k),
-                                         "[" + std::to_string(i) + "]", true));
     check_no_overlap(op, "out", out, arg.c_str(), imgs[k]);
+    windows.push_back(Window{row[kTop], row[kLeft], row[kHeight], row[kWidth], prefix, arg});
+    check_window(op, windows.back(), views.back());
+    hflips.push_back(flip_value(op, row, i, kHflip) != 0);
+    const bool vflip = flip_value(op, row, i, kVflip) != 0;
+    // A transposed image is resized and placed as out_w x out_h, then written as out's out_h x out_w.
+    const bool turned = flip_value(op, row, i, kTranspose) != 0;
+    transposes.push_back(turned);
+    placements.push_back(check_placement(op, row[kResizedHeight], row[kResizedWidth], row[kOutTop], row[kOutLeft],
+                                         turned ? out_w : out_h, turned ? out_h : out_w, vflip, prefix,
+                                         turned ? "out's width (transposed)" : "out's height",
+                                         turned ? "out's height (transposed)" : "out's width"));
   }
   const int64_t image_bytes = c * out_h * out_w * out.element_size();  // fits: out exists
   kernels::ResizeScratch scratch;
   for (int64_t i = 0; i < n && image_bytes > 0; ++i) {
     const size_t k = static_cast<size_t>(i);
-    run_image(op, imgs[k], views[k], 0, windows[k], placements[k], out_h, out_w, element(hflips, k), antialias, a,
-              static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, scratch);
+    const bool turned = transposes[k];
+    run_image(op, imgs[k], views[k], 0, windows[k], placements[k], turned ? out_w : out_h, turned ? out_h : out_w,
+              hflips[k], turned, antialias, a, static_cast<char*>(out.mutable_data_ptr()) + i * image_bytes, scratch);
   }
 }
 

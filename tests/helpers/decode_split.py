@@ -27,10 +27,13 @@ MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
 def resized(kind: str = "rrc", flips: str = "before", normalize: bool = True):
-    """The resized-crop row: RandomResizedCrop(40) or Resize(64) + CenterCrop(48), flips, ToDtype (+ Normalize)."""
+    """The resized-crop row: RandomResizedCrop(40) or Resize(64) + CenterCrop(48), flips or quarter
+    turns, ToDtype (+ Normalize)."""
     window = [T.RandomResizedCrop(40)] if kind == "rrc" else [T.Resize(64), T.CenterCrop(48)]
+    # "turns": quarter turns after the resize (around Resize's crop: its turns' sizes differ per sample)
+    turns = [window[0], T.RandomRotate90(), *window[1:], T.RandomVerticalFlip(), T.RandomRotate90(p=0.7)]
     steps = {"none": window, "before": [T.RandomHorizontalFlip(), *window],
-             "after": [*window, T.RandomHorizontalFlip(), T.RandomVerticalFlip()]}[flips]
+             "after": [*window, T.RandomHorizontalFlip(), T.RandomVerticalFlip()], "turns": turns}[flips]
     tail = [T.ToDtype(torch.float32, scale=True), *([T.Normalize(MEAN, STD)] if normalize else [])]
     return T.Compose([*steps, *tail] if kind == "rrc" or normalize else steps)
 

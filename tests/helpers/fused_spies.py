@@ -13,7 +13,7 @@ def fused_calls(monkeypatch) -> list[list[bool]]:
     """Records every fused op call a FusionPlan makes from now on: each call's per-sample hflips."""
     calls = []
     row = plan_mod.FUSIONS[0]
-    spy = dataclasses.replace(row, run=lambda group, run, out: calls.append(list(run.hflips)) or row.run(group, run, out))
+    spy = dataclasses.replace(row, run=lambda group, run, out: calls.append(list(map(bool, run.column("hflip")))) or row.run(group, run, out))
     monkeypatch.setattr(plan_mod, "FUSIONS", (spy, *plan_mod.FUSIONS[1:]))
     return calls
 
@@ -55,6 +55,9 @@ PIPELINES = {
     "crop, resize, max_size": lambda: [T.RandomCrop(40), T.Resize(30, max_size=35), T.CenterCrop((21, 27)),
                                        T.ToDtype(torch.float32), T.Normalize([100.0], [50.0])],
     "uint8 out": lambda: [T.RandomResizedCrop(16, scale=(0.5, 1.0)), T.RandomVerticalFlip()],
+    "quarter turns": lambda: [T.RandomHorizontalFlip(), T.Resize((30, 38)), T.RandomRotate90(), T.RandomVerticalFlip(),
+                              T.RandomCrop(24), T.RandomRotate90(p=0.8), T.ToDtype(torch.float32, scale=True),
+                              T.Normalize(MEAN, STD)],
 }
 
 

@@ -60,7 +60,9 @@ def test_the_resized_crop_row_splits_bit_for_bit(packed, folder):
              (packed, dict(batch_size=3, threads=2, transform=resized("resize", "after", False), shuffle=True)),
              (packed, dict(batch_size=5, threads=2, transform=resized("resize", "none"), decode=True)),
              (roi, dict(batch_size=2, threads=2, transform=resized("rrc", "after"), sampler=[4, 1, 1, 0, 3, 2, 2])),
-             (roi, dict(batch_size=3, threads=1, transform=resized("resize", "before", False)))]
+             (roi, dict(batch_size=3, threads=1, transform=resized("resize", "before", False))),
+             (packed, dict(batch_size=4, threads=2, transform=resized("rrc", "turns"))),
+             (roi, dict(batch_size=3, threads=2, transform=resized("resize", "turns", False), shuffle=True))]
     for dataset, kw in cases:
         assert kw["transform"].plan.fused.fusion.op == "resized_crop_batch"  # one fused op: the row under test
         for seed in (0, 7):
@@ -181,15 +183,16 @@ def _host_batches(dataset, monkeypatch, **kw):
 
 @needs_cuda
 @pytest.mark.parametrize("transform", [pipeline("before", torch.float32, 1 / 255), resized("rrc", "after"),
-                                       resized("resize", "before", False)], ids=["crop-mask-ycbcr", "rrc", "resize"])
+                                       resized("resize", "before", False), resized("resize", "turns")],
+                         ids=["crop-mask-ycbcr", "rrc", "resize", "turns"])
 def test_the_device_half_on_cuda_gives_the_cpu_bits(packed, monkeypatch, transform):
     """Everything the device does but nvJPEG (the crop of each window, the row's device half: mask +
     YCbCr, or the resize's torch-ops form with flips, dtype, normalize) has the CPU's bits."""
     for host in _host_batches(packed, monkeypatch, batch_size=4, transform=transform, seed=4, threads=2):
         w = host.windows
         windows = fio.decode_window_batch(w.cuts, device="cpu")  # the CPU decoder's pixels, both sides
-        cpu = w.group.finish_on_device(windows, w.flips, w.place, w.out_size, dict(w.extras))
-        gpu = w.group.finish_on_device([x.cuda() for x in windows], w.flips, w.place, w.out_size,
+        cpu = w.group.finish_on_device(windows, w.geometry, w.out_size, dict(w.extras))
+        gpu = w.group.finish_on_device([x.cuda() for x in windows], w.geometry, w.out_size,
                                        {k: v.cuda() for k, v in w.extras.items()})
         assert gpu.device.type == "cuda" and gpu.dtype == cpu.dtype and torch.equal(gpu.cpu(), cpu)
 

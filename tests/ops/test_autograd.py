@@ -113,7 +113,8 @@ IN_PLACE_FILLS = {  # each writes into the saved tensor (or a view of it), a dif
     "crop_mask_ycbcr_batch(out=)": lambda img, m: fastprep.crop_mask_ycbcr_batch(
         _SRC, [0], [0], 8, 8, 0.5, [1], img.view(1, 3, 8, 8), scale=1 / 255),
     "resized_crop_batch(out=)": lambda img, m: fastprep.resized_crop_batch(
-        _SRC, [0], [0], [8], [8], img.view(1, 3, 8, 8), "HWC", scale=1 / 255),
+        _SRC, fastprep.geometry_table(1, top=[0], left=[0], height=[8], width=[8]), img.view(1, 3, 8, 8), "HWC",
+        scale=1 / 255),
     "under no_grad": _fill_under_no_grad,
     "through a view": lambda img, m: fastprep.mask_fill_(img[:, :4], m[:4], 0.0),  # the base's version
     "packed mask": lambda img, m: fastprep.mask_fill_(img, fastprep.pack_bits(m, -1, "little"), 0.0),

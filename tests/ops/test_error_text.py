@@ -82,7 +82,10 @@ TENSOR_OPS = [row for row in OPS if _first_tensor_arg(row) is not None]
 def test_every_dtype_is_named_as_torch_names_it(row, dtype):
     args = list(row.sample())
     i = _first_tensor_arg(row)
-    args[i] = torch.empty(args[i].shape, dtype=dtype)
+    # A table of values (resized_crop_batch's int64 geometry) keeps its values in the dtype it takes:
+    # the fake kernel cannot see them, the op refuses rows of uninitialised memory.
+    table = _schema(row.name).arguments[i].name == "geometry" and dtype == args[i].dtype
+    args[i] = args[i] if table else torch.empty(args[i].shape, dtype=dtype)
     case = RawCall(row.name, tuple(args), {})
     try:
         case.fake()
@@ -268,7 +271,7 @@ def test_op_wrappers_take_numpy_ints():
 def test_every_op_with_int_arguments_has_its_wrapper_check_them():
     with_ints = {row.name for row in OPS if any(str(a.real_type) in ("int", "int[]") and "seed" not in a.name
                                                  for a in _schema(row.name).arguments)}
-    assert with_ints - {"resized_crop_batch"} <= {name.split()[0] for name in _int_takers(2)}
+    assert with_ints <= {name.split()[0] for name in _int_takers(2)}
 
 
 def test_every_random_op_has_its_wrapper_check_seeds():

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import fastprep
 from fastprep.numba_kernels import resize as numba_resize
-from fastprep.ops.resize import Axis, resample_axis, resized_crop_batch_torch, resized_crop_torch
+from fastprep.ops.resize import Axis, geometry_table, resample_axis, resized_crop_batch_torch, resized_crop_torch
 
 from helpers.op_calls import bad_input_tests, call, requires_native
 
@@ -111,14 +111,15 @@ def test_batch_is_the_per_sample_op_into_the_slots():
                             for i, img in enumerate(imgs)])
         for impl in BATCH_IMPLS:
             out = torch.full((3, 3, 16, 12), 7, dtype=dtype)
-            impl(imgs, tops, lefts, heights, widths, out, "HWC", hflips, True, scale, mean, std)
+            table = geometry_table(3, top=tops, left=lefts, height=heights, width=widths, hflip=hflips)
+            impl(imgs, table, out, "HWC", True, scale, mean, std)
             assert torch.equal(out, want), impl.__module__
 
 
 def test_batch_of_none_and_of_no_channels():
     for impl in BATCH_IMPLS:
-        impl([], [], [], [], [], torch.empty(0, 3, 4, 4))
-        impl([_image((0, 5, 6))], [0], [0], [5], [6], torch.empty(1, 0, 4, 4))
+        impl([], geometry_table(0), torch.empty(0, 3, 4, 4))
+        impl([_image((0, 5, 6))], _rows([0], [0], [5], [6]), torch.empty(1, 0, 4, 4))
     assert fastprep.resized_crop(_image((0, 5, 6)), 0, 0, 5, 6, 4, 4).shape == (0, 4, 4)
 
 
@@ -194,22 +195,27 @@ def test_opcheck_resized_crop(args):
 
 
 def test_opcheck_resized_crop_batch():
-    args = ([_image((9, 8, 3)), _image((7, 10, 3))], [0, 1], [1, 0], [9, 5], [6, 10], torch.empty(2, 3, 4, 4), "HWC",
-            [True, False], True, 1 / 255, MEAN, STD)
+    table = geometry_table(2, top=[0, 1], left=[1, 0], height=[9, 5], width=[6, 10], hflip=[True, False])
+    args = ([_image((9, 8, 3)), _image((7, 10, 3))], table, torch.empty(2, 3, 4, 4), "HWC", True, 1 / 255, MEAN, STD)
     torch.library.opcheck(torch.ops.fastprep.resized_crop_batch.default, args)
 
 
 def test_batch_refuses_an_out_that_requires_grad():
     out = torch.zeros(1, 3, 4, 4, requires_grad=True)
     with pytest.raises(RuntimeError, match="resized_crop_batch: out requires grad, but the op is not differentiable"):
-        fastprep.resized_crop_batch([_image((9, 8, 3))], [0], [0], [9], [8], out, "HWC")
+        fastprep.resized_crop_batch([_image((9, 8, 3))], _rows([0], [0], [9], [8]), out, "HWC")
     with torch.no_grad():
-        fastprep.resized_crop_batch([_image((9, 8, 3))], [0], [0], [9], [8], out, "HWC")
+        fastprep.resized_crop_batch([_image((9, 8, 3))], _rows([0], [0], [9], [8]), out, "HWC")
     assert torch._C._dispatch_has_kernel_for_dispatch_key("fastprep::resized_crop_batch", "Autograd")
 
 
 def _u8(*shape):
     return torch.zeros(*shape, dtype=torch.uint8)
+
+
+def _rows(tops, lefts, heights, widths, **columns):
+    """The batch op's geometry table of these reads (and any other named columns)."""
+    return geometry_table(len(tops), top=tops, left=lefts, height=heights, width=widths, **columns)
 
 
 _OUT = torch.empty(1, 3, 4, 4)
@@ -247,42 +253,77 @@ BAD_INPUTS = [
      r"expected std\[0\] to be nonzero in float32 \(Normalize divides by it\), got std\[0\]=1e-50"),
     (call("resized_crop", _u8(3, 4, 4), 0, 0, 2, 2, 2, 2, "CHW", False, True, torch.half, 1.0, [1, math.nan, 1], [1]),
      r"resized_crop: expected mean\[1\] to be a finite float32 value, got mean\[1\]=nan"),
-    (call("resized_crop_batch", [_u8(4, 4, 3)], [0], [0], [4], [4], torch.empty(1, 3, 4, 4, dtype=torch.int16)),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4]),
+          torch.empty(1, 3, 4, 4, dtype=torch.int16)),
      r"resized_crop_batch: expected out to be a torch.uint8, torch.float32, torch.float16 or torch.bfloat16 tensor, "
      r"got torch.int16"),
-    (call("resized_crop_batch", [_u8(4, 4, 3)], [0], [0], [4], [4], torch.empty(2, 3, 4, 4)),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4]), torch.empty(2, 3, 4, 4)),
      r"resized_crop_batch: expected out to be a contiguous \[1, C, out_height, out_width\] tensor \(one image per "
      r"input\), got \[2, 3, 4, 4\]"),
-    (call("resized_crop_batch", [_u8(4, 4, 3)], [0], [0], [4], [4], torch.empty(1, 3, 4, 8)[..., ::2], "HWC"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4]), torch.empty(1, 3, 4, 8)[..., ::2], "HWC"),
      r"got \[1, 3, 4, 4\] \(not contiguous\)"),
-    (call("resized_crop_batch", [_u8(4, 4, 3)], [0], [0], [4], [4], torch.empty(1, 3, 0, 4), "HWC"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4]), torch.empty(1, 3, 0, 4), "HWC"),
      r"resized_crop_batch: expected out's height and width > 0, got out of shape \[1, 3, 0, 4\]"),
-    (call("resized_crop_batch", [_u8(4, 4, 3)], [0], [0, 1], [4], [4], _OUT, "HWC"),
-     r"resized_crop_batch: expected lefts to have one value per image \(1\), got 2"),
-    (call("resized_crop_batch", [_u8(4, 4, 3)], [0], [0], [4], [4], _OUT, "HWC", [True, False]),
-     r"resized_crop_batch: expected hflips to have one value per image \(1\), got 2"),
-    (call("resized_crop_batch", [_u8(4, 4, 3)], [0], [0], [4], [4], torch.empty(1, 3, 4, 4, dtype=torch.uint8),
-          "HWC", None, True, 1 / 255),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0, 1], [0, 0], [4, 4], [4, 4]), _OUT, "HWC"),
+     r"resized_crop_batch: expected geometry to be a \[1, 11\] table \(one row per image; columns top, left, height, "
+     r"width, hflip, vflip, resized_height, resized_width, out_top, out_left, transpose\), got \[2, 11\]"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4])[:, :10], _OUT, "HWC"),
+     r"resized_crop_batch: expected geometry to be a \[1, 11\] table .*, got \[1, 10\]"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4])[0], _OUT, "HWC"),
+     r"resized_crop_batch: expected geometry to be a \[1, 11\] table .*, got \[11\]"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4]).int(), _OUT, "HWC"),
+     r"resized_crop_batch: expected geometry to be a torch.int64 tensor, got torch.int32"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4]), torch.empty(1, 3, 4, 4, dtype=torch.uint8),
+          "HWC", True, 1 / 255),
      r"resized_crop_batch: expected scale=1 for a torch.uint8 output, got scale=0.00392157"),
-    (call("resized_crop_batch", [_u8(4, 4, 3), torch.zeros(4, 4, 3)], [0, 0], [0, 0], [4, 4], [4, 4],
+    (call("resized_crop_batch", [_u8(4, 4, 3), torch.zeros(4, 4, 3)], _rows([0, 0], [0, 0], [4, 4], [4, 4]),
           torch.empty(2, 3, 4, 4), "HWC"),
      r"resized_crop_batch: expected imgs\[1\] to be a torch.uint8 tensor, got torch.float32"),
-    (call("resized_crop_batch", [_u8(3, 4, 4)], [0], [0], [4], [4], _OUT, "HWC"),
+    (call("resized_crop_batch", [_u8(3, 4, 4)], _rows([0], [0], [4], [4]), _OUT, "HWC"),
      r"resized_crop_batch: expected imgs\[0\] to have 3 channels \(as out\), got 4"),
-    (call("resized_crop_batch", [_u8(4, 4, 3), _u8(2, 4, 4, 3)], [0, 0], [0, 0], [4, 4], [4, 4],
+    (call("resized_crop_batch", [_u8(4, 4, 3), _u8(2, 4, 4, 3)], _rows([0, 0], [0, 0], [4, 4], [4, 4]),
           torch.empty(2, 3, 4, 4), "HWC"),
      r"resized_crop_batch: expected imgs\[1\] to be a 3-D \[H, W, C\] image, got a 4-D tensor"),
-    (call("resized_crop_batch", [_u8(4, 4, 3), _u8(4, 5, 3)], [0, 1], [0, 0], [4, 3], [4, 6],
-          torch.empty(2, 3, 4, 4), "HWC"),
-     r"resized_crop_batch: expected lefts\[1\] \+ widths\[1\] <= 5 \(the width of imgs\[1\]\), got lefts\[1\]=0, "
-     r"widths\[1\]=6"),
-    (call("resized_crop_batch", [_u8(4, 4, 3)], [-2], [0], [4], [4], _OUT, "HWC"),
-     r"resized_crop_batch: expected tops\[0\] >= 0, got tops\[0\]=-2"),
-    (call("resized_crop_batch", [_OUT[0].view(torch.uint8)[:3, :4, :4]], [0], [0], [4], [4], _OUT),
+    (call("resized_crop_batch", [_OUT[0].view(torch.uint8)[:3, :4, :4]], _rows([0], [0], [4], [4]), _OUT),
      r"resized_crop_batch: imgs\[0\] overlaps out in memory, so writing out would change imgs\[0\] while it is read"),
-    (call("resized_crop_batch", [_u8(4, 4, 3).to("meta")], [0], [0], [4], [4], torch.empty(1, 3, 4, 4), "HWC"),
+    (call("resized_crop_batch", [_u8(4, 4, 3).to("meta")], _rows([0], [0], [4], [4]), torch.empty(1, 3, 4, 4), "HWC"),
      r"resized_crop_batch: expected imgs\[0\] on out's device \(cpu\), got meta"),
 ]
+
+# The table's values: checked by the op (either backend) before anything is written; a fake kernel
+# sees the table's shape and dtype only (its values are not known while tracing).
+BAD_ROWS = [
+    (call("resized_crop_batch", [_u8(4, 4, 3), _u8(4, 5, 3)], _rows([0, 1], [0, 0], [4, 3], [4, 6]),
+          torch.empty(2, 3, 4, 4), "HWC"),
+     r"resized_crop_batch: expected geometry\[1\].left \+ geometry\[1\].width <= 5 \(the width of imgs\[1\]\), got "
+     r"geometry\[1\].left=0, geometry\[1\].width=6"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([-2], [0], [4], [4]), _OUT, "HWC"),
+     r"resized_crop_batch: expected geometry\[0\].top >= 0, got geometry\[0\].top=-2"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [0]), _OUT, "HWC"),
+     r"resized_crop_batch: expected geometry\[0\].width > 0, got geometry\[0\].width=0"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [2**62], [4], [2**62]), _OUT, "HWC"),
+     r"expected geometry\[0\].left \+ geometry\[0\].width <= 4 \(the width of imgs\[0\]\), got "
+     r"geometry\[0\].left=4611686018427387904, geometry\[0\].width=4611686018427387904"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _rows([0], [0], [4], [4], hflip=[2]), _OUT, "HWC"),
+     r"resized_crop_batch: expected geometry\[0\].hflip to be 0 or 1, got geometry\[0\].hflip=2"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)] * 2, _rows([0, 0], [0, 0], [4, 4], [4, 4], vflip=[0, -1]),
+          torch.empty(2, 3, 4, 4), "HWC"),
+     r"resized_crop_batch: expected geometry\[1\].vflip to be 0 or 1, got geometry\[1\].vflip=-1"),
+]
+
+
+@pytest.mark.parametrize("case,match", BAD_ROWS, ids=[str(i) for i in range(len(BAD_ROWS))])
+def test_bad_rows_raise_naming_the_column_and_value(case, match):
+    with pytest.raises(RuntimeError, match=match):
+        case()
+    with pytest.raises(RuntimeError, match=match):
+        case.numba()
+
+
+@pytest.mark.parametrize("case,match", BAD_ROWS[:1], ids=["0"])
+def test_fake_kernel_takes_any_rows(case, match):
+    """Fake mode checks the table's shape and dtype: the rows' values are the op's to check when it runs."""
+    case.fake()
 
 
 test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import fastprep
 from fastprep.numba_kernels import resize as numba_resize
-from fastprep.ops.resize import resample_axis, resized_crop_batch_torch, resized_crop_torch
+from fastprep.ops.resize import geometry_table, resample_axis, resized_crop_batch_torch, resized_crop_torch
 
 from helpers.op_calls import bad_input_tests, call
 
@@ -88,8 +88,9 @@ def test_batch_places_each_image_as_the_per_sample_op():
     tops, lefts, heights, widths = (list(v) for v in zip(*windows))
     for impl in BATCH_IMPLS:
         out = torch.full((2, 3, 20, 20), 7.0)
-        impl(imgs, tops, lefts, heights, widths, out, "HWC", hflips, True, 1 / 255, None, None, vflips,
-             [48, 0], [65, 0], [4, 0], [6, 0])
+        table = geometry_table(2, top=tops, left=lefts, height=heights, width=widths, hflip=hflips, vflip=vflips,
+                               resized_height=[48, 0], resized_width=[65, 0], out_top=[4, 0], out_left=[6, 0])
+        impl(imgs, table, out, "HWC", True, 1 / 255, None, None)
         assert torch.equal(out, want), impl.__module__
 
 
@@ -111,8 +112,10 @@ def test_batch_tables_follow_each_images_arguments():
     tops, lefts, heights, widths = (list(v) for v in zip(*windows))
     for impl in BATCH_IMPLS:
         out = torch.zeros((len(imgs), 3, 20, 20), dtype=torch.uint8)
-        impl(imgs, tops, lefts, heights, widths, out, "HWC", hflips, True, 1.0, None, None, vflips,
-             [r[0] for r in resized], [r[1] for r in resized], [p[0] for p in places], [p[1] for p in places])
+        table = geometry_table(len(imgs), top=tops, left=lefts, height=heights, width=widths, hflip=hflips,
+                               vflip=vflips, resized_height=[r[0] for r in resized], resized_width=[r[1] for r in resized],
+                               out_top=[p[0] for p in places], out_left=[p[1] for p in places])
+        impl(imgs, table, out, "HWC", True, 1.0, None, None)
         assert torch.equal(out, want), impl.__module__
 
 
@@ -121,8 +124,10 @@ def test_opcheck_with_placements():
     torch.library.opcheck(torch.ops.fastprep.resized_crop.default,
                           (img, 1, 0, 8, 8, 4, 3, "HWC", True, True, None, 1.0, None, None, True, 6, 5, 2, 1))
     torch.library.opcheck(torch.ops.fastprep.resized_crop_batch.default,
-                          ([img, img], [0, 1], [0, 0], [9, 8], [8, 8], torch.empty(2, 3, 4, 4), "HWC", None, True,
-                           1 / 255, None, None, [True, False], [6, 0], [5, 0], [2, 0], [1, 0]))
+                          ([img, img], geometry_table(2, top=[0, 1], left=[0, 0], height=[9, 8], width=[8, 8],
+                                                      vflip=[True, False], resized_height=[6, 0], resized_width=[5, 0],
+                                                      out_top=[2, 0], out_left=[1, 0]),
+                           torch.empty(2, 3, 4, 4), "HWC", True, 1 / 255, None, None))
 
 
 def _u8(*shape):
@@ -144,15 +149,35 @@ BAD_INPUTS = [
      r"resized_crop: expected out_left \+ out_width <= resized_width \(4\), got out_left=1, out_width=4"),
     (call("resized_crop", _u8(3, 8, 8), 0, 0, 8, 8, 4, 4, resized_width=5, out_left=2**63 - 1),
      r"expected out_left \+ out_width <= resized_width \(5\), got out_left=9223372036854775807, out_width=4"),
-    (call("resized_crop_batch", [_u8(4, 4, 3)], [0], [0], [4], [4], _OUT, "HWC", vflips=[True, False]),
-     r"resized_crop_batch: expected vflips to have one value per image \(1\), got 2"),
-    (call("resized_crop_batch", [_u8(4, 4, 3)], [0], [0], [4], [4], _OUT, "HWC", out_lefts=[]),
-     r"resized_crop_batch: expected out_lefts to have one value per image \(1\), got 0"),
-    (call("resized_crop_batch", [_u8(4, 4, 3)], [0], [0], [4], [4], _OUT, "HWC", resized_heights=[-3]),
-     r"resized_crop_batch: expected resized_heights\[0\] >= 0 \(0: the output's\), got resized_heights\[0\]=-3"),
-    (call("resized_crop_batch", [_u8(4, 4, 3)], [0], [0], [4], [4], _OUT, "HWC", resized_widths=[5], out_lefts=[2]),
-     r"resized_crop_batch: expected out_lefts\[0\] \+ out's width <= resized_widths\[0\] \(5\), got out_lefts\[0\]=2, "
-     r"out's width=4"),
 ]
 
 test_bad_input_op, test_bad_input_numba, test_bad_input_fake = bad_input_tests(BAD_INPUTS)
+
+
+def _row(**columns):
+    return geometry_table(1, top=[0], left=[0], height=[4], width=[4], **columns)
+
+
+# The batch's placements are geometry columns: checked by the op on either backend (a fake kernel
+# does not know the table's values).
+BAD_ROWS = [
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _row(resized_height=[-3]), _OUT, "HWC"),
+     r"resized_crop_batch: expected geometry\[0\].resized_height >= 0 \(0: the output's\), got "
+     r"geometry\[0\].resized_height=-3"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _row(resized_width=[5], out_left=[2]), _OUT, "HWC"),
+     r"resized_crop_batch: expected geometry\[0\].out_left \+ out's width <= geometry\[0\].resized_width \(5\), got "
+     r"geometry\[0\].out_left=2, out's width=4"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _row(resized_height=[2**24 + 1]), _OUT, "HWC"),
+     r"resized_crop_batch: expected geometry\[0\].resized_height <= 16777216 \(the resize's weights are computed for "
+     r"every row\), got geometry\[0\].resized_height=16777217"),
+    (call("resized_crop_batch", [_u8(4, 4, 3)], _row(out_top=[-1]), _OUT, "HWC"),
+     r"resized_crop_batch: expected geometry\[0\].out_top >= 0, got geometry\[0\].out_top=-1"),
+]
+
+
+@pytest.mark.parametrize("case,match", BAD_ROWS, ids=[str(i) for i in range(len(BAD_ROWS))])
+def test_bad_placement_rows_name_the_column_and_value(case, match):
+    with pytest.raises(RuntimeError, match=match):
+        case()
+    with pytest.raises(RuntimeError, match=match):
+        case.numba()

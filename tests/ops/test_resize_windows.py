@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from fastprep.ops.resize import geometry_table
 from fastprep.ops.resize_weights import resample_axis
 from fastprep.ops.resize_windows import axis_tables, resized_crop_windows
 
@@ -56,42 +57,55 @@ def test_the_kernels_bits(dtype, scale, norm, antialias, device):
     mean, std = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]) if norm else (None, None)
     want = torch.empty(n, 3, 32, 34, dtype=dtype)
     heights, widths = [h for h, _ in sizes], [w for _, w in sizes]
-    torch.ops.fastprep.resized_crop_batch.default(windows, [0] * n, [0] * n, heights, widths, want, "CHW", hflips,
-                                                  antialias, scale, mean, std, vflips, *place)
-    got = resized_crop_windows([x.to(device) for x in windows], torch.empty_like(want, device=device), hflips, vflips,
-                               place, antialias, scale, mean, std)
+    table = geometry_table(n, height=heights, width=widths, hflip=hflips, vflip=vflips, resized_height=place[0],
+                           resized_width=place[1], out_top=place[2], out_left=place[3],
+                           transpose=[i % 4 == 1 for i in range(n)])  # two written transposed (out not square)
+    torch.ops.fastprep.resized_crop_batch.default(windows, table, want, "CHW", antialias, scale, mean, std)
+    got = resized_crop_windows([x.to(device) for x in windows], table, torch.empty_like(want, device=device),
+                               antialias, scale, mean, std)
     assert got.device.type == device and got.dtype == dtype
     assert torch.equal(got.cpu().view(torch.uint8), want.view(torch.uint8))
 
 
+def _whole(wins, **columns):
+    """The geometry rows reading each window whole (and any other named columns)."""
+    return geometry_table(len(wins), height=[int(w.shape[-2]) for w in wins], width=[int(w.shape[-1]) for w in wins],
+                          **columns)
+
+
 def test_refuses_a_normalize_on_uint8():
+    win = torch.zeros(3, 4, 4, dtype=torch.uint8)
     with pytest.raises(RuntimeError, match="mean=None and std=None for a torch.uint8 output"):
-        resized_crop_windows([torch.zeros(3, 4, 4, dtype=torch.uint8)], torch.empty(1, 3, 2, 2, dtype=torch.uint8),
-                             [False], [False], ([0], [0], [0], [0]), mean=[0.5], std=[0.5])
+        resized_crop_windows([win], _whole([win]), torch.empty(1, 3, 2, 2, dtype=torch.uint8), mean=[0.5], std=[0.5])
 
 
 def test_refuses_what_does_not_match_out():
-    win, out, none = torch.zeros(3, 4, 4, dtype=torch.uint8), torch.empty(1, 3, 2, 2), ([0], [0], [0], [0])
-    for args, match in [(([win, win], out, [False], [False], none), r"expected 1 windows \(out has 1 images\), got 2"),
-                        (([win], out, [False], [], none), r"expected 1 vflips"),
-                        (([win], out, [False], [False], ([0], [0], [0], [])), r"expected 1 place\[3\]"),
-                        (([win.float()], out, [False], [False], none), r"windows\[0\] to be a non-empty uint8"),
-                        (([win[:1]], out, [False], [False], none), r"uint8 \[3, h, w\].*\(1, 4, 4\)"),
-                        (([win], out[0], [False], [False], none), r"out to be \[N, 3, H, W\], got \(3, 2, 2\)")]:
+    win, out = torch.zeros(3, 4, 4, dtype=torch.uint8), torch.empty(1, 3, 2, 2)
+    one = _whole([win])
+    for args, match in [(([win, win], one, out), r"expected 1 windows \(out has 1 images\), got 2"),
+                        (([win], _whole([win, win]), out), r"expected geometry to be a \[1, 11\] table"),
+                        (([win], one.int(), out), r"expected geometry to be a torch.int64 tensor"),
+                        (([win.float()], one, out), r"windows\[0\] to be a non-empty uint8"),
+                        (([win[:1]], one, out), r"uint8 \[3, h, w\].*\(1, 4, 4\)"),
+                        (([win], one, out[0]), r"out to be \[N, 3, H, W\], got \(3, 2, 2\)"),
+                        (([win], geometry_table(1, height=[5], width=[4]), out),
+                         r"geometry\[0\].top \+ geometry\[0\].height <= 4 \(the height of windows\[0\]\)"),
+                        (([win], _whole([win[:, :, 1:]]), out), r"to read its window whole")]:
         with pytest.raises(ValueError, match=match):
             resized_crop_windows(*args)
 
 
 @pytest.mark.parametrize("place, match", [
-    (([0, 0], [0, 0], [0, 1], [0, 0]), r"out_tops\[1\] \+ out's height <= resized_heights\[1\] \(32\)"),
-    (([0, 0], [0, 40], [0, 0], [0, 9]), r"out_lefts\[1\] \+ out's width <= resized_widths\[1\] \(40\)"),
-    (([0, 0], [0, 0], [0, -1], [0, 0]), r"out_tops\[1\] >= 0, got out_tops\[1\]=-1"),
-    (([0, 0], [0, -3], [0, 0], [0, 0]), r"resized_widths\[1\] >= 0"),
-    (([16, 0], [0, 0], [0, 0], [0, 0]), r"resized_heights\[0\] \(16\)"),
+    (([0, 0], [0, 0], [0, 1], [0, 0]), r"geometry\[1\].out_top \+ out's height <= geometry\[1\].resized_height \(32\)"),
+    (([0, 0], [0, 40], [0, 0], [0, 9]), r"geometry\[1\].out_left \+ out's width <= geometry\[1\].resized_width \(40\)"),
+    (([0, 0], [0, 0], [0, -1], [0, 0]), r"geometry\[1\].out_top >= 0, got geometry\[1\].out_top=-1"),
+    (([0, 0], [0, -3], [0, 0], [0, 0]), r"geometry\[1\].resized_width >= 0"),
+    (([16, 0], [0, 0], [0, 0], [0, 0]), r"geometry\[0\].resized_height \(16\)"),
 ])
 def test_refuses_a_place_outside_the_resized_window(place, match):
     wins = [torch.zeros(3, 5, 6, dtype=torch.uint8)] * 2
     out = torch.full((2, 3, 32, 32), 7, dtype=torch.uint8)
-    with pytest.raises(ValueError, match=match + r".*place of windows\[\d\]"):
-        resized_crop_windows(wins, out, [False] * 2, [False] * 2, place)
+    table = _whole(wins, resized_height=place[0], resized_width=place[1], out_top=place[2], out_left=place[3])
+    with pytest.raises(ValueError, match=match):
+        resized_crop_windows(wins, table, out)
     assert (out == 7).all()  # nothing written

@@ -13,9 +13,10 @@ from fastprep.transforms.fusion_roles import FusionRole, Many, Maybe, One, Patte
 pytestmark = pytest.mark.one_backend
 
 _FLIPS = r"(?:[hv]flip )*"
+_TURNS = r"(?:[hv]flip |rotate90 )*"  # after the resize, quarter turns too
 REFERENCE = [  # the rows' patterns as they were written before: regexes over "role " strings
     (CROP_MASK_YCBCR, r"(hflip )*crop (hflip )*mask ycbcr "),
-    (RESIZED_CROP, rf"{_FLIPS}(?:crop {_FLIPS})?(?:resized_crop|resize) {_FLIPS}(?:crop {_FLIPS})?"
+    (RESIZED_CROP, rf"{_FLIPS}(?:crop {_FLIPS})?(?:resized_crop|resize) {_TURNS}(?:crop {_TURNS})?"
                    r"(?:dtype (?:normalize )?)?"),
 ]
 ALPHABET = [*FusionRole, None]

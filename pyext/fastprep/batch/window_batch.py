@@ -4,7 +4,7 @@
 The Loader's threads draw each sample's window, flips and the rest as the transform's fused row
 does, but instead of decoding they cut the window's restart intervals out of the shard (byte
 copies) and make what the row's device half asks for (the seed row's packed masks). The batch is
-those cuts, where each window sits in its cut, the flips and placement, the host tensors, plus the
+those cuts, where each window sits in its cut, the fused op's geometry rows, the host tensors, plus the
 other fields as a :class:`CompactBatch` holds them. ``to(device)`` decodes the cuts there (one
 nvJPEG batch through torchvision on CUDA; the CPU decoder on "cpu", standing in for a device),
 crops each window and runs the row's device half there (``DeviceSplit.finish``: mask + YCbCr, or
@@ -27,8 +27,8 @@ from fastprep.io.jpeg.window_cut import WindowCut
 
 class WindowCuts(TensorHolder):
     """A batch's images before decoding: per sample its :class:`~fastprep.io.WindowCut` (the
-    window's small JPEG and the window's place in it), flips ``(hflips, vflips)`` and placement in
-    its resize ``(resized heights, widths, out tops, lefts)``; `extras`: the row's host tensors by
+    window's small JPEG and the window's place in it) and row of the fused op's `geometry` (an int64
+    table, carried as the row made it: transforms/fused.py's FusedRun); `extras`: the row's host tensors by
     name (``[n, ...]``, a slot's rows in the Loader: the seed row's packed masks); `group`: the
     fused group whose row's device half finishes them; `out_size`: every image's (height, width);
     `device`: where the Loader decodes them (``decode_on``); `decoders`: the Loader's
@@ -39,12 +39,11 @@ class WindowCuts(TensorHolder):
         >>> images.decode("cuda").shape             # [n, 3, height, width], the row's output dtype
     """
 
-    __slots__ = ("cuts", "flips", "place", "extras", "group", "out_size", "device", "decoders")
+    __slots__ = ("cuts", "geometry", "extras", "group", "out_size", "device", "decoders")
 
-    def __init__(self, cuts: list[WindowCut], flips: tuple[list[bool], list[bool]],
-                 place: tuple[list[int], list[int], list[int], list[int]], extras: dict[str, torch.Tensor],
-                 group: Any, out_size: tuple[int, int], device: torch.device, decoders: Any = "auto"):
-        self.cuts, self.flips, self.place, self.extras = cuts, flips, place, extras
+    def __init__(self, cuts: list[WindowCut], geometry: Any, extras: dict[str, torch.Tensor], group: Any,
+                 out_size: tuple[int, int], device: torch.device, decoders: Any = "auto"):
+        self.cuts, self.geometry, self.extras = cuts, geometry, extras
         self.group, self.out_size, self.device, self.decoders = group, out_size, device, decoders
 
     def __len__(self) -> int:
@@ -59,7 +58,7 @@ class WindowCuts(TensorHolder):
 
     def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> WindowCuts:
         """The same cuts (immutable bytes) with `fn` of the host tensors (a clone, a pinned copy)."""
-        return WindowCuts(self.cuts, self.flips, self.place, {k: fn(v) for k, v in self.extras.items()}, self.group,
+        return WindowCuts(self.cuts, self.geometry, {k: fn(v) for k, v in self.extras.items()}, self.group,
                           self.out_size, self.device, self.decoders)
 
     @property
@@ -73,7 +72,7 @@ class WindowCuts(TensorHolder):
         dev = torch.device(device)
         windows = decode_window_batch(self.cuts, device=dev, jpeg_decoder=self.decoders)
         extras = {k: v.to(dev, non_blocking=non_blocking) for k, v in self.extras.items()}
-        return self.group.finish_on_device(windows, self.flips, self.place, self.out_size, extras)
+        return self.group.finish_on_device(windows, self.geometry, self.out_size, extras)
 
     def to(self, device: Any, non_blocking: bool = False) -> torch.Tensor:
         """A batch's to(device): the images decoded there."""

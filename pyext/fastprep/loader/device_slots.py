@@ -1,12 +1,13 @@
 """The GPU decode split's batches in flight (``Loader(decode_on=...)``, loader/device_split.py): the
 slot ring whose slots hold the rows' host tensors (the seed row's packed masks) and the job that
-collects, per sample, the window's cut and the draws the device needs (flips, placement)."""
+collects, per sample, the window's cut and its row of the fused op's geometry (what the device needs)."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
+import numpy as np
 import torch
 
 from fastprep.batch.slots import BatchJob, SlotRing
@@ -63,15 +64,14 @@ class WindowSlotRing(SlotRing):
 
 
 class WindowJob(BatchJob):
-    """A split batch in flight: per sample its cut, flips and placement in its resize; the row's host
-    tensors go into the slot's rows."""
+    """A split batch in flight: per sample its cut and geometry row (the fused op's, carried as it
+    is); the row's host tensors go into the slot's rows."""
 
     def __init__(self, indices: list[int], ring: WindowSlotRing, items: list[Any] | None = None):
         super().__init__(indices, ring, items)
         n = len(indices)
         self.cuts: list[WindowCut | None] = [None] * n
-        self.hflips, self.vflips = [False] * n, [False] * n
-        self.place: tuple[list[int], ...] = ([0] * n, [0] * n, [0] * n, [0] * n)
+        self.geometry: np.ndarray | None = None  # the runs' geometry rows (made on the first run: its columns)
 
     def write_run(self, j: int, key: int, run: Any) -> None:
         """A run of the fused batch path (its windows cut, not decoded) into positions j, j + 1, ..."""
@@ -86,14 +86,13 @@ class WindowJob(BatchJob):
         group.fusion.split.host(group, run, lambda name, shape, dtype: ring.extra(self.slot, name, shape,
                                                                                   dtype)[j:j + n])
         self.cuts[j:j + n] = run.sources
-        self.hflips[j:j + n] = [bool(f) for f in run.hflips]
-        self.vflips[j:j + n] = [bool(f) for f in run.vflips]
-        for column, values in zip(self.place, run.place, strict=True):
-            column[j:j + n] = [int(v) for v in values]
+        if self.geometry is None:
+            self.geometry = np.zeros((len(self.indices), run.geometry.shape[1]), np.int64)
+        self.geometry[j:j + n] = run.geometry
 
     def batch(self) -> WindowBatch:
         ring, n = self.ring, len(self.indices)
-        windows = WindowCuts(self.cuts, (self.hflips, self.vflips), self.place, ring.extras(self.slot, n),
+        windows = WindowCuts(self.cuts, self.geometry, ring.extras(self.slot, n),
                              ring.group, ring.out_size, ring.device, ring.decoders)
         first = [windows]  # the image field (the first leaf: the batch path's image)
         data = tree_map(lambda x: first.pop() if first else x, self.data())

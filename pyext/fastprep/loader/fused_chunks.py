@@ -53,22 +53,18 @@ class ChunkRuns:
                 return None
             return v if keep is None else v[keep]
 
-        def values(v: Any) -> list:
-            kept = column(v)
-            return [np.asarray(v).item()] * m if kept is None else kept.tolist()
-
         ends = np.diff(picked) != 1  # cut where items stop being consecutive, change layout or output size
         for v in (g.out_height, g.out_width, None if type(layouts) is str else np.array(layouts)):
             kept = column(v)
             if kept is not None:
                 ends |= kept[1:] != kept[:-1]
         cuts = [0, *(np.flatnonzero(ends) + 1).tolist(), m]
-        tops, lefts, heights, widths, hflips, vflips, rh, rw, ot, ol, oh, ow = map(values, (
-            g.top, g.left, g.height, g.width, g.hflip, g.vflip, g.resized_height, g.resized_width, g.out_top,
-            g.out_left, g.out_height, g.out_width))
+        # The op's geometry, a row per sample (its columns are the group's), and each sample's output size.
+        table, oh, ow = g.to_table(n), np.broadcast_to(g.out_height, n), np.broadcast_to(g.out_width, n)
         by_role = [(role, (chosen[:, k] if keep is None else chosen[keep, k]).tolist())
                    for role, k in group.seed_roles]
         if keep is not None:
+            table, oh, ow = table[keep], oh[keep], ow[keep]
             images, sources = [images[i] for i in keep], [sources[i] for i in keep]
             layouts = layouts if type(layouts) is str else [layouts[i] for i in keep]
         starts = picked[cuts[:-1]].tolist()
@@ -76,10 +72,8 @@ class ChunkRuns:
         for a, b, start in zip(cuts, cuts[1:], starts):
             cut = slice(a, b)
             runs.append(group.new_run(start, layouts if type(layouts) is str else layouts[a], images[cut],
-                                      raws[start:start + b - a], sources[cut],
-                                      (tops[cut], lefts[cut], heights[cut], widths[cut]), (hflips[cut], vflips[cut]),
-                                      (rh[cut], rw[cut], ot[cut], ol[cut]), {role: v[cut] for role, v in by_role},
-                                      (oh[a], ow[a])))
+                                      raws[start:start + b - a], sources[cut], table[cut],
+                                      {role: v[cut] for role, v in by_role}, (int(oh[a]), int(ow[a]))))
         return runs
 
     def _plain_arrays(self, raws: list[Any]) -> tuple | None:

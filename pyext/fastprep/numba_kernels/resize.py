@@ -184,10 +184,12 @@ def row_taps_plain(ring, row_taps, at, w, w_at, count, precision, dst, d, n):
 
 
 @njit(cache=True, inline="always")
-def vertical_row(rows, y, ring, cap, c, out_w, row_taps, sums, fbuf, out, out_type, scale, mean, std, vflip):
-    """resize.cpp's VerticalRow: output row y of every channel (at out_h - 1 - y with vflip); the
-    sums into `sums`, which is the output's bytes for a uint8 output, else a row that the float
-    row reads. Inlined: a call a row costs ~5 us an image in its arrays' reference counts."""
+def vertical_row(rows, y, ring, cap, c, out_w, row_taps, sums, fbuf, out, out_type, scale, mean, std, vflip,
+                 transpose):
+    """resize.cpp's VerticalRow: output row y of every channel (at out_h - 1 - y with vflip; column y
+    of a [c, out_w, out_h] output with transpose); the sums into `sums`, which is the output's bytes
+    for a uint8 output not transposed, else a row that the output reads. Inlined: a call a row
+    costs ~5 us an image in its arrays' reference counts."""
     start, count, w, taps, precision = rows
     out_h, m_total = start.shape[0], c * out_w
     out_y = out_h - 1 - y if vflip else y
@@ -195,12 +197,29 @@ def vertical_row(rows, y, ring, cap, c, out_w, row_taps, sums, fbuf, out, out_ty
         row_taps[k] = ((start[y] + k) % cap) * m_total
     for ch in range(c):
         o = (ch * out_h + out_y) * out_w
-        d = o if out_type == U8 else 0
+        d = o if out_type == U8 and not transpose else 0
         if out_w < BLOCK:
             row_taps_plain(ring, row_taps, ch * out_w, w, y * taps, count[y], precision, sums, d, out_w)
         for x in range(0, out_w if out_w >= BLOCK else 0, BLOCK):
             x = min(x, out_w - BLOCK)  # the last vector ends at out_w (the outputs it repeats are equal)
             weighted_sum16(ring, row_taps, ch * out_w + x, w, y * taps, count[y], precision, sums, d + x)
+        if transpose:  # element x of the row is (x, out_y) of the transposed plane: a column
+            t = ch * out_h * out_w + out_y
+            if out_type == U8:
+                for x in range(out_w):
+                    out[t + x * out_h] = sums[x]
+                continue
+            float_row(sums, scale, mean, std, ch, fbuf, 0)
+            if out_type == F16:
+                for x in range(out_w):
+                    out[t + x * out_h] = float_to_half_bits(fbuf[x])
+            elif out_type == BF16:
+                for x in range(out_w):
+                    out[t + x * out_h] = float_to_bf16_bits(fbuf[x])
+            else:
+                for x in range(out_w):
+                    out[t + x * out_h] = fbuf[x]
+            continue
         if out_type == U8:
             continue
         if out_type != F16 and out_type != BF16:
@@ -232,7 +251,7 @@ def float_row(row, scale, mean, std, ch, dst, d):
 
 @njit(cache=True)
 def resized_crop_at(src, src_n, dst, dst_n, dst_dtype, base, obase, c, height, width, sc, sh, sw, rows, cols,
-                    out_type, scale, mean, std, vflip):
+                    out_type, scale, mean, std, vflip, transpose):
     """One image on tensors' addresses (storage.py): the height x width inputs its narrowed tables
     read (element (0, 0, 0) at `base` of the src_n bytes) into the [c, out_h, out_w] output at
     element `obase` of dst (out_h, out_w: the tables' lengths). As resize.cpp's resized_crop."""
@@ -243,8 +262,8 @@ def resized_crop_at(src, src_n, dst, dst_n, dst_dtype, base, obase, c, height, w
     scratch = (np.empty(c * width * BLOCK, np.uint8), np.empty(c * out_w * BLOCK, np.uint8), np.empty(BLOCK, np.int64),
                np.empty(BLOCK, np.int64), np.empty(cols[3], np.int64))
     ring, row_taps = np.empty(cap * c * out_w, np.uint8), np.empty(max_count, np.int64)
-    # The vertical sums: a uint8 output's own bytes, else a row.
-    sums = array_at(dst, dst_n, np.uint8)[obase:] if out_type == U8 else np.empty(out_w, np.uint8)
+    # The vertical sums: a uint8 output's own bytes (not transposed), else a row.
+    sums = array_at(dst, dst_n, np.uint8)[obase:] if out_type == U8 and not transpose else np.empty(out_w, np.uint8)
     fbuf = np.empty(out_w, np.float32)
     done = 0
     for y in range(out_h):
@@ -253,35 +272,39 @@ def resized_crop_at(src, src_n, dst, dst_n, dst_dtype, base, obase, c, height, w
             horizontal_block(s, base, c, width, sc, sh, sw, done, min(BLOCK, height - done), cols, scratch, ring, cap)
             done += BLOCK
         vertical_row(rows, y, ring, cap, c, out_w, row_taps, sums, fbuf, out, out_type, np.float32(scale), mean, std,
-                     vflip)
+                     vflip, transpose)
 
 
 # The columns of resized_images' rows: one image each.
-ADDRESS, SPAN, BASE, HEIGHT, WIDTH, SC, SH, SW, HFLIP, FULL_H, FULL_W, OUT_TOP, OUT_LEFT, VFLIP, OBASE = range(15)
+(ADDRESS, SPAN, BASE, HEIGHT, WIDTH, SC, SH, SW, HFLIP, FULL_H, FULL_W, OUT_TOP, OUT_LEFT, VFLIP, OBASE,
+ TRANSPOSE) = range(16)
 
 
 @njit(cache=True)
 def resized_images(images, dst, dst_n, dst_dtype, c, out_h, out_w, antialias, out_type, scale, mean, std):
     """resize.cpp's loop of run_image: one image a row of `images` (its source's address and
     elements, its window's first element, size and strides, hflip, placement, output's first
-    element; the columns above). Each axis's narrowed table is kept while the next image asks for
-    the same one, as resize.h's AxisCache (a batch of equal windows and placements builds it once)."""
+    element, transpose: written as out_w x out_h, its rows as columns; the columns above). Each
+    axis's narrowed table is kept while the next image asks for the same one, as resize.h's
+    AxisCache (a batch of equal windows and placements builds it once)."""
     rows, cols = narrowed_axis(1, 1, antialias, False, 0, 1), narrowed_axis(1, 1, antialias, False, 0, 1)
     rows_key, cols_key = (-1, -1, -1, -1), (-1, -1, -1, -1)
     for i in range(images.shape[0]):
         im = images[i]
-        key = (im[HEIGHT], im[FULL_H], 0, im[OUT_TOP])
+        turned = im[TRANSPOSE] != 0
+        n_rows, n_cols = (out_w, out_h) if turned else (out_h, out_w)
+        key = (im[HEIGHT], im[FULL_H], n_rows, im[OUT_TOP])
         if key != rows_key:
-            rows, rows_key = narrowed_axis(im[HEIGHT], im[FULL_H], antialias, False, im[OUT_TOP], out_h), key
-        key = (im[WIDTH], im[FULL_W], im[HFLIP], im[OUT_LEFT])
+            rows, rows_key = narrowed_axis(im[HEIGHT], im[FULL_H], antialias, False, im[OUT_TOP], n_rows), key
+        key = (im[WIDTH], im[FULL_W], im[HFLIP] * (1 << 32) + n_cols, im[OUT_LEFT])
         if key != cols_key:
-            cols, cols_key = narrowed_axis(im[WIDTH], im[FULL_W], antialias, im[HFLIP] != 0, im[OUT_LEFT], out_w), key
+            cols, cols_key = narrowed_axis(im[WIDTH], im[FULL_W], antialias, im[HFLIP] != 0, im[OUT_LEFT], n_cols), key
         # Only the rows and columns the outputs read.
         table_rows, first_row, height = rows
         table_cols, first_col, width = cols
         base = im[BASE] + first_row * im[SH] + first_col * im[SW]
         resized_crop_at(im[ADDRESS], im[SPAN], dst, dst_n, dst_dtype, base, im[OBASE], c, height, width, im[SC], im[SH],
-                        im[SW], table_rows, table_cols, out_type, scale, mean, std, im[VFLIP] != 0)
+                        im[SW], table_rows, table_cols, out_type, scale, mean, std, im[VFLIP] != 0, turned)
 
 
 def _stats(a) -> tuple[np.ndarray, np.ndarray]:
@@ -289,15 +312,15 @@ def _stats(a) -> tuple[np.ndarray, np.ndarray]:
     return (empty, empty) if a.mean is None else (np.array(a.mean, np.float32), np.array(a.std, np.float32))
 
 
-def _image(img, v, i, window, hflip, p, obase) -> list[int]:
+def _image(img, v, i, window, hflip, p, obase, transpose=False) -> list[int]:
     """Image i of img (its view v), its window placed at p, as a row of resized_images' images."""
     top, left, height, width = window
     return [img.data_ptr(), span_count(img), i * v.sn + top * v.sh + left * v.sw, height, width, v.sc, v.sh, v.sw,
-            int(bool(hflip)), p.height, p.width, p.top, p.left, int(bool(p.vflip)), obase]
+            int(bool(hflip)), p.height, p.width, p.top, p.left, int(bool(p.vflip)), obase, int(bool(transpose))]
 
 
 def _run(images, out, c, out_h, out_w, antialias, scale, a) -> None:
-    resized_images(np.array(images, np.int64).reshape(-1, 15), out.data_ptr(), out.numel(), FLAT_DTYPE[out.dtype], c,
+    resized_images(np.array(images, np.int64).reshape(-1, 16), out.data_ptr(), out.numel(), FLAT_DTYPE[out.dtype], c,
                    out_h, out_w, bool(antialias), TYPE_CODE[out.dtype], np.float32(scale), *_stats(a))
 
 
@@ -316,14 +339,11 @@ def resized_crop(img, top, left, height, width, out_height, out_width, layout="C
     return out
 
 
-def resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout="CHW", hflips=None, antialias=True, scale=1.0,
-                       mean=None, std=None, vflips=None, resized_heights=None, resized_widths=None, out_tops=None,
-                       out_lefts=None):
-    views, a, places = check_resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout, hflips, scale, mean,
-                                                std, vflips, resized_heights, resized_widths, out_tops, out_lefts)
+def resized_crop_batch(imgs, geometry, out, layout="CHW", antialias=True, scale=1.0, mean=None, std=None):
+    views, a, rows = check_resized_crop_batch(imgs, geometry, out, layout, scale, mean, std)
     _, c, out_h, out_w = out.shape
     if c == 0:
         return
-    images = [_image(img, v, 0, (tops[i], lefts[i], heights[i], widths[i]), hflips and hflips[i], places[i],
-                     i * c * out_h * out_w) for i, (img, v) in enumerate(zip(imgs, views))]
+    images = [_image(img, v, 0, r[:4], r.hflip, r.place, i * c * out_h * out_w, r.transpose)
+              for i, (img, v, r) in enumerate(zip(imgs, views, rows))]
     _run(images, out, c, out_h, out_w, antialias, scale, a)

@@ -66,9 +66,9 @@ OPS: tuple[OpRow, ...] = (
     OpRow("resized_crop", "resize", lambda: (_hwc(), 1, 2, 6, 5, 4, 3, "HWC", True, True, torch.float32, 1 / 255,
                                              [0.5], [0.25], True, 6, 5, 1, 2)),
     OpRow("resized_crop_batch", "resize",
-          lambda: ([_hwc(), _chw().permute(1, 2, 0)], [0, 1], [0, 2], [8, 6], [8, 5], torch.empty(2, 3, 4, 4), "HWC",
-                   [False, True], True, 1 / 255, [0.5, 0.4, 0.3], [0.2, 0.25, 0.3], [True, False], [6, 0], [5, 0],
-                   [1, 0], [0, 0])),
+          lambda: ([_hwc(), _chw().permute(1, 2, 0)],  # rows: the geometry table's columns (resize_checks.py)
+                   torch.tensor([[0, 0, 8, 8, 0, 1, 6, 5, 1, 0, 0], [1, 2, 6, 5, 1, 0, 0, 0, 0, 0, 1]]),
+                   torch.empty(2, 3, 4, 4), "HWC", True, 1 / 255, [0.5, 0.4, 0.3], [0.2, 0.25, 0.3])),
     OpRow("seeded_draws", "seeded_draws", lambda: (torch.tensor([3, -4], dtype=torch.int64), 3)),
 )
 

@@ -13,20 +13,19 @@ import torch
 from fastprep.ops import checks
 from fastprep.ops._library import define, impl_any_device, writes_buffers
 from fastprep.ops.output_checks import OutputArgs, check_out_dtype
-from fastprep.ops.resize_checks import check_resized_crop, check_resized_crop_batch, out_shape
+from fastprep.ops.resize_checks import GEOMETRY_COLUMNS, check_resized_crop, check_resized_crop_batch, out_shape
 from fastprep.ops.resize_weights import Axis, resample_axis
 
-__all__ = ["resized_crop", "resized_crop_batch"]
+__all__ = ["resized_crop", "resized_crop_batch", "geometry_table"]
 
 define("resized_crop(Tensor img, int top, int left, int height, int width, int out_height, int out_width, "
        "str layout='CHW', bool hflip=False, bool antialias=True, ScalarType? out_dtype=None, float scale=1.0, "
        "float[]? mean=None, float[]? std=None, bool vflip=False, int resized_height=0, int resized_width=0, "
        "int out_top=0, int out_left=0) -> Tensor")
 # The batched form writes into a buffer the caller owns (a loader's batch slot): one window per image.
-define("resized_crop_batch(Tensor[] imgs, int[] tops, int[] lefts, int[] heights, int[] widths, Tensor(a!) out, "
-       "str layout='CHW', bool[]? hflips=None, bool antialias=True, float scale=1.0, float[]? mean=None, "
-       "float[]? std=None, bool[]? vflips=None, int[]? resized_heights=None, int[]? resized_widths=None, "
-       "int[]? out_tops=None, int[]? out_lefts=None) -> ()")
+# Its per-image geometry is one int64 table [N, len(GEOMETRY_COLUMNS)] (resize_checks.py names the columns).
+define("resized_crop_batch(Tensor[] imgs, Tensor geometry, Tensor(a!) out, str layout='CHW', bool antialias=True, "
+       "float scale=1.0, float[]? mean=None, float[]? std=None) -> ()")
 
 
 def resized_crop(img: torch.Tensor, top: int, left: int, height: int, width: int, out_height: int, out_width: int,
@@ -78,34 +77,52 @@ def resized_crop(img: torch.Tensor, top: int, left: int, height: int, width: int
                                                    resized_width, out_top, out_left)
 
 
-def resized_crop_batch(imgs: list[torch.Tensor], tops: list[int], lefts: list[int], heights: list[int],
-                       widths: list[int], out: torch.Tensor, layout: str = "CHW", hflips: list[bool] | None = None,
-                       antialias: bool = True, scale: float = 1.0, mean=None, std=None,
-                       vflips: list[bool] | None = None, resized_heights: list[int] | None = None,
-                       resized_widths: list[int] | None = None, out_tops: list[int] | None = None,
-                       out_lefts: list[int] | None = None) -> torch.Tensor:
+def geometry_table(n: int, **columns: list[int] | list[bool]) -> torch.Tensor:
+    """resized_crop_batch's geometry for n images: an int64 ``[n, len(GEOMETRY_COLUMNS)]`` table
+    whose named columns are the given lists (one value per image; flips as bools or 0 / 1) and the
+    others 0 (no flip; 0 sizes: not resized, the output's size).
+
+    Example:
+        >>> geometry_table(2, top=[0, 5], left=[0, 7], height=[40, 30], width=[50, 33], hflip=[True, False])[1]
+        tensor([ 5,  7, 30, 33,  0,  0,  0,  0,  0,  0,  0])
+    """
+    table = torch.zeros(n, len(GEOMETRY_COLUMNS), dtype=torch.int64)
+    for name, values in columns.items():
+        if name not in GEOMETRY_COLUMNS:
+            raise ValueError(f"geometry_table: expected columns among {', '.join(GEOMETRY_COLUMNS)}, got {name!r}")
+        if values is None:
+            continue
+        if len(values) != n:
+            raise ValueError(f"geometry_table: expected {name} to have one value per image ({n}), got {len(values)}")
+        table[:, GEOMETRY_COLUMNS.index(name)] = torch.tensor([int(v) for v in values], dtype=torch.int64)
+    return table
+
+
+def resized_crop_batch(imgs: list[torch.Tensor], geometry: torch.Tensor, out: torch.Tensor, layout: str = "CHW",
+                       antialias: bool = True, scale: float = 1.0, mean=None, std=None) -> torch.Tensor:
     """:func:`resized_crop` of each image into a buffer you own: ``out[i]`` gets image i's window
-    ``(tops[i], lefts[i], heights[i], widths[i])`` resized to out's size (or to
-    ``(resized_heights[i], resized_widths[i])``, of which out[i] is the part at ``(out_tops[i],
-    out_lefts[i])``), flipped when ``hflips[i]`` / ``vflips[i]``, bit for bit what the per-sample op
-    returns. One call for a chunk of samples,
-    without the GIL and allocating nothing the size of an image: how a loader writes straight into
-    its batch slots.
+    (row i of `geometry`: top, left, height, width) resized to out's size (or to its
+    resized_height x resized_width, of which out[i] is the part at (out_top, out_left)), flipped
+    when its hflip / vflip is 1, bit for bit what the per-sample op returns; with its transpose 1,
+    that of out's width x height, transposed (``torch.rot90`` of a flipped output: a quarter turn). One call for a chunk
+    of samples, without the GIL and allocating nothing the size of an image: how a loader writes
+    straight into its batch slots.
 
     Args:
         imgs: uint8 images (sizes may differ), ``[C, H, W]`` or ``[H, W, C]`` per `layout`.
+        geometry: int64 ``[len(imgs), len(GEOMETRY_COLUMNS)]``, one row per image, columns
+            ``GEOMETRY_COLUMNS`` (ops/resize_checks.py); :func:`geometry_table` makes one from lists.
         out: contiguous ``[len(imgs), C, out_height, out_width]``, uint8 / float32 / float16 /
             bfloat16; its dtype is the output's (scale, mean and std as in :func:`resized_crop`).
 
     Example:
         >>> imgs = [torch.zeros(40, 50, 3, dtype=torch.uint8) for _ in range(2)]
         >>> out = torch.empty(2, 3, 32, 32)
-        >>> resized_crop_batch(imgs, [0, 5], [0, 7], [40, 30], [50, 33], out, "HWC", scale=1 / 255).shape
+        >>> table = geometry_table(2, top=[0, 5], left=[0, 7], height=[40, 30], width=[50, 33])
+        >>> resized_crop_batch(imgs, table, out, "HWC", scale=1 / 255).shape
         torch.Size([2, 3, 32, 32])
     """
-    torch.ops.fastprep.resized_crop_batch.default(list(imgs), tops, lefts, heights, widths, out, layout, hflips,
-                                                  antialias, scale, mean, std, vflips, resized_heights,
-                                                  resized_widths, out_tops, out_lefts)
+    torch.ops.fastprep.resized_crop_batch.default(list(imgs), geometry, out, layout, antialias, scale, mean, std)
     return out
 
 
@@ -146,18 +163,16 @@ def resized_crop_torch(img, top, left, height, width, out_height, out_width, lay
     return y.contiguous() if v.batched else y[0].contiguous()
 
 
-def resized_crop_batch_torch(imgs, tops, lefts, heights, widths, out, layout="CHW", hflips=None, antialias=True,
-                             scale=1.0, mean=None, std=None, vflips=None, resized_heights=None, resized_widths=None,
-                             out_tops=None, out_lefts=None):
+def resized_crop_batch_torch(imgs, geometry, out, layout="CHW", antialias=True, scale=1.0, mean=None, std=None):
     """The batch as its definition: the per-sample op into each slot, on out's device."""
-    _, _, places = check_resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout, hflips, scale, mean, std,
-                                            vflips, resized_heights, resized_widths, out_tops, out_lefts)
+    _, _, rows = check_resized_crop_batch(imgs, geometry, out, layout, scale, mean, std)
     _, _, out_h, out_w = out.shape
-    for i, (img, p) in enumerate(zip(imgs, places)):
-        out[i].copy_(torch.ops.fastprep.resized_crop.default(
-            img.to(out.device), tops[i], lefts[i], heights[i], widths[i], out_h, out_w, layout,
-            bool(hflips and hflips[i]), antialias, out.dtype, scale, mean, std, p.vflip, p.height, p.width, p.top,
-            p.left))
+    for i, (img, r) in enumerate(zip(imgs, rows)):
+        p, (h, w) = r.place, (out_w, out_h) if r.transpose else (out_h, out_w)
+        y = torch.ops.fastprep.resized_crop.default(img.to(out.device), r.top, r.left, r.height, r.width, h, w, layout,
+                                                    r.hflip, antialias, out.dtype, scale, mean, std, p.vflip, p.height,
+                                                    p.width, p.top, p.left)
+        out[i].copy_(y.transpose(-2, -1) if r.transpose else y)
 
 
 @torch.library.register_fake("fastprep::resized_crop")
@@ -170,11 +185,8 @@ def _resized_crop_fake(img, top, left, height, width, out_height, out_width, lay
 
 
 @torch.library.register_fake("fastprep::resized_crop_batch")
-def _resized_crop_batch_fake(imgs, tops, lefts, heights, widths, out, layout="CHW", hflips=None, antialias=True,
-                             scale=1.0, mean=None, std=None, vflips=None, resized_heights=None, resized_widths=None,
-                             out_tops=None, out_lefts=None):
-    check_resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout, hflips, scale, mean, std, vflips,
-                             resized_heights, resized_widths, out_tops, out_lefts)
+def _resized_crop_batch_fake(imgs, geometry, out, layout="CHW", antialias=True, scale=1.0, mean=None, std=None):
+    check_resized_crop_batch(imgs, geometry, out, layout, scale, mean, std, values=False)
 
 
 impl_any_device("resized_crop", resized_crop_torch)

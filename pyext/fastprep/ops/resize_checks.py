@@ -10,10 +10,22 @@ import torch
 from fastprep.ops import checks
 from fastprep.ops.output_checks import check_output
 
+GEOMETRY_COLUMNS = ("top", "left", "height", "width", "hflip", "vflip", "resized_height", "resized_width", "out_top",
+                    "out_left", "transpose")
+"""The columns of resized_crop_batch's geometry table, in order (csrc/ops/resize.cpp's GeometryColumn):
+one int64 row per image, its window (top, left, height, width) in the image, its flips (0 or 1),
+its placement in the resize (resized height, width, out top, left; 0s: not resized), and whether
+it is written transposed (0 or 1: resized and placed as out's width x height, written with its
+rows as out's columns; a quarter turn). Named here only: Geometry (transforms/fold.py) writes rows
+by these names, the kernels read them by index."""
 
-def _check_window(op: str, v: checks.ImageView, top, left, height, width, suffix: str = "",
+COLUMN = {name: k for k, name in enumerate(GEOMETRY_COLUMNS)}
+"""A column's index in the table by its name."""
+
+
+def _check_window(op: str, v: checks.ImageView, top, left, height, width, prefix: str = "",
                   image: str = "the image") -> None:
-    t, lf, h, w = ("top" + suffix, "left" + suffix, "height" + suffix, "width" + suffix)
+    t, lf, h, w = ("top", "left", "height", "width") if not prefix else (prefix + c for c in GEOMETRY_COLUMNS[:4])
     for name, value in ((h, height), (w, width)):
         if value <= 0:
             checks.fail(op, ": expected ", name, " > 0, got ", name, "=", value)
@@ -39,12 +51,12 @@ class Placement(NamedTuple):
     vflip: bool
 
 
-def check_placement(op: str, resized_h, resized_w, top, left, out_h: int, out_w: int, vflip, suffix: str = "",
-                    batch: bool = False) -> Placement:
-    """The placement from the op's arguments; a resized size of 0 is the output's."""
-    rh, rw = ("resized_heights" + suffix, "resized_widths" + suffix) if batch else ("resized_height", "resized_width")
-    ot, ol = ("out_tops" + suffix, "out_lefts" + suffix) if batch else ("out_top", "out_left")
-    oh, ow = ("out's height", "out's width") if batch else ("out_height", "out_width")
+def check_placement(op: str, resized_h, resized_w, top, left, out_h: int, out_w: int, vflip, prefix: str = "",
+                    out_names: tuple[str, str] = ("out_height", "out_width")) -> Placement:
+    """The placement from the op's arguments (named `prefix` + "resized_height", ...; the output's
+    sizes `out_names`); a resized size of 0 is the output's."""
+    rh, rw, ot, ol = (prefix + name for name in ("resized_height", "resized_width", "out_top", "out_left"))
+    oh, ow = out_names
     for name, value in ((rh, resized_h), (rw, resized_w)):
         if value < 0:
             checks.fail(op, ": expected ", name, " >= 0 (0: the output's), got ", name, "=", value)
@@ -84,9 +96,52 @@ def check_resized_crop(img, top, left, height, width, out_height, out_width, lay
     return v, a, p
 
 
-def check_resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout, hflips, scale, mean, std, vflips=None,
-                             resized_heights=None, resized_widths=None, out_tops=None, out_lefts=None):
-    """Returns (each image's ImageView, OutputArgs, each image's Placement)."""
+def check_geometry(op: str, geometry, n: int, values: bool = True) -> list[list[int]] | None:
+    """The geometry table's rows as Python ints (its shape and dtype checked); None without
+    `values` (a fake kernel: the values are not known until the op runs)."""
+    checks.check_tensor(op, "geometry", geometry)
+    checks.check_dtype(op, "geometry", geometry, torch.int64)
+    if geometry.dim() != 2 or geometry.shape[0] != n or geometry.shape[1] != len(GEOMETRY_COLUMNS):
+        checks.fail(op, ": expected geometry to be a [", n, ", ", len(GEOMETRY_COLUMNS), "] table (one row per image; "
+                    "columns ", ", ".join(GEOMETRY_COLUMNS), "), got ", list(geometry.shape))
+    return geometry.tolist() if values else None
+
+
+def _flip(op: str, row: list[int], i: int, name: str) -> bool:
+    v = row[COLUMN[name]]
+    if v not in (0, 1):
+        checks.fail(op, ": expected geometry[", i, "].", name, " to be 0 or 1, got geometry[", i, "].", name, "=", v)
+    return bool(v)
+
+
+class Row(NamedTuple):
+    """One image's checked row of the geometry table: its window and flips, its Placement."""
+    top: int
+    left: int
+    height: int
+    width: int
+    hflip: bool
+    place: Placement  # in the size written before the transpose (out's, or its width x height)
+    transpose: bool
+
+
+def check_row(op: str, i: int, row: list[int], v: checks.ImageView, out_h: int, out_w: int, image: str) -> Row:
+    """Row i of the geometry table, for image `image` (its view v) into out_h x out_w outputs."""
+    prefix = f"geometry[{i}]."
+    top, left, height, width = row[:4]
+    _check_window(op, v, top, left, height, width, prefix, image)
+    hflip, vflip = _flip(op, row, i, "hflip"), _flip(op, row, i, "vflip")
+    # A transposed image is resized and placed as out_w x out_h, then written as out's out_h x out_w.
+    turned = _flip(op, row, i, "transpose")
+    names = ("out's width (transposed)", "out's height (transposed)") if turned else ("out's height", "out's width")
+    place = check_placement(op, *(row[COLUMN[k]] for k in ("resized_height", "resized_width", "out_top", "out_left")),
+                            *((out_w, out_h) if turned else (out_h, out_w)), vflip, prefix, names)
+    return Row(top, left, height, width, hflip, place, turned)
+
+
+def check_resized_crop_batch(imgs, geometry, out, layout, scale, mean, std, values: bool = True):
+    """Returns (each image's ImageView, OutputArgs, each image's checked Row); without `values` (a
+    fake kernel) the table's shape is checked, not its rows."""
     op = "resized_crop_batch"
     checks.check_tensor(op, "out", out)
     hwc = checks.parse_layout(op, layout)
@@ -98,17 +153,9 @@ def check_resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout, hf
     c, out_h, out_w = out.shape[1:]
     if out_h <= 0 or out_w <= 0:
         checks.fail(op, ": expected out's height and width > 0, got out of shape ", list(out.shape))
-    for name, values in (("tops", tops), ("lefts", lefts), ("heights", heights), ("widths", widths)):
-        if len(values) != n:
-            checks.fail(op, ": expected ", name, " to have one value per image (", n, "), got ", len(values))
-    optional = (("hflips", hflips), ("vflips", vflips), ("resized_heights", resized_heights),
-                ("resized_widths", resized_widths), ("out_tops", out_tops), ("out_lefts", out_lefts))
-    for name, values in optional:
-        if values is not None and len(values) != n:
-            checks.fail(op, ": expected ", name, " to have one value per image (", n, "), got ", len(values))
+    table = check_geometry(op, geometry, n, values)
     a = check_output(op, out.dtype, scale, mean, std, c)
-    at = lambda values, i: values[i] if values is not None else 0  # noqa: E731
-    views, placements = [], []
+    views, rows = [], []
     for i, img in enumerate(imgs):  # nothing read may share memory with what is written
         arg = f"imgs[{i}]"
         checks.check_tensor(op, arg, img)
@@ -120,8 +167,8 @@ def check_resized_crop_batch(imgs, tops, lefts, heights, widths, out, layout, hf
         views.append(checks.image_view(op, arg, img, hwc))
         if views[-1].c != c:
             checks.fail(op, ": expected ", arg, " to have ", c, " channels (as out), got ", views[-1].c)
-        _check_window(op, views[-1], tops[i], lefts[i], heights[i], widths[i], f"s[{i}]", arg)
-        placements.append(check_placement(op, at(resized_heights, i), at(resized_widths, i), at(out_tops, i),
-                                          at(out_lefts, i), out_h, out_w, at(vflips, i), f"[{i}]", True))
         checks.check_no_overlap(op, "out", out, arg, img)
-    return views, a, placements
+        if table is None:
+            continue
+        rows.append(check_row(op, i, table[i], views[-1], out_h, out_w, arg))
+    return views, a, rows

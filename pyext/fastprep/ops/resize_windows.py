@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import torch
 
+from fastprep.ops.checks import ImageView
 from fastprep.ops.output_checks import check_output
-from fastprep.ops.resize_checks import check_placement
+from fastprep.ops.resize_checks import check_geometry, check_row
 
 __all__ = ["resized_crop_windows", "axis_tables"]
 
@@ -103,59 +104,78 @@ def _resample(x: torch.Tensor, start: torch.Tensor, w: torch.Tensor, precision: 
     return ((acc + (torch.ones_like(shift) << (shift - 1))) >> shift).clamp_(0, 255).to(torch.uint8)
 
 
-def resized_crop_windows(windows: list[torch.Tensor], out: torch.Tensor, hflips: list[bool], vflips: list[bool],
-                         place: tuple[list[int], list[int], list[int], list[int]], antialias: bool = True,
-                         scale: float = 1.0, mean: list[float] | None = None,
-                         std: list[float] | None = None) -> torch.Tensor:
-    """``resized_crop_batch(windows, 0s, 0s, heights, widths, out, "CHW", hflips, antialias, scale, mean,
-    std, vflips, *place)`` on out's device, batched: each whole uint8 CHW window (sizes may differ)
-    resized into out[i], with the op's bits.
-
-    Args:
-        windows: uint8 ``[3, h_i, w_i]`` tensors on out's device (views are fine).
-        out: ``[N, 3, H, W]`` uint8 / float32 / float16 / bfloat16, written and returned.
-        hflips, vflips: per window, as the op's.
-        place: (resized heights, resized widths, out tops, out lefts), 0s: out's size.
-        antialias, scale, mean, std: as the op's.
-
-    Example:
-        >>> wins = [torch.randint(0, 256, (3, 50, 70), dtype=torch.uint8), torch.zeros(3, 40, 40, dtype=torch.uint8)]
-        >>> resized_crop_windows(wins, torch.empty(2, 3, 32, 32), [True, False], [False, False],
-        ...                      ([0, 0], [0, 0], [0, 0], [0, 0]), scale=1 / 255).shape
-        torch.Size([2, 3, 32, 32])
-    """
-    op = "resized_crop_windows"
-    if out.dim() != 4 or out.shape[1] != 3:
-        raise ValueError(f"{op}: expected out to be [N, 3, H, W], got {tuple(out.shape)}")
-    a = check_output(op, out.dtype, scale, mean, std, 3)
-    n, _, oh, ow = out.shape
-    dev = out.device
-    for name, values in (("windows", windows), ("hflips", hflips), ("vflips", vflips),
-                         *((f"place[{k}]", p) for k, p in enumerate(place))):
-        if len(values) != n:
-            raise ValueError(f"{op}: expected {n} {name} (out has {n} images), got {len(values)}")
-    for i, win in enumerate(windows):
-        if win.dtype != torch.uint8 or win.dim() != 3 or win.shape[0] != 3 or win.device != dev or 0 in win.shape:
-            raise ValueError(f"{op}: expected windows[{i}] to be a non-empty uint8 [3, h, w] tensor on {dev}, got "
-                             f"{win.dtype} {tuple(win.shape)} on {win.device}")
-    for i in range(n):  # before any memory is touched: an out-of-range place is a device-side assert on CUDA
-        try:
-            check_placement(op, *(place[k][i] for k in range(4)), oh, ow, vflips[i], f"[{i}]", True)
-        except RuntimeError as e:  # the op's message (a RuntimeError, as csrc's), for an argument of this function
-            raise ValueError(f"{e} (place of windows[{i}]: place = (resized_heights, resized_widths, out_tops, "
-                             f"out_lefts))") from None
-    if n == 0:
-        return out
-    hs, ws = [int(x.shape[-2]) for x in windows], [int(x.shape[-1]) for x in windows]
-    info = torch.tensor([hs, ws, [r or oh for r in place[0]], [r or ow for r in place[1]], place[2], place[3],
-                         [int(bool(f)) for f in hflips], [int(bool(f)) for f in vflips]], dtype=torch.int64).to(dev)
+def _resized(windows: list[torch.Tensor], rows: list, oh: int, ow: int, antialias: bool,
+             dev: torch.device) -> torch.Tensor:
+    """Each whole window resized, placed and flipped as its checked row says, into uint8 [n, 3, oh, ow]."""
+    n = len(windows)
+    hs, ws = [r.height for r in rows], [r.width for r in rows]
+    info = torch.tensor([hs, ws, *zip(*((r.place.height, r.place.width, r.place.top, r.place.left, int(r.hflip),
+                                         int(r.place.vflip)) for r in rows))], dtype=torch.int64).to(dev)
     height, width, rh, rw, top, left, hflip, vflip = info
     x = torch.zeros(n, 3, max(hs), max(ws), dtype=torch.uint8, device=dev)  # the batch padded to its largest window
     for i, win in enumerate(windows):
         x[i, :, :hs[i], :ws[i]] = win
     y = _resample(x, *axis_tables(width, rw, antialias, hflip.bool(), left, ow), width, 3)
     y = _resample(y, *axis_tables(height, rh, antialias, torch.zeros_like(vflip, dtype=torch.bool), top, oh), height, 2)
-    y = torch.where(vflip.bool().view(-1, 1, 1, 1), y.flip(2), y)
+    return torch.where(vflip.bool().view(-1, 1, 1, 1), y.flip(2), y)
+
+
+def resized_crop_windows(windows: list[torch.Tensor], geometry: torch.Tensor, out: torch.Tensor,
+                         antialias: bool = True, scale: float = 1.0, mean: list[float] | None = None,
+                         std: list[float] | None = None) -> torch.Tensor:
+    """``resized_crop_batch(windows, geometry, out, "CHW", antialias, scale, mean, std)`` on out's
+    device, batched, each uint8 CHW window read whole (the table's top and left 0, its height and
+    width the window's): resized into out[i], flipped and placed as its row says, with the op's bits.
+
+    Args:
+        windows: uint8 ``[3, h_i, w_i]`` tensors on out's device (views are fine).
+        geometry: the op's int64 table ``[N, len(GEOMETRY_COLUMNS)]`` (on the CPU; resize_checks.py).
+        out: ``[N, 3, H, W]`` uint8 / float32 / float16 / bfloat16, written and returned.
+        antialias, scale, mean, std: as the op's.
+
+    Example:
+        >>> wins = [torch.randint(0, 256, (3, 50, 70), dtype=torch.uint8), torch.zeros(3, 40, 40, dtype=torch.uint8)]
+        >>> table = geometry_table(2, height=[50, 40], width=[70, 40], hflip=[True, False])
+        >>> resized_crop_windows(wins, table, torch.empty(2, 3, 32, 32), scale=1 / 255).shape
+        torch.Size([2, 3, 32, 32])
+    """
+    op = "resized_crop_windows"
+    if out.dim() != 4 or out.shape[1] != 3:
+        raise ValueError(f"{op}: expected out to be [N, 3, H, W], got {tuple(out.shape)}")
+    a = check_output(op, out.dtype, scale, mean, std, 3)
+    n = out.shape[0]
+    dev = out.device
+    if len(windows) != n:
+        raise ValueError(f"{op}: expected {n} windows (out has {n} images), got {len(windows)}")
+    for i, win in enumerate(windows):
+        if win.dtype != torch.uint8 or win.dim() != 3 or win.shape[0] != 3 or win.device != dev or 0 in win.shape:
+            raise ValueError(f"{op}: expected windows[{i}] to be a non-empty uint8 [3, h, w] tensor on {dev}, got "
+                             f"{win.dtype} {tuple(win.shape)} on {win.device}")
+    # Before any memory is touched: an out-of-range row is a device-side assert on CUDA. The op's
+    # checks (a RuntimeError, as csrc's), each window read whole, for an argument of this function.
+    try:
+        table = check_geometry(op, geometry, n)
+        views = [ImageView(1, 3, int(w.shape[-2]), int(w.shape[-1]), 0, 0, 0, 0, False) for w in windows]
+        rows = [check_row(op, i, row, v, out.shape[2], out.shape[3], f"windows[{i}]")
+                for i, (row, v) in enumerate(zip(table, views))]
+    except RuntimeError as e:
+        raise ValueError(str(e)) from None
+    if any(r.top or r.left or (r.height, r.width) != tuple(w.shape[1:]) for r, w in zip(rows, windows)):
+        raise ValueError(f"{op}: expected each geometry row to read its window whole (top=0, left=0, its height and "
+                         f"width), got {[r[:4] for r in rows]} for windows of {[tuple(w.shape[1:]) for w in windows]}")
+    if n == 0:
+        return out
+    _, _, oh, ow = out.shape
+    turned = [i for i, r in enumerate(rows) if r.transpose]
+    if not turned:
+        y = _resized(windows, rows, oh, ow, antialias, dev)
+    else:  # the transposed windows resized to ow x oh, then turned into out's rows
+        y = torch.empty(n, 3, oh, ow, dtype=torch.uint8, device=dev)
+        for part, turn in (([i for i, r in enumerate(rows) if not r.transpose], False), (turned, True)):
+            if part:
+                made = _resized([windows[i] for i in part], [rows[i] for i in part], *((ow, oh) if turn else (oh, ow)),
+                                antialias, dev)
+                y[torch.tensor(part, device=dev)] = made.transpose(-2, -1) if turn else made
     if a.dtype == torch.uint8:
         return out.copy_(y)
     f = y.to(torch.float32) * torch.tensor(scale, dtype=torch.float32, device=dev)  # the kernels' float32 steps

@@ -20,7 +20,7 @@ RandomResizedCrop or Resize (+ CenterCrop), flips, ToDtype, Normalize into `resi
 | geometry | RandomCrop (and what the geometric transforms share) |
 | resized_crop | RandomResizedCrop |
 | resize | Resize, CenterCrop (validation) |
-| flips | RandomHorizontalFlip, RandomVerticalFlip |
+| flips | RandomHorizontalFlip, RandomVerticalFlip, RandomRotate90 |
 | normalize | Normalize |
 | pixels | RandomDilatedMask, RGBToYCbCr |
 | dtype | ToDtype, to_dtype_image |
@@ -37,7 +37,7 @@ RandomResizedCrop or Resize (+ CenterCrop), flips, ToDtype, Normalize into `resi
 from fastprep.transforms.compose import Compose, SeedByIndex, fusable
 from fastprep.transforms.conversions import PILToTensor, ToImage, ToPILImage
 from fastprep.transforms.dtype import ToDtype, to_dtype_image
-from fastprep.transforms.flips import RandomHorizontalFlip, RandomVerticalFlip
+from fastprep.transforms.flips import RandomHorizontalFlip, RandomRotate90, RandomVerticalFlip
 from fastprep.transforms.geometry import RandomCrop
 from fastprep.transforms.inputs import as_image, require_rgb
 from fastprep.transforms.normalize import Normalize
@@ -49,6 +49,6 @@ from fastprep.transforms.workloads import seed_workload
 
 __all__ = [
     "CenterCrop", "Compose", "FusionPlan", "Normalize", "PILToTensor", "RGBToYCbCr", "RandomCrop", "RandomDilatedMask",
-    "RandomHorizontalFlip", "RandomResizedCrop", "RandomVerticalFlip", "Resize", "SeedByIndex", "ToDtype", "ToImage",
-    "ToPILImage", "as_image", "fusable", "require_rgb", "seed_workload", "to_dtype_image",
+    "RandomHorizontalFlip", "RandomResizedCrop", "RandomRotate90", "RandomVerticalFlip", "Resize", "SeedByIndex",
+    "ToDtype", "ToImage", "ToPILImage", "as_image", "fusable", "require_rgb", "seed_workload", "to_dtype_image",
 ]

@@ -1,6 +1,7 @@
-"""RandomHorizontalFlip and RandomVerticalFlip: mirror every image, video, mask, bounding boxes and
-key points of a sample, with one draw per sample. In a fused group a flip is no pass of its own:
-the op reads the window's columns right to left, or writes its rows bottom-up."""
+"""RandomHorizontalFlip, RandomVerticalFlip and RandomRotate90: mirror or turn every image, video,
+mask, bounding boxes and key points of a sample, with one draw per sample. In a fused group a flip
+or a quarter turn is no pass of its own: the op reads the window's columns right to left, writes
+its rows bottom-up, or writes its columns as rows (a quarter turn is a flip and a transpose)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 
 import torch
 
+from fastprep.core import counter_rng
 from fastprep.core.args import check_real
-from fastprep.transforms.base import RandomTransform, describe_sample, unit_float, word
+from fastprep.transforms.base import RandomTransform, describe_sample, unit_float, where, word
 from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.inputs import check_layout, chw, error_context
 from fastprep.transforms.sample import GEOMETRY, Item, Sample
@@ -92,3 +94,48 @@ class RandomVerticalFlip(RandomFlip):
             return tv_functional().vertical_flip(item.value)
         x = read_region(item, 0, H, 0, W)
         return item.wrap(chw(x, item.layout).flip(-2).contiguous())
+
+
+class RandomRotate90(RandomFlip):
+    """Turn the sample by k quarter turns counter-clockwise, k drawn per sample: with probability
+    `p` uniform in {0, 1, 2, 3} (``uniform_below(random_word(seed, 1), 4)``), else 0 (the draw:
+    ``unit_float(random_word(seed, 0)) < p``, as the flips'). Images, videos and masks become
+    ``torch.rot90(x, k, dims=(-2, -1))``; boxes and key points are turned by torchvision's
+    ``rotate(angle=90 * k, expand=True)``. An odd k swaps height and width: batch square images
+    (or crop them square after the turn).
+
+    Fused in :class:`Compose` after a resize (RandomResizedCrop, Resize; flips and a crop around it
+    alike): the op writes the output's columns as rows, the same bits. A turn before the resize runs
+    unfused: torch resamples columns first, then rows, each rounded to uint8, so a resize does not
+    commute with a transpose bit for bit.
+
+    Example:
+        >>> RandomRotate90(p=1.0)(torch.arange(4).view(1, 2, 2)).shape
+        torch.Size([1, 2, 2])
+    """
+
+    fusion_role = FusionRole.ROTATE90
+
+    def make_params(self, seed: Any) -> Any:
+        """k, the quarter turns of the sample of `seed` (an int64 array for an array of seeds)."""
+        k = where(unit_float(word(seed, 0)) < self.p, counter_rng.uniform_below(word(seed, 1), 4), 0)
+        return k.astype("int64") if hasattr(k, "astype") else int(k)
+
+    def transform(self, sample: Any) -> Any:
+        s = Sample(sample, self.layout, GEOMETRY, self)
+        k = int(self.make_params(self.draw()))
+        outs = {}
+        with error_context(self, describe_sample(s)):
+            H, W = s.size()
+            for item in s.items:
+                if k:
+                    outs[item.index] = self.turn(item, H, W, k)
+                elif item.kind == "image" and not (isinstance(item.value, torch.Tensor) and item.layout == "CHW"):
+                    outs[item.index] = chw(read_region(item, 0, H, 0, W), item.layout)  # PIL, numpy, HWC: CHW
+        return s.rebuild(outs)
+
+    def turn(self, item: Item, H: int, W: int, k: int) -> Any:
+        if not item.dense:
+            return tv_functional().rotate(item.value, 90.0 * k, expand=True)
+        x = chw(read_region(item, 0, H, 0, W), item.layout)
+        return item.wrap(torch.rot90(x, k, dims=(-2, -1)).contiguous())

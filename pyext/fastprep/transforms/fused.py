@@ -10,45 +10,54 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from fastprep.ops._library import BELOW_AUTOGRAD
 from fastprep.ops.crop_mask_ycbcr import mask_ycbcr
+from fastprep.ops.resize_checks import GEOMETRY_COLUMNS
 from fastprep.ops.resize_windows import resized_crop_windows
 from fastprep.transforms.fusion_roles import FusionRole, Many, Maybe, One, Pattern
 from fastprep.transforms.sample import Item
 from fastprep.transforms.window import native_uint8_bilinear, read_region
 
+_TOP, _LEFT, _HEIGHT, _WIDTH, _RESIZED_H, _RESIZED_W = (
+    GEOMETRY_COLUMNS.index(c) for c in ("top", "left", "height", "width", "resized_height", "resized_width"))
+
 
 class FusedRun:
     """Samples of one op call, consecutive in their chunk (sample k is the chunk's start + k): each
-    one's image (its Item, or None for a plain array or tensor), source, read (top, left, height,
-    width), flips, placement in its resize (resized height, width, out top, left: 0s when not
-    resized) and the seeds of the steps whose draws the op takes, by role ("mask"); `out_size`:
-    what the op writes for every sample; `size`: the read's when all are one size."""
+    one's image (its Item, or None for a plain array or tensor), source, `geometry` (row k of an
+    int64 table whose columns are ops/resize_checks.py's GEOMETRY_COLUMNS: its read, flips and
+    placement, fold.py's Geometry.to_table) and the seeds of the steps whose draws the op takes,
+    by role ("mask"); `out_size`: what the op writes for every sample; `size`: the read's when all
+    are one size."""
 
-    __slots__ = ("start", "layout", "size", "out_size", "images", "raws", "sources", "tops", "lefts", "heights",
-                 "widths", "hflips", "vflips", "place", "seeds")
+    __slots__ = ("start", "layout", "size", "out_size", "images", "raws", "sources", "geometry", "seeds")
 
     def __init__(self, start: int, layout: str, images: list[Item | None], raws: list[Any],
-                 sources: list[torch.Tensor | None], read: tuple[list[int], list[int], list[int], list[int]],
-                 flips: tuple[list[bool], list[bool]], place: tuple[list[int], list[int], list[int], list[int]],
-                 seeds: dict[str, list[int]], out_size: tuple[int, int], reduced: bool = False):
+                 sources: list[torch.Tensor | None], geometry: np.ndarray, seeds: dict[str, list[int]],
+                 out_size: tuple[int, int], reduced: bool = False):
         self.start, self.layout, self.images, self.raws, self.sources = start, layout, images, raws, sources
-        self.tops, self.lefts, self.heights, self.widths = read
-        (self.hflips, self.vflips), self.place, self.seeds = flips, place, seeds
-        self.out_size = out_size
+        self.geometry, self.seeds, self.out_size = geometry, seeds, out_size
+        g = geometry
         for k, src in enumerate(sources):
             if src is None:  # a PIL image or WindowedImage: only its window is read (or decoded)
-                top, left = self.tops[k], self.lefts[k]
+                top, left, height, width = (int(v) for v in g[k, :4])
                 # reduced (decode="reduced"): a JPEG window read at a scale no smaller than its resize
-                at_least = (place[0][k], place[1][k]) if reduced and place[0][k] else None
-                sources[k] = read_region(images[k], top, top + self.heights[k], left, left + self.widths[k], at_least)
-                self.tops[k] = self.lefts[k] = 0
+                place = int(g[k, _RESIZED_H]), int(g[k, _RESIZED_W])
+                at_least = place if reduced and place[0] else None
+                sources[k] = read_region(images[k], top, top + height, left, left + width, at_least)
+                g[k, _TOP] = g[k, _LEFT] = 0
                 if at_least is not None and isinstance(sources[k], torch.Tensor):  # a scaled read: its HWC size
-                    self.heights[k], self.widths[k] = sources[k].shape[0], sources[k].shape[1]
-        one = len(set(self.heights)) == 1 and len(set(self.widths)) == 1
-        self.size = (self.heights[0], self.widths[0]) if one else None
+                    g[k, _HEIGHT], g[k, _WIDTH] = sources[k].shape[0], sources[k].shape[1]
+        heights, widths = g[:, _HEIGHT], g[:, _WIDTH]
+        one = len(g) and (heights == heights[0]).all() and (widths == widths[0]).all()
+        self.size = (int(heights[0]), int(widths[0])) if one else None
+
+    def column(self, name: str) -> list[int]:
+        """The samples' values of one geometry column, as Python ints."""
+        return self.geometry[:, GEOMETRY_COLUMNS.index(name)].tolist()
 
     def __len__(self) -> int:
         return len(self.sources)
@@ -61,6 +70,14 @@ class FusedRun:
             items = [image, *raw[1:]]
             return items if type(raw) is list else tuple(items)
         return image
+
+
+def whole_reads(geometry: np.ndarray, windows: list[torch.Tensor]) -> np.ndarray:
+    """A copy of the geometry rows whose reads are the windows whole (the split's decoded windows)."""
+    table = np.array(geometry, np.int64).reshape(len(windows), len(GEOMETRY_COLUMNS))
+    for k, w in enumerate(windows):
+        table[k, [_TOP, _LEFT, _HEIGHT, _WIDTH]] = 0, 0, w.shape[-2], w.shape[-1]
+    return table
 
 
 @dataclass(frozen=True)
@@ -141,9 +158,10 @@ def _run_crop_mask_ycbcr(group: Any, run: FusedRun, out: torch.Tensor) -> None:
     mask, color = group.roles["mask"], group.roles["ycbcr"]
     sources = run.sources if color.alpha != "drop" else [color.rgb(s, run.layout) for s in run.sources]
     with BELOW_AUTOGRAD():  # the plan's own buffers, never part of a graph: skip the op's Python autograd check
-        torch.ops.fastprep.crop_mask_ycbcr_batch.default(sources, run.tops, run.lefts, run.size[0], run.size[1],
-                                                         mask.p, run.seeds["mask"], out, run.layout, mask.structure,
-                                                         color.scale, True, None, run.hflips)
+        torch.ops.fastprep.crop_mask_ycbcr_batch.default(sources, run.column("top"), run.column("left"), run.size[0],
+                                                         run.size[1], mask.p, run.seeds["mask"], out, run.layout,
+                                                         mask.structure, color.scale, True, None,
+                                                         [bool(f) for f in run.column("hflip")])
 
 
 def _mask_rows(group: Any, run: FusedRun, rows: Callable) -> None:
@@ -158,7 +176,7 @@ def _mask_ycbcr_on_device(group: Any, run: FusedRun, extras: dict[str, torch.Ten
     """The split's device: the windows (flipped: the fused op reads a flipped window right to left),
     then mask + YCbCr with the threads' masks."""
     images = torch.stack(run.sources)
-    flipped = [i for i, f in enumerate(run.hflips) if f]
+    flipped = [i for i, f in enumerate(run.column("hflip")) if f]
     if flipped:
         at = torch.tensor(flipped, device=images.device)
         images[at] = images[at].flip(-1)
@@ -205,13 +223,16 @@ def _resized_crop_valid(steps: list) -> bool:
 
 
 def _resized_out_size(group: Any) -> tuple[int, int] | None:
-    """The last crop's or resize's size: what the resized-crop row writes of every sample."""
+    """The last crop's or resize's size: what the resized-crop row writes of every sample (None
+    after a quarter turn of a size not square: each sample's is its turn's)."""
     size = None
     for step in group.steps:
         if step.fusion_role in (FusionRole.CROP, FusionRole.RESIZED_CROP):
             size = tuple(step.size)
         elif step.fusion_role == FusionRole.RESIZE:
             size = step.fixed_size
+        elif step.fusion_role == FusionRole.ROTATE90 and size is not None and size[0] != size[1]:
+            size = None
     return size
 
 
@@ -236,24 +257,27 @@ def _resize_args(group: Any) -> tuple[bool, float, list[float] | None, list[floa
 def _run_resized_crop(group: Any, run: FusedRun, out: torch.Tensor) -> None:
     antialias, scale, mean, std = _resize_args(group)
     with BELOW_AUTOGRAD():
-        torch.ops.fastprep.resized_crop_batch.default(run.sources, run.tops, run.lefts, run.heights, run.widths, out,
-                                                      run.layout, run.hflips, antialias, scale, mean, std,
-                                                      run.vflips, *run.place)
+        torch.ops.fastprep.resized_crop_batch.default(run.sources, torch.from_numpy(run.geometry), out, run.layout,
+                                                      antialias, scale, mean, std)
 
 
 def _resized_crop_on_device(group: Any, run: FusedRun, extras: dict[str, torch.Tensor]) -> torch.Tensor:
     """The split's device: the row's op on the decoded windows, batched in torch ops on their device
     (ops/resize_windows.py: the kernel's bits on those pixels; the CPU stand-in runs the same)."""
     out = torch.empty(len(run), 3, *run.out_size, dtype=group.out_dtype, device=run.sources[0].device)
-    return resized_crop_windows(run.sources, out, run.hflips, run.vflips, run.place, *_resize_args(group))
+    return resized_crop_windows(run.sources, torch.from_numpy(run.geometry), out, *_resize_args(group))
 
 
 _FLIPS = Many(FusionRole.HFLIP, FusionRole.VFLIP)
 _CROP = Maybe(One(FusionRole.CROP), _FLIPS)
+# After the resize a quarter turn joins the flips (the op writes transposed); before it, it cannot:
+# torch resamples columns, then rows, each rounded to uint8, so a resize does not commute with it.
+_TURNS = Many(FusionRole.HFLIP, FusionRole.VFLIP, FusionRole.ROTATE90)
 
 RESIZED_CROP = Fusion(
     op="resized_crop_batch",
-    pattern=Pattern(_FLIPS, _CROP, One(FusionRole.RESIZED_CROP, FusionRole.RESIZE), _FLIPS, _CROP,
+    pattern=Pattern(_FLIPS, _CROP, One(FusionRole.RESIZED_CROP, FusionRole.RESIZE), _TURNS,
+                    Maybe(One(FusionRole.CROP), _TURNS),
                     Maybe(One(FusionRole.DTYPE), Maybe(One(FusionRole.NORMALIZE)))),
     window=frozenset(_WINDOW_ROLES),
     valid=_resized_crop_valid,
@@ -263,8 +287,9 @@ RESIZED_CROP = Fusion(
     out_size=_resized_out_size,
     run=_run_resized_crop,
     split=DeviceSplit(pipeline="RandomResizedCrop(size) or Resize(size) (+ CenterCrop / RandomCrop), flips "
-                               "before or after, ToDtype(scale=True) (+ Normalize)",
+                               "before or after, RandomRotate90 after, ToDtype(scale=True) (+ Normalize)",
                       host=lambda group, run, rows: None, finish=_resized_crop_on_device),
 )
 """RandomResizedCrop or Resize (+ CenterCrop / RandomCrop), horizontal and vertical flips before or
-after, ToDtype (+ Normalize): one resized_crop_batch call (docs/transforms.md)."""
+after, quarter turns (RandomRotate90) after, ToDtype (+ Normalize): one resized_crop_batch call
+(docs/transforms.md)."""

@@ -18,6 +18,7 @@ class FusionRole(str, Enum):
     __format__ = str.__format__
     HFLIP = "hflip"
     VFLIP = "vflip"
+    ROTATE90 = "rotate90"
     CROP = "crop"
     RESIZED_CROP = "resized_crop"
     RESIZE = "resize"

@@ -14,7 +14,7 @@ from torch import nn
 from fastprep.core.rng import SampleStream, draw_seeds
 from fastprep.transforms.base import describe_sample
 from fastprep.transforms.fold import FOLDS, Geometry
-from fastprep.transforms.fused import FusedRun, Fusion
+from fastprep.transforms.fused import FusedRun, Fusion, whole_reads
 from fastprep.transforms.inputs import CONTEXT_ERRORS, hw, hwc_tensor, in_context
 from fastprep.transforms.sample import GEOMETRY, Item, Sample
 
@@ -111,24 +111,20 @@ class FusedGroup:
     def _run(self, g: Geometry, layout: str, item: Item | None, sample: Any, t: torch.Tensor | None,
              seeds: list[int]) -> torch.Tensor:
         """The op on one sample into a fresh [1, 3, h, w] output."""
-        run = FusedRun(0, layout, [item], [sample], [t], ([g.top], [g.left], [g.height], [g.width]),
-                       ([g.hflip], [g.vflip]), ([g.resized_height], [g.resized_width], [g.out_top], [g.out_left]),
-                       {role: [seeds[k]] for role, k in self.seed_roles}, (g.out_height, g.out_width),
-                       self.reduced)
+        run = FusedRun(0, layout, [item], [sample], [t], g.to_table(1),
+                       {role: [seeds[k]] for role, k in self.seed_roles}, (g.out_height, g.out_width), self.reduced)
         out = torch.empty(1, 3, *run.out_size, dtype=self.out_dtype)
         self.fusion.run(self, run, out)
         return out
 
-    def finish_on_device(self, windows: list[torch.Tensor], flips: tuple[list[bool], list[bool]],
-                         place: tuple[list[int], list[int], list[int], list[int]], out_size: tuple[int, int],
+    def finish_on_device(self, windows: list[torch.Tensor], geometry: np.ndarray, out_size: tuple[int, int],
                          extras: dict[str, torch.Tensor]) -> torch.Tensor:
         """The row's device half (``fusion.split``, the GPU decode split) on a batch's decoded
         windows: uint8 CHW tensors on the device, each the window a CPU run reads, with the runs'
-        flips and placement and the threads' `extras` (moved to the device)."""
+        geometry rows (their flips and placement: each window is read whole) and the threads'
+        `extras` (moved to the device)."""
         n = len(windows)
-        heights, widths = [int(w.shape[-2]) for w in windows], [int(w.shape[-1]) for w in windows]
-        run = FusedRun(0, "CHW", [None] * n, [None] * n, list(windows), ([0] * n, [0] * n, heights, widths), flips,
-                       place, {}, out_size)
+        run = FusedRun(0, "CHW", [None] * n, [None] * n, list(windows), whole_reads(geometry, windows), {}, out_size)
         return self.fusion.split.finish(self, run, extras)
 
     # What the Loader's fused batch path (loader/fused_chunks.py) asks of the group: what an item's
@@ -159,10 +155,10 @@ class FusedGroup:
         return item.size() if t is None else hw(t, layout)
 
     def new_run(self, start: int, layout: str, images: list[Item | None], raws: list[Any],
-                sources: list[torch.Tensor | None], read: tuple[list[int], ...], flips: tuple[list[bool], list[bool]],
-                place: tuple[list[int], ...], seeds: dict[str, list[int]], out_size: tuple[int, int]) -> FusedRun:
+                sources: list[torch.Tensor | None], geometry: np.ndarray, seeds: dict[str, list[int]],
+                out_size: tuple[int, int]) -> FusedRun:
         """A run of the op's samples (FusedRun's arguments), read at the group's decode scale."""
-        return FusedRun(start, layout, images, raws, sources, read, flips, place, seeds, out_size, self.reduced)
+        return FusedRun(start, layout, images, raws, sources, geometry, seeds, out_size, self.reduced)
 
 
 def plain_pixels(x: Any, layout: str) -> tuple[torch.Tensor, str] | None:

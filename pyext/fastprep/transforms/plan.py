@@ -17,11 +17,12 @@ and flip) and calls the op with what was drawn. Compose does that per sample; th
 chunk, with every sample's seeds from one ``seeded_draws`` call and one op call into its batch
 slot (loader/apply.py).
 
-Adding a fused step (as RandomVerticalFlip was): the transform gets a ``fusion_role`` and a
+Adding a fused step (as RandomRotate90 was): the transform gets a ``fusion_role`` and a
 ``make_params`` that takes ints and numpy arrays; its role goes into a row's pattern (fused.py,
-listed in :data:`FUSIONS` below) and, if it moves the read, into fold.py's Geometry and FOLDS;
-the op (ops/<family>.py, its kernels) takes the new parameter in the row's ``run``. Nothing in the
-Loader changes (docs/transforms.md walks through it).
+listed in :data:`FUSIONS` below) and, if it moves the read or the write, into fold.py's Geometry
+and FOLDS; a new per-sample parameter of the op is a new column of its geometry table
+(ops/resize_checks.py's GEOMETRY_COLUMNS, the kernels). Nothing in the Loader changes
+(docs/transforms.md walks through it).
 """
 
 from __future__ import annotations
