@@ -32,8 +32,6 @@ class Store(Protocol):
     def where(self, name: str) -> str: ...
     def local_path(self, name: str) -> str | None: ...  # the object's own local file (mappable), or None
     def info(self, name: str) -> dict | None: ...  # {"size": ...}, None where there is no such object
-    def size(self, name: str) -> int | None: ...
-    def read(self, name: str, start: int, end: int, what: str | None = None) -> bytes: ...
     def read_ranges(self, name: str, ranges: list[tuple[int, int]], what: str | None = None) -> list[bytes]: ...
     def download(self, name: str, local: str, size: int, check: Any = None, what: str | None = None,
                  since: float | None = None) -> None: ...
@@ -46,6 +44,16 @@ class Store(Protocol):
     def bytes_fetched(self) -> int: ...
     @property
     def requests(self) -> int: ...
+
+    # What every store derives from the methods above (a store that subclasses Store inherits them).
+    def size(self, name: str) -> int | None:
+        """The object's size in bytes, or None if there is none."""
+        info = self.info(name)
+        return None if info is None else int(info["size"])
+
+    def read(self, name: str, start: int, end: int, what: str | None = None) -> bytes:
+        """Bytes [start, end) of the object (read_ranges' rules: retried, checked, counted)."""
+        return self.read_ranges(name, [(start, end)], what)[0]
 
 
 _FACTORIES: dict[str, Callable[..., Any]] = {}
@@ -105,7 +113,7 @@ def _without_userinfo(url: Any) -> str:
     return f"{scheme}{sep}{host.rsplit('@', 1)[-1]}{slash}{path}" if sep else text
 
 
-class LocalStore:
+class LocalStore(Store):
     """The files of a folder on this machine, as a :class:`Store`: read in place (``local_path``
     hands each file's own path out to be memory-mapped; :meth:`read_ranges` reads with
     ``os.pread``, which shares no file position between threads), counting the bytes and requests
@@ -172,13 +180,6 @@ class LocalStore:
         except FileNotFoundError:
             return None
         return {"size": st.st_size, "mtime": st.st_mtime}
-
-    def size(self, name: str) -> int | None:
-        info = self.info(name)
-        return None if info is None else int(info["size"])
-
-    def read(self, name: str, start: int, end: int, what: str | None = None) -> bytes:
-        return self.read_ranges(name, [(start, end)], what)[0]
 
     def read_ranges(self, name: str, ranges: list[tuple[int, int]], what: str | None = None) -> list[bytes]:
         """Bytes [start, end) of the file for each range; a range past the file's end is an OSError

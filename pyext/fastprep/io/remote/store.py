@@ -27,7 +27,7 @@ from fastprep.io.remote.retry import Retry, denied
 from fastprep.io.remote.shared import SharedCells
 from fastprep.io.remote.throttle import SharedPause, throttled
 from fastprep.io.remote.urls import INDEX_NAME, is_url, signed_files
-from fastprep.io.store import register_store
+from fastprep.io.store import Store, register_store
 
 T = TypeVar("T")
 INSTALL_HINT = "pip install 'fastprep[remote]' (fsspec and s3fs; gcsfs or adlfs for gs:// or az://)"
@@ -87,7 +87,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
-class RemoteStore:
+class RemoteStore(Store):
     """The objects under one URL prefix.
 
     Thread-safe; pickles without its client (each process makes its own on first use: an async
@@ -268,15 +268,6 @@ class RemoteStore:
                     raise exc.__cause__ from None
                 return None
         return self.call(f"looking up {name}", name, call)
-
-    def size(self, name: str) -> int | None:
-        """The object's size in bytes, or None if there is none."""
-        info = self.info(name)
-        return None if info is None else int(info["size"])
-
-    def read(self, name: str, start: int, end: int, what: str | None = None) -> bytes:
-        """Bytes [start, end) of the object; a short body is retried."""
-        return self.read_ranges(name, [(start, end)], what)[0]
 
     def read_ranges(self, name: str, ranges: list[tuple[int, int]], what: str | None = None) -> list[bytes]:
         """Bytes [start, end) of the object for each range, requested concurrently where the client can."""
