@@ -288,3 +288,26 @@ from helpers.torchvision_resize_checks import (  # noqa: E402, F401
     test_validation_pipeline_fused_is_torchvisions,
     test_vertical_flip_and_normalize_are_torchvisions,
 )
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3])
+def test_rotate90_turns_boxes_and_points_with_the_image(k, monkeypatch):
+    """A box drawn around a marked region stays around it after k quarter turns (the image and
+    mask by torch.rot90, boxes and points by torchvision's rotate with expand), and a point moves
+    as a counter-clockwise turn of the canvas moves it."""
+    monkeypatch.setattr(T.RandomRotate90, "make_params", lambda self, seed: k)
+    sample = _sample()
+    marked = torch.zeros(H, W, dtype=torch.uint8)
+    marked[3:30, 2:20] = 1  # boxes[0], XYXY [2, 3, 20, 30]
+    sample["mask"] = tv_tensors.Mask(marked)
+    out = T.RandomRotate90(p=1.0)(sample)
+    assert torch.equal(out["image"], torch.rot90(sample["image"], k, dims=(-2, -1)))
+    assert torch.equal(out["mask"], torch.rot90(marked, k, dims=(-2, -1)))
+    rows, cols = torch.nonzero(out["mask"], as_tuple=True)
+    around = [cols.min().item(), rows.min().item(), cols.max().item() + 1, rows.max().item() + 1]
+    assert out["boxes"][0].tolist() == around, (k, out["boxes"].tolist())
+    assert tuple(out["boxes"].canvas_size) == tuple(out["mask"].shape)
+    x, y = sample["points"][:, 0], sample["points"][:, 1]
+    turns = {0: (x, y), 1: (y, W - x), 2: (W - x, H - y), 3: (H - y, x)}
+    torch.testing.assert_close(out["points"].as_subclass(torch.Tensor),
+                               torch.stack(turns[k], dim=1), atol=1e-4, rtol=0)
