@@ -96,8 +96,9 @@ def test_a_batch_is_done_only_when_every_chunk_ran():
 
         def add_chunk(self):
             self.pending += 1
+            return self.pending - 1
 
-        def chunk_done(self, error=None):
+        def chunk_done(self, error=None, chunk=None):
             self.pending -= 1
             if self.pending == 0:
                 self.done.set()

@@ -7,6 +7,7 @@ import itertools
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 import torch
@@ -86,6 +87,44 @@ class _Broken(IterableDataset):
     def __iter__(self):
         yield from _images(6).pool
         raise OSError("shard 3 is gone")
+
+
+class _Tagged(Dataset):
+    """Image i is filled with i."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return torch.full((3, 8, 8), i, dtype=torch.uint8)
+
+
+def test_the_error_raised_is_the_first_bad_samples_in_batch_order_whichever_thread_fails_first():
+    def bad(img):
+        i = int(img.flatten()[0])
+        if i == 0:
+            time.sleep(0.3)  # sample 0's thread fails last
+        raise RuntimeError(f"bad sample {i}")
+
+    for _ in range(3):
+        with pytest.raises(RuntimeError, match=r"^bad sample 0\b") as info:
+            list(fastprep.Loader(_Tagged(), 4, transform=bad, seed=0, threads=4))
+        assert any("sample 0 (dataset index) in transform" in n for n in info.value.__notes__)
+    assert not _threads()
+
+
+def test_a_batch_job_waits_for_earlier_chunks_before_it_fails():
+    from fastprep.batch.slots import BatchJob, SlotRing
+
+    job = BatchJob([0, 1, 2], SlotRing(2, 3, pin=False))
+    chunks = [job.add_chunk() for _ in range(3)]
+    assert chunks == [0, 1, 2]
+    job.chunk_done(RuntimeError("third"), 2)
+    assert not job._done.is_set()  # chunks 0 and 1 still run: one of them may fail first in order
+    job.chunk_done(None, 0)
+    job.chunk_done(RuntimeError("second"), 1)
+    with pytest.raises(RuntimeError, match="second"):
+        job.wait()
 
 
 def test_errors_of_an_iterable_name_the_position():

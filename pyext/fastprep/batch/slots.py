@@ -196,7 +196,9 @@ class BatchJob:
         self.indices, self.ring, self.items = indices, ring, items
         self.slot = ring.take()
         self.lease = ring.lease(self.slot)
-        self._pending = 0
+        self._pending = self._added = 0
+        self._running: set[int] = set()  # ordinals of the chunks not ended yet
+        self._errors: dict[int, BaseException] = {}  # chunk ordinal -> what it raised
         self._lock = threading.Lock()
         self._done = threading.Event()
         self.error: BaseException | None = None
@@ -210,16 +212,30 @@ class BatchJob:
         """Position j (sample `key`) failed in `stage` with `exc`; sample `substitute` took its place."""
         self.bad.append((j, key, stage, exc, substitute))
 
-    def add_chunk(self) -> None:
+    def add_chunk(self) -> int:
+        """One more chunk (chunks are added in batch order); its ordinal, for chunk_done."""
         with self._lock:
             self._pending += 1
+            self._running.add(self._added)
+            self._added += 1
+            return self._added - 1
 
-    def chunk_done(self, error: BaseException | None = None) -> None:
+    def chunk_done(self, error: BaseException | None = None, chunk: int | None = None) -> None:
+        """Chunk `chunk` (add_chunk's ordinal; None: the earliest still running) ended, raising
+        `error` or not. The batch is done when every chunk is, or once the earliest chunk that
+        failed has none running before it: its error is the one raised, the first bad sample's in
+        batch order whichever thread failed first (the same error whatever the threads' timing)."""
         with self._lock:
-            if error is not None and self.error is None:
-                self.error = error
             self._pending -= 1
-            if self._pending == 0 or error is not None:
+            chunk = min(self._running, default=0) if chunk is None else chunk
+            self._running.discard(chunk)
+            if error is not None:
+                self._errors.setdefault(chunk, error)
+            if self._errors and self.error is None:
+                first = min(self._errors)
+                if not any(k < first for k in self._running):
+                    self.error = self._errors[first]
+            if self._pending == 0 or self.error is not None:
                 self._done.set()
 
     def wait(self) -> None:

@@ -46,23 +46,22 @@ class WorkerPool:
     def submit_all(self, job: Any, fns: list[Callable[[], None]]) -> None:
         """A job's chunks, counted before any is queued: a chunk finished before the next was
         counted would mark the job done with the rest of its samples unwritten."""
-        for _ in fns:
-            job.add_chunk()
-        for fn in fns:
-            self._tasks.put((job, fn))
+        chunks = [job.add_chunk() for _ in fns]
+        for chunk, fn in zip(chunks, fns):
+            self._tasks.put((job, chunk, fn))
 
     def _run(self) -> None:
         while True:
             task = self._tasks.get()
             if task is None or self._stop.is_set():
                 return
-            job, fn = task
+            job, chunk, fn = task
             try:
                 fn()
             except BaseException as exc:  # noqa: BLE001 (handed to the consumer, which re-raises it)
-                job.chunk_done(exc)
+                job.chunk_done(exc, chunk)
             else:
-                job.chunk_done()
+                job.chunk_done(None, chunk)
 
     def shutdown(self) -> None:
         """Stop the threads: each finishes the sample it is in, then exits."""
