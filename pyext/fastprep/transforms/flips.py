@@ -40,18 +40,19 @@ class RandomFlip(RandomTransform):
 
     def transform(self, sample: Any) -> Any:
         s = Sample(sample, self.layout, GEOMETRY, self)
-        flip = bool(self.make_params(self.draw()))
+        drawn = self.make_params(self.draw())  # falsy: the sample stays as it is
         outs = {}
         with error_context(self, describe_sample(s)):
             H, W = s.size()
             for item in s.items:
-                if flip:
-                    outs[item.index] = self.flip(item, H, W)
+                if drawn:
+                    outs[item.index] = self.move(item, H, W, drawn)
                 elif item.kind == "image" and not (isinstance(item.value, torch.Tensor) and item.layout == "CHW"):
                     outs[item.index] = chw(read_region(item, 0, H, 0, W), item.layout)  # PIL, numpy, HWC: CHW
         return s.rebuild(outs)
 
-    def flip(self, item: Item, H: int, W: int) -> Any:
+    def move(self, item: Item, H: int, W: int, drawn: Any) -> Any:
+        """Item moved as make_params' value `drawn` (true) says."""
         raise NotImplementedError
 
 
@@ -69,7 +70,7 @@ class RandomHorizontalFlip(RandomFlip):
 
     fusion_role = FusionRole.HFLIP
 
-    def flip(self, item: Item, H: int, W: int) -> Any:
+    def move(self, item: Item, H: int, W: int, drawn: Any) -> Any:
         win = Window(0, 0, H, W, flip=True)
         if item.dense:
             return item.wrap(crop_dense(item, win, "constant", 0))
@@ -89,7 +90,7 @@ class RandomVerticalFlip(RandomFlip):
 
     fusion_role = FusionRole.VFLIP
 
-    def flip(self, item: Item, H: int, W: int) -> Any:
+    def move(self, item: Item, H: int, W: int, drawn: Any) -> Any:
         if not item.dense:
             return tv_functional().vertical_flip(item.value)
         x = read_region(item, 0, H, 0, W)
@@ -121,20 +122,8 @@ class RandomRotate90(RandomFlip):
         k = where(unit_float(word(seed, 0)) < self.p, counter_rng.uniform_below(word(seed, 1), 4), 0)
         return k.astype("int64") if hasattr(k, "astype") else int(k)
 
-    def transform(self, sample: Any) -> Any:
-        s = Sample(sample, self.layout, GEOMETRY, self)
-        k = int(self.make_params(self.draw()))
-        outs = {}
-        with error_context(self, describe_sample(s)):
-            H, W = s.size()
-            for item in s.items:
-                if k:
-                    outs[item.index] = self.turn(item, H, W, k)
-                elif item.kind == "image" and not (isinstance(item.value, torch.Tensor) and item.layout == "CHW"):
-                    outs[item.index] = chw(read_region(item, 0, H, 0, W), item.layout)  # PIL, numpy, HWC: CHW
-        return s.rebuild(outs)
-
-    def turn(self, item: Item, H: int, W: int, k: int) -> Any:
+    def move(self, item: Item, H: int, W: int, drawn: Any) -> Any:
+        k = int(drawn)
         if not item.dense:
             return tv_functional().rotate(item.value, 90.0 * k, expand=True)
         x = chw(read_region(item, 0, H, 0, W), item.layout)
