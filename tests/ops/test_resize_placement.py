@@ -175,9 +175,5 @@ BAD_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("case,match", BAD_ROWS, ids=[str(i) for i in range(len(BAD_ROWS))])
-def test_bad_placement_rows_name_the_column_and_value(case, match):
-    with pytest.raises(RuntimeError, match=match):
-        case()
-    with pytest.raises(RuntimeError, match=match):
-        case.numba()
+# Row values: the fake kernel sees only the table's shape and dtype (its checks: BAD_INPUTS).
+test_bad_placement_row_op, test_bad_placement_row_numba = bad_input_tests(BAD_ROWS, fake=False)
