@@ -4,7 +4,7 @@
 #           libjpeg62-turbo-dev + libjpeg62-turbo, carried in) into a private prefix
 #   build   fastprep built against the machine's torch (pip install --no-build-isolation --no-deps .)
 #   wheels  .whl/*.whl (nvImageCodec cu13 + nvJPEG, carried in) installed into a private folder
-#   tests   the CUDA tests (ops, the decode split, its device stage and decoders), installed build
+#   tests   the CUDA tests (ops, the resize windows, the decode split, its device stage and decoders), installed build
 #   decode  each device JPEG decoder (torchvision's nvJPEG, nvImageCodec: the JPEG engines where the
 #           GPU has them) on window cuts against libjpeg-turbo on one core (benchmarks/gpu_decode.py)
 #   loader  fastprep.Loader decoding in threads 1, 4, 16, and with decode_on="cuda" by decoder and
@@ -131,7 +131,7 @@ xdist=$("$py" -c 'import xdist' 2>/dev/null && echo "-n 4")
 # -p no:benchmark: pytest-benchmark, where installed, warns beside xdist, and the suite makes warnings errors.
 # shellcheck disable=SC2086 # $xdist: none or two words
 run tests 120 env FASTPREP_BACKEND=native "$py" -m pytest -q -p no:cacheprovider -p no:benchmark -c ../pyproject.toml \
-  --rootdir .. --tb=short $xdist ops/test_cuda.py loader/test_device_split.py loader/test_device_stage.py \
+  --rootdir .. --tb=short $xdist ops/test_cuda.py ops/test_resize_windows.py loader/test_device_split.py loader/test_device_stage.py \
   batch/test_stream_pool.py io/test_device_decoders.py
 run decode 90 "$py" "$root/benchmarks/gpu_decode.py"
 run loader 210 "$py" "$root/benchmarks/gpu_loader.py"
