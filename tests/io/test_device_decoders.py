@@ -4,6 +4,7 @@ refuses to the next and counts who decoded what; the choice ("auto", "nvimagecod
 installed: CI installs it) against fastprep's libjpeg-turbo, bit for bit."""
 
 import re
+import threading
 
 import pytest
 import torch
@@ -178,3 +179,41 @@ def test_nvimagecodec_decodes_a_small_window_as_a_region_and_checks_it_first():
         chain.decode(JPEGS[:1], [(170, 0, 20, 10)], "RGB", CPU)
     with pytest.raises(ValueError, match=r"window \(top=0, left=0, height=182, width=203\) is not inside"):
         chain.decode(JPEGS[:1], [(0, 0, 182, 203)], "RGB", CPU)  # the whole-image path checks too
+
+
+class LimitedNv(FakeNv):
+    """nvImageCodec whose hardware backend makes `limit` decoders, then fails as the engines' does
+    when their decoders are used up; each decoder made returns libjpeg-turbo's pixels."""
+
+    def __init__(self, limit):
+        self.limit, self.made = limit, 0
+
+    def Backend(self, kind):  # noqa: N802 (nvImageCodec's names)
+        return kind
+
+    def Decoder(self, device_id, max_num_cpu_threads, backends):  # noqa: N802
+        if self.made == self.limit:
+            raise RuntimeError("Internal error - Could not create decoder. Code: 7")
+        self.made += 1
+        return self
+
+
+def test_a_decoder_that_cannot_be_made_passes_its_images_on_and_says_why():
+    """On a GPU shared by several processes (pytest-xdist's, several Loaders) the engines' decoders
+    can run out: the batch goes to the next decoder, counted, and describe() names the failure (it
+    raised out of the Loader before)."""
+    nv = LimitedNv(0)
+    chain = dd.DecoderChain([dd.NvImageCodecDecoder("hardware", CPU, nv), StandIn("next")])
+    got = chain.decode(JPEGS[:2], None, "RGB", CPU)
+    assert all(torch.equal(g, fio.decode_jpeg(b)) for g, b in zip(got, JPEGS[:2]))
+    assert chain.counts["next"] == 2 and chain.refused["nvImageCodec hardware"] == 2
+    assert "nvImageCodec hardware could not be made: Internal error - Could not create decoder. Code: 7" \
+        in chain.describe()
+
+
+def test_when_no_more_decoders_can_be_made_a_thread_waits_for_one_made():
+    nv = LimitedNv(1)
+    decoder = dd.NvImageCodecDecoder("hardware", CPU, nv)
+    first = decoder._acquire()  # in use by one thread
+    threading.Timer(0.05, decoder._idle.put, (first,)).start()  # ... handed back a moment later
+    assert decoder._acquire() is first and nv.made == 1 and decoder.unavailable is not None

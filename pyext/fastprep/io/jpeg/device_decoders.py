@@ -96,6 +96,27 @@ class NvImageCodecDecoder:
                                "and nvJPEG; nvidia-nvimgcodec-cu12 for a CUDA 12 torch)")
         self.kind, self.dev, self.name = kind, dev, f"nvImageCodec {kind}"
         self._idle: queue.SimpleQueue = queue.SimpleQueue()  # decoders made and not in use
+        self._made = 0  # decoders made, in use or idle
+        self._lock = threading.Lock()
+        self.unavailable: str | None = None  # why the last decoder could not be made, if one could not
+
+    def _acquire(self) -> Any:
+        """An idle decoder, a new one, or (when no more can be made: the engines' decoders are a
+        per-device resource shared with other processes) one of those made, once it is back; None
+        when not one can be made here (this call's images then go to the chain's next decoder)."""
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        try:
+            decoder = self._new_decoder()
+        except RuntimeError as e:  # nvImageCodec's "Could not create decoder. Code: N"
+            with self._lock:
+                self.unavailable, made = str(e), self._made
+            return self._idle.get() if made else None
+        with self._lock:
+            self._made += 1
+        return decoder
 
     def _new_decoder(self) -> Any:
         nv = self.nv
@@ -105,6 +126,22 @@ class NvImageCodecDecoder:
 
     def decode(self, buffers: Sequence[Any], crops: Sequence[Crop | None], mode: str,
                dev: torch.device) -> list[torch.Tensor | None]:
+        decoder = self._acquire()
+        if decoder is None:  # none could be made: the chain's next decoder takes them
+            return [None] * len(buffers)
+        try:
+            images, regions = self._decode(decoder, buffers, crops, mode, dev)
+        finally:
+            self._idle.put(decoder)
+        cuda = self.kind != "cpu"
+        return [None if im is None else self._tensor(im, cuda) if region else crop_window(self._tensor(im, cuda), crop,
+                                                                                            self.name)
+                for im, crop, region in zip(images, crops, regions, strict=True)]
+
+    def _decode(self, decoder: Any, buffers: Sequence[Any], crops: Sequence[Crop | None], mode: str,
+                dev: torch.device) -> tuple[list[Any], list[bool]]:
+        """nvImageCodec's images of `buffers` (a window of at most half its image as a region) and
+        which of them are regions."""
         nv = self.nv
         gray = mode == "GRAY"
         params = nv.DecodeParams(apply_exif_orientation=False,
@@ -121,19 +158,8 @@ class NvImageCodecDecoder:
                 stream = stream.get_sub_code_stream(region=nv.Region(top, left, top + h, left + w))
             streams.append(stream)
             regions.append(region)
-        cuda = self.kind != "cpu"
-        stream = torch.cuda.current_stream(dev).cuda_stream if cuda else 0
-        try:
-            decoder = self._idle.get_nowait()
-        except queue.Empty:
-            decoder = self._new_decoder()
-        try:
-            images = decoder.decode(streams, params=params, cuda_stream=stream)
-        finally:
-            self._idle.put(decoder)
-        return [None if im is None else self._tensor(im, cuda) if region else crop_window(self._tensor(im, cuda), crop,
-                                                                                            self.name)
-                for im, crop, region in zip(images, crops, regions, strict=True)]
+        stream = torch.cuda.current_stream(dev).cuda_stream if self.kind != "cpu" else 0
+        return decoder.decode(streams, params=params, cuda_stream=stream), regions
 
     @staticmethod
     def _tensor(image: Any, cuda: bool) -> torch.Tensor:
@@ -275,7 +301,9 @@ class DecoderChain:
             counts, refused = dict(self.counts), dict(self.refused)
         done = ", ".join(f"{n} {counts.get(n, 0)}" for n in self.names)
         passed = ", ".join(f"{n} {c}" for n, c in refused.items())
-        return done + (f" (passed on: {passed})" if passed else "")
+        why = "; ".join(f"{d.name} could not be made: {d.unavailable}" for d in self.decoders
+                        if getattr(d, "unavailable", None))
+        return done + (f" (passed on: {passed})" if passed else "") + (f" ({why})" if why else "")
 
 
 def check_jpeg_decoder(who: str, choice: Any) -> str:
