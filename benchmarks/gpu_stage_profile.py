@@ -18,8 +18,7 @@ import pstats
 import time
 from typing import Any
 
-import torch
-from gpu_common import PIPELINES, device, no_device, photos, results_dir, sizes, sync
+from gpu_common import device, no_device, photos, results_dir, sizes, sync
 from gpu_loader import loader, split_device
 
 import fastprep
