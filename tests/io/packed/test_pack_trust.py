@@ -67,7 +67,7 @@ def test_an_image_folder_with_its_own_labels_packs_them_and_its_classes(tmp_path
     assert got.classes == ["k2", "k0", "k1"] and got.class_to_idx == ds.class_to_idx
     assert got.options["mode"] == "jpeg" and fio.pack(ds, tmp_path / "p", progress=False).resumed == 6  # returned
     with pytest.raises(fio.PackSourceError, match=r"holds a pack of another source: it packed a samples list "
-                                                  r"of fastprep\.io\.sources\.folder\.ImageFolder .* this is a folder"):
+                                                  r"of fastprep\.io\.ImageFolder .* this is a folder"):
         fio.pack(root, tmp_path / "p", progress=False)  # the folder itself is another pack
 
 

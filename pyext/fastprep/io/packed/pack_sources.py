@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from fastprep.core.bad_samples import NEVER_SKIPPED
+from fastprep.core.type_names import public_type_name
 from fastprep.errors import PackSourceError
 from fastprep.io.jpeg.file import JpegFile
 from fastprep.io.pack_format import crc32c, shown  # noqa: F401 (shown: pack's modules import it from here)
@@ -145,7 +146,7 @@ def _image_folder_sources(ds: Any) -> Sources | None:
     unchanged = own == samples and own_classes == list(classes) and own_idx == class_to_idx
     if unchanged:
         return _files_sources(root, samples, own_classes, own_idx, "folder")
-    kind = f"samples list of {type(ds).__module__}.{type(ds).__qualname__}"  # "it packed a samples list of ..."
+    kind = f"samples list of {public_type_name(type(ds))}"  # "it packed a samples list of ..."
     return _files_sources(root, samples, list(classes), class_to_idx, kind)
 
 
@@ -168,7 +169,7 @@ def dataset_sources(ds: Any) -> Sources:
     class_to_idx = getattr(ds, "class_to_idx", None)
     class_to_idx = dict(class_to_idx) if classes is not None and isinstance(class_to_idx, dict) and all(
         isinstance(k, str) and isinstance(v, int) for k, v in class_to_idx.items()) else None
-    kind = {"type": f"dataset {type(ds).__module__}.{type(ds).__qualname__}", "items": n}
+    kind = {"type": f"dataset {public_type_name(type(ds))}", "items": n}
     return Sources([f"item {i}" for i in range(n)], read, lambda i: read(i).digest, classes, kind, "", None,
                    class_to_idx)
 
