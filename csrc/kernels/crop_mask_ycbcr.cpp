@@ -107,64 +107,75 @@ struct Rows {
     }
   }
 
-  // rowbuf: 7 * width bytes of scratch (a flipped row's planes, then a row of mask bytes).
+  // rowbuf: 7 * width bytes of scratch (a flipped row's planes, then a row of mask bytes). trow:
+  // null, or 3 * width elements: a transposed write makes each row there (planes width apart),
+  // then copies it into out's column y (the same values: the conversion is per pixel).
   template <Isa L>
   static FASTPREP_INLINE void run(const RgbSource s, int64_t top, int64_t left, int64_t height, int64_t width,
-                                  const uint64_t* mask, Out* out, float scale, uint8_t* rowbuf) {
+                                  const uint64_t* mask, Out* out, float scale, uint8_t* rowbuf, Out* trow) {
     const int64_t sw = kSW ? kSW : s.sw, sc = kReversed ? width : SC ? SC : s.sc;
     const int64_t plane = height * width, wpr = words_per_row(width);
+    const int64_t row_plane = trow ? width : plane;
     for (int64_t y = 0; y < height; ++y) {
       const uint8_t* row = s.data + (top + y) * s.sh + left * s.sw;
       const uint64_t* mw = mask ? mask + y * wpr : nullptr;
+      Out* o = trow ? trow : out + y * width;
       if (y + kPrefetchRows < height) prefetch_row(row + kPrefetchRows * s.sh, width, s.sw, s.sc);
       if constexpr (SW == -3 && std::is_same_v<Out, uint8_t> && color_simd::kHasReversedRows<L>) {
-        Out* o = out + y * width;  // row is the window's rightmost pixel
-        color_simd::rgb_to_ycbcr_packed_reversed<L>(row - 3 * (width - 1), width, mw, o, o + plane, o + 2 * plane);
-        continue;
+        // row is the window's rightmost pixel
+        color_simd::rgb_to_ycbcr_packed_reversed<L>(row - 3 * (width - 1), width, mw, o, o + row_plane,
+                                                    o + 2 * row_plane);
+      } else {
+        if constexpr (SW == -3) reversed_planes(row - 3 * (width - 1), width, rowbuf);  // row: the rightmost pixel
+        if constexpr (SW == -1) reversed_plane_rows(row, s.sc, width, rowbuf);
+        if constexpr (kReversed) row = rowbuf + 3 * width;  // its R plane; G and B follow
+        one_row<L>(row, sw, sc, width, mw, rowbuf + 6 * width, o, row_plane, scale);
       }
-      if constexpr (SW == -3) reversed_planes(row - 3 * (width - 1), width, rowbuf);  // row: the rightmost pixel
-      if constexpr (SW == -1) reversed_plane_rows(row, s.sc, width, rowbuf);
-      if constexpr (kReversed) row = rowbuf + 3 * width;  // its R plane; G and B follow
-      one_row<L>(row, sw, sc, width, mw, rowbuf + 6 * width, out + y * width, plane, scale);
+      if (trow) {  // out is [3, width, height]: the row is its column y
+        for (int64_t ch = 0; ch < 3; ++ch) {
+          for (int64_t x = 0; x < width; ++x) out[ch * plane + x * height + y] = trow[ch * width + x];
+        }
+      }
     }
   }
 };
 
 template <typename Out>
 void run(const RgbSource& s, int64_t top, int64_t left, int64_t height, int64_t width, const uint64_t* mask, void* out,
-         float scale) {
+         float scale, bool transpose) {
   Out* o = static_cast<Out*>(out);
   // Not zero-filled: every byte a row uses is written before it is read.
   const std::unique_ptr<uint8_t[]> rowbuf(new uint8_t[static_cast<size_t>(7 * width)]);
+  const std::unique_ptr<Out[]> trow(transpose ? new Out[static_cast<size_t>(3 * width)] : nullptr);
   if (s.sw == 3 && s.sc == 1) {
-    dispatch<Rows<3, 1, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get());
+    dispatch<Rows<3, 1, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get(), trow.get());
   } else if (s.sw == -3 && s.sc == 1) {
-    dispatch<Rows<-3, 1, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get());
+    dispatch<Rows<-3, 1, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get(), trow.get());
   } else if (s.sw == 1) {
-    dispatch<Rows<1, 0, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get());
+    dispatch<Rows<1, 0, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get(), trow.get());
   } else if (s.sw == -1) {
-    dispatch<Rows<-1, 0, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get());
+    dispatch<Rows<-1, 0, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get(), trow.get());
   } else {
-    dispatch<Rows<0, 0, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get());
+    dispatch<Rows<0, 0, Out>>(s, top, left, height, width, mask, o, scale, rowbuf.get(), trow.get());
   }
 }
 
 }  // namespace
 
 void crop_mask_ycbcr(const RgbSource& src, int64_t top, int64_t left, int64_t height, int64_t width,
-                     const uint64_t* mask, void* out, int out_type, float scale) {
+                     const uint64_t* mask, void* out, int out_type, float scale, bool transpose) {
   switch (out_type) {
     case kU8:
-      run<uint8_t>(src, top, left, height, width, mask, out, scale);
+      run<uint8_t>(src, top, left, height, width, mask, out, scale, transpose);
       break;
     case kF32:
-      run<float>(src, top, left, height, width, mask, out, scale);
+      run<float>(src, top, left, height, width, mask, out, scale, transpose);
       break;
     case kF16:
-      run<Half>(src, top, left, height, width, mask, out, scale);
+      run<Half>(src, top, left, height, width, mask, out, scale, transpose);
       break;
     default:
-      run<BF16>(src, top, left, height, width, mask, out, scale);
+      run<BF16>(src, top, left, height, width, mask, out, scale, transpose);
       break;
   }
 }

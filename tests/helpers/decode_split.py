@@ -18,8 +18,12 @@ FILES = {
 
 
 def pipeline(flips: str = "before", out_dtype=None, scale: float = 1.0):
+    """The crop + mask + YCbCr row: RandomCrop(48) with flips before or after, or quarter turns
+    ("turns": around a square crop; "turn, crop not square": before a 48 x 40 one)."""
     crop = [T.RandomCrop(48)]
-    steps = {"none": crop, "before": [T.RandomHorizontalFlip(), *crop], "after": [*crop, T.RandomHorizontalFlip()]}
+    steps = {"none": crop, "before": [T.RandomHorizontalFlip(), *crop], "after": [*crop, T.RandomHorizontalFlip()],
+             "turns": [T.RandomRotate90(), *crop, T.RandomVerticalFlip(), T.RandomRotate90(p=0.7)],
+             "turn, crop not square": [T.RandomHorizontalFlip(), T.RandomRotate90(), T.RandomCrop((48, 40))]}
     return T.Compose([*steps[flips], T.RandomDilatedMask(0.25), T.RGBToYCbCr(out_dtype, scale)])
 
 

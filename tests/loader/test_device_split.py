@@ -43,8 +43,12 @@ def test_the_cpu_stand_in_gives_the_cpu_paths_batches_bit_for_bit(packed, folder
     cases = [(packed, dict(batch_size=4, threads=1, transform=pipeline("before"))),
              (packed, dict(batch_size=5, threads=2, transform=pipeline("after"), shuffle=True, decode=True)),
              (packed, dict(batch_size=3, threads=3, transform=pipeline("none", torch.float32, 1 / 255), depth=1)),
-             (roi, dict(batch_size=2, threads=2, transform=pipeline("before"), sampler=[4, 1, 1, 0, 3, 2, 2]))]
+             (roi, dict(batch_size=2, threads=2, transform=pipeline("before"), sampler=[4, 1, 1, 0, 3, 2, 2])),
+             (packed, dict(batch_size=4, threads=2, transform=pipeline("turns"))),
+             (roi, dict(batch_size=3, threads=2, transform=pipeline("turn, crop not square", torch.float32, 1 / 255),
+                        shuffle=True))]
     for dataset, kw in cases:
+        assert kw["transform"].plan.fused.fusion.op == "crop_mask_ycbcr_batch"  # one fused op: the row under test
         for seed in (0, 5):
             want = batches(dataset, seed=seed, **kw)
             got = batches(dataset, seed=seed, decode_on="cpu", **kw)
@@ -182,9 +186,10 @@ def _host_batches(dataset, monkeypatch, **kw):
 
 
 @needs_cuda
-@pytest.mark.parametrize("transform", [pipeline("before", torch.float32, 1 / 255), resized("rrc", "after"),
-                                       resized("resize", "before", False), resized("resize", "turns")],
-                         ids=["crop-mask-ycbcr", "rrc", "resize", "turns"])
+@pytest.mark.parametrize("transform", [pipeline("before", torch.float32, 1 / 255), pipeline("turns"),
+                                       resized("rrc", "after"), resized("resize", "before", False),
+                                       resized("resize", "turns")],
+                         ids=["crop-mask-ycbcr", "crop-mask-ycbcr turns", "rrc", "resize", "turns"])
 def test_the_device_half_on_cuda_gives_the_cpu_bits(packed, monkeypatch, transform):
     """Everything the device does but nvJPEG (the crop of each window, the row's device half: mask +
     YCbCr, or the resize's torch-ops form with flips, dtype, normalize) has the CPU's bits."""

@@ -13,9 +13,9 @@ from fastprep.transforms.fusion_roles import FusionRole, Many, Maybe, One, Patte
 pytestmark = pytest.mark.one_backend
 
 _FLIPS = r"(?:[hv]flip )*"
-_TURNS = r"(?:[hv]flip |rotate90 )*"  # after the resize, quarter turns too
+_TURNS = r"(?:[hv]flip |rotate90 )*"  # after the resize, quarter turns too; anywhere before the mask
 REFERENCE = [  # the rows' patterns as they were written before: regexes over "role " strings
-    (CROP_MASK_YCBCR, r"(hflip )*crop (hflip )*mask ycbcr "),
+    (CROP_MASK_YCBCR, rf"{_TURNS}crop {_TURNS}mask ycbcr "),
     (RESIZED_CROP, rf"{_FLIPS}(?:crop {_FLIPS})?(?:resized_crop|resize) {_TURNS}(?:crop {_TURNS})?"
                    r"(?:dtype (?:normalize )?)?"),
 ]
@@ -50,4 +50,4 @@ def test_pattern_parts(pattern, roles, taken):
 
 def test_a_role_is_its_string():
     assert FusionRole.CROP == "crop" and {FusionRole.MASK: 1}["mask"] == 1
-    assert repr(CROP_MASK_YCBCR.pattern) == "(hflip)* crop (hflip)* mask ycbcr"
+    assert repr(CROP_MASK_YCBCR.pattern) == "(hflip|rotate90|vflip)* crop (hflip|rotate90|vflip)* mask ycbcr"

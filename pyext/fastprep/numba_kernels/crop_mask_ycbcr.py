@@ -75,10 +75,13 @@ def prefetch_row(src, row, width, sw, sc):
 
 @njit(cache=True)
 def crop_mask_ycbcr_kernel(src, base, sc, sh, sw, top, left, height, width, mask, apply_mask, out,
-                           out_type, scale, t0, t1, t2):
+                           out_type, scale, t0, t1, t2, trow):
     # base: the index of pixel (0, 0) in src (the C++ kernel's data pointer; the last column's
-    # when the read is flipped and sw < 0).
+    # (row's) when the read is flipped and sw (sh) < 0). trow: empty, or 3 * width elements: a
+    # transposed write (out is [3, width, height]) makes each row there, then copies it into out's
+    # column y, as the C++ kernel's trow.
     plane = height * width
+    transpose = trow.size > 0
     for y in range(height):
         row = base + (top + y) * sh + left * sw
         if y + PREFETCH_ROWS < height:
@@ -87,47 +90,64 @@ def crop_mask_ycbcr_kernel(src, base, sc, sh, sw, top, left, height, width, mask
             n = min(CHUNK, width - x0)
             p = row + x0 * sw
             gather_masked(src, p, sc, sw, n, mask, y * width + x0, apply_mask, t0, t1, t2)
-            o = y * width + x0
-            o0, o1, o2 = out[o:o + n], out[plane + o:plane + o + n], out[2 * plane + o:2 * plane + o + n]
+            if transpose:
+                o0, o1, o2 = trow[x0:x0 + n], trow[width + x0:width + x0 + n], trow[2 * width + x0:2 * width + x0 + n]
+            else:
+                o = y * width + x0
+                o0, o1, o2 = out[o:o + n], out[plane + o:plane + o + n], out[2 * plane + o:2 * plane + o + n]
             if out_type == U8:
                 rgb_to_ycbcr_chunk_u8(t0, t1, t2, n, o0, o1, o2)
             else:
                 compute(t0, t1, t2, n, True, np.float32(128.0), scale)
                 store_chunk(t0, t1, t2, n, o0, o1, o2, out_type)
+        if transpose:
+            for ch in range(3):
+                for x in range(width):
+                    out[ch * plane + x * height + y] = trow[ch * width + x]
 
 
 @njit(cache=True)
 def sample_at(src, src_n, dst, dst_dtype, mask_dst, mseed, p, first, sc, sh, sw, top, left, height, width, square,
-              apply_mask, out_type, scale):
+              apply_mask, out_type, scale, transpose):
     """One sample on tensors' addresses (storage.py): src spans src_n bytes from the image's first
     element, dst holds its [3, height, width] of dst_dtype (the output's FLAT_DTYPE) and mask_dst,
-    when not 0, its packed mask. As run_sample in csrc/ops/crop_mask_ycbcr.cpp."""
+    when not 0, its packed mask. transpose: the window read is width x height, its rows written
+    as the output's columns; the mask, drawn on the output, transposed with it. As run_sample in
+    csrc/ops/crop_mask_ycbcr.cpp."""
     if mask_dst != 0:
         random_dilated_mask_kernel(mseed, p, 1, height, width, square, 1, True,
                                    array_at(mask_dst, height * ((width + 7) // 8), np.uint8))
     bools = np.empty(height * width if apply_mask else 0, dtype=np.uint8)
     if apply_mask:
         random_dilated_mask_kernel(mseed, p, 1, height, width, square, 1, False, bools)
+        if transpose:  # row y of the read is column y of the output
+            bools = np.ascontiguousarray(bools.reshape(height, width).T).reshape(-1)
+    rh, rw = (width, height) if transpose else (height, width)
     # Chunk temporaries: uint8 for the exact uint8 output (as rgb_to_ycbcr's), float32 otherwise.
     s, out = array_at(src, src_n, np.uint8), array_at(dst, 3 * height * width, dst_dtype)
+    trow = np.empty_like(out[:3 * rw if transpose else 0])  # a transposed write's row, of out's type
     if out_type == U8:
         t0, t1, t2 = np.empty(CHUNK, np.uint8), np.empty(CHUNK, np.uint8), np.empty(CHUNK, np.uint8)
-        crop_mask_ycbcr_kernel(s, first, sc, sh, sw, top, left, height, width, bools, apply_mask, out, out_type,
-                               np.float32(scale), t0, t1, t2)
+        crop_mask_ycbcr_kernel(s, first, sc, sh, sw, top, left, rh, rw, bools, apply_mask, out, out_type,
+                               np.float32(scale), t0, t1, t2, trow)
     else:
         f0, f1, f2 = np.empty(CHUNK, np.float32), np.empty(CHUNK, np.float32), np.empty(CHUNK, np.float32)
-        crop_mask_ycbcr_kernel(s, first, sc, sh, sw, top, left, height, width, bools, apply_mask, out, out_type,
-                               np.float32(scale), f0, f1, f2)
+        crop_mask_ycbcr_kernel(s, first, sc, sh, sw, top, left, rh, rw, bools, apply_mask, out, out_type,
+                               np.float32(scale), f0, f1, f2, trow)
 
 
-def _run_sample(img, v, height, width, p, top, left, mseed, square, apply_mask, out, odt, scale, mask_dst, hflip):
-    """One sample, the window at (top, left) of the image (its columns right to left when hflip),
-    into the 3 * height * width elements at address `out` and, when mask_dst is not 0, its packed
-    mask there. As run_sample in csrc/ops/crop_mask_ycbcr.cpp."""
-    first, sw = flipped(v, hflip)  # in the flipped read the columns count from the right edge
+def _run_sample(img, v, height, width, p, top, left, mseed, square, apply_mask, out, odt, scale, mask_dst, hflip,
+                vflip=False, transpose=False):
+    """One sample, the window at (top, left) of the image (its columns right to left when hflip,
+    its rows bottom-up when vflip, width x height and written transposed when transpose), into the
+    3 * height * width elements at address `out` and, when mask_dst is not 0, its packed mask
+    there. As run_sample in csrc/ops/crop_mask_ycbcr.cpp."""
+    rh, rw = (width, height) if transpose else (height, width)
+    first, sw = flipped(v, hflip)  # in a flipped read the columns (rows) count from the right (bottom) edge
+    first, sh = (first + (v.h - 1) * v.sh, -v.sh) if vflip else (first, v.sh)
     sample_at(img.data_ptr(), span_count(img), out, FLAT_DTYPE[odt], mask_dst, int(mseed), float(p), first,
-              v.sc, v.sh, sw, top, v.w - left - width if hflip else left, height, width, square, apply_mask,
-              TYPE_CODE[odt], float(scale))
+              v.sc, sh, sw, v.h - top - rh if vflip else top, v.w - left - rw if hflip else left, height, width,
+              square, apply_mask, TYPE_CODE[odt], float(scale), bool(transpose))
 
 
 def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross", out_dtype=None,
@@ -147,13 +167,13 @@ def crop_mask_ycbcr(img, height, width, p, seed, layout="HWC", structure="cross"
 
 
 def crop_mask_ycbcr_batch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout="HWC", structure="cross",
-                          scale=1.0, apply_mask=True, masks=None, hflips=None):
+                          scale=1.0, apply_mask=True, masks=None, hflips=None, vflips=None, transposes=None):
     views = check_crop_mask_ycbcr_batch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout, structure,
-                                        scale, masks, hflips)
+                                        scale, masks, hflips, vflips, transposes)
     # out (and masks) are contiguous [n, 3, height, width] (and [n, height, ceil(width / 8)]).
     size, mask_size = 3 * height * width * out.element_size(), height * ((width + 7) // 8)
     dst, mask_dst = out.data_ptr(), 0 if masks is None else masks.data_ptr()
     for i, (img, v) in enumerate(zip(imgs, views)):
         _run_sample(img, v, height, width, p, tops[i], lefts[i], mask_seeds[i], structure == "square", apply_mask,
                     dst + i * size, out.dtype, scale, 0 if masks is None else mask_dst + i * mask_size,
-                    bool(hflips and hflips[i]))
+                    bool(hflips and hflips[i]), bool(vflips and vflips[i]), bool(transposes and transposes[i]))

@@ -20,7 +20,8 @@ define("crop_mask_ycbcr(Tensor img, int height, int width, float p, int seed, st
 # output tensor and no stack copy.
 define("crop_mask_ycbcr_batch(Tensor[] imgs, int[] tops, int[] lefts, int height, int width, float p, "
        "int[] mask_seeds, Tensor(a!) out, str layout='HWC', str structure='cross', float scale=1.0, "
-       "bool apply_mask=True, Tensor(b!)? masks=None, bool[]? hflips=None) -> ()")
+       "bool apply_mask=True, Tensor(b!)? masks=None, bool[]? hflips=None, bool[]? vflips=None, "
+       "bool[]? transposes=None) -> ()")
 
 def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: int,
                     layout: str = "HWC", structure: str = "cross",
@@ -69,7 +70,8 @@ def crop_mask_ycbcr(img: torch.Tensor, height: int, width: int, p: float, seed: 
 def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], tops: list[int], lefts: list[int], height: int, width: int,
                           p: float, mask_seeds: list[int], out: torch.Tensor, *, layout: str = "HWC",
                           structure: str = "cross", scale: float = 1.0, apply_mask: bool = True,
-                          masks: torch.Tensor | None = None, hflips: list[bool] | None = None) -> torch.Tensor:
+                          masks: torch.Tensor | None = None, hflips: list[bool] | None = None,
+                          vflips: list[bool] | None = None, transposes: list[bool] | None = None) -> torch.Tensor:
     """:func:`crop_mask_ycbcr` on samples whose parameters were drawn already, into a buffer you
     own: ``out[i]`` gets the window at ``(tops[i], lefts[i])`` of ``imgs[i]`` (read right to left
     when ``hflips[i]``), masked by the mask of ``mask_seeds[i]``, as YCbCr of ``out``'s dtype, and
@@ -81,6 +83,10 @@ def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], tops: list[int], lefts: list
         imgs: uint8 RGB images (sizes may differ), ``[H, W, 3]`` or ``[3, H, W]`` per `layout`.
         tops, lefts: each window's first row and column in its image (inside it).
         mask_seeds: one seed per image for its mask; hflips: optional, one bool per image.
+        vflips, transposes: optional, one bool per image: the window's rows read bottom-up, and
+            its rows written as the output's columns (the window is then ``width x height`` of
+            the image: a quarter turn is a horizontal flip then a transpose). The mask is drawn
+            on the output (``[height, width]``), as without them.
         out: contiguous ``[len(imgs), 3, height, width]``, uint8 / float32 / float16 / bfloat16.
         masks: optional contiguous uint8 ``[len(imgs), height, ceil(width / 8)]`` for the bits.
 
@@ -95,7 +101,8 @@ def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], tops: list[int], lefts: list
     mask_seeds = [checks.op_seed(op, f"mask_seeds[{i}]", s) for i, s in enumerate(mask_seeds)]
     torch.ops.fastprep.crop_mask_ycbcr_batch.default(list(imgs), list(tops), list(lefts), height, width, p, mask_seeds,
                                                      out, layout, structure, scale, apply_mask, masks,
-                                                     None if hflips is None else [bool(f) for f in hflips])
+                                                     *(None if f is None else [bool(v) for v in f]
+                                                       for f in (hflips, vflips, transposes)))
     return out
 
 
@@ -188,7 +195,7 @@ def check_window_at(op: str, i: int, v: checks.ImageView, top: int, left: int, h
 
 
 def check_crop_mask_ycbcr_batch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout, structure, scale,
-                                masks, hflips=None) -> list[checks.ImageView]:
+                                masks, hflips=None, vflips=None, transposes=None) -> list[checks.ImageView]:
     """Mirror of crop_mask_ycbcr_batch's checks in the C++ binding; returns each image's view."""
     op = "crop_mask_ycbcr_batch"
     checks.check_tensor(op, "out", out)
@@ -198,7 +205,8 @@ def check_crop_mask_ycbcr_batch(imgs, tops, lefts, height, width, p, mask_seeds,
     check_shared(op, p, structure, out.dtype, scale)
     n = len(imgs)
     for values, one, arg in ((tops, "top", "tops"), (lefts, "left", "lefts"), (mask_seeds, "mask seed", "mask_seeds"),
-                             (hflips, "hflip", "hflips")):
+                             (hflips, "hflip", "hflips"), (vflips, "vflip", "vflips"),
+                             (transposes, "transpose", "transposes")):
         if values is not None and len(values) != n:
             checks.fail(op, ": expected one ", one, " per image (", n, "), got ", len(values), " ", arg)
     _check_out(op, "out", out, [n, 3, height, width])
@@ -211,8 +219,9 @@ def check_crop_mask_ycbcr_batch(imgs, tops, lefts, height, width, p, mask_seeds,
         if img is not None:
             checks.check_same_device(op, f"imgs[{i}]", img, "out", out)
         views.append(check_image(op, f"imgs[{i}]", img, hwc))
-        check_fits(op, views[-1], height, width)
-        check_window_at(op, i, views[-1], tops[i], lefts[i], height, width)
+        rh, rw = (width, height) if transposes and transposes[i] else (height, width)  # the window it reads
+        check_fits(op, views[-1], rh, rw)
+        check_window_at(op, i, views[-1], tops[i], lefts[i], rh, rw)
         checks.check_no_overlap(op, "out", out, f"imgs[{i}]", img)
         if masks is not None:
             checks.check_no_overlap(op, "masks", masks, f"imgs[{i}]", img)
@@ -254,22 +263,28 @@ impl_any_device("crop_mask_ycbcr", crop_mask_ycbcr_torch)
 
 @torch.library.register_fake("fastprep::crop_mask_ycbcr_batch")
 def _crop_mask_ycbcr_batch_fake(imgs, tops, lefts, height, width, p, mask_seeds, out, layout="HWC", structure="cross",
-                                scale=1.0, apply_mask=True, masks=None, hflips=None):
+                                scale=1.0, apply_mask=True, masks=None, hflips=None, vflips=None, transposes=None):
     check_crop_mask_ycbcr_batch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout, structure, scale, masks,
-                                hflips)
+                                hflips, vflips, transposes)
 
 
 def crop_mask_ycbcr_batch_torch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout="HWC", structure="cross",
-                                scale=1.0, apply_mask=True, masks=None, hflips=None):
-    """The batch as its definition, on out's device: each window (``crop``, reversed when flipped),
-    its seed's mask applied, the colour conversion."""
+                                scale=1.0, apply_mask=True, masks=None, hflips=None, vflips=None, transposes=None):
+    """The batch as its definition, on out's device: each window (``crop``, reversed when flipped,
+    upside down when vflipped, transposed when transposed), its seed's mask applied, the colour
+    conversion."""
     check_crop_mask_ycbcr_batch(imgs, tops, lefts, height, width, p, mask_seeds, out, layout, structure, scale, masks,
-                                hflips)
+                                hflips, vflips, transposes)
     ops = torch.ops.fastprep
     for i, img in enumerate(imgs):
-        crop = ops.crop(img.to(out.device), tops[i], lefts[i], height, width, layout)
+        turn = bool(transposes and transposes[i])
+        crop = ops.crop(img.to(out.device), tops[i], lefts[i], *((width, height) if turn else (height, width)), layout)
         if hflips and hflips[i]:
             crop = crop.flip(-1)
+        if vflips and vflips[i]:
+            crop = crop.flip(-2)
+        if turn:
+            crop = crop.transpose(-2, -1).contiguous()
         mask = ops.random_dilated_mask([height, width], p, mask_seeds[i], structure, 1, True).to(out.device)
         if apply_mask:
             crop = ops.mask_fill(crop, mask, 0.0, "CHW")

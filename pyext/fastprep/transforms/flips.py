@@ -108,7 +108,8 @@ class RandomRotate90(RandomFlip):
     Fused in :class:`Compose` after a resize (RandomResizedCrop, Resize; flips and a crop around it
     alike): the op writes the output's columns as rows, the same bits. A turn before the resize runs
     unfused: torch resamples columns first, then rows, each rounded to uint8, so a resize does not
-    commute with a transpose bit for bit.
+    commute with a transpose bit for bit. In the crop + RandomDilatedMask + RGBToYCbCr row it fuses
+    before the mask (before or after the crop); between the mask and RGBToYCbCr it runs unfused.
 
     Example:
         >>> RandomRotate90(p=1.0)(torch.arange(4).view(1, 2, 2)).shape

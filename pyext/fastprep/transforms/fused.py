@@ -149,53 +149,88 @@ def _rgb_mode(group: Any, item: Item) -> bool:
 
 
 def _flips_after_crop_read_chw(steps: list) -> bool:
-    """A flip after the crop flips its CHW output: one of HWC layout would flip rows."""
+    """A flip after the crop flips its CHW output: one of HWC layout would flip rows. A vertical
+    flip or a quarter turn anywhere: every step CHW (a turn of an HWC image gives CHW)."""
     roles = [s.fusion_role for s in steps]
+    if any(r in ("vflip", "rotate90") for r in roles):
+        return all(s.layout == "CHW" for s in steps if s.fusion_role in _CROP_MASK_GEOMETRY)
     return all(s.layout == "CHW" for s in steps[roles.index("crop"):] if s.fusion_role == "hflip")
+
+
+def _orientations(run: FusedRun) -> list[list[bool]]:
+    """The run's hflip, vflip and transpose columns as bools (the op's hflips, vflips, transposes)."""
+    return [[bool(f) for f in run.column(name)] for name in ("hflip", "vflip", "transpose")]
 
 
 def _run_crop_mask_ycbcr(group: Any, run: FusedRun, out: torch.Tensor) -> None:
     mask, color = group.roles["mask"], group.roles["ycbcr"]
     sources = run.sources if color.alpha != "drop" else [color.rgb(s, run.layout) for s in run.sources]
     with BELOW_AUTOGRAD():  # the plan's own buffers, never part of a graph: skip the op's Python autograd check
-        torch.ops.fastprep.crop_mask_ycbcr_batch.default(sources, run.column("top"), run.column("left"), run.size[0],
-                                                         run.size[1], mask.p, run.seeds["mask"], out, run.layout,
-                                                         mask.structure, color.scale, True, None,
-                                                         [bool(f) for f in run.column("hflip")])
+        # height x width: what each sample makes (its window is width x height when transposed)
+        torch.ops.fastprep.crop_mask_ycbcr_batch.default(sources, run.column("top"), run.column("left"),
+                                                         run.out_size[0], run.out_size[1], mask.p, run.seeds["mask"],
+                                                         out, run.layout, mask.structure, color.scale, True, None,
+                                                         *_orientations(run))
 
 
 def _mask_rows(group: Any, run: FusedRun, rows: Callable) -> None:
-    """The split's threads: each sample's packed mask, the one the fused op makes of its seed."""
-    mask, (h, w) = group.roles["mask"], run.size
+    """The split's threads: each sample's packed mask, the one the fused op makes of its seed (on
+    the output: after the turns)."""
+    mask, (h, w) = group.roles["mask"], run.out_size
     make = torch.ops.fastprep.random_dilated_mask.default
     torch.stack([make([h, w], mask.p, seed, mask.structure, 1, True) for seed in run.seeds["mask"]],
                 out=rows("masks", (h, (w + 7) // 8), torch.uint8))
 
 
+def _oriented(window: torch.Tensor, hflip: bool, vflip: bool, transpose: bool) -> torch.Tensor:
+    """A decoded window as the fused op reads it: right to left, bottom-up, then transposed."""
+    dims = [d for d, f in ((-1, hflip), (-2, vflip)) if f]
+    window = window.flip(dims) if dims else window
+    return window.transpose(-2, -1) if transpose else window
+
+
 def _mask_ycbcr_on_device(group: Any, run: FusedRun, extras: dict[str, torch.Tensor]) -> torch.Tensor:
-    """The split's device: the windows (flipped: the fused op reads a flipped window right to left),
-    then mask + YCbCr with the threads' masks."""
-    images = torch.stack(run.sources)
-    flipped = [i for i, f in enumerate(run.column("hflip")) if f]
-    if flipped:
-        at = torch.tensor(flipped, device=images.device)
-        images[at] = images[at].flip(-1)
+    """The split's device: the windows oriented as the fused op reads them (flips, a quarter turn's
+    transpose), then mask + YCbCr with the threads' masks."""
+    images = torch.stack([_oriented(w, *f) for w, *f in zip(run.sources, *_orientations(run))])
     return mask_ycbcr(images, extras["masks"], group.out_dtype, group.roles["ycbcr"].scale)
 
 
+def _out_size(group: Any) -> tuple[int, int] | None:
+    """The last crop's or resize's size: what the row writes of every sample (None after a quarter
+    turn of a size not square: each sample's is its turn's)."""
+    size = None
+    for step in group.steps:
+        if step.fusion_role in (FusionRole.CROP, FusionRole.RESIZED_CROP):
+            size = tuple(step.size)
+        elif step.fusion_role == FusionRole.RESIZE:
+            size = step.fixed_size
+        elif step.fusion_role == FusionRole.ROTATE90 and size is not None and size[0] != size[1]:
+            size = None
+    return size
+
+
+# Flips and quarter turns fold into the window's read (fold.py: a turn is a horizontal flip then a
+# transpose) before the mask, which is drawn on the output: the op draws it there and transposes it
+# with the read. A turn between the mask and YCbCr stays unfused (the pattern stops there): the
+# mask would then be drawn before the turn, in other coordinates than the output's, which needs the
+# mask's own flips and transpose per sample (three more values), not the read's.
+_CROP_MASK_GEOMETRY = (FusionRole.HFLIP, FusionRole.VFLIP, FusionRole.ROTATE90, FusionRole.CROP)
+_CROP_MASK_TURNS = Many(FusionRole.HFLIP, FusionRole.VFLIP, FusionRole.ROTATE90)
+
 CROP_MASK_YCBCR = Fusion(
     op="crop_mask_ycbcr_batch",
-    pattern=Pattern(Many(FusionRole.HFLIP), One(FusionRole.CROP), Many(FusionRole.HFLIP), One(FusionRole.MASK),
+    pattern=Pattern(_CROP_MASK_TURNS, One(FusionRole.CROP), _CROP_MASK_TURNS, One(FusionRole.MASK),
                     One(FusionRole.YCBCR)),
     window=frozenset({FusionRole.CROP}),
     valid=_flips_after_crop_read_chw,
     takes_pixels=_rgb_uint8,
     takes_windowed=_rgb_mode,
     out_dtype=lambda group: group.roles["ycbcr"].out_dtype or torch.uint8,
-    out_size=lambda group: tuple(group.roles["crop"].size),
+    out_size=_out_size,
     run=_run_crop_mask_ycbcr,
     split=DeviceSplit(pipeline="RandomCrop(size) -> RandomDilatedMask(p) -> RGBToYCbCr(), with "
-                               "RandomHorizontalFlip() before or after the crop if you like",
+                               "flips and RandomRotate90 before or after the crop if you like",
                       host=_mask_rows, finish=_mask_ycbcr_on_device),
 )
 
@@ -220,20 +255,6 @@ def _resized_crop_valid(steps: list) -> bool:
         return True
     to_dtype = next(s for s in steps if s.fusion_role == "dtype")
     return to_dtype.dtype == torch.float32 and len(norm.mean) in (1, 3) and len(norm.std) in (1, 3)
-
-
-def _resized_out_size(group: Any) -> tuple[int, int] | None:
-    """The last crop's or resize's size: what the resized-crop row writes of every sample (None
-    after a quarter turn of a size not square: each sample's is its turn's)."""
-    size = None
-    for step in group.steps:
-        if step.fusion_role in (FusionRole.CROP, FusionRole.RESIZED_CROP):
-            size = tuple(step.size)
-        elif step.fusion_role == FusionRole.RESIZE:
-            size = step.fixed_size
-        elif step.fusion_role == FusionRole.ROTATE90 and size is not None and size[0] != size[1]:
-            size = None
-    return size
 
 
 def _op_resizes(group: Any, t: torch.Tensor, layout: str) -> bool:
@@ -284,7 +305,7 @@ RESIZED_CROP = Fusion(
     takes_pixels=_op_resizes,
     takes_windowed=_op_resizes_windowed,
     out_dtype=lambda group: group.roles["dtype"].dtype if "dtype" in group.roles else torch.uint8,
-    out_size=_resized_out_size,
+    out_size=_out_size,
     run=_run_resized_crop,
     split=DeviceSplit(pipeline="RandomResizedCrop(size) or Resize(size) (+ CenterCrop / RandomCrop), flips "
                                "before or after, RandomRotate90 after, ToDtype(scale=True) (+ Normalize)",
