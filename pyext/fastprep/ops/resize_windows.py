@@ -109,21 +109,15 @@ def _resized(windows: list[torch.Tensor], rows: list, oh: int, ow: int, antialia
     """Each whole window resized, placed and flipped as its checked row says, into uint8 [n, 3, oh, ow]."""
     n = len(windows)
     hs, ws = [r.height for r in rows], [r.width for r in rows]
-    # The tables are made on the host and copied: on a GPU their hundred-odd small float64 ops cost
-    # ~20 ms of kernel launches a batch of 256 on the device stage's thread (measured on an H200,
-    # benchmarks/gpu_stage_profile.py), a few ms here; the same IEEE operations, the same bits.
     info = torch.tensor([hs, ws, *zip(*((r.place.height, r.place.width, r.place.top, r.place.left, int(r.hflip),
-                                         int(r.place.vflip)) for r in rows))], dtype=torch.int64)
+                                         int(r.place.vflip)) for r in rows))], dtype=torch.int64).to(dev)
     height, width, rh, rw, top, left, hflip, vflip = info
-    columns = axis_tables(width, rw, antialias, hflip.bool(), left, ow)
-    lines = axis_tables(height, rh, antialias, torch.zeros_like(vflip, dtype=torch.bool), top, oh)
-    on_dev = [t.to(dev) for t in (*columns, width, *lines, height, vflip)]
     x = torch.zeros(n, 3, max(hs), max(ws), dtype=torch.uint8, device=dev)  # the batch padded to its largest window
     for i, win in enumerate(windows):
         x[i, :, :hs[i], :ws[i]] = win
-    y = _resample(x, *on_dev[:4], 3)
-    y = _resample(y, *on_dev[4:8], 2)
-    return torch.where(on_dev[8].bool().view(-1, 1, 1, 1), y.flip(2), y)
+    y = _resample(x, *axis_tables(width, rw, antialias, hflip.bool(), left, ow), width, 3)
+    y = _resample(y, *axis_tables(height, rh, antialias, torch.zeros_like(vflip, dtype=torch.bool), top, oh), height, 2)
+    return torch.where(vflip.bool().view(-1, 1, 1, 1), y.flip(2), y)
 
 
 def resized_crop_windows(windows: list[torch.Tensor], geometry: torch.Tensor, out: torch.Tensor,
