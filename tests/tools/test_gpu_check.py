@@ -95,3 +95,18 @@ def test_the_json_holds_every_row_with_its_figure_or_why_not(dry_run):
     assert (fed["threads"], fed["streams"], fed["jpeg_decoder"]) == (best["threads"], best["streams"],
                                                                      best["jpeg_decoder"])
     assert fed["cores_busy"] > 0
+
+
+def test_the_stage_profile_dry_run_names_where_the_split_spends_its_time(tmp_path):
+    """benchmarks/gpu_stage_profile.py on the CPU stand-in: the decode and the row's device half
+    timed alone, and the stage thread's host profile, in $OUT/gpu_stage_profile.json."""
+    env = {**os.environ, "GPU_CHECK_DRY_RUN": "1", "GPU_CHECK_DIR": str(tmp_path / "work"), "OUT": str(tmp_path)}
+    done = subprocess.run([sys.executable, "gpu_stage_profile.py"], cwd=ROOT / "benchmarks", capture_output=True,
+                          text=True, env=env, timeout=180)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    found = json.loads((tmp_path / "gpu_stage_profile.json").read_text())
+    (alone,), (stage,) = found["resize"], found["stage"]
+    assert alone["windows"] > 0 and alone["decode_ms"] > 0 and alone["finish_ms"] > 0, alone
+    assert stage["samples_per_s"] > 0 and "libjpeg-turbo (host)" in stage["decoders"], stage
+    names = " ".join(name for name, _ in stage["host_cumulative_ms_per_batch"])
+    assert "resized_crop_windows" in names and "decode_window_batch" in names, names
