@@ -147,8 +147,8 @@ def test_what_cannot_split_is_refused_by_name(packed, folder, tmp_path):
             transform=T.Compose([T.Resize(64)]))  # images of other aspects: no crop after the resize
     refused(r"RandomCrop.* has its own generator=", transform=T.Compose(
         [T.RandomCrop(48, generator=torch.Generator()), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]))
-    refused(r"RandomResizedCrop.* reads JPEG windows at a reduced DCT scale \(decode='reduced'\).* pass decode='exact'",
-            transform=T.Compose([T.RandomResizedCrop(48, decode="reduced"), T.RandomHorizontalFlip()]))
+    refused(r"RandomResizedCrop.* reads JPEG windows at a reduced DCT scale \(jpeg_scale='reduced'\).* pass jpeg_scale='exact'",
+            transform=T.Compose([T.RandomResizedCrop(48, jpeg_scale="reduced"), T.RandomHorizontalFlip()]))
     refused(r"there is no transform", transform=None)
     refused(r"decode_on='meta': the windows decode on a CUDA device .* got 'meta'", decode_on="meta")
     refused(r"decode_on='cpu' decodes the batches on cpu.*device='meta' differs", device="meta")

@@ -109,12 +109,12 @@ def split_problem(plan: FusionPlan | None) -> str | None:
         if own:
             return (f"{own[0]!r} has its own generator=; the split draws every sample's parameters from the "
                     f"sample's stream: drop generator=")
-        # nvJPEG decodes at full scale only: the device would read other pixels than decode='reduced' does
+        # nvJPEG decodes at full scale only: the device would read other pixels than jpeg_scale='reduced' does
         # in the threads, and decode_on='cpu' would not give the ordinary Loader's bits.
-        reduced = [s for s in group.steps if getattr(s, "decode", "exact") == "reduced"]
+        reduced = [s for s in group.steps if getattr(s, "jpeg_scale", "exact") == "reduced"]
         return None if not reduced else (f"{reduced[0]!r} reads JPEG windows at a reduced DCT scale "
-                                         f"(decode='reduced'), which the device's decoder does not: pass "
-                                         f"decode='exact' (the device decodes whole windows fast)")
+                                         f"(jpeg_scale='reduced'), which the device's decoder does not: pass "
+                                         f"jpeg_scale='exact' (the device decodes whole windows fast)")
     if group is not None:
         return f"the transform runs as the fused op {group.fusion.op}, which has no device split ({_pipelines()})"
     fused = [seg for seg in plan.segments if getattr(seg, "fusion", None) is not None]

@@ -121,7 +121,7 @@ class PipelineFacts:
 
     @property
     def reduced_decode(self) -> bool:
-        return any(s.decode == "reduced" for s in self.steps)
+        return any(s.jpeg_scale == "reduced" for s in self.steps)
 
     def step(self, name: str) -> Step | None:
         """The first step called `name`, None without one."""
