@@ -35,7 +35,7 @@ class Loader(SettingsViews):
     transform is made of fastprep transforms only, else to its image (the item, or its first
     element). Batches are :class:`CompactBatch` es as
     :func:`fastprep.compact_collate` makes them, every field with the same role (fastprep/core/roles.py,
-    or `fields`); or, with `decode`, decoded (on `device` when given). A fused transform (a
+    or `fields`); or, with `expand`, expanded (on `device` when given). A fused transform (a
     ``Compose`` that one op runs) writes each chunk of samples into the batch with one op call.
 
     Randomness: sample i of epoch e (i: its index; an iterable dataset's: its position in the
@@ -76,7 +76,7 @@ class Loader(SettingsViews):
         threads: worker threads (default: the CPUs this process may use).
         device: where batches go ("cuda", ...); None keeps them on the CPU.
         depth: batches prepared ahead of the consumer.
-        decode: decode each batch on the device (CompactBatch.decode()), or a callable to apply.
+        expand: expand each batch on the device (CompactBatch.expand()), or a callable to apply.
         seed: the base seed (default: drawn from torch's generator when the Loader is made).
         fields: ``{name: role}`` for the samples' top-level fields, as CompactCollate's `fields`.
         deterministic: run code that is not fastprep's one sample at a time with torch's generator
@@ -132,7 +132,7 @@ class Loader(SettingsViews):
             far, in batches the loop received), ``indices``, ``names()``, ``summary()``.
 
     Example:
-        >>> loader = Loader(dataset, 256, transform=train_tf, shuffle=True, device="cuda", decode=True)
+        >>> loader = Loader(dataset, 256, transform=train_tf, shuffle=True, device="cuda", expand=True)
         >>> for epoch in range(epochs):
         ...     loader.set_epoch(epoch)
         ...     for images, labels in loader:
@@ -141,7 +141,7 @@ class Loader(SettingsViews):
 
     def __init__(self, dataset: Any, batch_size: int, *, transform: Any = None, shuffle: bool | str = False,
                  sampler: Sampler | Sequence[int] | None = None, drop_last: bool = False,
-                 threads: int | None = None, device: Any = None, depth: int = 2, decode: Any = False,
+                 threads: int | None = None, device: Any = None, depth: int = 2, expand: Any = False,
                  seed: int | None = None, fields: dict[Any, str] | None = None, deterministic: bool = False,
                  decode_on: Any = None, prestart: bool = True, shard_window: int | None = None,
                  rank: int | None = None, world_size: int | None = None, on_error: str = "raise",
@@ -154,7 +154,7 @@ class Loader(SettingsViews):
         self.dataset, self.transform, self.sampler = dataset, transform, sampler
         self.settings, self.jpeg_decoders = LoaderSettings.build(
             dataset, transform, sampler, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, threads=threads,
-            device=device, depth=depth, decode=decode, seed=seed, fields=fields, deterministic=deterministic,
+            device=device, depth=depth, expand=expand, seed=seed, fields=fields, deterministic=deterministic,
             decode_on=decode_on, prestart=prestart, shard_window=shard_window, rank=rank, world_size=world_size,
             on_error=on_error, streams=streams, jpeg_decoder=jpeg_decoder)
         self.hooks = LoaderHooks()  # profile hooks (loader/hooks.py): a pass takes them when it begins

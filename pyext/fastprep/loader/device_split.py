@@ -127,7 +127,7 @@ def split_problem(plan: FusionPlan | None) -> str | None:
              for seg in fused if seg.fusion.split is None]
     where += "".join(f" ({o})" for o in other)
     return (f"{shown} {where}: they would need the decoded pixels on the CPU; the split runs one fused op: "
-            f"{_pipelines()} (decode= makes float images on the device)")
+            f"{_pipelines()} (expand= makes float images on the device)")
 
 
 def check_splittable(plan: FusionPlan | None, decode_on: Any) -> None:

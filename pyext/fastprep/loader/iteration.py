@@ -120,8 +120,8 @@ class Iteration:
         batches = order.batches_from(self.keys, start, raw=runner.plan is not None)
         host = _host(ring, runner, self._pool, batches, self._sizes, keep, first, make, hooks)
         if device is None:
-            return _cpu(host, settings.decode)
-        stage = DevicePrefetcher(host, device, settings.depth, decode=settings.decode, release=True,
+            return _cpu(host, settings.expand)
+        stage = DevicePrefetcher(host, device, settings.depth, expand=settings.expand, release=True,
                                  streams=settings.streams)
         self.reports.device_stage(getattr(stage, "stats", None))  # this pass's, with streams
         return iter(stage)
@@ -172,10 +172,10 @@ def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: 
         yield last
 
 
-def _cpu(host: Iterator[CompactBatch], decode: Any) -> Iterator[Any]:
+def _cpu(host: Iterator[CompactBatch], expand: Any) -> Iterator[Any]:
     previous = None
     for batch in host:
         if previous is not None:
             previous.release()  # the consumer asked for the next one: its slot may be reused
         previous = batch
-        yield batch.decode() if decode is True else decode(batch) if decode is not False else batch
+        yield batch.expand() if expand is True else expand(batch) if expand is not False else batch

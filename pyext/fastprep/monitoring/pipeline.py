@@ -55,7 +55,7 @@ class PipelineFacts:
         decode_on: a fastprep.Loader's decode_on (the GPU decode split), else None.
         pack: a pack's options (mode, max_side, ...), {} when the source is no pack.
         verify: a pack's `verify` (the CRC pass), None when not a pack.
-        loader_device: a fastprep.Loader's own `device` (its batches copied there as uint8, decoded
+        loader_device: a fastprep.Loader's own `device` (its batches copied there as uint8, expanded
             there), else None.
         split_refused: why ``fastprep.Loader(..., decode_on=...)`` would refuse to split this
             transform or source (the Loader's own rule, `split_refusal`), None where it splits.

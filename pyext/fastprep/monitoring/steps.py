@@ -1,5 +1,5 @@
 """A transform's steps as the advice reads them (fastprep.monitoring.pipeline.PipelineFacts.steps):
-each step's name, whether it is fastprep's, the fused op it runs in, its decode and its size."""
+each step's name, whether it is fastprep's, the fused op it runs in, its jpeg_scale and its size."""
 
 from __future__ import annotations
 
