@@ -181,7 +181,7 @@ def test_break_del_interrupt_and_gc_leave_no_thread():
             raise KeyboardInterrupt
     gc.collect()
     assert not _loader_threads()
-    with pytest.raises(KeyboardInterrupt):  # raised in a worker thread: reaches the consumer too
+    with pytest.raises(KeyboardInterrupt):  # raised in a Loader thread: reaches the consumer too
         list(fastprep.Loader(Items(fail_at=3, exc=KeyboardInterrupt), 4, threads=2, seed=0))
     assert not _loader_threads()
 

@@ -203,7 +203,7 @@ def test_warn_warns_once_per_index_in_the_loops_thread_and_counts_every_epoch(ca
     texts = [str(w.message) for w in caught if issubclass(w.category, BadSampleWarning)]
     assert len(texts) == 2 and "bad sample 3" in texts[0] and "sample 4 took its place" in texts[0]
     assert "bad sample 7" in texts[1] and "OSError: item 7 is unreadable" in texts[1]
-    assert all(w.filename == __file__ for w in caught)  # pointed at the loop, not at a worker thread
+    assert all(w.filename == __file__ for w in caught)  # pointed at the loop, not at a Loader thread
     assert loader.bad_samples.count == 4 and loader.bad_samples.indices == [3, 7]
     logged = [r.getMessage() for r in caplog.records if r.name == "fastprep"]
     assert len(logged) == 2 and "skipped 2 bad samples" in logged[0] and "skipped 4" in logged[1]

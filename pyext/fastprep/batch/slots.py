@@ -1,4 +1,4 @@
-"""The batches under fastprep.Loader: a ring of reused batch slots, and batch jobs that worker
+"""The batches under fastprep.Loader: a ring of reused batch slots, and batch jobs that the Loader's
 threads fill (loader/pool.py runs them, loader/apply.py fills them)."""
 
 from __future__ import annotations
@@ -317,7 +317,7 @@ class BatchJob:
 
     def hand_off_early(self) -> None:
         """Make the complete batch's hand-off now, for :meth:`batch` to return later: a batch made
-        ahead, while no worker thread runs. Once its pass has started the next batch, the threads
+        ahead, while none of the Loader's threads runs. Once its pass has started the next batch, the threads
         hold the GIL in Python stretches, and each torch call of the hand-off (it gives the GIL up)
         waits up to the interpreter's switch interval (5 ms) to take it back."""
         self._made = CompactBatch(self.data(), self.ring.spec, pool=self.slot_return())

@@ -34,7 +34,7 @@ MAX_NAMED = 100  # names kept for the summary; the count and the indices are kep
 
 
 class SampleError(Exception):
-    """Raised in a worker thread: sample `index` failed in `stage`; the cause is the user's error.
+    """Raised in a Loader thread: sample `index` failed in `stage`; the cause is the user's error.
     `key`: what the index is (a dataset index, or a position in an iterable dataset's epoch)."""
 
     def __init__(self, index: int, stage: str, key: str = "dataset index"):

@@ -28,7 +28,7 @@ from fastprep.batch import slots
 from fastprep.batch.compact import CompactBatch
 from fastprep.loader.apply import ChunkRunner
 from fastprep.loader.order import Order
-from fastprep.loader.pool import WorkerPool
+from fastprep.loader.pool import ThreadPool
 from fastprep.loader.settings import LoaderSettings
 from fastprep.transforms import FusionPlan
 
@@ -107,7 +107,7 @@ def keep(store: Callable[[Spare], None], ring: slots.SlotRing, cpu: bool, last: 
     store(Spare(ring, last if cpu else None, job, what))
 
 
-def submit(pool: WorkerPool, runner: ChunkRunner, job: slots.BatchJob) -> None:
+def submit(pool: ThreadPool, runner: ChunkRunner, job: slots.BatchJob) -> None:
     """A batch's chunks, one per thread, to the pool."""
     n = len(job.indices)
     chunk = max(1, -(-n // pool.threads))
@@ -126,7 +126,7 @@ def maker(settings: LoaderSettings, dataset: Any, transform: Any, order: Order, 
     if fingerprint(transform) is None or callable(getattr(dataset, "set_epoch", None)):
         return None
 
-    def make(ring: slots.SlotRing, pool: WorkerPool) -> tuple[slots.BatchJob, tuple] | None:
+    def make(ring: slots.SlotRing, pool: ThreadPool) -> tuple[slots.BatchJob, tuple] | None:
         keys = order.keys(settings.seed, epoch)[:settings.batch_size]
         if not keys or (len(keys) < settings.batch_size and settings.drop_last):
             return None

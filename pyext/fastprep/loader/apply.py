@@ -1,4 +1,4 @@
-"""A chunk of a batch in a Loader worker thread: the chunk's seeds drawn at once, its items loaded,
+"""A chunk of a batch in a Loader thread: the chunk's seeds drawn at once, its items loaded,
 the transform's plan applied, the samples written into the batch's slot.
 
 Randomness (docs/loader.md): sample k runs under ``item_seed(seed, k, epoch)``, k its dataset index

@@ -73,7 +73,7 @@ class Loader(SettingsViews):
             every rank as many batches (padded by wrapping around, or cut with drop_last); the
             state_dict of any rank resumes at any world size (loader/ranks.py). world_size=1 reads
             everything on every rank. Not with a sampler (a DistributedSampler splits by itself).
-        threads: worker threads (default: the CPUs this process may use).
+        threads: the threads that load and transform samples (default: the CPUs this process may use).
         device: where batches go ("cuda", ...); None keeps them on the CPU.
         depth: batches prepared ahead of the consumer.
         expand: expand each batch on the device (CompactBatch.expand()), or a callable to apply.

@@ -1,6 +1,6 @@
 """One pass of a fastprep.Loader over an epoch: what ``iter(loader)`` returns.
 
-It owns everything the pass uses: the worker threads start with the first batch asked for and
+It owns everything the pass uses: the Loader's threads start with the first batch asked for and
 stop when the pass ends, fails, is closed, or is garbage collected (an iterator never advanced
 starts none); batches are handed out in order, and the loader's resume position counts the
 samples the consumer received (with a device, not those the prefetcher took ahead), and so do its
@@ -23,7 +23,7 @@ from fastprep.loader.apply import ChunkRunner
 from fastprep.loader.device_split import split_parts
 from fastprep.loader.hooks import LoaderHooks, hooked
 from fastprep.loader.order import Order
-from fastprep.loader.pool import WorkerPool
+from fastprep.loader.pool import ThreadPool
 from fastprep.loader.settings import LoaderSettings, plan_of
 
 
@@ -65,7 +65,7 @@ class Iteration:
         self.keys, self.start, self.next_epoch = keys, start, next_epoch
         self.epoch, self.seed = epoch, seed
         self._out: Iterator[Any] | None = None
-        self._pool: WorkerPool | None = None
+        self._pool: ThreadPool | None = None
         # (samples, bad samples replaced) of the batches made, not yet received
         self._sizes: deque[tuple[int, list]] = deque()
         self._closed = False
@@ -114,7 +114,7 @@ class Iteration:
             keep = functools.partial(hooked, hooks, "keep_ring", ahead.keep, self.reports.swap_spare, ring,
                                      device is None)
             make = ahead.maker(settings, sources.dataset, sources.transform, order, runner, self.next_epoch)
-        self._pool = hooked(hooks, "pool_start", WorkerPool, settings.threads)
+        self._pool = hooked(hooks, "pool_start", ThreadPool, settings.threads)
         # Generators that do not hold this object: dropping it closes them (no reference cycle).
         start = self.start + (len(first.indices) if first is not None else 0)
         batches = order.batches_from(self.keys, start, raw=runner.plan is not None)
@@ -141,7 +141,7 @@ class Iteration:
         self.close()
 
 
-def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: Iterator[tuple[list[int], Any]],
+def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: ThreadPool, batches: Iterator[tuple[list[int], Any]],
           sizes: deque[tuple[int, list]], keep: Any = None, first: slots.BatchJob | None = None,
           make_ahead: Any = None, hooks: LoaderHooks | None = None) -> Iterator[CompactBatch]:
     """Batches in order (`first`: one made ahead, already complete), as many in flight as the ring
