@@ -163,42 +163,42 @@ class SplitRunner(ChunkRunner):
 
     job_type = WindowJob
 
-    def _staged(self, keys: list[int], raws: list[Any], drawn: list[int]) -> list[Any]:
-        staged = super()._staged(keys, raws, drawn)
-        return [self._cuttable(r, k) if r is raw else r for r, raw, k in zip(staged, raws, keys)]
+    def _staged(self, indices: list[int], raws: list[Any], drawn: list[int]) -> list[Any]:
+        staged = super()._staged(indices, raws, drawn)
+        return [self._cuttable(r, k) if r is raw else r for r, raw, k in zip(staged, raws, indices)]
 
-    def _cuttable(self, raw: Any, key: int) -> Any:
+    def _cuttable(self, raw: Any, index: int) -> Any:
         """The item with its image behind a _CutInsteadOfDecode, or a SampleError naming what to do."""
         seq = isinstance(raw, (tuple, list))
         image = raw[0] if seq and raw else raw
         if not (isinstance(image, WindowedImage) and callable(getattr(image, "cut", None))) or _turned(image):
-            raise SampleError(key, STAGE, self.key) from ValueError(_not_cuttable(raw, image))
+            raise SampleError(index, STAGE, self.index_kind) from ValueError(_not_cuttable(raw, image))
         if not seq:
             return _CutInsteadOfDecode(image)
         items = [_CutInsteadOfDecode(image), *raw[1:]]
         return type(raw)(*items) if hasattr(raw, "_fields") else type(raw)(items)
 
-    def _write_run(self, job: WindowJob, j: int, key: int, run: Any) -> None:
-        job.write_run(j, key, run)
+    def _write_run(self, job: WindowJob, j: int, index: int, run: Any) -> None:
+        job.write_run(j, index, run)
 
-    def _produce(self, raw: Any, key: int, drawn: int, row: list[int]) -> Any:
+    def _produce(self, raw: Any, index: int, drawn: int, row: list[int]) -> Any:
         """One item the chunk's fused path left (a bad sample's substitute, a run whose op raised, or
         an item the op does not take): the fused path on it alone, its window cut (a run of one)."""
         if drawn:
             why = ("its loading drew seeds from the sample's stream (a fastprep transform inside load_raw), so "
                    "its draws cannot be made ahead for the batch")
         else:
-            runs = self.chunk_runs([self._cuttable(raw, key)], np.asarray([row], dtype=np.int64).reshape(1, -1))
+            runs = self.chunk_runs([self._cuttable(raw, index)], np.asarray([row], dtype=np.int64).reshape(1, -1))
             if runs:
                 return runs[0]
             self.plan.apply_item(raw)  # the steps' own error (an image smaller than the crop, ...)
             why = "the fused op does not take its image (not RGB, or a structure other than the first sample's)"
-        raise SampleError(key, STAGE, self.key) from ValueError(
+        raise SampleError(index, STAGE, self.index_kind) from ValueError(
             f"Loader(decode_on=...): {why}; the split decodes nothing in the threads: pass decode_on=None")
 
-    def _put(self, job: WindowJob, j: int, key: int, run: Any) -> None:
-        self._write_run(job, j, key, run)
-        job.write_rest(j, [key], run.raws)
+    def _put(self, job: WindowJob, j: int, index: int, run: Any) -> None:
+        self._write_run(job, j, index, run)
+        job.write_rest(j, [index], run.raws)
 
 
 def _turned(image: Any) -> bool:

@@ -56,13 +56,13 @@ class PassReports:
 class Iteration:
     """An iterator over the batches of epoch `epoch` from sample `start` on (see the module), made
     with `settings` (a LoaderSettings) from `sources`, telling its Loader through `reports`: its
-    keys, epoch, seed and settings are fixed when it is made (a set_epoch before its first batch is
+    indices, epoch, seed and settings are fixed when it is made (a set_epoch before its first batch is
     the next pass's)."""
 
     def __init__(self, settings: LoaderSettings, sources: PassSources, reports: PassReports,
-                 keys: list[int] | None, start: int, epoch: int, seed: int, next_epoch: int | None = None):
+                 indices: list[int] | None, start: int, epoch: int, seed: int, next_epoch: int | None = None):
         self.settings, self.sources, self.reports = settings, sources, reports
-        self.keys, self.start, self.next_epoch = keys, start, next_epoch
+        self.indices, self.start, self.next_epoch = indices, start, next_epoch
         self.epoch, self.seed = epoch, seed
         self._out: Iterator[Any] | None = None
         self._pool: ThreadPool | None = None
@@ -108,7 +108,7 @@ class Iteration:
             count = slots.ring_slots(settings.depth, (settings.streams or 1) if cuda else None)
             now = ahead.made_for(sources.dataset, sources.transform, settings, self.epoch, self.seed)
             ring, first = hooked(hooks, "take_ring", ahead.take, self.reports.swap_spare(None), settings, plan,
-                                 count, cuda, self.keys, self.start, now)
+                                 count, cuda, self.indices, self.start, now)
             runner = ChunkRunner(sources.dataset, plan, self.seed, self.epoch, settings.deterministic,
                                  order.iterable, settings.on_error, hooks)
             keep = functools.partial(hooked, hooks, "keep_ring", ahead.keep, self.reports.swap_spare, ring,
@@ -117,7 +117,7 @@ class Iteration:
         self._pool = hooked(hooks, "pool_start", ThreadPool, settings.threads)
         # Generators that do not hold this object: dropping it closes them (no reference cycle).
         start = self.start + (len(first.indices) if first is not None else 0)
-        batches = order.batches_from(self.keys, start, raw=runner.plan is not None)
+        batches = order.batches_from(self.indices, start, raw=runner.plan is not None)
         host = _host(ring, runner, self._pool, batches, self._sizes, keep, first, make, hooks)
         if device is None:
             return _cpu(host, settings.expand)
@@ -155,8 +155,8 @@ def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: ThreadPool, batches: 
             if nxt is None:
                 pending = False
                 break
-            keys, items = nxt
-            job = runner.new_job(keys, ring, items)
+            indices, items = nxt
+            job = runner.new_job(indices, ring, items)
             ahead.submit(pool, runner, job)
             inflight.append(job)
         if not pending and make_ahead is not None and ring.has_free():

@@ -66,7 +66,7 @@ def resolve(rank: Any, world_size: Any) -> tuple[int, int]:
 
 
 def part(order: np.ndarray | list[int], consumed: int, world: int, rank: int, drop_last: bool) -> list[int]:
-    """Rank `rank`'s keys of the global `order` from global position `consumed` on (see the module)."""
+    """Rank `rank`'s indices of the global `order` from global position `consumed` on (see the module)."""
     order = np.asarray(order, dtype=np.int64)
     n = len(order)
     rest = max(0, n - consumed)
@@ -77,9 +77,9 @@ def part(order: np.ndarray | list[int], consumed: int, world: int, rank: int, dr
     return order[positions[rank::world]].tolist()
 
 
-def consumed(start: int, position: int, world: int, keys: list[int], batch_size: int, drop_last: bool,
+def consumed(start: int, position: int, world: int, indices: list[int], batch_size: int, drop_last: bool,
              total: int) -> int:
-    """Global samples of the epoch consumed once this rank has received `position` of `keys` (its
+    """Global samples of the epoch consumed once this rank has received `position` of `indices` (its
     part from global position `start`): `total` when the rank's part is over."""
-    deliverable = len(keys) - len(keys) % batch_size if drop_last else len(keys)
+    deliverable = len(indices) - len(indices) % batch_size if drop_last else len(indices)
     return total if position >= deliverable else start + position * world
