@@ -221,27 +221,27 @@ class ChunkRunner:
             self._failed(index, "dataset", exc)
             return _Failed(exc, "dataset")
 
-    def _fetch(self, job: BatchJob, j: int, seed: int, source: int | None = None) -> Any:
-        """The item at position j of the batch: its index's (or `source`'s, a substitute) item (an
-        iterable's `source`: an offset in the batch, or -k: the k-th latest item read before it)."""
+    def _fetch(self, job: BatchJob, j: int, seed: int, substitute: int | None = None) -> Any:
+        """The item at position j of the batch: its index's item, or `substitute`'s in its place (an
+        iterable's `substitute`: an offset in the batch, or -k: the k-th latest item read before it)."""
         if job.items is not None:  # an iterable's item, read in order
-            j = j if source is None else source
+            j = j if substitute is None else substitute
             return job.items[j] if j >= 0 else job.earlier[-j - 1]
-        index = job.indices[j] if source is None else source
+        index = job.indices[j] if substitute is None else substitute
         load = self.dataset.__getitem__ if self.load_raw is None else self.load_raw
         if self.deterministic and not self.global_rng:
             with GLOBAL_RNG, seeded(seed):
                 return load(index)
         return load(index)
 
-    def _make(self, job: BatchJob, j: int, seed: int, row: list[int], source: int | None = None) -> Any:
-        """Position j's sample (`source`: a substitute's item in its place) loaded and transformed
+    def _make(self, job: BatchJob, j: int, seed: int, row: list[int], substitute: int | None = None) -> Any:
+        """Position j's sample (`substitute`: another item in its place) loaded and transformed
         under position j's seeds, one sample on its own: what _put writes."""
         if self.global_rng:
             with GLOBAL_RNG, seeded(seed):  # load and transform on one seeded stream
-                return self._produce(self._fetch(job, j, seed, source), job.indices[j], 0, row)
+                return self._produce(self._fetch(job, j, seed, substitute), job.indices[j], 0, row)
         with SampleStream(seed, row) as stream:
-            raw = self._fetch(job, j, seed, source)
+            raw = self._fetch(job, j, seed, substitute)
             return self._produce(raw, job.indices[j], stream.pos, row)
 
     def _produce(self, raw: Any, index: int, drawn: int, row: list[int]) -> Any:
@@ -272,19 +272,19 @@ class ChunkRunner:
         index = job.indices[j]
         self._failed(index, stage, exc)
         if job.items is not None:
-            sources = stream_substitutes(j, len(job.items), len(getattr(job, "earlier", ())))
+            candidates = stream_substitutes(j, len(job.items), len(getattr(job, "earlier", ())))
             alone = ("an iterable dataset's bad item is replaced by another item of its batch or one read before it "
                      "in the pass")
         elif hasattr(self.dataset, "__len__"):
             n = len(self.dataset)
-            sources, alone = [c % n for c in substitutes(index, n)], f"a dataset of {n} sample{'s' * (n != 1)}"
+            candidates, alone = [c % n for c in substitutes(index, n)], f"a dataset of {n} sample{'s' * (n != 1)}"
         else:  # nothing to count the next indices mod
             raise SampleError(index, stage, self.index_kind) from exc
         tried = []
-        for source in sources:
-            tried.append(source if job.items is None else index - j + source)  # an iterable's: its position
+        for substitute in candidates:
+            tried.append(substitute if job.items is None else index - j + substitute)  # an iterable's: its position
             try:
-                made = self._make(job, j, seed, row, source)
+                made = self._make(job, j, seed, row, substitute)
             except Exception as again:  # noqa: BLE001
                 if isinstance(again, NOT_SKIPPED):
                     raise

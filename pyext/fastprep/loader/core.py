@@ -18,7 +18,7 @@ from fastprep.loader import checkpoint
 from fastprep.loader.checkpoint import PassRecord
 from fastprep.loader.device_split import device_lines
 from fastprep.loader.hooks import LoaderHooks
-from fastprep.loader.iteration import Iteration, PassReports, PassSources
+from fastprep.loader.iteration import Iteration, PassInputs, PassReports
 from fastprep.loader.order import Order
 from fastprep.loader.settings import LoaderSettings, SettingsViews, plan_of
 from fastprep.loader.shard_order import fetch_note
@@ -267,10 +267,10 @@ class Loader(SettingsViews):
             prefetch(indices[start:])
         self._pass.indices, self._pass.position = indices, start
         stepped, self._stepped = self._stepped, False
-        sources = PassSources(self.dataset, self.transform, self.order, self.jpeg_decoders, self.hooks or None)
+        inputs = PassInputs(self.dataset, self.transform, self.order, self.jpeg_decoders, self.hooks or None)
         reports = PassReports(self.delivered, self.pass_ended, self._swap_spare,
                               functools.partial(setattr, self, "device_stage"))
-        iteration = Iteration(self.settings, sources, reports, indices, start, self.epoch, self.seed,
+        iteration = Iteration(self.settings, inputs, reports, indices, start, self.epoch, self.seed,
                               self.epoch + 1 if stepped else None)
         self._current = weakref.ref(iteration)
         return iteration

@@ -28,7 +28,7 @@ from fastprep.loader.settings import LoaderSettings, plan_of
 
 
 @dataclass(frozen=True)
-class PassSources:
+class PassInputs:
     """The live objects a pass reads beside its Loader's settings: the dataset, the transform (its
     plan taken when the first batch is asked for), the epoch's order, the decode split's JPEG
     decoders, the hooks (None: none added)."""
@@ -55,13 +55,13 @@ class PassReports:
 
 class Iteration:
     """An iterator over the batches of epoch `epoch` from sample `start` on (see the module), made
-    with `settings` (a LoaderSettings) from `sources`, telling its Loader through `reports`: its
+    with `settings` (a LoaderSettings) from `inputs`, telling its Loader through `reports`: its
     indices, epoch, seed and settings are fixed when it is made (a set_epoch before its first batch is
     the next pass's)."""
 
-    def __init__(self, settings: LoaderSettings, sources: PassSources, reports: PassReports,
+    def __init__(self, settings: LoaderSettings, inputs: PassInputs, reports: PassReports,
                  indices: list[int] | None, start: int, epoch: int, seed: int, next_epoch: int | None = None):
-        self.settings, self.sources, self.reports = settings, sources, reports
+        self.settings, self.inputs, self.reports = settings, inputs, reports
         self.indices, self.start, self.next_epoch = indices, start, next_epoch
         self.epoch, self.seed = epoch, seed
         self._out: Iterator[Any] | None = None
@@ -97,23 +97,23 @@ class Iteration:
         return batch
 
     def _start(self) -> Iterator[Any]:
-        settings, sources, hooks = self.settings, self.sources, self.sources.hooks
-        order, plan, device = sources.order, plan_of(sources.transform), settings.device
+        settings, inputs, hooks = self.settings, self.inputs, self.inputs.hooks
+        order, plan, device = inputs.order, plan_of(inputs.transform), settings.device
         cuda = device is not None and device.type == "cuda"
         first, keep, make = None, None, None
         if settings.decode_on is not None:  # the threads cut windows, the device decodes them
-            ring, runner = split_parts(settings, sources.dataset, plan, order.iterable, sources.jpeg_decoders,
+            ring, runner = split_parts(settings, inputs.dataset, plan, order.iterable, inputs.jpeg_decoders,
                                        self.epoch, self.seed, hooks)
         else:
             count = slots.ring_slots(settings.depth, (settings.streams or 1) if cuda else None)
-            now = ahead.made_for(sources.dataset, sources.transform, settings, self.epoch, self.seed)
+            now = ahead.made_for(inputs.dataset, inputs.transform, settings, self.epoch, self.seed)
             ring, first = hooked(hooks, "take_ring", ahead.take, self.reports.swap_spare(None), settings, plan,
                                  count, cuda, self.indices, self.start, now)
-            runner = ChunkRunner(sources.dataset, plan, self.seed, self.epoch, settings.deterministic,
+            runner = ChunkRunner(inputs.dataset, plan, self.seed, self.epoch, settings.deterministic,
                                  order.iterable, settings.on_error, hooks)
             keep = functools.partial(hooked, hooks, "keep_ring", ahead.keep, self.reports.swap_spare, ring,
                                      device is None)
-            make = ahead.maker(settings, sources.dataset, sources.transform, order, runner, self.next_epoch)
+            make = ahead.maker(settings, inputs.dataset, inputs.transform, order, runner, self.next_epoch)
         self._pool = hooked(hooks, "pool_start", ThreadPool, settings.threads)
         # Generators that do not hold this object: dropping it closes them (no reference cycle).
         start = self.start + (len(first.indices) if first is not None else 0)
@@ -135,7 +135,7 @@ class Iteration:
         if out is not None and hasattr(out, "close"):
             out.close()
         if self._pool is not None:
-            hooked(self.sources.hooks, "pool_stop", self._pool.shutdown)
+            hooked(self.inputs.hooks, "pool_stop", self._pool.shutdown)
 
     def __del__(self) -> None:
         self.close()

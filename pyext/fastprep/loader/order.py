@@ -44,11 +44,11 @@ class Order:
     def samples(self) -> int:
         """Samples in an epoch; a TypeError when neither the sampler nor the dataset has a length
         (a one-shot sampler is not consumed to count it)."""
-        source = self.sampler if self.sampler is not None else self.dataset
-        if not hasattr(source, "__len__"):
+        counted = self.sampler if self.sampler is not None else self.dataset
+        if not hasattr(counted, "__len__"):
             what = "sampler" if self.sampler is not None else "dataset"
-            raise TypeError(f"Loader: len() needs a {what} with a length; {type(source).__name__} has none")
-        n = len(source)
+            raise TypeError(f"Loader: len() needs a {what} with a length; {type(counted).__name__} has none")
+        n = len(counted)
         if self.sampler is not None or self.world == 1:
             return n
         return n // self.world if self.drop_last else -(-n // self.world)

@@ -43,10 +43,10 @@ def resolve(rank: Any, world_size: Any) -> tuple[int, int]:
         if rank >= world:
             raise ValueError(f"Loader: expected rank in [0, world_size={world}), got rank={rank}")
         return rank, world
-    source = None
+    told_by = None
     if dist.is_available() and dist.is_initialized():
-        rank, world, source = dist.get_rank(), dist.get_world_size(), "the torch.distributed process group"
-    if source is None and "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        rank, world, told_by = dist.get_rank(), dist.get_world_size(), "the torch.distributed process group"
+    if told_by is None and "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         try:
             rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         except ValueError:
@@ -54,14 +54,14 @@ def resolve(rank: Any, world_size: Any) -> tuple[int, int]:
                              f"RANK={os.environ['RANK']!r}, WORLD_SIZE={os.environ['WORLD_SIZE']!r}") from None
         if not 0 <= rank < world:
             raise ValueError(f"Loader: the RANK environment variable {rank} is outside [0, WORLD_SIZE={world})")
-        source = "the RANK / WORLD_SIZE environment variables"
-    if source is None or world == 1:
+        told_by = "the RANK / WORLD_SIZE environment variables"
+    if told_by is None or world == 1:
         return 0, 1
-    if (rank, world, source) not in _told:  # once per process
-        _told.add((rank, world, source))
+    if (rank, world, told_by) not in _told:  # once per process
+        _told.add((rank, world, told_by))
         log.warning("fastprep.Loader: rank %d of %d (from %s): each epoch's order is split by rank, this "
                     "process reads 1/%d of it; pass world_size=1 to read everything on every rank, or a sampler "
-                    "(e.g. DistributedSampler) to split it yourself", rank, world, source, world)
+                    "(e.g. DistributedSampler) to split it yourself", rank, world, told_by, world)
     return rank, world
 
 
