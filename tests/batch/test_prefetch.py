@@ -59,21 +59,21 @@ def test_expand_true_names_a_batch_that_is_not_compact():
         list(DevicePrefetcher([torch.zeros(2)], "cpu", expand=True))
 
 
-def test_len_follows_the_source():
+def test_len_follows_the_loader():
     assert len(DevicePrefetcher([1, 2, 3], "cpu")) == 3
     with pytest.raises(TypeError):
         len(DevicePrefetcher(iter([1]), "cpu"))
 
 
 def test_loader_exception_reaches_the_consumer_in_order():
-    def source():
+    def failing():
         yield torch.zeros(1)
         yield torch.ones(1)
         raise OSError("disk gone")
 
     got = []
     with pytest.raises(OSError, match="disk gone"):
-        for b in DevicePrefetcher(source(), "cpu", depth=1):
+        for b in DevicePrefetcher(failing(), "cpu", depth=1):
             got.append(b)
     assert [b.item() for b in got] == [0.0, 1.0]
 
@@ -100,17 +100,17 @@ class _Tracked:
 
 
 def test_early_stop_cleans_up_and_reads_only_depth_ahead():
-    src = _Tracked()
-    pf = iter(DevicePrefetcher(src, "cpu", depth=3))
+    loader = _Tracked()
+    pf = iter(DevicePrefetcher(loader, "cpu", depth=3))
     first = next(pf)
-    assert first.item() == 1 and src.read == 3
+    assert first.item() == 1 and loader.read == 3
     pf.close()  # what `break` out of a for loop does once the generator is collected
-    assert src.shut
+    assert loader.shut
 
 
 def test_stops_real_dataloader_workers_early():
-    source = Keeping(DataLoader(list(range(100)), batch_size=2, num_workers=2))
-    pf = iter(DevicePrefetcher(source, "cpu"))
+    loader = Keeping(DataLoader(list(range(100)), batch_size=2, num_workers=2))
+    pf = iter(DevicePrefetcher(loader, "cpu"))
     next(pf)
     workers = multiprocessing.active_children()
     assert len(workers) == 2 and all(w.is_alive() for w in workers)

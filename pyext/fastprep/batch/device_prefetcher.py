@@ -59,10 +59,10 @@ def _expand_compact(batch: Any) -> Any:
 
 
 class DevicePrefetcher:
-    """Iterate `source` (a DataLoader or any iterable of batches) with batches already on `device`.
+    """Iterate `loader` (a DataLoader, a fastprep.Loader or any iterable of batches) with batches already on `device`.
 
     Args:
-        source: yields tensors, tuples, lists, dicts, namedtuples or CompactBatch es.
+        loader: yields tensors, tuples, lists, dicts, namedtuples or CompactBatch es.
         device: target device ("cuda", torch.device("cuda:1"), "cpu", ...).
         depth: batches in flight ahead of the consumer (>= 1).
         expand: None or False to yield each batch as it arrives on the device (a CompactBatch stays
@@ -78,7 +78,7 @@ class DevicePrefetcher:
             decode split's JPEG decoding and resize). :attr:`stats` says where the time went.
     """
 
-    def __init__(self, source: Iterable[Any], device: Any, depth: int = 2,
+    def __init__(self, loader: Iterable[Any], device: Any, depth: int = 2,
                  expand: bool | Callable[[Any], Any] | None = None, release: bool = False,
                  streams: int | None = None):
         self.depth = check_int("DevicePrefetcher", "depth", depth, 1)
@@ -88,16 +88,16 @@ class DevicePrefetcher:
             raise ValueError(f"DevicePrefetcher: expected expand to be None, a bool or a callable, "
                              f"got {expand!r}")
         self.release = check_bool("DevicePrefetcher", "release", release)
-        self.source = source
+        self.loader = loader
         self.device = check_device("DevicePrefetcher", device)
         self.expand = _expander(expand)
         self._streams = self.device.type == "cuda"  # check_device refused a CUDA device without CUDA
 
     def __len__(self) -> int:
-        return len(self.source)  # type: ignore[arg-type]  (TypeError when the source has none)
+        return len(self.loader)  # type: ignore[arg-type]  (TypeError when the loader has none)
 
     def __iter__(self) -> Iterator[Any]:
-        it = iter(self.source)
+        it = iter(self.loader)
         pending: deque = deque()
         pool = None
         if self.streams is not None:

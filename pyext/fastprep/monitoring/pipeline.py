@@ -3,10 +3,10 @@ images come from, its loader and threads. ``fastprep.monitor`` and ``python -m f
 both print it and choose their remedies from it (fastprep.monitoring.remedies).
 
 Nothing is loaded to find it out: the loader is unwrapped (a tqdm bar's ``iterable``, a
-DevicePrefetcher's ``source`` / ``loader``), its dataset is looked through wrappers' ``.dataset``,
-and the source is what the dataset declares it is (its ``source_kind``, one of the words below:
-fastprep.io's datasets and images each say theirs), else told from its type. diagnose, which holds
-a raw sample, refines the source from its image (`source_of_image`).
+DevicePrefetcher's ``loader``, another wrapper's ``source``), its dataset is looked through
+wrappers' ``.dataset``, and the source is what the dataset declares it is (its ``source_kind``,
+one of the words below: fastprep.io's datasets and images each say theirs), else told from its
+type. diagnose, which holds a raw sample, refines the source from its image (`source_of_image`).
 
 ===============  ===========================================================================
 source           what it is
@@ -37,7 +37,7 @@ __all__ = ["FILES", "PACKS", "SOURCES", "PipelineFacts", "Step", "datasets", "fa
 
 FILES = ("pil-files", "files", "jpeg-files")  # one file per sample: packing applies
 PACKS = ("packed-jpeg", "packed-raw", "remote-pack")
-WRAPPED = ("iterable", "source", "loader")  # tqdm's, DevicePrefetcher's, ...: where wrappers keep the loader
+WRAPPED = ("iterable", "loader", "source")  # tqdm's, DevicePrefetcher's, others': where wrappers keep the loader
 
 
 @dataclass
