@@ -1,5 +1,5 @@
 """Samples/s through a DataLoader with 2 workers: the usual pipeline with default_collate vs the
-fused fastprep transform with compact_collate (host side; decode would run on the GPU)."""
+fused fastprep transform with compact_collate (host side; expand would run on the GPU)."""
 
 import pytest
 from torch.utils.data import DataLoader, default_collate

@@ -2,7 +2,7 @@
 + horizontal flip, uint8 out, batch 64, 2 threads / workers) from two photo sets, each stored
 
 - as fastprep packs: full resolution (JPEGs transcoded losslessly) and ``pack(max_side=256,
-  quality=90)``, read exactly and with ``RandomResizedCrop(224, decode="reduced")``;
+  quality=90)``, read exactly and with ``RandomResizedCrop(224, jpeg_scale="reduced")``;
 - as FFCV .beton files: ``RGBImageField(write_mode="jpg", max_resolution=256, jpeg_quality=90)``
   (and full resolution), read by ``RandomResizedCropRGBImageDecoder((224, 224))`` + its flip.
 
@@ -23,7 +23,7 @@ Without it, the FFCV rows say why and fastprep's rows still run.
 
 Run: .venv/bin/python benchmarks/bench_recipe.py [--ffcv-python /tmp/ffcv-venv/bin/python] [--repeats 3]
 
-``--side-by-side`` instead measures exact against ``decode="reduced"`` in ONE process (a child),
+``--side-by-side`` instead measures exact against ``jpeg_scale="reduced"`` in ONE process (a child),
 rounds interleaved (the order alternating round by round), best of ``--rounds``: through the
 Loader over the full-resolution pack (2 threads) and through the transform alone (one sample at a
 time), on the "imagenet" and "large" sets; with the scales the windows pick and the per-sample
@@ -74,7 +74,7 @@ def folder_bytes(path: str) -> int:
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
-def fastprep_rate(pack: str, decode: str, epochs: int) -> float:
+def fastprep_rate(pack: str, jpeg_scale: str, epochs: int) -> float:
     """Samples/s of fastprep.Loader over the pack (a fresh process: this one)."""
     import torch  # noqa: PLC0415
 
@@ -83,7 +83,7 @@ def fastprep_rate(pack: str, decode: str, epochs: int) -> float:
     from fastprep import transforms as T  # noqa: PLC0415
 
     ds = fio.PackedDataset(pack)
-    tf = T.Compose([T.RandomResizedCrop(224, decode=decode), T.RandomHorizontalFlip()])
+    tf = T.Compose([T.RandomResizedCrop(224, jpeg_scale=jpeg_scale), T.RandomHorizontalFlip()])
     loader = fastprep.Loader(ds, 64, transform=tf, shuffle=True, threads=2, seed=0)
     for b in loader:  # warm-up epoch
         assert b.data[0].dtype == torch.uint8 and tuple(b.data[0].shape[1:]) == (3, 224, 224)
@@ -96,7 +96,7 @@ def fastprep_rate(pack: str, decode: str, epochs: int) -> float:
 
 
 def side_by_side(packs: list[str], rounds: int) -> list[str]:
-    """Exact against decode="reduced" on each pack, in this process, best of `rounds` and the
+    """Exact against jpeg_scale="reduced" on each pack, in this process, best of `rounds` and the
     median of the rounds' ratios. The transform alone: each sample is transformed both ways back to
     back (the order alternating sample by sample), from the same seed (the same window and flip),
     so a busy moment of the box weighs on both; in wall time and in this thread's CPU time. Then
@@ -122,7 +122,7 @@ def side_by_side(packs: list[str], rounds: int) -> list[str]:
         lines.append(f"  {name}: scales picked " + ", ".join(
             f"{m}/8 {100 * n / len(wins):.0f}%" for m, n in sorted(picks.items())) +
             f"; choosing one: {choose / len(wins) * 1e6:.1f} us a sample")
-        tfs = {d: T.Compose([T.RandomResizedCrop(224, decode=d), T.RandomHorizontalFlip()]) for d in ways}
+        tfs = {d: T.Compose([T.RandomResizedCrop(224, jpeg_scale=d), T.RandomHorizontalFlip()]) for d in ways}
         epochs = max(1, 512 // len(ds))
         per_round = {("Loader", d): [] for d in ways} | {(clock, d): [] for clock in ("wall", "cpu") for d in ways}
         for r in range(-1, rounds):  # round -1: warm-up. First the transform alone, no Loader threads about
@@ -363,8 +363,8 @@ def main() -> None:
             dest = os.path.join(tmp, f"{name}-pack-{side or 'full'}")
             fio.pack(folder, dest, max_side=side, quality=90, progress=False)
             sizes[f"fastprep pack(max_side={side})"] = folder_bytes(dest)
-            for decode in ("exact", "reduced"):
-                rows[f"fastprep pack(max_side={side}) {decode}"] = (["fastprep", dest, decode, str(epochs)], sys.executable)
+            for jpeg_scale in ("exact", "reduced"):
+                rows[f"fastprep pack(max_side={side}) {jpeg_scale}"] = (["fastprep", dest, jpeg_scale, str(epochs)], sys.executable)
             if why is None and side is not None:  # FFCV's recipe shrinks (its full-resolution rows: README)
                 beton = os.path.join(tmp, f"{name}-{side or 'full'}.beton")
                 payload = int(child(ffcv_python, "--worker", "beton", folder, beton, str(side or "none")))

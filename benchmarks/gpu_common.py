@@ -120,7 +120,7 @@ def samples(packed: Any, length: int, transform: Any) -> Any:
 
 
 def seed_transform() -> Any:
-    """The seed workload: RandomCrop -> RandomDilatedMask(0.25) -> RGBToYCbCr (float32 /255 decoded)."""
+    """The seed workload: RandomCrop -> RandomDilatedMask(0.25) -> RGBToYCbCr (float32 /255 expanded)."""
     from fastprep import transforms as T  # noqa: PLC0415
 
     return T.seed_workload(sizes().crop, layout="HWC")

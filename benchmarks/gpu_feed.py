@@ -4,12 +4,12 @@ The caching levels of `fastprep diagnose`, on a torchvision model (ResNet-18 and
 bf16 autocast, channels_last, SGD with momentum, batch 256) fed the target workload
 (synthetic 1024^2 sources, crop 256, dilated Bernoulli(0.25) mask, YCbCr, /255):
 
-  device-cached          one decoded batch kept on the device: the model's ceiling
+  device-cached          one expanded batch kept on the device: the model's ceiling
   host-cached float32    one pinned float32 batch (what the usual pipeline ships) copied every step
-  host-cached compact    one pinned CompactBatch (uint8) copied and decoded on the device every step
+  host-cached compact    one pinned CompactBatch (uint8) copied and expanded on the device every step
   usual DataLoader       PIL/numpy -> usual transform, default_collate, pin_memory, num_workers=W
-  fastprep DataLoader    fused transform, compact_collate, pin_memory, DevicePrefetcher(decode=True)
-  fastprep.Loader t=N    fastprep.Loader(..., threads=N, device=..., decode=True)
+  fastprep DataLoader    fused transform, compact_collate, pin_memory, DevicePrefetcher(expand=True)
+  fastprep.Loader t=N    fastprep.Loader(..., threads=N, device=..., expand=True)
   ... t=N decode_on      the GPU decode split, Loader(..., decode_on=device): the threads cut each
                          window's restart intervals out of the shard, nvJPEG decodes the batch and
                          mask + YCbCr run on the device (source jpeg only; skipped without CUDA)
@@ -165,7 +165,7 @@ def _jpeg_levels(device: torch.device, batch_size: int, workers: int, threads: l
             tf = T.seed_workload(layout="HWC")
             ds = FileImages(files, "packed-jpeg", length, tf)
             return iter(fastprep.Loader(ds, batch_size, transform=tf, threads=t, seed=0, drop_last=True,
-                                        device=device, decode=True, **split)), max(warmup, 3)
+                                        device=device, expand=True, **split)), max(warmup, 3)
 
         yield f"fastprep.Loader t={t}", "jpeg", loader
         yield f"fastprep.Loader t={t} decode_on", "jpeg", skipped or (lambda t=t: loader(t, decode_on=device))
@@ -184,7 +184,7 @@ def levels(device: torch.device, batch_size: int, workers: int, threads: list[in
     yield "host-cached float32, pinned", "-", lambda: (
         forever(lambda: tuple(t.to(device, non_blocking=True) for t in usual)), warmup)
     yield "host-cached compact, pinned", "-", lambda: (
-        forever(lambda: compact.to(device, non_blocking=True).decode()), warmup)
+        forever(lambda: compact.to(device, non_blocking=True).expand()), warmup)
     skip = max(warmup, workers)
     for source in sources:
         if source == "jpeg":
@@ -202,7 +202,7 @@ def levels(device: torch.device, batch_size: int, workers: int, threads: list[in
                                                          as_pil=as_pil), seed=0)
             dl = DataLoader(ds, batch_size, num_workers=workers, pin_memory=pin, drop_last=True,
                             collate_fn=fastprep.compact_collate)
-            return iter(fastprep.DevicePrefetcher(dl, device, decode=True)), skip
+            return iter(fastprep.DevicePrefetcher(dl, device, expand=True)), skip
 
         yield f"usual DataLoader w={workers}", source, usual_dl
         yield f"fastprep DataLoader w={workers}", source, fastprep_dl
@@ -211,7 +211,7 @@ def levels(device: torch.device, batch_size: int, workers: int, threads: list[in
                 tf = T.seed_workload(layout="HWC")
                 ds = pipelines.SyntheticImages(length, tf, pool=8, as_pil=as_pil)
                 return iter(fastprep.Loader(ds, batch_size, transform=tf, threads=t, seed=0, drop_last=True,
-                                            device=device, decode=True)), max(warmup, 3)
+                                            device=device, expand=True)), max(warmup, 3)
 
             yield f"fastprep.Loader t={t}", source, loader
 

@@ -2,14 +2,14 @@
 
 For the seed pipeline (RandomCrop -> RandomDilatedMask -> RGBToYCbCr) and torchvision's ImageNet
 training pipeline (RandomResizedCrop + RandomHorizontalFlip + ToDtype + Normalize), over the packed
-photos: ``Loader(..., device="cuda", decode=True)`` decoding the JPEG windows in its threads at
+photos: ``Loader(..., device="cuda", expand=True)`` decoding the JPEG windows in its threads at
 each thread count; then the split (``decode_on="cuda"``: the threads cut windows, the device stage
 decodes them) at `split_threads` threads, for each JPEG decoder ("torchvision", "nvimagecodec")
 and each count of device-stage streams (1, 2, 4, 8, 16), with the CPU cores the process kept busy
 (its CPU time over the row's wall time) and the decoders that ran; last, for each pipeline, a
 profile of the fastest split setting: where the device stage's time went (decode, resize, copies,
 waits; torch.profiler's device time on CUDA, host time in a dry run) and the stage's own clock.
-The consumer only takes each batch (on the device, decoded): the rate is the Loader's. A pipeline
+The consumer only takes each batch (on the device, expanded): the rate is the Loader's. A pipeline
 the split refuses is reported as that refusal. Run by gpu_check.sh; alone:
 ``GPU_CHECK_DIR=/tmp/x python benchmarks/gpu_loader.py``.
 """
@@ -27,10 +27,10 @@ import fastprep
 
 
 def loader(packed: Any, pipeline: str, threads: int, length: int, **split: Any) -> fastprep.Loader:
-    """The Loader of `pipeline` over the packed photos, batches decoded on the check's device."""
+    """The Loader of `pipeline` over the packed photos, batches expanded on the check's device."""
     transform = PIPELINES[pipeline]()
     return fastprep.Loader(samples(packed, length, transform), sizes().batch, transform=transform, threads=threads,
-                           seed=0, drop_last=True, device=device(), decode=True, **split)
+                           seed=0, drop_last=True, device=device(), expand=True, **split)
 
 
 def loader_rate(packed: Any, pipeline: str, threads: int, **split: Any) -> dict:

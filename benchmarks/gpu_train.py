@@ -6,7 +6,7 @@ torchvision's models (channels_last, bf16 autocast, SGD with momentum; gpu_feed.
 224^2) over the packed photos:
 
 - device-cached: one batch of that pipeline kept on the device, the step's ceiling;
-- the Loader decoding in its threads (``device="cuda", decode=True``);
+- the Loader decoding in its threads (``device="cuda", expand=True``);
 - the Loader with the GPU decode split (``decode_on="cuda"``: its threads cut, the device stage decodes);
 
 each Loader at the settings the loader stage (gpu_loader.py) found fastest for it (threads; for the

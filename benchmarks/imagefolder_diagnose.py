@@ -80,7 +80,7 @@ def packed_port(threads: int = CORES):
 
     dataset = fio.PackedDataset(packed_photos())
     loader = fastprep.Loader(dataset, BATCH, transform=T.seed_workload(), shuffle=True, threads=threads,
-                             decode=True, seed=0)
+                             expand=True, seed=0)
     return loader, demo_model.train_step(len(dataset.classes), pool=POOL)
 
 

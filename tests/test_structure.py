@@ -359,7 +359,7 @@ def test_tests_share_helpers_only_through_the_helpers_package():
 # Exceptions that never reach a caller (control flow inside one module's machinery) or belong to the
 # command-line tools (printed as one line by the CLI), and the only ones defined outside fastprep.errors.
 INTERNAL_EXCEPTIONS = {
-    "fastprep.loader.pool": {"Stopped"},  # a worker thread told to stop
+    "fastprep.loader.pool": {"Stopped"},  # a Loader thread told to stop
     "fastprep.core.bad_samples": {"SampleError"},  # carries a worker's failure to the consumer, re-raised as the user's
     "fastprep.io.packed.pack_item": {"Unreadable"},  # the packer's verdict on an input: skipped and named
     "fastprep.io.remote.redaction": {"Redacted"},  # stands in for an error whose text held a credential

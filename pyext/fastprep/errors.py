@@ -129,9 +129,9 @@ class SubstitutesExhausted(RuntimeError):
     nothing was) the epoch stops (a dataset failing sample after sample is a bug to see, not to
     skip). `cause`: the bad sample's own error (also ``__cause__``)."""
 
-    def __init__(self, index: int, tried: list[int], cause: BaseException, key: str = "dataset index",
+    def __init__(self, index: int, tried: list[int], cause: BaseException, index_kind: str = "dataset index",
                  alone: str = ""):
-        self._args = (index, list(tried), cause, key, alone)
+        self._args = (index, list(tried), cause, index_kind, alone)
         if not tried:
             what = f"and there was no other sample to try in its place{f' ({alone})' if alone else ''}"
         elif len(tried) < MAX_SUBSTITUTES:
@@ -140,8 +140,8 @@ class SubstitutesExhausted(RuntimeError):
         else:
             what = (f"and so did each of the {len(tried)} samples tried in its place, {tried}: too many "
                     f"consecutive bad samples to skip")
-        super().__init__(f"sample {index} ({key}) failed ({describe_error(cause)}), {what}; look at the data (or at "
-                         f"the transform) before skipping more")
+        super().__init__(f"sample {index} ({index_kind}) failed ({describe_error(cause)}), {what}; look at the data "
+                         f"(or at the transform) before skipping more")
         self.index, self.tried = index, list(tried)
         self.__cause__ = cause
 

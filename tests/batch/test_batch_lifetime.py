@@ -1,5 +1,5 @@
 """A batch's life (issue 28): a batch whose buffers go back to a pool raises once they may hold
-another batch, or is never reused while it is referenced; what decode() hands out never aliases
+another batch, or is never reused while it is referenced; what expand() hands out never aliases
 reusable buffers; batches copied ahead of a loop that stops early go back to their pool; and a
 DataLoader with persistent workers keeps them across DevicePrefetcher epochs."""
 
@@ -48,19 +48,19 @@ def test_a_batch_kept_past_its_reuse_raises_instead_of_changing(how):
     assert _value(batches[-1]) == 9  # the last one is still the consumer's
 
 
-DECODED = {
-    "Loader(device='cpu', decode=True)": lambda: list(fastprep.Loader(_Samples(), 3, threads=1, device="cpu",
-                                                                      decode=True)),
-    "Loader(decode=True)": lambda: list(fastprep.Loader(_Samples(), 3, threads=2, decode=True)),
-    "DevicePrefetcher(decode=True, release=True)": lambda: list(DevicePrefetcher(
-        DataLoader(_Samples(), batch_size=3, collate_fn=CompactCollate(reuse=True)), "cpu", decode=True,
+EXPANDED = {
+    "Loader(device='cpu', expand=True)": lambda: list(fastprep.Loader(_Samples(), 3, threads=1, device="cpu",
+                                                                      expand=True)),
+    "Loader(expand=True)": lambda: list(fastprep.Loader(_Samples(), 3, threads=2, expand=True)),
+    "DevicePrefetcher(expand=True, release=True)": lambda: list(DevicePrefetcher(
+        DataLoader(_Samples(), batch_size=3, collate_fn=CompactCollate(reuse=True)), "cpu", expand=True,
         release=True)),
 }
 
 
-@pytest.mark.parametrize("how", list(DECODED))
-def test_decoded_fields_never_alias_reused_buffers(how):
-    for k, (images, floats, labels) in enumerate(DECODED[how]()):
+@pytest.mark.parametrize("how", list(EXPANDED))
+def test_expanded_fields_never_alias_reused_buffers(how):
+    for k, (images, floats, labels) in enumerate(EXPANDED[how]()):
         want = torch.arange(3 * k, 3 * k + 3)
         assert torch.equal(labels, want)
         assert torch.equal(floats, want[:, None].float().expand(3, 2))  # not overwritten by later batches
@@ -101,7 +101,7 @@ def test_persistent_workers_survive_prefetcher_epochs():
 
 
 def test_a_batch_of_tuples_unpacks_as_its_fields():
-    """``for images, labels in loader`` without decode gives the compact fields (issue 27)."""
+    """``for images, labels in loader`` without expand gives the compact fields (issue 27)."""
     for images, floats, labels in fastprep.Loader(_Samples(), 3, threads=1):
         assert images.dtype == torch.uint8 and images.shape == (3, 3, 4, 4) and labels.dtype == torch.uint8
         assert floats.dtype == torch.float32

@@ -1,4 +1,4 @@
-"""CompactCollate and CompactBatch: dtypes, structures, errors, decode, DataLoader workers."""
+"""CompactCollate and CompactBatch: dtypes, structures, errors, expand, DataLoader workers."""
 
 from collections import namedtuple
 
@@ -89,7 +89,7 @@ def test_float_tensors_narrowed_on_request():
     assert compact_collate(samples).data[0].dtype == torch.float32
     narrowed = CompactCollate(float_dtype=torch.bfloat16)(samples)
     assert narrowed.data[0].dtype == torch.bfloat16
-    assert narrowed.decode()[0].dtype == torch.float32
+    assert narrowed.expand()[0].dtype == torch.float32
 
 
 @pytest.mark.parametrize("bad,match", [
@@ -147,10 +147,10 @@ def test_a_label_field_takes_only_ints():
         compact_collate([(0,), (2**65,)])
 
 
-def test_non_tensor_fields_survive_decode_and_moves():
+def test_non_tensor_fields_survive_expand_and_moves():
     batch = compact_collate([(torch.zeros(3, 2, 2, dtype=torch.uint8), "cat", {"id": "a"}),
                              (torch.ones(3, 2, 2, dtype=torch.uint8), "dog", {"id": "b"})])
-    images, names, meta = batch.decode()
+    images, names, meta = batch.expand()
     assert names == ["cat", "dog"] and meta == {"id": ["a", "b"]}
     assert images.dtype == torch.float32 and images[1].max() == 1 / 255
     moved = batch.to("cpu")
@@ -158,23 +158,23 @@ def test_non_tensor_fields_survive_decode_and_moves():
     assert repr(moved) == "CompactBatch(('image(2, 3, 2, 2):torch.uint8', 'list', {'id': 'list'}), nbytes=24)"
 
 
-def test_decode_matches_the_float_pipeline():
+def test_expand_matches_the_float_pipeline():
     samples = _samples()
     batch = compact_collate(samples)
-    images, masks, labels = batch.decode()
+    images, masks, labels = batch.expand()
     ref = torch.stack([s[0] for s in samples]).float() / 255
     torch.testing.assert_close(images, ref, atol=0.5 / 255, rtol=0)  # within half a uint8 level
     assert torch.equal(masks, torch.stack([s[1] for s in samples]))
     assert labels.dtype == torch.int64 and labels.tolist() == [0, 7, 14, 21]
     mean, std = [0.5, 0.4, 0.3], [0.2, 0.25, 0.3]
-    norm, _, onehot = batch.decode(mean=mean, std=std, channels_last=True, num_classes=22,
+    norm, _, onehot = batch.expand(mean=mean, std=std, channels_last=True, num_classes=22,
                                    dtype=torch.float16)
     expected = (ref - torch.tensor(mean).view(1, 3, 1, 1)) / torch.tensor(std).view(1, 3, 1, 1)
     torch.testing.assert_close(norm.float(), expected, atol=2e-2, rtol=1e-2)
     assert norm.is_contiguous(memory_format=torch.channels_last) and norm.dtype == torch.float16
     assert onehot.shape == (4, 22) and onehot[1, 7] == 1 and onehot.sum() == 4
     with pytest.raises(ValueError, match="expected a floating dtype, got torch.int32"):
-        batch.decode(dtype=torch.int32)
+        batch.expand(dtype=torch.int32)
 
 
 def test_nbytes_of_the_target_pipeline():
@@ -226,7 +226,7 @@ def test_dataloader_workers_give_complete_ordered_shared_batches(workers, contex
         for batch, shared in loader:
             assert isinstance(batch, CompactBatch)
             assert shared == (workers > 0)  # written into shared memory inside the worker
-            images, masks, labels = batch.decode(scale=1.0)
+            images, masks, labels = batch.expand(scale=1.0)
             for j, i in enumerate(labels.tolist()):
                 ref = _Indexed()[i]
                 assert torch.equal(images[j], ref[0].float()) and torch.equal(masks[j], ref[1])
@@ -253,13 +253,13 @@ def test_reuse_in_workers_refills_shared_slots_once_released(start):
     fresh = []
     for _ in range(2):  # two epochs over the same workers: 24 batches
         for got, ref in zip(loader, want, strict=True):
-            assert all(torch.equal(a, b) for a, b in zip(got.decode(), ref.decode(), strict=True))
+            assert all(torch.equal(a, b) for a, b in zip(got.expand(), ref.expand(), strict=True))
             fresh.append(got._pool.fresh)
             got.release()
     # Each worker needs at most prefetch_factor + 1 slots; every other batch refills one.
     assert fresh.count(True) <= 2 * 3, fresh
-    moved = [b.decode() for b in fastprep.DevicePrefetcher(loader, "cpu", release=True)]
-    assert all(torch.equal(a[0], b.decode()[0]) for a, b in zip(moved, want, strict=True))
+    moved = [b.expand() for b in fastprep.DevicePrefetcher(loader, "cpu", release=True)]
+    assert all(torch.equal(a[0], b.expand()[0]) for a, b in zip(moved, want, strict=True))
 
 
 class _RecordingPool:

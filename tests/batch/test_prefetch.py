@@ -33,47 +33,47 @@ def test_passthrough_keeps_every_structure_and_value():
                 assert (g is w) if isinstance(g, torch.Tensor) else g == w
 
 
-def test_decode_applied_to_compact_batches():
+def test_expand_applied_to_compact_batches():
     samples = [(torch.full((1, 2, 2), 255, dtype=torch.uint8), 3)] * 2
     batches = [compact_collate(samples)] * 3
-    out = list(DevicePrefetcher(batches, "cpu", depth=1, decode=True))
+    out = list(DevicePrefetcher(batches, "cpu", depth=1, expand=True))
     assert len(out) == 3 and torch.equal(out[0][0], torch.ones(2, 1, 2, 2))
-    custom = list(DevicePrefetcher(batches, "cpu", decode=lambda b: b.decode(num_classes=4)))
+    custom = list(DevicePrefetcher(batches, "cpu", expand=lambda b: b.expand(num_classes=4)))
     assert custom[0][1].shape == (2, 4)
     raw = list(DevicePrefetcher(batches, "cpu"))
     assert isinstance(raw[0], CompactBatch)
 
 
-@pytest.mark.parametrize("decode", [False, None, np.False_])
-def test_decode_false_moves_compact_batches_without_decoding(decode):
+@pytest.mark.parametrize("expand", [False, None, np.False_])
+def test_expand_false_moves_compact_batches_without_expanding(expand):
     samples = [(torch.full((1, 2, 2), 255, dtype=torch.uint8), 3)] * 2
     batches = [compact_collate(samples) for _ in range(3)]
-    out = list(DevicePrefetcher(batches, "cpu", decode=decode, release=False))
+    out = list(DevicePrefetcher(batches, "cpu", expand=expand, release=False))
     assert [type(b) for b in out] == [CompactBatch] * 3
     assert out[0].roles == ("image", "label") and torch.equal(out[0].data[0], batches[0].data[0])
-    assert torch.equal(list(DevicePrefetcher(batches, "cpu", decode=np.True_))[0][0], torch.ones(2, 1, 2, 2))
+    assert torch.equal(list(DevicePrefetcher(batches, "cpu", expand=np.True_))[0][0], torch.ones(2, 1, 2, 2))
 
 
-def test_decode_true_names_a_batch_that_is_not_compact():
-    with pytest.raises(TypeError, match="decode=True decodes CompactBatches .* got a Tensor"):
-        list(DevicePrefetcher([torch.zeros(2)], "cpu", decode=True))
+def test_expand_true_names_a_batch_that_is_not_compact():
+    with pytest.raises(TypeError, match="expand=True expands CompactBatches .* got a Tensor"):
+        list(DevicePrefetcher([torch.zeros(2)], "cpu", expand=True))
 
 
-def test_len_follows_the_source():
+def test_len_follows_the_loader():
     assert len(DevicePrefetcher([1, 2, 3], "cpu")) == 3
     with pytest.raises(TypeError):
         len(DevicePrefetcher(iter([1]), "cpu"))
 
 
 def test_loader_exception_reaches_the_consumer_in_order():
-    def source():
+    def failing():
         yield torch.zeros(1)
         yield torch.ones(1)
         raise OSError("disk gone")
 
     got = []
     with pytest.raises(OSError, match="disk gone"):
-        for b in DevicePrefetcher(source(), "cpu", depth=1):
+        for b in DevicePrefetcher(failing(), "cpu", depth=1):
             got.append(b)
     assert [b.item() for b in got] == [0.0, 1.0]
 
@@ -100,17 +100,17 @@ class _Tracked:
 
 
 def test_early_stop_cleans_up_and_reads_only_depth_ahead():
-    src = _Tracked()
-    pf = iter(DevicePrefetcher(src, "cpu", depth=3))
+    loader = _Tracked()
+    pf = iter(DevicePrefetcher(loader, "cpu", depth=3))
     first = next(pf)
-    assert first.item() == 1 and src.read == 3
+    assert first.item() == 1 and loader.read == 3
     pf.close()  # what `break` out of a for loop does once the generator is collected
-    assert src.shut
+    assert loader.shut
 
 
 def test_stops_real_dataloader_workers_early():
-    source = Keeping(DataLoader(list(range(100)), batch_size=2, num_workers=2))
-    pf = iter(DevicePrefetcher(source, "cpu"))
+    loader = Keeping(DataLoader(list(range(100)), batch_size=2, num_workers=2))
+    pf = iter(DevicePrefetcher(loader, "cpu"))
     next(pf)
     workers = multiprocessing.active_children()
     assert len(workers) == 2 and all(w.is_alive() for w in workers)
@@ -120,8 +120,8 @@ def test_stops_real_dataloader_workers_early():
 @pytest.mark.parametrize("kwargs,match", [({"depth": 0}, "depth to be an int >= 1, got 0"),
                                           ({"depth": 1.5}, "got 1.5"),
                                           ({"depth": True}, "depth to be an int >= 1, got True"),
-                                          ({"decode": "yes"}, "decode to be None, a bool or a callable, got 'yes'"),
-                                          ({"decode": 1}, "decode to be None, a bool or a callable, got 1"),
+                                          ({"expand": "yes"}, "expand to be None, a bool or a callable, got 'yes'"),
+                                          ({"expand": 1}, "expand to be None, a bool or a callable, got 1"),
                                           ({"release": "no"}, "expected release to be a bool, got 'no'"),
                                           ({"release": None}, "expected release to be a bool, got None")])
 def test_bad_arguments(kwargs, match):
@@ -143,10 +143,10 @@ def test_bad_device_is_named_before_any_batch_moves(device, match):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the stream path needs a CUDA device")
-def test_cuda_copies_on_a_side_stream_and_decodes_on_device():
+def test_cuda_copies_on_a_side_stream_and_expands_on_device():
     samples = [(torch.randint(0, 256, (3, 8, 8), dtype=torch.uint8), torch.rand(8, 8) < 0.5, 1)] * 4
     batches = [compact_collate(samples).pin_memory() for _ in range(5)]
-    for images, masks, labels in DevicePrefetcher(batches, "cuda", decode=True):
+    for images, masks, labels in DevicePrefetcher(batches, "cuda", expand=True):
         assert images.is_cuda and masks.is_cuda and labels.is_cuda
         torch.testing.assert_close(images.cpu(), torch.stack([s[0] for s in samples]).float() / 255)
         assert torch.equal(masks.cpu(), torch.stack([s[1] for s in samples]))

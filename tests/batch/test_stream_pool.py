@@ -66,13 +66,13 @@ class RecordingTimeline:
 
 
 def _moved(timeline, delays):
-    def decode(batch):  # the device work: on the thread's stream, taking its own time
+    def expand(batch):  # the device work: on the thread's stream, taking its own time
         i = int(batch.x[0])
         timeline.local.batch = i
         timeline.log.append(("work", i, timeline.local.stream, threading.current_thread().name))
         time.sleep(delays[i])
         return batch.x * 2
-    return decode
+    return expand
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def _hosts(n, log):
 def test_batches_come_out_in_order_joined_by_their_events_and_go_back_after_them(recording):
     n, delays = 12, [random.Random(k).uniform(0, 0.02) for k in range(12)]
     hosts = _hosts(n, recording.log)
-    pf = DevicePrefetcher(hosts, "cpu", depth=2, decode=_moved(recording, delays), release=True, streams=3)
+    pf = DevicePrefetcher(hosts, "cpu", depth=2, expand=_moved(recording, delays), release=True, streams=3)
     out = []
     for b in pf:
         out.append(int(b[0]) // 2)
@@ -121,19 +121,19 @@ def test_batches_come_out_in_order_joined_by_their_events_and_go_back_after_them
 def test_streams_give_the_bits_of_the_consumer_thread_path():
     batches = [torch.arange(i, i + 6) for i in range(9)]
 
-    def decode(b):
+    def expand(b):
         time.sleep(random.uniform(0, 0.005))
         return b.float() / 3
 
-    want = [b.clone() for b in DevicePrefetcher(batches, "cpu", decode=decode)]
+    want = [b.clone() for b in DevicePrefetcher(batches, "cpu", expand=expand)]
     for streams in (1, 2, 5):
-        got = list(DevicePrefetcher(batches, "cpu", depth=2, decode=decode, streams=streams))
+        got = list(DevicePrefetcher(batches, "cpu", depth=2, expand=expand, streams=streams))
         assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True)) and len(got) == len(want)
 
 
 def test_an_early_stop_hands_every_batch_back_and_stops_the_threads(recording):
     hosts = _hosts(10, recording.log)
-    pf = DevicePrefetcher(hosts, "cpu", depth=4, decode=_moved(recording, [0.005] * 10), release=True, streams=2)
+    pf = DevicePrefetcher(hosts, "cpu", depth=4, expand=_moved(recording, [0.005] * 10), release=True, streams=2)
     it = iter(pf)
     next(it), next(it)
     it.close()
@@ -144,13 +144,13 @@ def test_an_early_stop_hands_every_batch_back_and_stops_the_threads(recording):
 
 
 def test_an_error_on_a_stream_reaches_the_consumer_and_stops_the_threads():
-    def decode(b):
+    def expand(b):
         if int(b[0]) == 3:
             raise ValueError("batch 3 is bad")
         return b
 
     with pytest.raises(ValueError, match="batch 3 is bad"):
-        list(DevicePrefetcher([torch.full((2,), i) for i in range(8)], "cpu", decode=decode, streams=2))
+        list(DevicePrefetcher([torch.full((2,), i) for i in range(8)], "cpu", expand=expand, streams=2))
     assert not [t for t in threading.enumerate() if t.name.startswith("fastprep-device")]
 
 
@@ -181,14 +181,14 @@ def test_on_cuda_each_stream_gives_the_consumer_thread_paths_results():
     weights = torch.randn(512, 512, device="cuda")
     batches = [torch.randn(256, 512).pin_memory() for _ in range(12)]
 
-    def decode(b):
+    def expand(b):
         for _ in range(20):  # enough queued work that an unjoined read would see it unfinished
             b = torch.tanh(b @ weights)
         return b
 
-    want = [b.clone() for b in DevicePrefetcher(batches, "cuda", decode=decode)]
+    want = [b.clone() for b in DevicePrefetcher(batches, "cuda", expand=expand)]
     for streams in (1, 4):
-        got = [b.clone() for b in DevicePrefetcher(batches, "cuda", depth=2, decode=decode, streams=streams)]
+        got = [b.clone() for b in DevicePrefetcher(batches, "cuda", depth=2, expand=expand, streams=streams)]
         assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
 
 
@@ -198,11 +198,11 @@ def test_an_early_stop_after_the_stage_handed_the_host_back_leaves_nothing_to_re
     collate = CompactCollate(reuse=True)
     hosts = [collate([(torch.full((3, 4, 4), i, dtype=torch.uint8), i)]) for i in range(4)]
 
-    def decode(batch):  # a new CompactBatch made on the device (no memory shared with the host's)
+    def expand(batch):  # a new CompactBatch made on the device (no memory shared with the host's)
         recording.local.batch = int(batch.data[1][0])
         return CompactCollate()([(batch.data[0][0].clone(), int(batch.data[1][0]))])
 
-    it = iter(DevicePrefetcher(hosts, "cpu", depth=2, decode=decode, release=True, streams=2))
+    it = iter(DevicePrefetcher(hosts, "cpu", depth=2, expand=expand, release=True, streams=2))
     first = next(it)
     assert int(first.data[1][0]) == 0 and hosts[0].released  # handed back by the stage's thread
     it.close()  # raised AttributeError before: the consumer tried to hand back a host it no longer held

@@ -1,5 +1,5 @@
 """Field roles: CompactCollate and fastprep.Loader decide every field's role by one set of rules
-(fastprep/core/roles.py) or a `fields=` spec, never by dtype alone, record it, and decode by it."""
+(fastprep/core/roles.py) or a `fields=` spec, never by dtype alone, record it, and expand by it."""
 
 import sys
 import types
@@ -42,19 +42,19 @@ def test_roles_follow_the_documented_rules(value, role):
     assert _roles(value) == role
 
 
-def test_a_uint8_tensor_that_is_not_an_image_decodes_bit_for_bit():
+def test_a_uint8_tensor_that_is_not_an_image_expands_bit_for_bit():
     batch = compact_collate([{"tok": torch.tensor([1, 2, 255], dtype=torch.uint8)}] * 2)
-    decoded = batch.decode()["tok"]
-    assert batch.roles == {"tok": "tensor"} and decoded.dtype == torch.uint8
-    assert decoded.tolist() == [[1, 2, 255]] * 2
+    expanded = batch.expand()["tok"]
+    assert batch.roles == {"tok": "tensor"} and expanded.dtype == torch.uint8
+    assert expanded.tolist() == [[1, 2, 255]] * 2
     assert batch.nbytes_expanded == batch.nbytes == 6
 
 
 def test_tensor_fields_keep_their_dtype_unless_narrowed():
     samples = [(torch.rand(2, dtype=torch.float64),) for _ in range(2)]
-    assert compact_collate(samples).decode()[0].dtype == torch.float64  # not cast to decode's dtype
+    assert compact_collate(samples).expand()[0].dtype == torch.float64  # not cast to expand's dtype
     narrowed = CompactCollate(float_dtype=torch.bfloat16)(samples)
-    assert narrowed.spec[0].dtype == torch.float64 and narrowed.decode()[0].dtype == torch.float32
+    assert narrowed.spec[0].dtype == torch.float64 and narrowed.expand()[0].dtype == torch.float32
     assert narrowed.nbytes_expanded == 2 * 2 * 8
 
 
@@ -63,15 +63,15 @@ def test_fields_spec_overrides_the_rules_by_name_or_position():
     dicts = CompactCollate(fields={"tok": "tensor", "m": "mask"})(
         [{"img": img, "tok": tok, "m": torch.ones(2, 3, 9, dtype=torch.bool)}] * 2)
     assert dicts.roles == {"img": "image", "tok": "tensor", "m": "mask"}
-    assert dicts.data["m"].shape == (2, 2, 3, 2) and dicts.decode()["m"].all()
-    assert dicts.decode()["tok"].dtype == torch.uint8 and dicts.decode()["img"].max() == 1.0
+    assert dicts.data["m"].shape == (2, 2, 3, 2) and dicts.expand()["m"].all()
+    assert dicts.expand()["tok"].dtype == torch.uint8 and dicts.expand()["img"].max() == 1.0
     named = CompactCollate(fields={"tokens": "tensor"})([Item(img, tok, 1)] * 2)
     assert named.roles == Item("image", "tensor", "label")
     by_position = CompactCollate(fields={0: "tensor", 2: "tensor"})([(img, 1, 7)] * 2)
     assert by_position.roles == ("tensor", "label", "tensor")
     assert by_position.data[2].dtype == torch.int64  # a 'tensor' int is not narrowed
     unpacked = CompactCollate(pack_masks=False)([(torch.ones(2, 9, dtype=torch.bool),)] * 2)
-    assert unpacked.roles == ("mask",) and unpacked.data[0].dtype == torch.bool and unpacked.decode()[0].all()
+    assert unpacked.roles == ("mask",) and unpacked.data[0].dtype == torch.bool and unpacked.expand()[0].all()
 
 
 @pytest.mark.parametrize("fields,samples,match", [
@@ -151,8 +151,8 @@ def test_loader_uses_the_same_roles_and_fields_as_compact_collate():
             assert g.roles == w.roles and repr(g.spec) == repr(w.spec)
             for name in ("tok", "vec", "y"):  # item 5's keys in reverse order land in their own fields
                 assert torch.equal(g.data[name], w.data[name])
-            assert torch.equal(g.decode()["tok"], w.decode()["tok"])
-    assert got[0].roles["tok"] == "tensor" and got[0].decode()["tok"].dtype == torch.uint8
+            assert torch.equal(g.expand()["tok"], w.expand()["tok"])
+    assert got[0].roles["tok"] == "tensor" and got[0].expand()["tok"].dtype == torch.uint8
 
 
 def test_loader_names_a_sample_with_other_keys():
@@ -205,9 +205,9 @@ def test_torchvision_tv_tensors_decide_the_role(monkeypatch):
     assert batch.roles == ("image", "tensor", "tensor", "mask", "boxes")
     assert batch.data[3].shape == (2, 2, 4, 2)
     assert batch.data[4][0] is boxes and batch.data[4][1] is boxes2  # a list: counts differ
-    decoded = batch.decode()
-    assert decoded[2].dtype == torch.uint8 and decoded[0].dtype == torch.float32
-    assert decoded[4] == [boxes, boxes2] or all(a is b for a, b in zip(decoded[4], [boxes, boxes2]))
+    expanded = batch.expand()
+    assert expanded[2].dtype == torch.uint8 and expanded[0].dtype == torch.float32
+    assert expanded[4] == [boxes, boxes2] or all(a is b for a, b in zip(expanded[4], [boxes, boxes2]))
     # The tv_tensors types come back on the stacked fields (when torchvision imports: here, the stand-in).
-    assert type(decoded[0]) is tv.Image and type(decoded[2]) is tv.Mask and type(decoded[3]) is tv.Mask
-    assert type(decoded[1]) is tv.Image and type(batch.data[0]) is torch.Tensor
+    assert type(expanded[0]) is tv.Image and type(expanded[2]) is tv.Mask and type(expanded[3]) is tv.Mask
+    assert type(expanded[1]) is tv.Image and type(batch.data[0]) is torch.Tensor

@@ -76,7 +76,7 @@ def test_ray_gives_the_in_process_samples_however_blocks_split(local_ray, blocks
     assert len({bytes(v[0].numpy()) for v in got.values()}) == N  # per-row seeds, not one
 
 
-def test_compact_columns_and_device_decode(local_ray):
+def test_compact_columns_and_device_expand(local_ray):
     def crop_and_mask(image):
         crop = T.RandomCrop(CROP, layout="HWC")(image)
         return {"image": crop, "mask": crop[0] > 127}
@@ -89,9 +89,9 @@ def test_compact_columns_and_device_decode(local_ray):
     assert batch.data["image"].dtype == torch.uint8 and batch.data["image"].shape == (4, 3, CROP, CROP)
     assert batch.data["mask"].shape == (4, CROP, CROP // 8)  # bits, 8x fewer bytes
     assert batch.data["label"].dtype == torch.int16  # 1000 classes
-    decoded = batch.decode()
-    assert torch.equal(decoded["mask"], batch.data["image"][:, 0] > 127)
-    assert decoded["image"].dtype == torch.float32 and decoded["label"].dtype == torch.int64
+    expanded = batch.expand()
+    assert torch.equal(expanded["mask"], batch.data["image"][:, 0] > 127)
+    assert expanded["image"].dtype == torch.float32 and expanded["label"].dtype == torch.int64
     assert batch.nbytes < batch.nbytes_expanded / 3
 
 
@@ -183,11 +183,11 @@ def test_user_columns_are_never_read_as_mask_metadata():
     got = _roles_through_map(image, batch)
     assert got.roles == {"id": "label", "label": "label", "image_width": "label", "mask_width": "label",
                          "image": "image"}
-    assert got.data["image"].dtype == torch.uint8 and got.decode()["image"].dtype == torch.float32
+    assert got.data["image"].dtype == torch.uint8 and got.expand()["image"].dtype == torch.float32
     assert torch.equal(got.data["image_width"], torch.full((3,), 4, dtype=torch.int32))
 
 
-def test_roles_travel_in_the_reserved_column_and_decode_by_role():
+def test_roles_travel_in_the_reserved_column_and_expand_by_role():
     def outputs(im):
         crop = torch.from_numpy(np.ascontiguousarray(im[:4, :6])).permute(2, 0, 1)
         return {"image": crop, "mask": crop[0] > 127, "tok": torch.tensor([1, 2, 255], dtype=torch.uint8),
@@ -197,10 +197,10 @@ def test_roles_travel_in_the_reserved_column_and_decode_by_role():
     batch = fray.to_compact_batch(mapped)
     assert batch.roles == {"id": "label", "label": "label", "image": "image", "mask": "mask", "tok": "tensor",
                            "grid": "mask"}
-    decoded = batch.decode()
-    assert decoded["tok"].dtype == torch.uint8 and decoded["tok"][0].tolist() == [1, 2, 255]  # never rescaled
-    assert decoded["mask"].shape == (3, 4, 6) and decoded["grid"].shape == (3, 2, 4, 6)
-    assert torch.equal(decoded["grid"], batch.data["image"][:, :2] > 3)
+    expanded = batch.expand()
+    assert expanded["tok"].dtype == torch.uint8 and expanded["tok"][0].tolist() == [1, 2, 255]  # never rescaled
+    assert expanded["mask"].shape == (3, 4, 6) and expanded["grid"].shape == (3, 2, 4, 6)
+    assert torch.equal(expanded["grid"], batch.data["image"][:, :2] > 3)
 
 
 def test_to_compact_batch_without_records_uses_the_rules_or_fields():
@@ -208,7 +208,7 @@ def test_to_compact_batch_without_records_uses_the_rules_or_fields():
              "path": np.array(["a", "b"]), "y": np.array([1, 2])}
     got = fray.to_compact_batch(batch)
     assert got.roles == {"tok": "tensor", "img": "image", "path": "other", "y": "label"}
-    assert got.decode()["tok"].dtype == torch.uint8 and got.data["path"] == ["a", "b"]
+    assert got.expand()["tok"].dtype == torch.uint8 and got.data["path"] == ["a", "b"]
     assert fray.to_compact_batch(batch, fields={"img": "tensor"}).roles["img"] == "tensor"
     with pytest.raises(ValueError, match=r"fields names \['image'\], which the batch does not have"):
         fray.to_compact_batch(batch, fields={"image": "image"})

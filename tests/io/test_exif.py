@@ -348,9 +348,9 @@ def test_lmdb_hdf5_and_webdataset_turn_encoded_photos(tmp_path):
 
 
 def test_reduced_scale_resized_crops_agree_between_exif_files_and_packs(turned_folder, tmp_path):
-    """decode="reduced" reads each upright window at M/8 (ScaledOrientedImage, JpegFile): a pack's
+    """jpeg_scale="reduced" reads each upright window at M/8 (ScaledOrientedImage, JpegFile): a pack's
     records give the files' bits, and the windows are read as windows (not decoded whole first)."""
-    tf = T.RandomResizedCrop(24, scale=(0.5, 1.0), decode="reduced", antialias=True)
+    tf = T.RandomResizedCrop(24, scale=(0.5, 1.0), jpeg_scale="reduced", antialias=True)
     (tmp_path / "jpegs" / "a").mkdir(parents=True)
     for path in (turned_folder / "a").glob("*.jpg"):
         (tmp_path / "jpegs" / "a" / path.name).write_bytes(path.read_bytes())

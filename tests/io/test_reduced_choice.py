@@ -1,8 +1,8 @@
-"""Which windows ``decode="reduced"`` reads at a reduced scale, and what it reads where it declines.
+"""Which windows ``jpeg_scale="reduced"`` reads at a reduced scale, and what it reads where it declines.
 
 A window that no scale of DCT_SCALES keeps at least its resize's size (``scale.reducible``: under
 twice the output, rounded, on an axis, as nearly every RandomResizedCrop(224) window of a 500 x 375
-photo) is read without choosing a scale, by the exact read itself: decode="exact"'s bits. A window
+photo) is read without choosing a scale, by the exact read itself: jpeg_scale="exact"'s bits. A window
 that is reduced keeps the bits it had: the M/8 decode of reduced_crop's window, resized."""
 
 import numpy as np
@@ -99,15 +99,15 @@ def pack(tmp_path_factory):
     return fio.PackedDataset(root / "pack")
 
 
-def _one(item, decode, k):
-    step = T.RandomResizedCrop(OUT, decode=decode, generator=torch.Generator().manual_seed(k))
+def _one(item, jpeg_scale, k):
+    step = T.RandomResizedCrop(OUT, jpeg_scale=jpeg_scale, generator=torch.Generator().manual_seed(k))
     return step(item)
 
 
 @pytest.mark.one_backend
 def test_declined_windows_are_exacts_bits_and_reduced_ones_keep_theirs(pack):
-    """One sample at a time: a declined window gives decode="exact"'s result; a reduced one the
-    M/8 decode of reduced_crop's window, resized (the bits decode="reduced" gave before the decline)."""
+    """One sample at a time: a declined window gives jpeg_scale="exact"'s result; a reduced one the
+    M/8 decode of reduced_crop's window, resized (the bits jpeg_scale="reduced" gave before the decline)."""
     picked = set()
     for i in range(len(pack)):
         item = pack.load_raw(i)[0]
@@ -128,12 +128,12 @@ def test_declined_windows_are_exacts_bits_and_reduced_ones_keep_theirs(pack):
 
 def test_a_loader_whose_windows_are_all_declined_gives_exacts_bits(pack):
     """The fused batch path: photos whose RandomResizedCrop windows never reach twice the output
-    (as 500 x 375 photos for 224^2) read through decode="reduced" give decode="exact"'s batches."""
+    (as 500 x 375 photos for 224^2) read through jpeg_scale="reduced" give jpeg_scale="exact"'s batches."""
     small = [i for i in range(len(pack)) if min(pack.load_raw(i)[0].height, pack.load_raw(i)[0].width) < 2 * OUT]
     runs = {}
-    for decode in ("exact", "reduced"):
-        tf = T.Compose([T.RandomResizedCrop(OUT, decode=decode), T.RandomHorizontalFlip()])
+    for jpeg_scale in ("exact", "reduced"):
+        tf = T.Compose([T.RandomResizedCrop(OUT, jpeg_scale=jpeg_scale), T.RandomHorizontalFlip()])
         loader = fastprep.Loader(pack, 4, transform=tf, seed=3, threads=2, sampler=small)
-        runs[decode] = [img.clone() for b in loader for img in b.data[0]]
+        runs[jpeg_scale] = [img.clone() for b in loader for img in b.data[0]]
     assert len(runs["exact"]) == len(small) > 0
     assert all(torch.equal(a, b) for a, b in zip(runs["exact"], runs["reduced"]))

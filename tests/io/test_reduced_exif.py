@@ -1,4 +1,4 @@
-"""decode="reduced" on photos read upright by EXIF (exif=True), for every orientation 1-8 and every
+"""jpeg_scale="reduced" on photos read upright by EXIF (exif=True), for every orientation 1-8 and every
 parity of the stored size (odd and even height and width: a scaled decode's last pixel row or
 column is then partly outside the image, at the upright image's far edge where a turn flips it).
 

@@ -1,5 +1,5 @@
 """Reduced-scale JPEG decoding (libjpeg-turbo's M/8 scales) and the opt-in that uses it,
-``RandomResizedCrop(..., decode="reduced")`` / ``Resize(..., decode="reduced")``.
+``RandomResizedCrop(..., jpeg_scale="reduced")`` / ``Resize(..., jpeg_scale="reduced")``.
 
 The scaled decode of a window must be libjpeg-turbo's own scaled decode of the whole image,
 cropped (Pillow's ``draft`` runs it for M = 1, 2, 4), from a file and from a packed record's cut;
@@ -135,8 +135,8 @@ def test_reduced_crop_picks_the_smallest_scale_that_keeps_the_output(crop, size,
         assert scaled[0] + scaled[2] <= sh and scaled[1] + scaled[3] <= sw
 
 
-def _pipeline(decode, resize=True):
-    first = T.RandomResizedCrop(40, decode=decode) if resize else T.Resize(48, decode=decode)
+def _pipeline(jpeg_scale, resize=True):
+    first = T.RandomResizedCrop(40, jpeg_scale=jpeg_scale) if resize else T.Resize(48, jpeg_scale=jpeg_scale)
     rest = [T.RandomHorizontalFlip()] if resize else [T.CenterCrop(40)]
     return [first, *rest]
 
@@ -176,7 +176,7 @@ def test_reduced_decode_batch_path_is_the_per_sample_path(packed, resize, kind):
 def test_reduced_decode_reads_other_images_exactly():
     """Tensors, arrays and PIL images have no scaled decode: 'reduced' gives 'exact''s bits."""
     img = torch.from_numpy(np.ascontiguousarray(photo("astronaut"))).permute(2, 0, 1)
-    for make in (lambda d: T.RandomResizedCrop(64, decode=d), lambda d: T.Resize(64, decode=d)):
+    for make in (lambda d: T.RandomResizedCrop(64, jpeg_scale=d), lambda d: T.Resize(64, jpeg_scale=d)):
         torch.manual_seed(3)
         a = make("reduced")(img)
         torch.manual_seed(3)
@@ -185,11 +185,11 @@ def test_reduced_decode_reads_other_images_exactly():
 
 @pytest.mark.one_backend
 def test_bad_arguments_are_named():
-    for make in (lambda: T.RandomResizedCrop(224, decode="fast"), lambda: T.Resize(224, decode=None)):
-        with pytest.raises(ValueError, match=r"expected decode to be one of \('exact', 'reduced'\), got"):
+    for make in (lambda: T.RandomResizedCrop(224, jpeg_scale="fast"), lambda: T.Resize(224, jpeg_scale=None)):
+        with pytest.raises(ValueError, match=r"expected jpeg_scale to be one of \('exact', 'reduced'\), got"):
             make()
-    assert "decode='reduced'" in repr(T.RandomResizedCrop(224, decode="reduced"))
-    assert "decode" not in repr(T.Resize(224))
+    assert "jpeg_scale='reduced'" in repr(T.RandomResizedCrop(224, jpeg_scale="reduced"))
+    assert "jpeg_scale" not in repr(T.Resize(224))
     data = _jpeg("coffee", "4:2:0")
     for bad in (0, 9, 2.0, True, "4"):
         with pytest.raises(ValueError, match=r"decode_jpeg: expected scale to be an int M in 1\.\.8"):

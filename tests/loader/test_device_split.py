@@ -41,7 +41,7 @@ def packed(folder, tmp_path_factory):
 def test_the_cpu_stand_in_gives_the_cpu_paths_batches_bit_for_bit(packed, folder):
     roi = fio.ImageFolder(folder, roi=True)  # JpegFiles: the whole file goes to the device
     cases = [(packed, dict(batch_size=4, threads=1, transform=pipeline("before"))),
-             (packed, dict(batch_size=5, threads=2, transform=pipeline("after"), shuffle=True, decode=True)),
+             (packed, dict(batch_size=5, threads=2, transform=pipeline("after"), shuffle=True, expand=True)),
              (packed, dict(batch_size=3, threads=3, transform=pipeline("none", torch.float32, 1 / 255), depth=1)),
              (roi, dict(batch_size=2, threads=2, transform=pipeline("before"), sampler=[4, 1, 1, 0, 3, 2, 2])),
              (packed, dict(batch_size=4, threads=2, transform=pipeline("turns"))),
@@ -62,7 +62,7 @@ def test_the_resized_crop_row_splits_bit_for_bit(packed, folder):
     roi = fio.ImageFolder(folder, roi=True)
     cases = [(packed, dict(batch_size=4, threads=1, transform=resized("rrc", "before"))),
              (packed, dict(batch_size=3, threads=2, transform=resized("resize", "after", False), shuffle=True)),
-             (packed, dict(batch_size=5, threads=2, transform=resized("resize", "none"), decode=True)),
+             (packed, dict(batch_size=5, threads=2, transform=resized("resize", "none"), expand=True)),
              (roi, dict(batch_size=2, threads=2, transform=resized("rrc", "after"), sampler=[4, 1, 1, 0, 3, 2, 2])),
              (roi, dict(batch_size=3, threads=1, transform=resized("resize", "before", False))),
              (packed, dict(batch_size=4, threads=2, transform=resized("rrc", "turns"))),
@@ -125,9 +125,9 @@ def test_the_host_batch_is_the_cuts_and_masks_and_decodes_anywhere(packed, monke
     next(it)
     with pytest.raises(RuntimeError, match="released"):
         host.to("cpu")
-    decoded = kept.decode()  # a clone owns its masks: still the first batch
-    assert torch.equal(decoded[0], T.to_dtype_image(want[0][0], torch.float32, scale=True))
-    assert torch.equal(decoded[1], want[0][1].long())
+    expanded = kept.expand()  # a clone owns its masks: still the first batch
+    assert torch.equal(expanded[0], T.to_dtype_image(want[0][0], torch.float32, scale=True))
+    assert torch.equal(expanded[1], want[0][1].long())
     it.close()
 
 
@@ -151,8 +151,8 @@ def test_what_cannot_split_is_refused_by_name(packed, folder, tmp_path):
             transform=T.Compose([T.Resize(64)]))  # images of other aspects: no crop after the resize
     refused(r"RandomCrop.* has its own generator=", transform=T.Compose(
         [T.RandomCrop(48, generator=torch.Generator()), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]))
-    refused(r"RandomResizedCrop.* reads JPEG windows at a reduced DCT scale \(decode='reduced'\).* pass decode='exact'",
-            transform=T.Compose([T.RandomResizedCrop(48, decode="reduced"), T.RandomHorizontalFlip()]))
+    refused(r"RandomResizedCrop.* reads JPEG windows at a reduced DCT scale \(jpeg_scale='reduced'\).* pass jpeg_scale='exact'",
+            transform=T.Compose([T.RandomResizedCrop(48, jpeg_scale="reduced"), T.RandomHorizontalFlip()]))
     refused(r"there is no transform", transform=None)
     refused(r"decode_on='meta': the windows decode on a CUDA device .* got 'meta'", decode_on="meta")
     refused(r"decode_on='cpu' decodes the batches on cpu.*device='meta' differs", device="meta")

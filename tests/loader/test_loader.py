@@ -117,7 +117,7 @@ def test_generic_samples_collate_like_compact_collate():
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
         assert repr(g.spec) == repr(w.spec)
-        for a, b in zip(g.decode(), w.decode(), strict=True):
+        for a, b in zip(g.expand(), w.expand(), strict=True):
             assert torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
 
 
@@ -133,7 +133,7 @@ def test_batches_live_in_reused_slots_until_the_next_one_and_clone_keeps_one():
 
 
 def test_decode_on_cpu():
-    images, masks, floats, labels, names = next(iter(fastprep.Loader(Items(), 4, decode=True, seed=0)))
+    images, masks, floats, labels, names = next(iter(fastprep.Loader(Items(), 4, expand=True, seed=0)))
     assert images.dtype == torch.float32 and masks.dtype == torch.bool and labels.dtype == torch.int64
     assert names == ["name0", "name1", "name2", "name3"]
 
@@ -181,7 +181,7 @@ def test_break_del_interrupt_and_gc_leave_no_thread():
             raise KeyboardInterrupt
     gc.collect()
     assert not _loader_threads()
-    with pytest.raises(KeyboardInterrupt):  # raised in a worker thread: reaches the consumer too
+    with pytest.raises(KeyboardInterrupt):  # raised in a Loader thread: reaches the consumer too
         list(fastprep.Loader(Items(fail_at=3, exc=KeyboardInterrupt), 4, threads=2, seed=0))
     assert not _loader_threads()
 
@@ -217,7 +217,7 @@ def test_sampler_order_and_its_resume():
     (dict(depth=True), "expected depth to be an int >= 1, got True"),
     (dict(shuffle=True, sampler=[0, 1]), "shuffle=True and a sampler are exclusive"),
     (dict(device="gpu"), "Loader: bad device 'gpu'"),
-    (dict(decode="yes"), "expected decode to be a bool or a callable, got 'yes'"),
+    (dict(expand="yes"), "expected expand to be a bool or a callable, got 'yes'"),
     (dict(transform=3), "expected transform to be callable or None, got 3"),
 ])
 def test_bad_arguments(kwargs, match):

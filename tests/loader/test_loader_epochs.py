@@ -12,7 +12,7 @@ import torch
 import fastprep
 from fastprep import transforms as T
 from fastprep.batch import slots
-from fastprep.loader.pool import WorkerPool
+from fastprep.loader.pool import ThreadPool
 from fastprep.tools.bench.pipelines import SyntheticImages
 
 pytestmark = pytest.mark.one_backend
@@ -103,7 +103,7 @@ def test_a_batch_is_done_only_when_every_chunk_ran():
             if self.pending == 0:
                 self.done.set()
 
-    pool, job, first_ran, go = WorkerPool(1), Job(), threading.Event(), threading.Event()
+    pool, job, first_ran, go = ThreadPool(1), Job(), threading.Event(), threading.Event()
     try:
         pool.submit_all(job, [first_ran.set, go.wait])
         assert first_ran.wait(5)

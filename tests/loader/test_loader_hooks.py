@@ -46,7 +46,7 @@ def test_every_stage_of_a_fused_loaders_passes_calls_its_hooks_and_the_batches_s
 
 def test_only_the_stages_hooked_are_called_and_a_loader_without_hooks_hands_its_pass_none():
     loader, calls = _loader(), []
-    assert iter(loader).sources.hooks is None
+    assert iter(loader).inputs.hooks is None
     hook = _recorder(calls)
     loader.hooks.add("chunk", hook)
     _batches(loader, 1)
@@ -54,7 +54,7 @@ def test_only_the_stages_hooked_are_called_and_a_loader_without_hooks_hands_its_
     loader.hooks.remove("chunk", hook)
     calls.clear()
     _batches(loader, 1)
-    assert calls == [] and not loader.hooks and iter(loader).sources.hooks is None
+    assert calls == [] and not loader.hooks and iter(loader).inputs.hooks is None
 
 
 def test_a_hook_added_during_a_pass_counts_from_the_next():

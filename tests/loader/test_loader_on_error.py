@@ -67,7 +67,7 @@ def _centre(image):
 
 def _batches(dataset, **kw):
     kw.setdefault("seed", 3)
-    return [tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in b.decode()) for b in
+    return [tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in b.expand()) for b in
             fastprep.Loader(dataset, **kw)]
 
 
@@ -109,7 +109,7 @@ TRANSFORMS = {"fused": _fused, "unfused": lambda: _fused(fuse=False),
 def test_bad_samples_are_their_substitutes_under_their_own_seeds(bad, kind, tf, kw):
     want = _batches(Flaky(bad, kind, replace=_substitutes(bad)), transform=TRANSFORMS[tf](), **kw)
     loader = fastprep.Loader(Flaky(bad, kind), transform=TRANSFORMS[tf](), on_error="skip", seed=3, **kw)
-    got = [tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in b.decode()) for b in loader]
+    got = [tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in b.expand()) for b in loader]
     _equal(got, want)
     assert len(got) == len(loader)
     if kw.get("drop_last"):
@@ -148,7 +148,7 @@ def test_an_iterable_datasets_bad_item_is_the_next_of_its_batch(threads, tf, det
     kw = dict(transform=TRANSFORMS[tf](), threads=threads, deterministic=deterministic)
     want = _batches(Stream({3, 6}, replace={3: 0, 6: 7}), batch_size=4, **kw)
     loader = fastprep.Loader(Stream({3, 6}), 4, on_error="skip", seed=3, **kw)
-    got = [tuple(x.clone() for x in b.decode()) for b in loader]
+    got = [tuple(x.clone() for x in b.expand()) for b in loader]
     _equal(got, want)
     assert loader.bad_samples.indices == [3, 6] and "position" not in loader.bad_samples.names()[0]
 
@@ -171,7 +171,7 @@ def test_an_iterable_datasets_bad_item_alone_in_its_batch_takes_an_item_read_bef
     kw = dict(transform=TRANSFORMS[tf](), threads=threads, deterministic=deterministic)
     want = _batches(Stream(bad, replace=replace, n=n), batch_size=size, **kw)
     loader = fastprep.Loader(Stream(bad, n=n), size, on_error="skip", seed=3, **kw)
-    got = [tuple(x.clone() for x in b.decode()) for b in loader]
+    got = [tuple(x.clone() for x in b.expand()) for b in loader]
     _equal(got, want)
     assert loader.bad_samples.indices == sorted(bad) and loader.bad_samples.count == len(bad)
 
@@ -203,7 +203,7 @@ def test_warn_warns_once_per_index_in_the_loops_thread_and_counts_every_epoch(ca
     texts = [str(w.message) for w in caught if issubclass(w.category, BadSampleWarning)]
     assert len(texts) == 2 and "bad sample 3" in texts[0] and "sample 4 took its place" in texts[0]
     assert "bad sample 7" in texts[1] and "OSError: item 7 is unreadable" in texts[1]
-    assert all(w.filename == __file__ for w in caught)  # pointed at the loop, not at a worker thread
+    assert all(w.filename == __file__ for w in caught)  # pointed at the loop, not at a Loader thread
     assert loader.bad_samples.count == 4 and loader.bad_samples.indices == [3, 7]
     logged = [r.getMessage() for r in caplog.records if r.name == "fastprep"]
     assert len(logged) == 2 and "skipped 2 bad samples" in logged[0] and "skipped 4" in logged[1]
@@ -228,7 +228,7 @@ def test_state_dict_carries_the_bad_samples_and_old_checkpoints_load():
     resumed = fastprep.Loader(Flaky({3, 7}), 4, transform=_fused(), on_error="skip", seed=0)
     resumed.load_state_dict(state)
     assert resumed.bad_samples.count == 2 and resumed.bad_samples.names() == loader.bad_samples.names()
-    rest = [tuple(x.clone() for x in b.decode()) for b in resumed]
+    rest = [tuple(x.clone() for x in b.expand()) for b in resumed]
     _equal(rest, _batches(Flaky({3, 7}, replace={3: 4, 7: 8}), batch_size=4, transform=_fused(), seed=0)[2:])
     old = {k: v for k, v in state.items() if k != "bad_samples"}
     fresh = fastprep.Loader(Flaky({3, 7}), 4, transform=_fused(), on_error="skip", seed=0)

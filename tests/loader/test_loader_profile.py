@@ -24,8 +24,8 @@ def test_the_profile_times_every_stage_and_restores_the_functions_it_wraps():
 def test_the_boundary_profile_times_each_part_and_restores_the_functions_it_wraps():
     from fastprep.loader import ahead, pool  # noqa: PLC0415
 
-    init, take = pool.WorkerPool.__init__, ahead.take
+    init, take = pool.ThreadPool.__init__, ahead.take
     result = profile_loader.boundary(threads=1, epochs=3, batch_size=4)
-    assert pool.WorkerPool.__init__ is init and ahead.take is take
+    assert pool.ThreadPool.__init__ is init and ahead.take is take
     assert set(result) == {profile_loader.BOUNDARY, *(label for *_, label in profile_loader.BOUNDARY_PARTS)}
     assert all(median >= 0 and mean >= 0 for median, mean in result.values())

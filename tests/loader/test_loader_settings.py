@@ -86,7 +86,7 @@ def test_a_pass_runs_the_settings_it_began_with():
     (dict(shuffle=True, sampler=[0, 1]), "shuffle=True and a sampler are exclusive"),
     (dict(shard_window=4), r"shard_window=4 is for shuffle='shards', got shuffle=False"),
     (dict(device="gpu"), "Loader: bad device 'gpu'"),
-    (dict(decode="yes"), "expected decode to be a bool or a callable, got 'yes'"),
+    (dict(expand="yes"), "expected expand to be a bool or a callable, got 'yes'"),
     (dict(transform=3), "expected transform to be callable or None, got 3"),
     (dict(on_error="ignore"), "on_error"),
     (dict(streams=2), r"streams=2 sets the device stage's threads; pass device= or decode_on="),

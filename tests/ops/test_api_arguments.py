@@ -120,7 +120,7 @@ def test_random_crop_sizes_as_torchvision(size, want):
     (lambda: CompactCollate(float_dtype="bfloat16"), "expected float_dtype to be a floating dtype or None"),
     (lambda: fastprep.Loader([], 1, shuffle=1), "Loader: expected shuffle to be a bool, .*got 1"),
     (lambda: fastprep.Loader([], 1, drop_last="no"), "Loader: expected drop_last to be a bool, got 'no'"),
-    (lambda: fastprep.Loader([], 1, decode=1), "Loader: expected decode to be a bool or a callable, got 1"),
+    (lambda: fastprep.Loader([], 1, expand=1), "Loader: expected expand to be a bool or a callable, got 1"),
     (lambda: fastprep.Loader([], 1.0), "Loader: expected batch_size to be an int >= 1, got 1.0"),
     (lambda: DevicePrefetcher([], "cpu", release=1), "expected release to be a bool, got 1"),
 ])
@@ -135,24 +135,24 @@ def test_numpy_bools_and_ints_are_bools_and_ints():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    (dict(dtype="float32"), "decode: expected a floating dtype, got float32"),
-    (dict(dtype=torch.int32), "decode: expected a floating dtype, got torch.int32"),
-    (dict(scale="1/255"), "decode: expected scale to be a number, got '1/255'"),
-    (dict(channels_last=1), "decode: expected channels_last to be a bool, got 1"),
-    (dict(num_classes=0), "decode: expected num_classes to be an int >= 1, got 0"),
-    (dict(num_classes=True), "decode: expected num_classes to be an int >= 1, got True"),
+    (dict(dtype="float32"), "expand: expected a floating dtype, got float32"),
+    (dict(dtype=torch.int32), "expand: expected a floating dtype, got torch.int32"),
+    (dict(scale="1/255"), "expand: expected scale to be a number, got '1/255'"),
+    (dict(channels_last=1), "expand: expected channels_last to be a bool, got 1"),
+    (dict(num_classes=0), "expand: expected num_classes to be an int >= 1, got 0"),
+    (dict(num_classes=True), "expand: expected num_classes to be an int >= 1, got True"),
 ])
-def test_decode_arguments(kwargs, match):
+def test_expand_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        compact_collate([(torch.zeros(1, 2, 2, dtype=torch.uint8), 1)]).decode(**kwargs)
+        compact_collate([(torch.zeros(1, 2, 2, dtype=torch.uint8), 1)]).expand(**kwargs)
     with pytest.raises(ValueError, match="CompactBatch.to: expected non_blocking to be a bool, got 1"):
         compact_collate([(torch.zeros(1),)]).to("cpu", non_blocking=1)
 
 
 @pytest.mark.parametrize("use", [
-    lambda b: b.decode(), lambda b: b.to("cpu"), lambda b: b.clone(), lambda b: b.pin_memory(),
+    lambda b: b.expand(), lambda b: b.to("cpu"), lambda b: b.clone(), lambda b: b.pin_memory(),
     lambda b: b.tensors(), lambda b: b.nbytes, lambda b: b.nbytes_expanded, lambda b: b.data,
-], ids=["decode", "to", "clone", "pin_memory", "tensors", "nbytes", "nbytes_expanded", "data"])
+], ids=["expand", "to", "clone", "pin_memory", "tensors", "nbytes", "nbytes_expanded", "data"])
 def test_a_released_batch_refuses_every_use(use):
     batch = compact_collate([(torch.zeros(1, 2, 2, dtype=torch.uint8), 1)] * 2)
     batch.release()
@@ -177,7 +177,7 @@ def test_the_loader_releases_a_batch_the_consumer_kept():
     first = next(loader)
     next(loader)
     with pytest.raises(RuntimeError, match="was released"):
-        first.decode()
+        first.expand()
 
 
 @pytest.mark.parametrize("sampler,match", [([0, 1.5], "the sampler gave 1.5; expected int indices"),
@@ -188,5 +188,5 @@ def test_loader_sampler_indices_are_ints_of_the_dataset(sampler, match):
     with pytest.raises(ValueError, match=match):
         list(fastprep.Loader([(torch.zeros(1), 1)] * 4, 2, sampler=sampler, seed=0))
     got = list(fastprep.Loader([(torch.zeros(1), k) for k in range(4)], 2, sampler=[np.int64(3), torch.tensor(1)],
-                               seed=0, decode=True))
+                               seed=0, expand=True))
     assert got[0][1].tolist() == [3, 1]

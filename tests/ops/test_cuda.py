@@ -93,12 +93,12 @@ def test_large_dilations_and_fills_on_cuda():
                  fastprep.mask_fill(img, fastprep.pack_bits(m), 0.5))
 
 
-def test_prefetcher_decodes_compact_batches_on_cuda():
+def test_prefetcher_expands_compact_batches_on_cuda():
     samples = [(torch.randint(0, 256, (3, 8, 8), dtype=torch.uint8), torch.rand(8, 8) < 0.5, i) for i in range(4)]
     batch = fastprep.compact_collate(samples)
-    (decoded,) = list(fastprep.DevicePrefetcher([batch], "cuda", decode=True))
-    cpu = batch.decode()
-    assert _same(list(decoded), list(cpu))
+    (expanded,) = list(fastprep.DevicePrefetcher([batch], "cuda", expand=True))
+    cpu = batch.expand()
+    assert _same(list(expanded), list(cpu))
 
 
 def test_nvjpeg_images_are_ready_for_another_stream():

@@ -143,7 +143,7 @@ def test_diagnose_factory_json_and_plot(tmp_path, capsys):
 def test_diagnose_loader_forms(capsys):
     CALLS.clear()
     assert main(["diagnose", f"{__name__}:loader_factory", *FAST, "--steps", "3", "--warmup", "1"]) == 0
-    assert CALLS and set(CALLS) == {"tuple"}  # compact_collate's CompactBatch, decoded before step_fn
+    assert CALLS and set(CALLS) == {"tuple"}  # compact_collate's CompactBatch, expanded before step_fn
     CALLS.clear()
     assert main(["diagnose", f"{__name__}:fastprep_loader_factory", *FAST, "--steps", "3", "--warmup", "1",
                  "--batch-size", "3"]) == 0
@@ -151,7 +151,7 @@ def test_diagnose_loader_forms(capsys):
     assert "verdict: transforms" in capsys.readouterr().out
     CALLS.clear()
     assert main(["diagnose", f"{__name__}:compact_step_factory", *FAST, "--steps", "3", "--loader", "fastprep",
-                 "--threads", "1", "--no-decode"]) == 0
+                 "--threads", "1", "--no-expand"]) == 0
     assert CALLS and set(CALLS) == {"CompactBatch"}
     assert "verdict: transforms" in capsys.readouterr().out
 
@@ -280,7 +280,7 @@ def test_every_diagnose_option_has_help():
     for action in diagnose._actions:
         assert action.help and len(action.help) > 10, action.option_strings
     text = diagnose.format_help()
-    for words in ("step_fn(batch) runs one training step", "CompactBatch", "decoded there first", "--device",
+    for words in ("step_fn(batch) runs one training step", "CompactBatch", "expanded there first", "--device",
                   "--steps", "--json", "--plot", "--batch-size", "--repeats", "--precision", "(loader, step_fn)",
                   "time estimate"):
         assert words in text, words

@@ -135,21 +135,21 @@ def test_levels_that_cannot_be_measured_say_why():
     assert "fastprep's transforms for your steps" in report.advice and "decode less" in report.advice
 
 
-def test_compact_batch_is_decoded_before_step_fn():
+def test_compact_batch_is_expanded_before_step_fn():
     seen = []
     loader = DataLoader(Split(n=4), batch_size=2, collate_fn=fastprep.compact_collate)
-    expected = fastprep.compact_collate([loader.dataset[0], loader.dataset[1]]).decode()
+    expected = fastprep.compact_collate([loader.dataset[0], loader.dataset[1]]).expand()
     find_bottleneck(loader, seen.append, steps=2, warmup=1, repeats=1)
     assert seen and not any(isinstance(b, fastprep.CompactBatch) for b in seen)
     assert all(torch.equal(a, b) for a, b in zip(seen[0], expected))
 
     seen.clear()
-    find_bottleneck(loader, seen.append, decode=False, steps=2, warmup=1, repeats=1)
+    find_bottleneck(loader, seen.append, expand=False, steps=2, warmup=1, repeats=1)
     assert all(isinstance(b, fastprep.CompactBatch) for b in seen)
-    find_bottleneck(loader, seen.append, decode=lambda b: "mine", steps=2, warmup=1, repeats=1)
+    find_bottleneck(loader, seen.append, expand=lambda b: "mine", steps=2, warmup=1, repeats=1)
     assert seen[-1] == "mine"
-    with pytest.raises(ValueError, match="expected decode to be a bool or a callable, got 'yes'"):
-        find_bottleneck(loader, seen.append, decode="yes", steps=2, warmup=1, repeats=1)
+    with pytest.raises(ValueError, match="expected expand to be a bool or a callable, got 'yes'"):
+        find_bottleneck(loader, seen.append, expand="yes", steps=2, warmup=1, repeats=1)
 
 
 @pytest.mark.parametrize("where,verdict", [("transform", "transforms"), ("raw", "raw loading")])
@@ -165,7 +165,7 @@ def test_fastprep_loader(where, verdict):
     report = find_bottleneck(loader, step, **FAST)
     assert report.verdict == verdict, report.table()
     assert all(lv.stats for k, lv in enumerate(report.levels) if k != 1)
-    assert seen and not any(isinstance(b, fastprep.CompactBatch) for b in seen)  # decoded for step_fn
+    assert seen and not any(isinstance(b, fastprep.CompactBatch) for b in seen)  # expanded for step_fn
     assert all(isinstance(b[0], torch.Tensor) and b[0].shape == (2, 3, 4, 4) for b in seen)
 
 

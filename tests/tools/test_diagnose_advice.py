@@ -36,7 +36,7 @@ class RandomResizedCrop(torch.nn.Module):
 TRANSFORMS = {
     "rrc": lambda: T.Compose([T.RandomResizedCrop(16), T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True),
                               T.Normalize([0.5] * 3, [0.2] * 3)]),
-    "rrc-reduced": lambda: T.Compose([T.RandomResizedCrop(16, decode="reduced"), T.RandomHorizontalFlip()]),
+    "rrc-reduced": lambda: T.Compose([T.RandomResizedCrop(16, jpeg_scale="reduced"), T.RandomHorizontalFlip()]),
     "rrc-foreign": lambda: ForeignCompose([RandomResizedCrop(), lambda x: x]),
     "seed": lambda: T.Compose([T.RandomCrop(16), T.RandomDilatedMask(0.25), T.RGBToYCbCr()]),
     "seed-unfused": lambda: T.Compose([T.RandomCrop(16), T.RandomDilatedMask(0.25), T.RGBToYCbCr()], fuse=False),
@@ -113,7 +113,7 @@ def test_remedies_that_apply_and_are_not_taken(sources, transform, source, loade
     if not transform.startswith("seed"):  # the seed workload's Compose only for that kind of pipeline
         assert "RGBToYCbCr" not in text and "crop_mask_ycbcr" not in text, text
     if transform.startswith("rrc") and source != "packed-raw":  # the resized-crop recipe, suggested or in place
-        assert "decode=\"reduced\"" in text or "max-side" in text or "max_side" in text, text
+        assert "jpeg_scale=\"reduced\"" in text or "max-side" in text or "max_side" in text, text
         assert "pass roi=True" not in text
 
 
@@ -152,7 +152,7 @@ SPLIT_CASES = [
     ("seed", False, True),
     ("rrc", False, True),
     ("val", False, True),
-    ("rrc-reduced", False, False),  # decode="reduced": the device decodes at full scale only
+    ("rrc-reduced", False, False),  # jpeg_scale="reduced": the device decodes at full scale only
     ("rrc-foreign", False, False),  # a foreign transform: no fused op to split
     ("other", False, False),
     ("to-float", False, False),  # ToDtype + Normalize alone: no fused op
@@ -186,10 +186,10 @@ def test_the_gpu_split_is_suggested_only_where_the_loader_splits(sources, transf
 
 
 def test_the_resize_remedies_use_the_steps_own_size(sources):
-    for tf, said in [(T.Compose([T.RandomResizedCrop(16)]), 'RandomResizedCrop(16, decode="reduced")'),
-                     (T.Compose([T.RandomResizedCrop((12, 20))]), 'RandomResizedCrop((12, 20), decode="reduced")'),
-                     (T.Compose([T.Resize(20), T.CenterCrop(16)]), 'Resize(20, decode="reduced")'),
-                     (ForeignCompose([RandomResizedCrop()]), 'RandomResizedCrop(size, decode="reduced")')]:
+    for tf, said in [(T.Compose([T.RandomResizedCrop(16)]), 'RandomResizedCrop(16, jpeg_scale="reduced")'),
+                     (T.Compose([T.RandomResizedCrop((12, 20))]), 'RandomResizedCrop((12, 20), jpeg_scale="reduced")'),
+                     (T.Compose([T.Resize(20), T.CenterCrop(16)]), 'Resize(20, jpeg_scale="reduced")'),
+                     (ForeignCompose([RandomResizedCrop()]), 'RandomResizedCrop(size, jpeg_scale="reduced")')]:
         facts = facts_of(fastprep.Loader(sources["jpeg-files"](None), 2, transform=tf, threads=1))
         todo = mr.remedies(facts)[0]
         assert any(t.startswith(said) for t in todo), todo

@@ -1,4 +1,4 @@
-"""uint8 <-> float conversions: T.ToDtype(scale=True), CompactBatch.decode() and the Loader give
+"""uint8 <-> float conversions: T.ToDtype(scale=True), CompactBatch.expand() and the Loader give
 torchvision v2's bits, the same on every fastprep path."""
 
 import numpy as np
@@ -70,12 +70,12 @@ def test_float_to_uint8_maps_half_to_127_as_torchvision():
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_decode_and_the_loader_give_the_same_bits_as_to_dtype(dtype):
+def test_expand_and_the_loader_give_the_same_bits_as_to_dtype(dtype):
     want = T.ToDtype(dtype, scale=True)(ALL_UINT8)
     batch = compact_collate([(ALL_UINT8,), (ALL_UINT8,)])
-    assert torch.equal(batch.decode(dtype=dtype)[0][1], want)
+    assert torch.equal(batch.expand(dtype=dtype)[0][1], want)
     if dtype == torch.float32:
-        images = next(iter(fastprep.Loader([(ALL_UINT8, 0)] * 2, 2, threads=1, seed=0, decode=True)))[0]
+        images = next(iter(fastprep.Loader([(ALL_UINT8, 0)] * 2, 2, threads=1, seed=0, expand=True)))[0]
         assert torch.equal(images[1], want)
 
 

@@ -179,7 +179,7 @@ def test_fastprep_transforms_in_v2_compose_and_v2_transforms_in_fastprep_compose
     assert torch.equal(c_mask, F.crop(mask, win.top, win.left, 24, 24))
 
 
-def test_collate_takes_roles_from_tv_tensors_and_decode_restores_them():
+def test_collate_takes_roles_from_tv_tensors_and_expand_restores_them():
     samples = []
     for seed in range(3):
         s = _sample(seed)
@@ -191,7 +191,7 @@ def test_collate_takes_roles_from_tv_tensors_and_decode_restores_them():
     assert batch.roles == {"image": "image", "mask": "mask", "boxes": "boxes", "points": "boxes", "label": "label",
                            "class_mask": "tensor"}
     assert batch.data["mask"].shape == (3, H, (W + 7) // 8)
-    out = batch.decode()
+    out = batch.expand()
     assert type(out["image"]) is tv_tensors.Image and out["image"].dtype == torch.float32
     assert type(out["mask"]) is tv_tensors.Mask and torch.equal(out["mask"], torch.stack([s["mask"] for s in samples]))
     assert type(out["class_mask"]) is tv_tensors.Mask and out["class_mask"].dtype == torch.uint8
@@ -224,7 +224,7 @@ def test_loader_cuts_structured_samples_like_the_dataloader_path():
         assert a.roles == b.roles == ("image", "mask", "boxes", "label")
         assert torch.equal(a.data[0], b.data[0]) and torch.equal(a.data[1], b.data[1])
         assert all(torch.equal(x, y) for x, y in zip(a.data[2], b.data[2]))
-        assert type(a.decode()[0]) is tv_tensors.Image
+        assert type(a.expand()[0]) is tv_tensors.Image
 
 
 def test_image_folder_hands_v1_transforms_pil_images_as_torchvision_does(tmp_path):

@@ -253,7 +253,7 @@ class _IntImages(torch.utils.data.Dataset):
 
 
 def test_the_loader_runs_an_absorbed_conversion_unfused_on_a_refused_mode():
-    runs = [[b.decode() for b in fastprep.Loader(_IntImages(), 2, transform=T.Compose(
+    runs = [[b.expand() for b in fastprep.Loader(_IntImages(), 2, transform=T.Compose(
         [T.ToImage(), T.RandomResizedCrop(16), T.RandomHorizontalFlip()], fuse=fuse), seed=2, threads=2)]
         for fuse in (True, False)]
     for (a, la), (b, lb) in zip(*runs, strict=True):

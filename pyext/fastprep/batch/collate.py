@@ -112,14 +112,14 @@ class CompactCollate:
     in {1, 3, 4}, or a ``tv_tensors.Image``) stays uint8; "mask" (bool ``[H, W]`` / ``[1, H, W]``, or
     a ``tv_tensors.Mask``) is packed into bits; "label" (ints, 0-d integer tensors) takes the
     smallest integer dtype; "tensor" (any other tensor or array) is stacked as it is; anything
-    else goes to default_collate. :meth:`CompactBatch.decode` restores each field by its role.
+    else goes to default_collate. :meth:`CompactBatch.expand` restores each field by its role.
 
     Args:
         label_dtype: integer dtype for labels; None picks the smallest that holds the batch's
             labels (a value outside the given dtype's range is an error naming it).
         float_dtype: narrow floating "tensor" fields to this (torch.bfloat16 / torch.float16);
             None keeps them bit for bit.
-        pack_masks: pack "mask" fields into bits along the last dim (decode() unpacks them).
+        pack_masks: pack "mask" fields into bits along the last dim (expand() unpacks them).
         reuse: collate into buffers used before instead of fresh ones. In-process
             (num_workers=0), buffers of released batches (CompactBatch.release(), or
             DevicePrefetcher(release=True)) are kept and refilled. In DataLoader workers, each

@@ -1,7 +1,7 @@
-"""CompactBatch: a batch in compact dtypes that crosses to the device cheaply and decodes there.
+"""CompactBatch: a batch in compact dtypes that crosses to the device cheaply and expands there.
 
 Images stay uint8, binary masks travel as bits, labels in the smallest integer dtype, other
-tensors as they are; every field's role is recorded. decode() turns it into what a model eats,
+tensors as they are; every field's role is recorded. expand() turns it into what a model eats,
 field by field by role, using torch ops only, so it runs on the GPU after the copy.
 """
 
@@ -27,7 +27,7 @@ class Leaf:
     """How a collated field was stored. `role` is "image", "mask", "label", "tensor" or "other"
     (fastprep/core/roles.py); a mask is `packed` into bits with `width` its unpacked last-dim size;
     `dtype` is a narrowed tensor's dtype before narrowing (None when it was not narrowed); `tv` the
-    tv_tensors type of the samples' values ("Image", "Mask", "Video"), restored by decode()."""
+    tv_tensors type of the samples' values ("Image", "Mask", "Video"), restored by expand()."""
     role: str
     width: int = 0
     packed: bool = False
@@ -129,14 +129,14 @@ class CompactBatch:
         return self._data
 
     def __iter__(self):
-        """``images, labels = batch`` (and ``for images, labels in loader`` without decode): the
+        """``images, labels = batch`` (and ``for images, labels in loader`` without expand): the
         fields of a batch of tuple (or list) samples, as collated (uint8 images, packed masks, small
         labels). A batch of dict samples is read by name: ``batch.data["image"]``."""
         data = self.data
         if isinstance(data, (tuple, list)):
             return iter(data)
         raise TypeError(f"a CompactBatch of {type(data).__name__} samples does not unpack; read its fields "
-                        f"by name (batch[...] or batch.data[...]), or decode() it")
+                        f"by name (batch[...] or batch.data[...]), or expand() it")
 
     def __getitem__(self, key: Any) -> Any:
         """``batch[1]`` or ``batch["label"]``: a field of the collated batch, as a DataLoader's batch of
@@ -146,7 +146,7 @@ class CompactBatch:
     @property
     def roles(self) -> Any:
         """The role of every field ("image", "mask", "label", "tensor", "other"), in the batch's
-        structure: what decode() does to it."""
+        structure: what expand() does to it."""
         return tree_map(lambda leaf: leaf.role, self.spec)
 
     def release(self) -> None:
@@ -257,7 +257,7 @@ class CompactBatch:
         tree_map(add, self._data, self.spec)
         return total
 
-    def decode(self, dtype: torch.dtype = torch.float32, scale: float = 1 / 255,
+    def expand(self, dtype: torch.dtype = torch.float32, scale: float = 1 / 255,
                mean: Any = None, std: Any = None, channels_last: bool = False,
                num_classes: int | None = None) -> Any:
         """The batch as a model eats it, on whatever device it is on (torch ops only), field by
@@ -277,18 +277,18 @@ class CompactBatch:
         when torchvision imports (the batched tensor wrapped, e.g. ``tv_tensors.Image`` of
         ``[N, C, H, W]``); plain tensors otherwise.
         """
-        self._check_alive("decode")
+        self._check_alive("expand")
         if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-            raise ValueError(f"decode: expected a floating dtype, got {dtype}")
-        scale = check_real("decode", "scale", scale)
-        channels_last = check_bool("decode", "channels_last", channels_last)
+            raise ValueError(f"expand: expected a floating dtype, got {dtype}")
+        scale = check_real("expand", "scale", scale)
+        channels_last = check_bool("expand", "channels_last", channels_last)
         if num_classes is not None:
-            num_classes = check_int("decode", "num_classes", num_classes, 1)
+            num_classes = check_int("expand", "num_classes", num_classes, 1)
 
         reusable = self.reusable
 
         def one(x, leaf):
-            out = decode_field(x, leaf)
+            out = expand_field(x, leaf)
             if reusable and isinstance(out, torch.Tensor) and _shares_memory(out, x):
                 out = out.clone()  # this batch's buffers will hold another batch: never hand them out
             if leaf.tv is not None and isinstance(out, torch.Tensor):
@@ -296,11 +296,11 @@ class CompactBatch:
                 return out if tv is None else out.as_subclass(getattr(tv, leaf.tv))
             return out
 
-        def decode_field(x, leaf):
+        def expand_field(x, leaf):
             if not isinstance(x, torch.Tensor):
                 return x
             if leaf.role == "image":
-                return _decode_image(x, dtype, scale, mean, std, channels_last)
+                return _expand_image(x, dtype, scale, mean, std, channels_last)
             if leaf.role == "mask":
                 return torch.ops.fastprep.unpack_bits.default(x, leaf.width, -1, "little") if leaf.packed else x
             if leaf.role == "label":
@@ -357,7 +357,7 @@ def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
     return key is not None and key == _storage_key(b)
 
 
-def _decode_image(x, dtype, scale, mean, std, channels_last):
+def _expand_image(x, dtype, scale, mean, std, channels_last):
     if scale == 1 / 255:
         out = to_dtype_image(x, dtype, scale=True)  # torchvision's bits: x.to(dtype).mul_(1.0 / 255)
     else:

@@ -4,9 +4,9 @@ On an accelerator with streams (CUDA) each batch is copied on a side stream with
 copies (fast from pinned memory); the consumer's stream waits on an event recorded after the copy,
 and every copied tensor is marked with record_stream so the caching allocator does not hand its
 memory to another tensor while the consumer's stream may still use it. On CPU it is an exact
-passthrough. `decode` (a callable, or True for CompactBatch.decode()) runs on the device: in the
+passthrough. `expand` (a callable, or True for CompactBatch.expand()) runs on the device: in the
 consumer's thread on its stream, or with ``streams=k`` on k threads of a StreamPool
-(batch/stream_pool.py), each copying and decoding its batches on its own stream.
+(batch/stream_pool.py), each copying and expanding its batches on its own stream.
 """
 
 from __future__ import annotations
@@ -42,66 +42,66 @@ def _tensors(batch: Any) -> list[torch.Tensor]:
     return [x for x in leaves(batch) if isinstance(x, torch.Tensor)]
 
 
-def _decoder(decode: Any) -> Callable[[Any], Any] | None:
-    """None for no decoding (None or False), CompactBatch.decode for True, else the callable."""
-    if decode is None or decode is False or decode is np.False_:
+def _expander(expand: Any) -> Callable[[Any], Any] | None:
+    """None for no expanding (None or False), CompactBatch.expand for True, else the callable."""
+    if expand is None or expand is False or expand is np.False_:
         return None
-    if decode is True or decode is np.True_:
-        return _decode_compact
-    return decode
+    if expand is True or expand is np.True_:
+        return _expand_compact
+    return expand
 
 
-def _decode_compact(batch: Any) -> Any:
+def _expand_compact(batch: Any) -> Any:
     if not isinstance(batch, CompactBatch):
-        raise TypeError(f"decode=True decodes CompactBatches (CompactCollate's, the Loader's), got a "
-                        f"{type(batch).__name__}; pass decode=None, or a callable for other batches")
-    return batch.decode()
+        raise TypeError(f"expand=True expands CompactBatches (CompactCollate's, the Loader's), got a "
+                        f"{type(batch).__name__}; pass expand=None, or a callable for other batches")
+    return batch.expand()
 
 
 class DevicePrefetcher:
-    """Iterate `source` (a DataLoader or any iterable of batches) with batches already on `device`.
+    """Iterate `loader` (a DataLoader, a fastprep.Loader or any iterable of batches) with batches already on `device`.
 
     Args:
-        source: yields tensors, tuples, lists, dicts, namedtuples or CompactBatch es.
+        loader: yields tensors, tuples, lists, dicts, namedtuples or CompactBatch es.
         device: target device ("cuda", torch.device("cuda:1"), "cpu", ...).
         depth: batches in flight ahead of the consumer (>= 1).
-        decode: None or False to yield each batch as it arrives on the device (a CompactBatch stays
-            a CompactBatch, moved but not decoded); True to call CompactBatch.decode() with its
+        expand: None or False to yield each batch as it arrives on the device (a CompactBatch stays
+            a CompactBatch, moved but not expanded); True to call CompactBatch.expand() with its
             defaults; or a callable applied to each batch once it is on the device (e.g.
-            ``lambda b: b.decode(num_classes=10)``).
+            ``lambda b: b.expand(num_classes=10)``).
         release: hand each host CompactBatch back to its CompactCollate(reuse=True) once the
             consumer asks for the next batch (its copy is then complete, and on CPU the consumer
             is done with the tensors it shared). Do not keep batches past their iteration.
-        streams: None (default) copies in the consumer's thread on one side stream and decodes
-            on the consumer's; k >= 1 copies and decodes up to max(depth, k) batches at once on k
-            threads, each on its own stream (for a `decode` that is real device work: the GPU
+        streams: None (default) copies in the consumer's thread on one side stream and expands
+            on the consumer's; k >= 1 copies and expands up to max(depth, k) batches at once on k
+            threads, each on its own stream (for an `expand` that is real device work: the GPU
             decode split's JPEG decoding and resize). :attr:`stats` says where the time went.
     """
 
-    def __init__(self, source: Iterable[Any], device: Any, depth: int = 2,
-                 decode: bool | Callable[[Any], Any] | None = None, release: bool = False,
+    def __init__(self, loader: Iterable[Any], device: Any, depth: int = 2,
+                 expand: bool | Callable[[Any], Any] | None = None, release: bool = False,
                  streams: int | None = None):
         self.depth = check_int("DevicePrefetcher", "depth", depth, 1)
         self.streams = None if streams is None else check_int("DevicePrefetcher", "streams", streams, 1)
         self.stats = None if self.streams is None else StageStats(self.streams)  # since it was made
-        if not (decode is None or isinstance(decode, (bool, np.bool_)) or callable(decode)):
-            raise ValueError(f"DevicePrefetcher: expected decode to be None, a bool or a callable, "
-                             f"got {decode!r}")
+        if not (expand is None or isinstance(expand, (bool, np.bool_)) or callable(expand)):
+            raise ValueError(f"DevicePrefetcher: expected expand to be None, a bool or a callable, "
+                             f"got {expand!r}")
         self.release = check_bool("DevicePrefetcher", "release", release)
-        self.source = source
+        self.loader = loader
         self.device = check_device("DevicePrefetcher", device)
-        self.decode = _decoder(decode)
+        self.expand = _expander(expand)
         self._streams = self.device.type == "cuda"  # check_device refused a CUDA device without CUDA
 
     def __len__(self) -> int:
-        return len(self.source)  # type: ignore[arg-type]  (TypeError when the source has none)
+        return len(self.loader)  # type: ignore[arg-type]  (TypeError when the loader has none)
 
     def __iter__(self) -> Iterator[Any]:
-        it = iter(self.source)
+        it = iter(self.loader)
         pending: deque = deque()
         pool = None
         if self.streams is not None:
-            pool = StreamPool(self.streams, timeline_for(self.device), self._copy_and_decode, self.release,
+            pool = StreamPool(self.streams, timeline_for(self.device), self._copy_and_expand, self.release,
                               self.stats)
             start, ahead = pool.submit, max(self.depth, self.streams)
         else:
@@ -159,10 +159,10 @@ class DevicePrefetcher:
             pending.clear()
             stop_workers(it)  # a DataLoader's, early (unless it keeps them across epochs)
 
-    def _copy_and_decode(self, batch: Any) -> Any:
-        """A StreamPool thread's work, on its own stream: the copy, then the decode."""
+    def _copy_and_expand(self, batch: Any) -> Any:
+        """A StreamPool thread's work, on its own stream: the copy, then the expand."""
         moved = move_to(batch, self.device, non_blocking=self._streams)
-        return self.decode(moved) if self.decode is not None else moved
+        return self.expand(moved) if self.expand is not None else moved
 
     def _start_copy(self, batch: Any, side: Any) -> tuple[Any, Any, Any]:
         if side is None:
@@ -186,4 +186,4 @@ class DevicePrefetcher:
             consumer.wait_event(event)
             for t in _tensors(batch):
                 t.record_stream(consumer)
-        return self.decode(batch) if self.decode is not None else batch
+        return self.expand(batch) if self.expand is not None else batch

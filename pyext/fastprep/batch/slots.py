@@ -1,4 +1,4 @@
-"""The batches under fastprep.Loader: a ring of reused batch slots, and batch jobs that worker
+"""The batches under fastprep.Loader: a ring of reused batch slots, and batch jobs that the Loader's
 threads fill (loader/pool.py runs them, loader/apply.py fills them)."""
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ class _SlotReturn(BatchPool):
 
 
 class BatchJob:
-    """One batch in flight: its keys (dataset indices, or an iterable's positions, then `items`:
+    """One batch in flight: its indices (dataset indices, or an iterable's positions, then `items`:
     what was read), its slot, the chunks still running, and per-batch columns for labels and
     other fields."""
 
@@ -204,13 +204,13 @@ class BatchJob:
         self.error: BaseException | None = None
         self._columns: dict[int, list[Any]] = {}
         self._made: CompactBatch | None = None  # the batch, made by hand_off_early
-        # (position, key, stage, error, substitute) of each bad sample replaced (on_error "skip" /
+        # (position, index, stage, error, substitute) of each bad sample replaced (on_error "skip" /
         # "warn"), appended by the chunks' threads; the consumer records them when it gets the batch.
         self.bad: list[tuple[int, int, str, Exception, int]] = []
 
-    def note_bad(self, j: int, key: int, stage: str, exc: Exception, substitute: int) -> None:
-        """Position j (sample `key`) failed in `stage` with `exc`; sample `substitute` took its place."""
-        self.bad.append((j, key, stage, exc, substitute))
+    def note_bad(self, j: int, index: int, stage: str, exc: Exception, substitute: int) -> None:
+        """Position j (sample `index`) failed in `stage` with `exc`; sample `substitute` took its place."""
+        self.bad.append((j, index, stage, exc, substitute))
 
     def add_chunk(self) -> int:
         """One more chunk (chunks are added in batch order); its ordinal, for chunk_done."""
@@ -281,8 +281,8 @@ class BatchJob:
                 t = torch.ops.fastprep.pack_bits.default(t, -1, "little")
             storage[k][j].copy_(t)
 
-    def write_rest(self, j0: int, keys: list[int], samples: list[Any]) -> None:
-        """Samples `keys` into positions j0, j0 + 1, ... but for their first field (the fused path
+    def write_rest(self, j0: int, indices: list[int], samples: list[Any]) -> None:
+        """Samples `indices` into positions j0, j0 + 1, ... but for their first field (the fused path
         wrote their images): a column at a time when they are flat tuples or lists of the first
         sample's field types, else one by one."""
         ring = self.ring
@@ -295,8 +295,8 @@ class BatchJob:
                 or any(ring.fields[k].shape is not None or (ring.fields[k].leaf.role == "label"
                                                             and not is_int_label(first[k]))
                        for k in range(1, len(first))):
-            for j, (key, sample) in enumerate(zip(keys, samples)):  # tensors, and the error's text
-                self.write(j0 + j, key, sample, skip_first=True)
+            for j, (index, sample) in enumerate(zip(indices, samples)):  # tensors, and the error's text
+                self.write(j0 + j, index, sample, skip_first=True)
             return
         for k in range(1, len(first)):
             column = self._columns.get(k)
@@ -317,7 +317,7 @@ class BatchJob:
 
     def hand_off_early(self) -> None:
         """Make the complete batch's hand-off now, for :meth:`batch` to return later: a batch made
-        ahead, while no worker thread runs. Once its pass has started the next batch, the threads
+        ahead, while none of the Loader's threads runs. Once its pass has started the next batch, the threads
         hold the GIL in Python stretches, and each torch call of the hand-off (it gives the GIL up)
         waits up to the interpreter's switch interval (5 ms) to take it back."""
         self._made = CompactBatch(self.data(), self.ring.spec, pool=self.slot_return())

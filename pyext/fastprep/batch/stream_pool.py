@@ -1,7 +1,7 @@
 """StreamPool: a device stage that scales, ``DevicePrefetcher(streams=k)`` (and so ``Loader(decode_on=...)``).
 
 k threads each own a CUDA stream; a batch is copied and finished (decoded, resized, normalized:
-the prefetcher's `decode`) on one of them while the others work on the batches before and after it.
+the prefetcher's `expand`) on one of them while the others work on the batches before and after it.
 The consumer takes the batches in order and never waits on the host for the device: its stream
 waits on each batch's event, and each of the batch's tensors is marked as used by it
 (record_stream), so the caching allocator does not give their memory to the stage's next batch

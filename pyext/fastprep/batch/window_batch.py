@@ -86,7 +86,7 @@ class WindowCuts(TensorHolder):
 class WindowBatch(CompactBatch):
     """A CompactBatch whose image field is a :class:`WindowCuts` (what ``Loader(decode_on=...)``'s
     threads make): ``to(device)`` decodes the windows on `device` and returns the CompactBatch the
-    CPU path makes of the same samples; ``decode()`` does that on the cuts' own device first.
+    CPU path makes of the same samples; ``expand()`` does that on the cuts' own device first.
     Its tensors are listed, copied, moved and linked by CompactBatch's own TensorHolder protocol.
 
     Lifetime as a Loader slot's: the masks are the slot's rows, so the batch is valid until
@@ -106,6 +106,6 @@ class WindowBatch(CompactBatch):
         w = self.windows
         return super().nbytes_expanded + len(w) * 3 * w.out_size[0] * w.out_size[1] * 4
 
-    def decode(self, *args: Any, **kwargs: Any) -> Any:
-        """``to(the cuts' device).decode(...)``: CompactBatch.decode's arguments."""
-        return self.to(self.windows.device).decode(*args, **kwargs)
+    def expand(self, *args: Any, **kwargs: Any) -> Any:
+        """``to(the cuts' device).expand(...)``: CompactBatch.expand's arguments."""
+        return self.to(self.windows.device).expand(*args, **kwargs)

@@ -34,12 +34,12 @@ MAX_NAMED = 100  # names kept for the summary; the count and the indices are kep
 
 
 class SampleError(Exception):
-    """Raised in a worker thread: sample `index` failed in `stage`; the cause is the user's error.
-    `key`: what the index is (a dataset index, or a position in an iterable dataset's epoch)."""
+    """Raised in a Loader thread: sample `index` failed in `stage`; the cause is the user's error.
+    `index_kind`: what the index is (a dataset index, or a position in an iterable dataset's epoch)."""
 
-    def __init__(self, index: int, stage: str, key: str = "dataset index"):
+    def __init__(self, index: int, stage: str, index_kind: str = "dataset index"):
         super().__init__(f"sample {index} failed in {stage}")
-        self.index, self.stage, self.key = index, stage, key
+        self.index, self.stage, self.index_kind = index, stage, index_kind
 
 
 def reraise(exc: BaseException) -> None:
@@ -47,7 +47,7 @@ def reraise(exc: BaseException) -> None:
     naming the sample, so `except KeyError` around the loop still works."""
     if isinstance(exc, SampleError) and exc.__cause__ is not None:
         cause = exc.__cause__
-        note = f"fastprep.Loader: raised by sample {exc.index} ({exc.key}) in {exc.stage}"
+        note = f"fastprep.Loader: raised by sample {exc.index} ({exc.index_kind}) in {exc.stage}"
         if hasattr(cause, "add_note"):
             cause.add_note(note)
             raise cause

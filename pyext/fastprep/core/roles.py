@@ -1,24 +1,24 @@
 """Field roles: what each field of a sample is, decided once for CompactCollate, fastprep.Loader and
-fastprep.ray, and recorded in the batch so that CompactBatch.decode() restores every field by role.
+fastprep.ray, and recorded in the batch so that CompactBatch.expand() restores every field by role.
 
 A role is never guessed from the dtype alone; a uint8 token list is not an image. The rules:
 
 - ``"image"``: a torchvision ``tv_tensors.Image`` of uint8 ``[C, H, W]``, or a uint8 tensor or
-  array shaped ``[C, H, W]`` with C in {1, 3, 4}. Shipped as uint8; decode() scales it to floats.
+  array shaped ``[C, H, W]`` with C in {1, 3, 4}. Shipped as uint8; expand() scales it to floats.
 - ``"mask"``: a bool ``tv_tensors.Mask``, or a bool tensor or array shaped ``[H, W]`` or
-  ``[1, H, W]``. Shipped as bits along the last dim; decode() unpacks it, bit for bit.
+  ``[1, H, W]``. Shipped as bits along the last dim; expand() unpacks it, bit for bit.
 - ``"label"``: a Python or numpy int, or a 0-d integer tensor. Shipped in the smallest integer
-  dtype holding the batch's labels; decode() gives int64 (or one-hot rows).
+  dtype holding the batch's labels; expand() gives int64 (or one-hot rows).
 - ``"boxes"``: a ``tv_tensors.BoundingBoxes`` or ``tv_tensors.KeyPoints``. Their counts differ from
   sample to sample, so the batch holds the list of them as they are, each with its format,
-  canvas size and type (what detection collates do); decode() returns that list.
+  canvas size and type (what detection collates do); expand() returns that list.
 - ``"tensor"``: any other tensor or array (a float tv_tensors.Image, a Video, an integer Mask too).
   Stacked and moved as it is, never rescaled; only ``float_dtype`` narrows floats on request.
 
 A Mask is packed only when its dtype is bool: an integer Mask (class ids, or 0/1 in uint8) ships
 as it is, since packing by value would change a batch's layout with its content; ``mask.bool()``
 before collating packs a 0/1 mask. Image, Mask and Video fields stacked into a batch are plain
-tensors; the role's Leaf records the tv_tensors type and decode() restores it when torchvision
+tensors; the role's Leaf records the tv_tensors type and expand() restores it when torchvision
 imports.
 - ``"other"``: what is not a tensor (strings, None, Python floats): default_collate's batch.
 
@@ -89,7 +89,7 @@ def tv_class(name: str) -> type | None:
 
 GEOMETRY_TV = ("BoundingBoxes", "KeyPoints")
 RESTORED_TV = ("Image", "Mask", "Video")
-"""tv_tensors types a stacked batch field gets back in decode()."""
+"""tv_tensors types a stacked batch field gets back in expand()."""
 
 
 def tv_name(x: Any) -> str | None:
@@ -104,7 +104,7 @@ def tv_name(x: Any) -> str | None:
 
 
 def tv_module() -> Any:
-    """torchvision.tv_tensors when it imports (decode() restoring types), else None."""
+    """torchvision.tv_tensors when it imports (expand() restoring types), else None."""
     tv = sys.modules.get("torchvision.tv_tensors")
     if tv is not None:
         return tv

@@ -5,7 +5,7 @@ When one host's cores can't feed its GPUs, Ray Data runs the transforms on other
 
     ds = ds.map_batches(fastprep.ray.CompactMap(transform, seed=0), batch_format="numpy")
     for batch in fastprep.ray.iter_compact_batches(ds, batch_size=256):       # CompactBatch
-        ...                                   # or DevicePrefetcher(..., decode=True) as usual
+        ...                                   # or DevicePrefetcher(..., expand=True) as usual
 
 Row r's randomness comes from `item_seed(seed, r[key_column], epoch)`, the seed SeedByIndex gives
 item r in a DataLoader, so a sample is the same however Ray splits blocks, and the same as the

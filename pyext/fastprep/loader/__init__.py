@@ -12,10 +12,10 @@ op call per chunk of samples, with no per-sample tensor at all.
 | core | Loader: len, epochs, resume state (what changes while it runs) |
 | settings | LoaderSettings: its arguments, checked and resolved once, frozen; what a pass is handed |
 | hooks | LoaderHooks: named points of a pass a profiler wraps (loader.hooks) |
-| order | an epoch's keys (indices or an iterable's positions) in batches, and where a resume starts |
+| order | an epoch's indices (a dataset's, or an iterable's positions) in batches, and where a resume starts |
 | iteration | one pass: threads started on the first batch, batches handed out, state, close |
-| pool | the worker threads, stopped on close, garbage collection and interpreter exit |
-| apply | a chunk of a batch in a worker: seeds, loading, the transform's plan, writes into the slot |
+| pool | the Loader's threads, stopped on close, garbage collection and interpreter exit |
+| apply | a chunk of a batch in a thread: seeds, loading, the transform's plan, writes into the slot |
 | fused_chunks | the fused batch path of a chunk: the items the plan's fused op takes, in runs of op calls |
 | ahead | from one pass to the next: the slot ring kept, the next epoch's first batch made ahead (prestart) |
 | device_split | decode_on: the threads cut JPEG windows, the device decodes them (the GPU decode split) |

@@ -6,7 +6,7 @@ What is made ahead is the first batch of the epoch the loop is expected to run n
 that calls ``set_epoch`` before each pass (the README's): ``epoch + 1``. A pass not preceded by
 set_epoch makes nothing ahead (a loader iterated once, or a loop repeating one epoch). The next pass
 takes it only when it is exactly what that pass would make first: the same dataset, transform (and
-its plan, and its parameters' values), seed, epoch and keys, from the epoch's start; anything else
+its plan, and its parameters' values), seed, epoch and indices, from the epoch's start; anything else
 drops it and the pass starts from nothing, as a fresh Loader. Made ahead only when that comparison
 is provably enough: the transform is None or made only of fastprep.transforms classes (whose
 parameters are their public attributes: a foreign transform may hold state no fingerprint sees),
@@ -28,7 +28,7 @@ from fastprep.batch import slots
 from fastprep.batch.compact import CompactBatch
 from fastprep.loader.apply import ChunkRunner
 from fastprep.loader.order import Order
-from fastprep.loader.pool import WorkerPool
+from fastprep.loader.pool import ThreadPool
 from fastprep.loader.settings import LoaderSettings
 from fastprep.transforms import FusionPlan
 
@@ -73,7 +73,7 @@ def _same(a: tuple, b: tuple) -> bool:
 
 
 def take(spare: Spare | None, settings: LoaderSettings, plan: FusionPlan | None, count: int, pin: bool,
-         keys: list[int] | None, start: int, now: tuple) -> tuple[slots.SlotRing, Any]:
+         indices: list[int] | None, start: int, now: tuple) -> tuple[slots.SlotRing, Any]:
     """(the ring for a pass, the batch made ahead it starts with or None): the last whole pass's
     ring (`spare`) when it fits (all its slots free but the batch made ahead, that batch made for
     `now`: made_for of this pass), else a new one."""
@@ -84,8 +84,8 @@ def take(spare: Spare | None, settings: LoaderSettings, plan: FusionPlan | None,
             spare.last.release()  # the last pass's last batch: the next batch is being asked for
         ring, ahead = spare.ring, spare.ahead
         if ring.count == count and ring.pin == pin and ring.batch_size == settings.batch_size and ring.image == image:
-            if ahead is not None and start == 0 and keys is not None and _same(spare.made_for, now) \
-                    and keys[:len(ahead.indices)] == ahead.indices and ring.free_count() == count - 1:
+            if ahead is not None and start == 0 and indices is not None and _same(spare.made_for, now) \
+                    and indices[:len(ahead.indices)] == ahead.indices and ring.free_count() == count - 1:
                 ring.reset(keep=ahead.slot)
                 ahead.hand_off_early()  # before the pass's threads start: its torch calls wait for no GIL
                 return ring, ahead
@@ -107,7 +107,7 @@ def keep(store: Callable[[Spare], None], ring: slots.SlotRing, cpu: bool, last: 
     store(Spare(ring, last if cpu else None, job, what))
 
 
-def submit(pool: WorkerPool, runner: ChunkRunner, job: slots.BatchJob) -> None:
+def submit(pool: ThreadPool, runner: ChunkRunner, job: slots.BatchJob) -> None:
     """A batch's chunks, one per thread, to the pool."""
     n = len(job.indices)
     chunk = max(1, -(-n // pool.threads))
@@ -126,13 +126,13 @@ def maker(settings: LoaderSettings, dataset: Any, transform: Any, order: Order, 
     if fingerprint(transform) is None or callable(getattr(dataset, "set_epoch", None)):
         return None
 
-    def make(ring: slots.SlotRing, pool: WorkerPool) -> tuple[slots.BatchJob, tuple] | None:
-        keys = order.keys(settings.seed, epoch)[:settings.batch_size]
-        if not keys or (len(keys) < settings.batch_size and settings.drop_last):
+    def make(ring: slots.SlotRing, pool: ThreadPool) -> tuple[slots.BatchJob, tuple] | None:
+        indices = order.indices(settings.seed, epoch)[:settings.batch_size]
+        if not indices or (len(indices) < settings.batch_size and settings.drop_last):
             return None
         ahead = ChunkRunner(dataset, runner.plan, settings.seed, epoch, settings.deterministic, False,
                             settings.on_error, runner.hooks)
-        job = ahead.job_type(keys, ring, None)
+        job = ahead.job_type(indices, ring, None)
         submit(pool, ahead, job)
         return job, made_for(dataset, transform, settings, epoch, settings.seed)
 

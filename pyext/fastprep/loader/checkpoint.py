@@ -23,14 +23,14 @@ from fastprep.core.args import check_int
 from fastprep.core.bad_samples import BadSamples
 from fastprep.core.rng import check_epoch, seed_argument
 from fastprep.loader import ranks
-from fastprep.loader.order import Order, saved_keys
+from fastprep.loader.order import Order, saved_indices
 from fastprep.loader.settings import LoaderSettings
 from fastprep.loader.shard_order import item_shards, table_digest
 
 
 @dataclass
 class PassRecord:
-    """The pass a checkpoint describes: its epoch and seed, the order it iterates (`keys`: this
+    """The pass a checkpoint describes: its epoch and seed, the order it iterates (`indices`: this
     rank's part of the global order made for `order_world` ranks with `window`, from global position
     `base`), and the samples of it the consumer received (`position`)."""
 
@@ -40,7 +40,7 @@ class PassRecord:
     window: int
     base: int = 0
     position: int = 0
-    keys: list[int] | None = None
+    indices: list[int] | None = None
 
 
 def order_settings(shuffle: bool | str, dataset: Any, window: int) -> dict[str, Any]:
@@ -58,15 +58,15 @@ def state_of(settings: LoaderSettings, order: Order, bad_samples: BadSamples, re
     state = {"seed": record.seed, "epoch": record.epoch, "position": record.position}
     if settings.on_error != "raise":  # under "raise" there are none to carry: the state is as it always was
         state["bad_samples"] = bad_samples.state_dict()
-    keys = resume[1] if resume is not None else record.keys
+    indices = resume[1] if resume is not None else record.indices
     if order.sampler is not None:
-        if keys is not None:  # the pass being iterated
-            state["indices"] = list(keys)
+        if indices is not None:  # the pass being iterated
+            state["indices"] = list(indices)
         return state
     # where the ranks are in the epoch's global order: any world size resumes
     world = settings.world_size
-    consumed = record.base + record.position * world if keys is None else ranks.consumed(
-        record.base, record.position, world, keys, settings.batch_size, settings.drop_last, len(order.dataset))
+    consumed = record.base + record.position * world if indices is None else ranks.consumed(
+        record.base, record.position, world, indices, settings.batch_size, settings.drop_last, len(order.dataset))
     state.update(world_size=world, rank=settings.rank, consumed=consumed, order_world=record.order_world)
     state.update(order_settings(settings.shuffle, order.dataset, record.window))
     return state
@@ -103,7 +103,7 @@ def saved_window(shuffle: bool | str, order: Order, state: dict[str, Any]) -> in
 def load(settings: LoaderSettings, order: Order, bad_samples: BadSamples, state: dict[str, Any]
          ) -> tuple[PassRecord, tuple[int, list[int] | None]]:
     """Loader.load_state_dict of a Loader with `settings` over `order`: (the resumed pass's record,
-    (its start, its keys)); `bad_samples` loaded."""
+    (its start, its indices)); `bad_samples` loaded."""
     missing = [k for k in ("seed", "epoch", "position") if not isinstance(state, dict) or k not in state]
     if missing:
         raise ValueError(f"Loader.load_state_dict: expected a dict from Loader.state_dict(), missing {missing}")
@@ -126,13 +126,13 @@ def load(settings: LoaderSettings, order: Order, bad_samples: BadSamples, state:
         if consumed > len(order.dataset):
             raise ValueError(f"Loader.load_state_dict: consumed={consumed} is past the epoch's "
                              f"{len(order.dataset)} samples: a state_dict of another dataset?")
-        keys = order.keys(seed, epoch, consumed, order_world, window)
-        record, resume = PassRecord(epoch, seed, order_world, window, base=consumed), (0, keys)
+        indices = order.indices(seed, epoch, consumed, order_world, window)
+        record, resume = PassRecord(epoch, seed, order_world, window, base=consumed), (0, indices)
     else:
-        keys = saved_keys(state.get("indices"), order.dataset)
-        if keys is None and order.sampler is None:  # the saved order, made again (its window, not this Loader's)
-            keys = order.keys(seed, epoch, 0, 1, window)
-        record, resume = PassRecord(epoch, seed, settings.world_size, window, position=position), (position, keys)
+        indices = saved_indices(state.get("indices"), order.dataset)
+        if indices is None and order.sampler is None:  # the saved order, made again (its window, not this Loader's)
+            indices = order.indices(seed, epoch, 0, 1, window)
+        record, resume = PassRecord(epoch, seed, settings.world_size, window, position=position), (position, indices)
     if "bad_samples" in state:  # a checkpoint from before the policy has none: the count starts at 0
         bad_samples.load_state_dict(state["bad_samples"])
     return record, resume

@@ -18,7 +18,7 @@ from fastprep.loader import checkpoint
 from fastprep.loader.checkpoint import PassRecord
 from fastprep.loader.device_split import device_lines
 from fastprep.loader.hooks import LoaderHooks
-from fastprep.loader.iteration import Iteration, PassReports, PassSources
+from fastprep.loader.iteration import Iteration, PassInputs, PassReports
 from fastprep.loader.order import Order
 from fastprep.loader.settings import LoaderSettings, SettingsViews, plan_of
 from fastprep.loader.shard_order import fetch_note
@@ -35,7 +35,7 @@ class Loader(SettingsViews):
     transform is made of fastprep transforms only, else to its image (the item, or its first
     element). Batches are :class:`CompactBatch` es as
     :func:`fastprep.compact_collate` makes them, every field with the same role (fastprep/core/roles.py,
-    or `fields`); or, with `decode`, decoded (on `device` when given). A fused transform (a
+    or `fields`); or, with `expand`, expanded (on `device` when given). A fused transform (a
     ``Compose`` that one op runs) writes each chunk of samples into the batch with one op call.
 
     Randomness: sample i of epoch e (i: its index; an iterable dataset's: its position in the
@@ -73,10 +73,10 @@ class Loader(SettingsViews):
             every rank as many batches (padded by wrapping around, or cut with drop_last); the
             state_dict of any rank resumes at any world size (loader/ranks.py). world_size=1 reads
             everything on every rank. Not with a sampler (a DistributedSampler splits by itself).
-        threads: worker threads (default: the CPUs this process may use).
+        threads: the threads that load and transform samples (default: the CPUs this process may use).
         device: where batches go ("cuda", ...); None keeps them on the CPU.
         depth: batches prepared ahead of the consumer.
-        decode: decode each batch on the device (CompactBatch.decode()), or a callable to apply.
+        expand: expand each batch on the device (CompactBatch.expand()), or a callable to apply.
         seed: the base seed (default: drawn from torch's generator when the Loader is made).
         fields: ``{name: role}`` for the samples' top-level fields, as CompactCollate's `fields`.
         deterministic: run code that is not fastprep's one sample at a time with torch's generator
@@ -132,7 +132,7 @@ class Loader(SettingsViews):
             far, in batches the loop received), ``indices``, ``names()``, ``summary()``.
 
     Example:
-        >>> loader = Loader(dataset, 256, transform=train_tf, shuffle=True, device="cuda", decode=True)
+        >>> loader = Loader(dataset, 256, transform=train_tf, shuffle=True, device="cuda", expand=True)
         >>> for epoch in range(epochs):
         ...     loader.set_epoch(epoch)
         ...     for images, labels in loader:
@@ -141,7 +141,7 @@ class Loader(SettingsViews):
 
     def __init__(self, dataset: Any, batch_size: int, *, transform: Any = None, shuffle: bool | str = False,
                  sampler: Sampler | Sequence[int] | None = None, drop_last: bool = False,
-                 threads: int | None = None, device: Any = None, depth: int = 2, decode: Any = False,
+                 threads: int | None = None, device: Any = None, depth: int = 2, expand: Any = False,
                  seed: int | None = None, fields: dict[Any, str] | None = None, deterministic: bool = False,
                  decode_on: Any = None, prestart: bool = True, shard_window: int | None = None,
                  rank: int | None = None, world_size: int | None = None, on_error: str = "raise",
@@ -154,7 +154,7 @@ class Loader(SettingsViews):
         self.dataset, self.transform, self.sampler = dataset, transform, sampler
         self.settings, self.jpeg_decoders = LoaderSettings.build(
             dataset, transform, sampler, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, threads=threads,
-            device=device, depth=depth, decode=decode, seed=seed, fields=fields, deterministic=deterministic,
+            device=device, depth=depth, expand=expand, seed=seed, fields=fields, deterministic=deterministic,
             decode_on=decode_on, prestart=prestart, shard_window=shard_window, rank=rank, world_size=world_size,
             on_error=on_error, streams=streams, jpeg_decoder=jpeg_decoder)
         self.hooks = LoaderHooks()  # profile hooks (loader/hooks.py): a pass takes them when it begins
@@ -164,7 +164,7 @@ class Loader(SettingsViews):
         self.order = Order(dataset, self.batch_size, self.shuffle, sampler, self.drop_last, self.rank,
                            self.world_size, self.shard_window)
         self._pass = self._fresh_pass()  # the pass state_dict describes (loader/checkpoint.py)
-        self._resume: tuple[int, list[int] | None] | None = None  # (start, keys) of a loaded pass not yet iterated
+        self._resume: tuple[int, list[int] | None] | None = None  # (start, indices) of a loaded pass not yet iterated
         self._current: Any = None  # the Iteration whose deliveries count (a weak reference)
         self._restart_due = False  # set_epoch was called during a pass: the next pass starts from its epoch's start
         self.spare_ring: Any = None  # what the last whole pass left the next (loader/ahead.py)
@@ -183,10 +183,10 @@ class Loader(SettingsViews):
     def indices(self, epoch: int | None = None) -> list[int]:
         """This rank's dataset indices of epoch `epoch` (default: the current one), in the order
         batched, from the epoch's start (a sampler's: a fresh pass of it)."""
-        keys = self.order.keys(self.seed, self.epoch if epoch is None else check_epoch("Loader", epoch))
-        if keys is None:
+        indices = self.order.indices(self.seed, self.epoch if epoch is None else check_epoch("Loader", epoch))
+        if indices is None:
             raise TypeError("Loader.indices: an iterable dataset has no indices; it is read in its own order")
-        return keys
+        return indices
 
     def set_epoch(self, epoch: int) -> None:
         """Fresh, reproducible randomness (and order, with shuffle) for epoch `epoch` from the next
@@ -239,11 +239,11 @@ class Loader(SettingsViews):
                 self._pass.seed = self.seed
         return self._pass
 
-    def _left(self, position: int, keys: list[int] | None) -> int | None:
+    def _left(self, position: int, indices: list[int] | None) -> int | None:
         """Samples the resumed epoch would still deliver from `position` (None: unknown, a
         sampler without a length)."""
         try:
-            n = len(keys) if keys is not None else self.order.samples()
+            n = len(indices) if indices is not None else self.order.samples()
         except TypeError:
             return None
         if self.drop_last:
@@ -251,39 +251,39 @@ class Loader(SettingsViews):
         return max(0, n - position)
 
     def __iter__(self) -> Iteration:
-        keys, start = None, 0
+        indices, start = None, 0
         if self._resume is not None:  # the loaded pass (its record: where it is in which order)
-            (start, keys), self._resume = self._resume, None
+            (start, indices), self._resume = self._resume, None
         else:
             self._pass = self._fresh_pass()
         self._restart_due = False
-        if keys is None:
-            keys = self.order.keys(self.seed, self.epoch)
-        self.order.check_start(start, keys)
+        if indices is None:
+            indices = self.order.indices(self.seed, self.epoch)
+        self.order.check_start(start, indices)
         fetched = getattr(self.dataset, "bytes_fetched", None)
         self._fetched_from = fetched if start == 0 and isinstance(fetched, int) else None
         prefetch = getattr(self.dataset, "prefetch", None)
-        if keys is not None and callable(prefetch):  # a remote pack downloads its shards in this order
-            prefetch(keys[start:])
-        self._pass.keys, self._pass.position = keys, start
+        if indices is not None and callable(prefetch):  # a remote pack downloads its shards in this order
+            prefetch(indices[start:])
+        self._pass.indices, self._pass.position = indices, start
         stepped, self._stepped = self._stepped, False
-        sources = PassSources(self.dataset, self.transform, self.order, self.jpeg_decoders, self.hooks or None)
+        inputs = PassInputs(self.dataset, self.transform, self.order, self.jpeg_decoders, self.hooks or None)
         reports = PassReports(self.delivered, self.pass_ended, self._swap_spare,
                               functools.partial(setattr, self, "device_stage"))
-        iteration = Iteration(self.settings, sources, reports, keys, start, self.epoch, self.seed,
+        iteration = Iteration(self.settings, inputs, reports, indices, start, self.epoch, self.seed,
                               self.epoch + 1 if stepped else None)
         self._current = weakref.ref(iteration)
         return iteration
 
     def delivered(self, iteration: Iteration, samples: int, bad: list[tuple] = ()) -> None:
         """The consumer received `samples` more samples of `iteration` (the resume position), with
-        `bad` ones replaced: (position, key, stage, error, substitute) each, recorded (and warned
+        `bad` ones replaced: (position, index, stage, error, substitute) each, recorded (and warned
         about) here, in the consumer's thread."""
         if self._current is not None and self._current() is iteration:
             self._pass.position += samples
-        for _, key, stage, exc, substitute in bad:
-            name = None if self.order.iterable else sample_name(self.dataset, key)
-            text = self.bad_samples.record(key, name, exc, stage=stage, substitute=substitute, warn=False)
+        for _, index, stage, exc, substitute in bad:
+            name = None if self.order.iterable else sample_name(self.dataset, index)
+            text = self.bad_samples.record(index, name, exc, stage=stage, substitute=substitute, warn=False)
             if text is not None:
                 warnings.warn(text, BadSampleWarning, stacklevel=3)  # the frame of the loop's `for`
 

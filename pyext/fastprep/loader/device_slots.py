@@ -52,13 +52,13 @@ class WindowSlotRing(SlotRing):
         """The first n rows of each host tensor of slot `slot`."""
         return {name: rows[slot][:n] for name, rows in self._extras.items()}
 
-    def check_out_size(self, size: tuple[int, int], key: int) -> None:
+    def check_out_size(self, size: tuple[int, int], index: int) -> None:
         if self.out_size is None:
             with self._extras_lock:
                 if self.out_size is None:
                     self.out_size = size
         if size != self.out_size:
-            raise ValueError(f"Loader(decode_on=...): sample {key}'s image is {size[0]}x{size[1]}, but the batches "
+            raise ValueError(f"Loader(decode_on=...): sample {index}'s image is {size[0]}x{size[1]}, but the batches "
                              f"are laid out from {self.out_size[0]}x{self.out_size[1]} images; batch equal shapes "
                              f"(a crop after the resize)")
 
@@ -73,13 +73,13 @@ class WindowJob(BatchJob):
         self.cuts: list[WindowCut | None] = [None] * n
         self.geometry: np.ndarray | None = None  # the runs' geometry rows (made on the first run: its columns)
 
-    def write_run(self, j: int, key: int, run: Any) -> None:
+    def write_run(self, j: int, index: int, run: Any) -> None:
         """A run of the fused batch path (its windows cut, not decoded) into positions j, j + 1, ..."""
         ring, n = self.ring, len(run)
         group = ring.group
-        ring.check_out_size(tuple(run.out_size), key)
+        ring.check_out_size(tuple(run.out_size), index)
         # The batch's spec is the CPU path's: an image of the row's dtype (made on the device).
-        self.image_rows(run.output_like(0, torch.empty(3, 0, 0, dtype=group.out_dtype)), key, j, j + n)
+        self.image_rows(run.output_like(0, torch.empty(3, 0, 0, dtype=group.out_dtype)), index, j, j + n)
         if not all(type(c) is WindowCut for c in run.sources):
             raise TypeError(f"Loader(decode_on=...): the plan read {type(run.sources[0]).__name__}s where it "
                             f"should have cut windows; the fused batch path changed under the split")

@@ -109,12 +109,12 @@ def split_problem(plan: FusionPlan | None) -> str | None:
         if own:
             return (f"{own[0]!r} has its own generator=; the split draws every sample's parameters from the "
                     f"sample's stream: drop generator=")
-        # nvJPEG decodes at full scale only: the device would read other pixels than decode='reduced' does
+        # nvJPEG decodes at full scale only: the device would read other pixels than jpeg_scale='reduced' does
         # in the threads, and decode_on='cpu' would not give the ordinary Loader's bits.
-        reduced = [s for s in group.steps if getattr(s, "decode", "exact") == "reduced"]
+        reduced = [s for s in group.steps if getattr(s, "jpeg_scale", "exact") == "reduced"]
         return None if not reduced else (f"{reduced[0]!r} reads JPEG windows at a reduced DCT scale "
-                                         f"(decode='reduced'), which the device's decoder does not: pass "
-                                         f"decode='exact' (the device decodes whole windows fast)")
+                                         f"(jpeg_scale='reduced'), which the device's decoder does not: pass "
+                                         f"jpeg_scale='exact' (the device decodes whole windows fast)")
     if group is not None:
         return f"the transform runs as the fused op {group.fusion.op}, which has no device split ({_pipelines()})"
     fused = [seg for seg in plan.segments if getattr(seg, "fusion", None) is not None]
@@ -127,7 +127,7 @@ def split_problem(plan: FusionPlan | None) -> str | None:
              for seg in fused if seg.fusion.split is None]
     where += "".join(f" ({o})" for o in other)
     return (f"{shown} {where}: they would need the decoded pixels on the CPU; the split runs one fused op: "
-            f"{_pipelines()} (decode= makes float images on the device)")
+            f"{_pipelines()} (expand= makes float images on the device)")
 
 
 def check_splittable(plan: FusionPlan | None, decode_on: Any) -> None:
@@ -163,42 +163,42 @@ class SplitRunner(ChunkRunner):
 
     job_type = WindowJob
 
-    def _staged(self, keys: list[int], raws: list[Any], drawn: list[int]) -> list[Any]:
-        staged = super()._staged(keys, raws, drawn)
-        return [self._cuttable(r, k) if r is raw else r for r, raw, k in zip(staged, raws, keys)]
+    def _staged(self, indices: list[int], raws: list[Any], drawn: list[int]) -> list[Any]:
+        staged = super()._staged(indices, raws, drawn)
+        return [self._cuttable(r, k) if r is raw else r for r, raw, k in zip(staged, raws, indices)]
 
-    def _cuttable(self, raw: Any, key: int) -> Any:
+    def _cuttable(self, raw: Any, index: int) -> Any:
         """The item with its image behind a _CutInsteadOfDecode, or a SampleError naming what to do."""
         seq = isinstance(raw, (tuple, list))
         image = raw[0] if seq and raw else raw
         if not (isinstance(image, WindowedImage) and callable(getattr(image, "cut", None))) or _turned(image):
-            raise SampleError(key, STAGE, self.key) from ValueError(_not_cuttable(raw, image))
+            raise SampleError(index, STAGE, self.index_kind) from ValueError(_not_cuttable(raw, image))
         if not seq:
             return _CutInsteadOfDecode(image)
         items = [_CutInsteadOfDecode(image), *raw[1:]]
         return type(raw)(*items) if hasattr(raw, "_fields") else type(raw)(items)
 
-    def _write_run(self, job: WindowJob, j: int, key: int, run: Any) -> None:
-        job.write_run(j, key, run)
+    def _write_run(self, job: WindowJob, j: int, index: int, run: Any) -> None:
+        job.write_run(j, index, run)
 
-    def _produce(self, raw: Any, key: int, drawn: int, row: list[int]) -> Any:
+    def _produce(self, raw: Any, index: int, drawn: int, row: list[int]) -> Any:
         """One item the chunk's fused path left (a bad sample's substitute, a run whose op raised, or
         an item the op does not take): the fused path on it alone, its window cut (a run of one)."""
         if drawn:
             why = ("its loading drew seeds from the sample's stream (a fastprep transform inside load_raw), so "
                    "its draws cannot be made ahead for the batch")
         else:
-            runs = self.chunk_runs([self._cuttable(raw, key)], np.asarray([row], dtype=np.int64).reshape(1, -1))
+            runs = self.chunk_runs([self._cuttable(raw, index)], np.asarray([row], dtype=np.int64).reshape(1, -1))
             if runs:
                 return runs[0]
             self.plan.apply_item(raw)  # the steps' own error (an image smaller than the crop, ...)
             why = "the fused op does not take its image (not RGB, or a structure other than the first sample's)"
-        raise SampleError(key, STAGE, self.key) from ValueError(
+        raise SampleError(index, STAGE, self.index_kind) from ValueError(
             f"Loader(decode_on=...): {why}; the split decodes nothing in the threads: pass decode_on=None")
 
-    def _put(self, job: WindowJob, j: int, key: int, run: Any) -> None:
-        self._write_run(job, j, key, run)
-        job.write_rest(j, [key], run.raws)
+    def _put(self, job: WindowJob, j: int, index: int, run: Any) -> None:
+        self._write_run(job, j, index, run)
+        job.write_rest(j, [index], run.raws)
 
 
 def _turned(image: Any) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 
 # stage: what it wraps (where it runs)
 STAGES = {
-    "chunk": "a chunk of a batch, in all (a worker thread: ChunkRunner)",
+    "chunk": "a chunk of a batch, in all (a Loader thread: ChunkRunner)",
     "seeds": "the chunk's item seeds (item_seeds)",
     "draws": "the chunk's seeded draws (seeded_draws)",
     "load": "loading a map-style dataset's chunk under its streams",
@@ -26,8 +26,8 @@ STAGES = {
     "op": "the fused op's call itself (fusion.run: group, run, rows)",
     "labels": "writing a run's other fields, the labels (BatchJob.write_rest)",
     "hand_off": "a complete batch handed to the consumer (BatchJob.batch, the consumer's thread)",
-    "pool_start": "the pass's worker threads started (WorkerPool)",
-    "pool_stop": "the pass's worker threads stopped (WorkerPool.shutdown)",
+    "pool_start": "the pass's threads started (ThreadPool)",
+    "pool_stop": "the pass's threads stopped (ThreadPool.shutdown)",
     "take_ring": "the pass's slot ring and batch made ahead taken (ahead.take)",
     "keep_ring": "a whole pass's ring and batch made ahead kept for the next (ahead.keep)",
 }

@@ -1,6 +1,6 @@
 """One pass of a fastprep.Loader over an epoch: what ``iter(loader)`` returns.
 
-It owns everything the pass uses: the worker threads start with the first batch asked for and
+It owns everything the pass uses: the Loader's threads start with the first batch asked for and
 stop when the pass ends, fails, is closed, or is garbage collected (an iterator never advanced
 starts none); batches are handed out in order, and the loader's resume position counts the
 samples the consumer received (with a device, not those the prefetcher took ahead), and so do its
@@ -23,12 +23,12 @@ from fastprep.loader.apply import ChunkRunner
 from fastprep.loader.device_split import split_parts
 from fastprep.loader.hooks import LoaderHooks, hooked
 from fastprep.loader.order import Order
-from fastprep.loader.pool import WorkerPool
+from fastprep.loader.pool import ThreadPool
 from fastprep.loader.settings import LoaderSettings, plan_of
 
 
 @dataclass(frozen=True)
-class PassSources:
+class PassInputs:
     """The live objects a pass reads beside its Loader's settings: the dataset, the transform (its
     plan taken when the first batch is asked for), the epoch's order, the decode split's JPEG
     decoders, the hooks (None: none added)."""
@@ -55,17 +55,17 @@ class PassReports:
 
 class Iteration:
     """An iterator over the batches of epoch `epoch` from sample `start` on (see the module), made
-    with `settings` (a LoaderSettings) from `sources`, telling its Loader through `reports`: its
-    keys, epoch, seed and settings are fixed when it is made (a set_epoch before its first batch is
+    with `settings` (a LoaderSettings) from `inputs`, telling its Loader through `reports`: its
+    indices, epoch, seed and settings are fixed when it is made (a set_epoch before its first batch is
     the next pass's)."""
 
-    def __init__(self, settings: LoaderSettings, sources: PassSources, reports: PassReports,
-                 keys: list[int] | None, start: int, epoch: int, seed: int, next_epoch: int | None = None):
-        self.settings, self.sources, self.reports = settings, sources, reports
-        self.keys, self.start, self.next_epoch = keys, start, next_epoch
+    def __init__(self, settings: LoaderSettings, inputs: PassInputs, reports: PassReports,
+                 indices: list[int] | None, start: int, epoch: int, seed: int, next_epoch: int | None = None):
+        self.settings, self.inputs, self.reports = settings, inputs, reports
+        self.indices, self.start, self.next_epoch = indices, start, next_epoch
         self.epoch, self.seed = epoch, seed
         self._out: Iterator[Any] | None = None
-        self._pool: WorkerPool | None = None
+        self._pool: ThreadPool | None = None
         # (samples, bad samples replaced) of the batches made, not yet received
         self._sizes: deque[tuple[int, list]] = deque()
         self._closed = False
@@ -97,31 +97,31 @@ class Iteration:
         return batch
 
     def _start(self) -> Iterator[Any]:
-        settings, sources, hooks = self.settings, self.sources, self.sources.hooks
-        order, plan, device = sources.order, plan_of(sources.transform), settings.device
+        settings, inputs, hooks = self.settings, self.inputs, self.inputs.hooks
+        order, plan, device = inputs.order, plan_of(inputs.transform), settings.device
         cuda = device is not None and device.type == "cuda"
         first, keep, make = None, None, None
         if settings.decode_on is not None:  # the threads cut windows, the device decodes them
-            ring, runner = split_parts(settings, sources.dataset, plan, order.iterable, sources.jpeg_decoders,
+            ring, runner = split_parts(settings, inputs.dataset, plan, order.iterable, inputs.jpeg_decoders,
                                        self.epoch, self.seed, hooks)
         else:
             count = slots.ring_slots(settings.depth, (settings.streams or 1) if cuda else None)
-            now = ahead.made_for(sources.dataset, sources.transform, settings, self.epoch, self.seed)
+            now = ahead.made_for(inputs.dataset, inputs.transform, settings, self.epoch, self.seed)
             ring, first = hooked(hooks, "take_ring", ahead.take, self.reports.swap_spare(None), settings, plan,
-                                 count, cuda, self.keys, self.start, now)
-            runner = ChunkRunner(sources.dataset, plan, self.seed, self.epoch, settings.deterministic,
+                                 count, cuda, self.indices, self.start, now)
+            runner = ChunkRunner(inputs.dataset, plan, self.seed, self.epoch, settings.deterministic,
                                  order.iterable, settings.on_error, hooks)
             keep = functools.partial(hooked, hooks, "keep_ring", ahead.keep, self.reports.swap_spare, ring,
                                      device is None)
-            make = ahead.maker(settings, sources.dataset, sources.transform, order, runner, self.next_epoch)
-        self._pool = hooked(hooks, "pool_start", WorkerPool, settings.threads)
+            make = ahead.maker(settings, inputs.dataset, inputs.transform, order, runner, self.next_epoch)
+        self._pool = hooked(hooks, "pool_start", ThreadPool, settings.threads)
         # Generators that do not hold this object: dropping it closes them (no reference cycle).
         start = self.start + (len(first.indices) if first is not None else 0)
-        batches = order.batches_from(self.keys, start, raw=runner.plan is not None)
+        batches = order.batches_from(self.indices, start, raw=runner.plan is not None)
         host = _host(ring, runner, self._pool, batches, self._sizes, keep, first, make, hooks)
         if device is None:
-            return _cpu(host, settings.decode)
-        stage = DevicePrefetcher(host, device, settings.depth, decode=settings.decode, release=True,
+            return _cpu(host, settings.expand)
+        stage = DevicePrefetcher(host, device, settings.depth, expand=settings.expand, release=True,
                                  streams=settings.streams)
         self.reports.device_stage(getattr(stage, "stats", None))  # this pass's, with streams
         return iter(stage)
@@ -135,13 +135,13 @@ class Iteration:
         if out is not None and hasattr(out, "close"):
             out.close()
         if self._pool is not None:
-            hooked(self.sources.hooks, "pool_stop", self._pool.shutdown)
+            hooked(self.inputs.hooks, "pool_stop", self._pool.shutdown)
 
     def __del__(self) -> None:
         self.close()
 
 
-def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: Iterator[tuple[list[int], Any]],
+def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: ThreadPool, batches: Iterator[tuple[list[int], Any]],
           sizes: deque[tuple[int, list]], keep: Any = None, first: slots.BatchJob | None = None,
           make_ahead: Any = None, hooks: LoaderHooks | None = None) -> Iterator[CompactBatch]:
     """Batches in order (`first`: one made ahead, already complete), as many in flight as the ring
@@ -155,8 +155,8 @@ def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: 
             if nxt is None:
                 pending = False
                 break
-            keys, items = nxt
-            job = runner.new_job(keys, ring, items)
+            indices, items = nxt
+            job = runner.new_job(indices, ring, items)
             ahead.submit(pool, runner, job)
             inflight.append(job)
         if not pending and make_ahead is not None and ring.has_free():
@@ -172,10 +172,10 @@ def _host(ring: slots.SlotRing, runner: ChunkRunner, pool: WorkerPool, batches: 
         yield last
 
 
-def _cpu(host: Iterator[CompactBatch], decode: Any) -> Iterator[Any]:
+def _cpu(host: Iterator[CompactBatch], expand: Any) -> Iterator[Any]:
     previous = None
     for batch in host:
         if previous is not None:
             previous.release()  # the consumer asked for the next one: its slot may be reused
         previous = batch
-        yield batch.decode() if decode is True else decode(batch) if decode is not False else batch
+        yield batch.expand() if expand is True else expand(batch) if expand is not False else batch

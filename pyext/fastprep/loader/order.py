@@ -1,7 +1,7 @@
-"""An epoch's order for fastprep.Loader: its keys (indices of a map-style dataset, in order,
+"""An epoch's order for fastprep.Loader: its indices (of a map-style dataset, in order,
 shuffled by (seed, epoch), shard-aware (loader/shard_order.py) or from a sampler; positions in an
 iterable dataset's stream), this rank's part of them (loader/ranks.py), cut into batches, and the
-keys a resumed epoch starts from."""
+indices a resumed epoch starts from."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def is_iterable(dataset: Any) -> bool:
 
 
 class Order:
-    """The samples of an epoch, for a map-style dataset (keys: dataset indices) or an iterable one
-    (keys: positions 0, 1, ... in the stream; its items are read by :meth:`read` in order)."""
+    """The samples of an epoch, for a map-style dataset (indices: dataset indices) or an iterable one
+    (indices: positions 0, 1, ... in the stream; its items are read by :meth:`read` in order)."""
 
     def __init__(self, dataset: Any, batch_size: int, shuffle: bool | str, sampler: Any, drop_last: bool,
                  rank: int = 0, world: int = 1, window: int = 1):
@@ -44,11 +44,11 @@ class Order:
     def samples(self) -> int:
         """Samples in an epoch; a TypeError when neither the sampler nor the dataset has a length
         (a one-shot sampler is not consumed to count it)."""
-        source = self.sampler if self.sampler is not None else self.dataset
-        if not hasattr(source, "__len__"):
+        counted = self.sampler if self.sampler is not None else self.dataset
+        if not hasattr(counted, "__len__"):
             what = "sampler" if self.sampler is not None else "dataset"
-            raise TypeError(f"Loader: len() needs a {what} with a length; {type(source).__name__} has none")
-        n = len(source)
+            raise TypeError(f"Loader: len() needs a {what} with a length; {type(counted).__name__} has none")
+        n = len(counted)
         if self.sampler is not None or self.world == 1:
             return n
         return n // self.world if self.drop_last else -(-n // self.world)
@@ -57,7 +57,7 @@ class Order:
         n = self.samples()
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
-    def keys(self, seed: int, epoch: int, consumed: int = 0, order_world: int | None = None,
+    def indices(self, seed: int, epoch: int, consumed: int = 0, order_world: int | None = None,
              window: int | None = None) -> list[int] | None:
         """This rank's dataset indices of the epoch, in order, from global position `consumed` of an
         order made for `order_world` ranks and a shard window `window` (defaults: this Loader's);
@@ -80,7 +80,7 @@ class Order:
         if not self.shuffle:
             return list(range(n))
         # A pass that makes the next epoch's first batch ahead draws that epoch's order, which the next
-        # pass draws again: the last one drawn is kept (a copy handed out: callers own their keys).
+        # pass draws again: the last one drawn is kept (a copy handed out: callers own their indices).
         if self._drawn is None or self._drawn[0] != (seed, epoch, n):
             g = torch.Generator()
             g.manual_seed(item_seed(seed, "shuffle", epoch))
@@ -94,20 +94,20 @@ class Order:
             if owner is not None and callable(getattr(owner, "set_epoch", None)):
                 owner.set_epoch(epoch)
 
-    def check_start(self, start: int, keys: list[int] | None) -> None:
-        if start % self.batch_size and (keys is None or start < len(keys)):
+    def check_start(self, start: int, indices: list[int] | None) -> None:
+        if start % self.batch_size and (indices is None or start < len(indices)):
             raise ValueError(f"Loader: resume position {start} is not a batch boundary (batch_size "
                              f"{self.batch_size}) nor the end of the epoch")
 
-    def batches_from(self, keys: list[int] | None, start: int,
+    def batches_from(self, indices: list[int] | None, start: int,
                      raw: bool = False) -> Iterator[tuple[list[int], list[Any] | None]]:
-        """(keys, items) of each batch from sample `start` on: items None for a map-style dataset
+        """(indices, items) of each batch from sample `start` on: items None for a map-style dataset
         (the threads load them), the items read in order for an iterable one: with `raw` (the
         Loader has the transform), its ``iter_raw()`` when it has one, as ``load_raw`` is read."""
         size = self.batch_size
-        if keys is not None:
-            for k in range(start, len(keys), size):
-                batch = keys[k:k + size]
+        if indices is not None:
+            for k in range(start, len(indices), size):
+                batch = indices[k:k + size]
                 if len(batch) == size or not self.drop_last:
                     yield batch, None
             return
@@ -136,5 +136,5 @@ def sampler_index(i: Any, dataset: Any) -> int:
     return int(i)
 
 
-def saved_keys(indices: Sequence[Any] | None, dataset: Any) -> list[int] | None:
+def saved_indices(indices: Sequence[Any] | None, dataset: Any) -> list[int] | None:
     return None if indices is None else [sampler_index(i, dataset) for i in indices]

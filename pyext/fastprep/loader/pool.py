@@ -1,4 +1,4 @@
-"""The Loader's worker threads: daemon threads running submitted chunks, stopped by shutdown() (an
+"""The Loader's threads: daemon threads running submitted chunks, stopped by shutdown() (an
 iteration's close, its garbage collection, or the interpreter's exit), each chunk checking the
 stop flag between samples so a stop waits for one sample, not a chunk."""
 
@@ -18,10 +18,10 @@ JOIN_S = 5.0  # how long shutdown waits for a thread inside one sample (a hangin
 
 
 class Stopped(BaseException):
-    """Raised in a worker when its pool stops mid-chunk: nobody waits for that chunk any more."""
+    """Raised in a thread when its pool stops mid-chunk: nobody waits for that chunk any more."""
 
 
-class WorkerPool:
+class ThreadPool:
     """`threads` daemon threads running submitted (job, fn) chunks; fn gets the pool's `stopping`
     check. A chunk's exception goes to its job (job.chunk_done), never out of the thread."""
 

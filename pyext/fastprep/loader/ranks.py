@@ -43,10 +43,10 @@ def resolve(rank: Any, world_size: Any) -> tuple[int, int]:
         if rank >= world:
             raise ValueError(f"Loader: expected rank in [0, world_size={world}), got rank={rank}")
         return rank, world
-    source = None
+    told_by = None
     if dist.is_available() and dist.is_initialized():
-        rank, world, source = dist.get_rank(), dist.get_world_size(), "the torch.distributed process group"
-    if source is None and "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        rank, world, told_by = dist.get_rank(), dist.get_world_size(), "the torch.distributed process group"
+    if told_by is None and "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         try:
             rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         except ValueError:
@@ -54,19 +54,19 @@ def resolve(rank: Any, world_size: Any) -> tuple[int, int]:
                              f"RANK={os.environ['RANK']!r}, WORLD_SIZE={os.environ['WORLD_SIZE']!r}") from None
         if not 0 <= rank < world:
             raise ValueError(f"Loader: the RANK environment variable {rank} is outside [0, WORLD_SIZE={world})")
-        source = "the RANK / WORLD_SIZE environment variables"
-    if source is None or world == 1:
+        told_by = "the RANK / WORLD_SIZE environment variables"
+    if told_by is None or world == 1:
         return 0, 1
-    if (rank, world, source) not in _told:  # once per process
-        _told.add((rank, world, source))
+    if (rank, world, told_by) not in _told:  # once per process
+        _told.add((rank, world, told_by))
         log.warning("fastprep.Loader: rank %d of %d (from %s): each epoch's order is split by rank, this "
                     "process reads 1/%d of it; pass world_size=1 to read everything on every rank, or a sampler "
-                    "(e.g. DistributedSampler) to split it yourself", rank, world, source, world)
+                    "(e.g. DistributedSampler) to split it yourself", rank, world, told_by, world)
     return rank, world
 
 
 def part(order: np.ndarray | list[int], consumed: int, world: int, rank: int, drop_last: bool) -> list[int]:
-    """Rank `rank`'s keys of the global `order` from global position `consumed` on (see the module)."""
+    """Rank `rank`'s indices of the global `order` from global position `consumed` on (see the module)."""
     order = np.asarray(order, dtype=np.int64)
     n = len(order)
     rest = max(0, n - consumed)
@@ -77,9 +77,9 @@ def part(order: np.ndarray | list[int], consumed: int, world: int, rank: int, dr
     return order[positions[rank::world]].tolist()
 
 
-def consumed(start: int, position: int, world: int, keys: list[int], batch_size: int, drop_last: bool,
+def consumed(start: int, position: int, world: int, indices: list[int], batch_size: int, drop_last: bool,
              total: int) -> int:
-    """Global samples of the epoch consumed once this rank has received `position` of `keys` (its
+    """Global samples of the epoch consumed once this rank has received `position` of `indices` (its
     part from global position `start`): `total` when the rank's part is over."""
-    deliverable = len(keys) - len(keys) % batch_size if drop_last else len(keys)
+    deliverable = len(indices) - len(indices) % batch_size if drop_last else len(indices)
     return total if position >= deliverable else start + position * world

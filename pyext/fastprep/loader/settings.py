@@ -53,7 +53,7 @@ class LoaderSettings:
     threads: int
     device: torch.device | None
     depth: int
-    decode: Any
+    expand: Any
     seed: int
     fields: Mapping[Any, str]  # read-only (a MappingProxyType): frozen all the way down
     deterministic: bool
@@ -68,7 +68,7 @@ class LoaderSettings:
 
     @classmethod
     def build(cls, dataset: Any, transform: Any, sampler: Any, *, batch_size: int, shuffle: Any = False,
-              drop_last: Any = False, threads: Any = None, device: Any = None, depth: Any = 2, decode: Any = False,
+              drop_last: Any = False, threads: Any = None, device: Any = None, depth: Any = 2, expand: Any = False,
               seed: Any = None, fields: Any = None, deterministic: Any = False, decode_on: Any = None,
               prestart: Any = True, shard_window: Any = None, rank: Any = None, world_size: Any = None,
               on_error: Any = "raise", streams: Any = None, jpeg_decoder: Any = "auto") -> tuple[LoaderSettings, Any]:
@@ -93,9 +93,9 @@ class LoaderSettings:
         threads = check_int("Loader", "threads", cores if threads is None else threads, 1)
         depth = check_int("Loader", "depth", depth, 1)
         device = None if device is None else check_device("Loader", device)
-        if not (isinstance(decode, (bool, np.bool_)) or callable(decode)):
-            raise ValueError(f"Loader: expected decode to be a bool or a callable, got {decode!r}")
-        decode = bool(decode) if isinstance(decode, np.bool_) else decode
+        if not (isinstance(expand, (bool, np.bool_)) or callable(expand)):
+            raise ValueError(f"Loader: expected expand to be a bool or a callable, got {expand!r}")
+        expand = bool(expand) if isinstance(expand, np.bool_) else expand
         seed = draw_seed() if seed is None else seed_argument("Loader", "seed", seed)
         deterministic = check_bool("Loader", "deterministic", deterministic)
         on_error = check_on_error("Loader", on_error)
@@ -117,7 +117,7 @@ class LoaderSettings:
         else:
             rank, world_size = ranks.resolve(rank, world_size)
         window = auto_window or (window_of(shard_window, dataset) if resolved == "shards" else 1)
-        return cls(batch_size, resolved, drop_last, threads, device, depth, decode, seed, fields, deterministic,
+        return cls(batch_size, resolved, drop_last, threads, device, depth, expand, seed, fields, deterministic,
                    decode_on, prestart, window, rank, world_size, on_error, streams, jpeg_decoder), decoders
 
 
@@ -132,7 +132,7 @@ class SettingsViews:
 
     settings: LoaderSettings
     batch_size, shuffle, drop_last = _view("batch_size"), _view("shuffle"), _view("drop_last")
-    threads, device, depth, decode = _view("threads"), _view("device"), _view("depth"), _view("decode")
+    threads, device, depth, expand = _view("threads"), _view("device"), _view("depth"), _view("expand")
     fields, deterministic, decode_on = _view("fields"), _view("deterministic"), _view("decode_on")
     prestart, shard_window, rank = _view("prestart"), _view("shard_window"), _view("rank")
     world_size, on_error, streams = _view("world_size"), _view("on_error"), _view("streams")

@@ -69,14 +69,14 @@ MORE_THREADS = f"more threads (fastprep.Loader(..., threads=N), DataLoader num_w
 DECODE_LESS = "decode less (smaller stored images, a faster decoder), faster storage, cache decoded data"
 PORT = ("fastprep's transforms for your steps (fastprep.transforms: torchvision v2's names and bits, fused into one "
         "op where they can be; docs/transforms.md)")
-GPU_MOVE = "move the work to the GPU (ship uint8 + packed masks and decode there)"
+GPU_MOVE = "move the work to the GPU (ship uint8 + packed masks and expand them there)"
 LOADER = "fastprep.Loader (threads without the GIL in its ops: no IPC, batches written in place)"
 LOADER_DONE = "a fastprep.Loader (threads, no IPC)"
 COMPACT = "collate_fn=fastprep.compact_collate (uint8 images, packed masks: 4x fewer bytes to move than float32)"
 PERSISTENT = "persistent_workers=True"
 STEADY = "fewer torch threads, torch.set_num_threads(1); fewer loader threads"  # what steadies a noisy step
-UINT8_DEVICE = ("ship uint8 batches and convert them on the GPU: fastprep.Loader(..., device='cuda', decode=True) "
-                "(or decode=False and CompactBatch.decode() there)")
+UINT8_DEVICE = ("ship uint8 batches and convert them on the GPU: fastprep.Loader(..., device='cuda', expand=True) "
+                "(or expand=False and CompactBatch.expand() there)")
 
 
 def more_threads(facts: Any = None) -> str:

@@ -2,8 +2,8 @@
 second.
 
 Duck-typed: a dataset with a ``bytes_fetched`` counter (fastprep.io.PackedDataset over a URL) found
-as the loader's ``.dataset`` (a DataLoader, a fastprep.Loader), through a wrapper's ``.source`` or
-``.loader`` (a DevicePrefetcher); its requests from a ``fetch_requests`` counter, or its remote
+as the loader's ``.dataset`` (a DataLoader, a fastprep.Loader), through a wrapper's ``.loader`` (a
+DevicePrefetcher) or ``.source``; its requests from a ``fetch_requests`` counter, or its remote
 store's ``requests`` (a PackedDataset's ``_source.store``). A PackedDataset's store keeps both in
 cells its DataLoader's worker processes share (fastprep.io.remote.shared): their reads count here.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from fastprep.batch.compact import CompactBatch
 
-WRAPPED = ("source", "loader")  # where wrappers (DevicePrefetcher, ...) keep the loader they wrap
+WRAPPED = ("loader", "source")  # where wrappers (DevicePrefetcher's .loader; others' .source) keep the loader
 
 
 def fetching_dataset(batches: Any) -> Any:

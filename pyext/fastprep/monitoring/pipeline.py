@@ -3,10 +3,10 @@ images come from, its loader and threads. ``fastprep.monitor`` and ``python -m f
 both print it and choose their remedies from it (fastprep.monitoring.remedies).
 
 Nothing is loaded to find it out: the loader is unwrapped (a tqdm bar's ``iterable``, a
-DevicePrefetcher's ``source`` / ``loader``), its dataset is looked through wrappers' ``.dataset``,
-and the source is what the dataset declares it is (its ``source_kind``, one of the words below:
-fastprep.io's datasets and images each say theirs), else told from its type. diagnose, which holds
-a raw sample, refines the source from its image (`source_of_image`).
+DevicePrefetcher's ``loader``, another wrapper's ``source``), its dataset is looked through
+wrappers' ``.dataset``, and the source is what the dataset declares it is (its ``source_kind``,
+one of the words below: fastprep.io's datasets and images each say theirs), else told from its
+type. diagnose, which holds a raw sample, refines the source from its image (`source_of_image`).
 
 ===============  ===========================================================================
 source           what it is
@@ -37,7 +37,7 @@ __all__ = ["FILES", "PACKS", "SOURCES", "PipelineFacts", "Step", "datasets", "fa
 
 FILES = ("pil-files", "files", "jpeg-files")  # one file per sample: packing applies
 PACKS = ("packed-jpeg", "packed-raw", "remote-pack")
-WRAPPED = ("iterable", "source", "loader")  # tqdm's, DevicePrefetcher's, ...: where wrappers keep the loader
+WRAPPED = ("iterable", "loader", "source")  # tqdm's, DevicePrefetcher's, others': where wrappers keep the loader
 
 
 @dataclass
@@ -55,7 +55,7 @@ class PipelineFacts:
         decode_on: a fastprep.Loader's decode_on (the GPU decode split), else None.
         pack: a pack's options (mode, max_side, ...), {} when the source is no pack.
         verify: a pack's `verify` (the CRC pass), None when not a pack.
-        loader_device: a fastprep.Loader's own `device` (its batches copied there as uint8, decoded
+        loader_device: a fastprep.Loader's own `device` (its batches copied there as uint8, expanded
             there), else None.
         split_refused: why ``fastprep.Loader(..., decode_on=...)`` would refuse to split this
             transform or source (the Loader's own rule, `split_refusal`), None where it splits.
@@ -121,7 +121,7 @@ class PipelineFacts:
 
     @property
     def reduced_decode(self) -> bool:
-        return any(s.decode == "reduced" for s in self.steps)
+        return any(s.jpeg_scale == "reduced" for s in self.steps)
 
     def step(self, name: str) -> Step | None:
         """The first step called `name`, None without one."""

@@ -8,7 +8,7 @@ suggested, what is taken is said to be in place. The rows' words, and those of e
 remedy         applies to                              taken when
 =============  ======================================  =========================================
 reader         Pillow-decoded files                    (fastprep reads them)
-rrc-reduced    RandomResizedCrop on JPEG sources       RandomResizedCrop(decode="reduced")
+rrc-reduced    RandomResizedCrop on JPEG sources       RandomResizedCrop(jpeg_scale="reduced")
 roi            RandomCrop pipelines on files           ImageFolder(roi=True) + fastprep's crop
 pack           files, WebDataset / LMDB / HDF5, packs  the source is a pack
 shrink         RandomResizedCrop on a pack             pack(max_side=...) (FFCV's recipe)
@@ -44,7 +44,7 @@ __all__ = ["COLLATE", "RAW", "TRANSFORMS", "TABLE", "Remedy", "gpu_split", "more
            "stage_advice"]
 PACKING = ("a few large shard files instead of one small file per sample, and a crop window decodes from only "
            "the restart intervals that cover it (docs/real-files.md)")
-REDUCED = 'decode="reduced"'
+REDUCED = 'jpeg_scale="reduced"'
 JPEG_SOURCES = ("pil-files", "files", "jpeg-files", "packed-jpeg", "remote-pack")
 
 
@@ -74,8 +74,8 @@ def _pack(f: PipelineFacts) -> str:
         return (f"pack them, FFCV's recipe for RandomResizedCrop(224): {_pack_cmd(f, ' --max-side 256')} (each "
                 f"image shrunk once to a longer side of 256 and stored as restart-indexed JPEG: a 224 crop needs "
                 f"nothing finer and decoding costs what is stored, about a tenth of 1024^2 originals; lossy: validate "
-                f"on the originals), or losslessly without --max-side, with decode=\"reduced\" (docs/performance.md, "
-                f"Recipe)")
+                f"on the originals), or losslessly without --max-side, with jpeg_scale=\"reduced\" "
+                f"(docs/performance.md, Recipe)")
     if f.source == "windowed":
         return f"pack the dataset, fastprep.io.pack(dataset, dest) (it reads {f.dataset or 'it'} too): {PACKING}"
     return f"pack the files, {_pack_cmd(f)}: {PACKING}"
@@ -118,7 +118,7 @@ TABLE: tuple[Remedy, ...] = (
                      f"exact rate on 1024^2 photos; not torchvision's bits, docs/resize.md)"
                      + ("; it reads JPEG windows: a pack or fastprep.io.ImageFolder(root, roi=True)"
                         if f.source in ("pil-files", "files") else ""),
-           lambda f: 'decode="reduced" (JPEG windows decoded at a reduced scale)'),
+           lambda f: 'jpeg_scale="reduced" (JPEG windows decoded at a reduced scale)'),
     Remedy("roi", RAW, lambda f: f.kind in ("seed", "crop") and f.source in FILES,
            lambda f: f.source == "jpeg-files" and f.crops_by_window,
            lambda f: f"pass roi=True to {f.dataset if f.source == 'files' else 'fastprep.io.ImageFolder'}"

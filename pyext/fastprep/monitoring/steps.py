@@ -1,5 +1,5 @@
 """A transform's steps as the advice reads them (fastprep.monitoring.pipeline.PipelineFacts.steps):
-each step's name, whether it is fastprep's, the fused op it runs in, its decode and its size."""
+each step's name, whether it is fastprep's, the fused op it runs in, its jpeg_scale and its size."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import Any
 @dataclass(frozen=True)
 class Step:
     """One step of the transform: its class (or function) name, whether it is fastprep's, and the
-    fused op it runs in (None: alone); `decode` is a fastprep resize's decode ("exact", "reduced");
+    fused op it runs in (None: alone); `jpeg_scale` is a fastprep resize's jpeg_scale ("exact", "reduced");
     `size` its output size as its ``size`` says (an int for a square or shorter side, (h, w)), None
     when it has none."""
     name: str
     fastprep: bool = False
     fused: str | None = None
-    decode: str | None = None
+    jpeg_scale: str | None = None
     size: int | tuple[int, ...] | None = None
 
     def describe(self) -> str:
@@ -54,8 +54,8 @@ def steps_of(transform: Any) -> tuple[Step, ...]:
 def _step(step: Any, transform_class: type, fused: str | None) -> Step:
     name = getattr(step, "__name__", None) if not isinstance(step, transform_class) else None
     name = name or type(step).__name__
-    decode = getattr(step, "decode", None) if isinstance(step, transform_class) else None
-    return Step(name, isinstance(step, transform_class), fused, decode if isinstance(decode, str) else None,
+    jpeg_scale = getattr(step, "jpeg_scale", None) if isinstance(step, transform_class) else None
+    return Step(name, isinstance(step, transform_class), fused, jpeg_scale if isinstance(jpeg_scale, str) else None,
                 _size(getattr(step, "size", None)))
 
 

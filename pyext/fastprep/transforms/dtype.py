@@ -1,4 +1,4 @@
-"""ToDtype and the one dtype conversion every fastprep path uses (CompactBatch.decode too)."""
+"""ToDtype and the one dtype conversion every fastprep path uses (CompactBatch.expand too)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def to_dtype_image(image: torch.Tensor, dtype: torch.dtype, scale: bool = False)
       int32/int64 or float64 -> int64 raise as in torchvision (not exactly representable);
     - float -> float: ``image.to(dtype)``; int -> int: a shift by the difference in value bits.
 
-    CompactBatch.decode() converts its images with it, so every fastprep path gives these bits.
+    CompactBatch.expand() converts its images with it, so every fastprep path gives these bits.
     """
     if image.dtype == dtype:
         return image

@@ -44,7 +44,7 @@ class FusedRun:
         for k, src in enumerate(sources):
             if src is None:  # a PIL image or WindowedImage: only its window is read (or decoded)
                 top, left, height, width = (int(v) for v in g[k, :4])
-                # reduced (decode="reduced"): a JPEG window read at a scale no smaller than its resize
+                # reduced (jpeg_scale="reduced"): a JPEG window read at a scale no smaller than its resize
                 place = int(g[k, _RESIZED_H]), int(g[k, _RESIZED_W])
                 at_least = place if reduced and place[0] else None
                 sources[k] = read_region(images[k], top, top + height, left, left + width, at_least)

@@ -39,7 +39,7 @@ class FusedGroup:
         # Loader lays its slots' images out from it.
         self.makes = None if size is None else ((3, *size), self.out_dtype)
         resize = self.roles.get("resized_crop") or self.roles.get("resize")
-        self.reduced = getattr(resize, "decode", "exact") == "reduced"  # JPEG windows read at a reduced scale
+        self.reduced = getattr(resize, "jpeg_scale", "exact") == "reduced"  # JPEG windows read at a reduced scale
         self.unfused = unfused  # the steps one by one: what a sample the op does not take runs
         # Every draw comes from the sample's stream (no step has a generator of its own): a chunk's
         # draws can be made for all its samples at once, and replayed.

@@ -30,7 +30,7 @@ class Normalize(Transform):
 
     In :class:`Compose`, ``ToDtype(torch.float32, ...)`` + ``Normalize`` after RandomResizedCrop or
     Resize (+ CenterCrop) are part of the one op call (the same float32 operations). Where images
-    travel to the GPU as uint8 (a Loader without ToDtype), ``CompactBatch.decode(dtype, scale, mean,
+    travel to the GPU as uint8 (a Loader without ToDtype), ``CompactBatch.expand(dtype, scale, mean,
     std)`` normalises on the device with the same operations.
 
     Args:

@@ -11,7 +11,14 @@ from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.geometry import GeometricTransform
 from fastprep.transforms.inputs import check_interpolation, check_layout, check_size, is_int
 from fastprep.transforms.sample import Item
-from fastprep.transforms.window import INTERPOLATIONS, Window, check_decode, crop_dense, resize_region, tv_functional
+from fastprep.transforms.window import (
+    INTERPOLATIONS,
+    Window,
+    check_jpeg_scale,
+    crop_dense,
+    resize_region,
+    tv_functional,
+)
 
 
 class Resize(GeometricTransform):
@@ -33,9 +40,9 @@ class Resize(GeometricTransform):
         max_size: the longer edge's bound with an int size (or None size), as torchvision's.
         antialias: torchvision's default True (None: False, as torchvision's for tensors).
         layout: "CHW", or "HWC" for plain HWC tensors.
-        decode: "exact" (default) or "reduced": a JPEG image (a packed record, a JpegFile) that is
+        jpeg_scale: "exact" (default) or "reduced": a JPEG image (a packed record, a JpegFile) that is
             shrunk is decoded at the smallest of libjpeg-turbo's 1/8, 2/8, 4/8 scales that keeps it
-            at least the output size, then resized, as RandomResizedCrop's `decode`.
+            at least the output size, then resized, as RandomResizedCrop's `jpeg_scale`.
 
     Example:
         >>> Resize(256)(torch.zeros(3, 480, 640, dtype=torch.uint8)).shape
@@ -43,9 +50,9 @@ class Resize(GeometricTransform):
     """
 
     def __init__(self, size: Any, interpolation: Any = "bilinear", max_size: int | None = None,
-                 antialias: bool | None = True, layout: str = "CHW", decode: str = "exact"):
+                 antialias: bool | None = True, layout: str = "CHW", jpeg_scale: str = "exact"):
         super().__init__()
-        self.decode = check_decode("Resize", decode)
+        self.jpeg_scale = check_jpeg_scale("Resize", jpeg_scale)
         if size is None:
             if not is_int(max_size):
                 raise ValueError(f"Resize: expected max_size to be an int when size is None, got {max_size!r}")
@@ -75,7 +82,7 @@ class Resize(GeometricTransform):
             args["max_size"] = self.max_size
         if not self.antialias:
             args["antialias"] = False
-        args |= {"decode": self.decode} if self.decode != "exact" else {}
+        args |= {"jpeg_scale": self.jpeg_scale} if self.jpeg_scale != "exact" else {}
         return args | ({"layout": self.layout} if self.layout != "CHW" else {})
 
     @property
@@ -111,7 +118,7 @@ class Resize(GeometricTransform):
         size = self.make_params(seed, H, W)
         if not item.dense:
             return tv_functional().resize(item.value, size=list(size))
-        return item.wrap(resize_region(item, win, W, size, self.antialias, self.interpolation, self.decode))
+        return item.wrap(resize_region(item, win, W, size, self.antialias, self.interpolation, self.jpeg_scale))
 
 
 class CenterCrop(GeometricTransform):

@@ -14,7 +14,7 @@ from fastprep.transforms.fusion_roles import FusionRole
 from fastprep.transforms.geometry import RandomGeometric
 from fastprep.transforms.inputs import check_interpolation, check_layout, check_size
 from fastprep.transforms.sample import Item
-from fastprep.transforms.window import INTERPOLATIONS, Window, check_decode, geometry_tv, resize_region
+from fastprep.transforms.window import INTERPOLATIONS, Window, check_jpeg_scale, geometry_tv, resize_region
 
 
 def _check_range(owner: str, name: str, value: Any) -> tuple[float, float]:
@@ -49,7 +49,7 @@ class RandomResizedCrop(RandomGeometric):
         antialias: torchvision's default True (None: False, as torchvision's for tensors).
         layout: "CHW", or "HWC" for plain HWC tensors (PIL and numpy are HWC, tv_tensors CHW).
         generator: draw the seeds from this torch.Generator instead of torch's default one.
-        decode: how a JPEG window (a packed record, a JpegFile) is read: "exact" (default: the
+        jpeg_scale: how a JPEG window (a packed record, a JpegFile) is read: "exact" (default: the
             full decode's pixels, torchvision's result bit for bit) or "reduced" (decoded at the
             smallest of libjpeg-turbo's 1/8, 2/8, 4/8 scales that keeps the window at least
             `size`, then resized: fewer pixels decoded and resized, not the same result;
@@ -63,9 +63,9 @@ class RandomResizedCrop(RandomGeometric):
     def __init__(self, size: int | tuple[int, int], scale: tuple[float, float] = (0.08, 1.0),
                  ratio: tuple[float, float] = (3 / 4, 4 / 3), interpolation: Any = "bilinear",
                  antialias: bool | None = True, layout: str = "CHW", generator: torch.Generator | None = None,
-                 decode: str = "exact"):
+                 jpeg_scale: str = "exact"):
         super().__init__(generator)
-        self.decode = check_decode("RandomResizedCrop", decode)
+        self.jpeg_scale = check_jpeg_scale("RandomResizedCrop", jpeg_scale)
         self.size = check_size("RandomResizedCrop", size)
         self.scale = _check_range("RandomResizedCrop", "scale", scale)
         self.ratio = _check_range("RandomResizedCrop", "ratio", ratio)
@@ -81,8 +81,8 @@ class RandomResizedCrop(RandomGeometric):
             args["antialias"] = False
         if self.layout != "CHW":
             args["layout"] = self.layout
-        if self.decode != "exact":
-            args["decode"] = self.decode
+        if self.jpeg_scale != "exact":
+            args["jpeg_scale"] = self.jpeg_scale
         return args
 
     @property
@@ -121,4 +121,4 @@ class RandomResizedCrop(RandomGeometric):
     def cut(self, item: Item, win: Window, seed: int, H: int, W: int) -> Any:
         if not item.dense:
             return geometry_tv(item, win, "constant", H, W, resize=self.size)
-        return item.wrap(resize_region(item, win, W, self.size, self.antialias, self.interpolation, self.decode))
+        return item.wrap(resize_region(item, win, W, self.size, self.antialias, self.interpolation, self.jpeg_scale))

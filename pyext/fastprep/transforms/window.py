@@ -77,15 +77,15 @@ def index_map(start: int, n: int, size: int, mode: str) -> torch.Tensor:
     return torch.where((q >= 0) & (q < size), q, -1)
 
 
-DECODES = ("exact", "reduced")
+JPEG_SCALES = ("exact", "reduced")
 """How RandomResizedCrop and Resize read a JPEG window they shrink: "exact" (the full decode's
 pixels) or "reduced" (libjpeg-turbo's M/8 scaled decode, no smaller than the output: docs/resize.md)."""
 
 
-def check_decode(owner: str, decode: Any) -> str:
-    if decode not in DECODES:
-        raise ValueError(f"{owner}: expected decode to be one of {DECODES}, got {decode!r}")
-    return decode
+def check_jpeg_scale(owner: str, jpeg_scale: Any) -> str:
+    if jpeg_scale not in JPEG_SCALES:
+        raise ValueError(f"{owner}: expected jpeg_scale to be one of {JPEG_SCALES}, got {jpeg_scale!r}")
+    return jpeg_scale
 
 
 def read_region(item: Item, r0: int, r1: int, c0: int, c1: int,
@@ -230,14 +230,14 @@ def resize_dense(x: torch.Tensor, size: tuple[int, int], kind: str, antialias: b
 
 
 def resize_region(item: Item, win: Window, W: int, size: tuple[int, int], antialias: bool,
-                  mode: str = "bilinear", decode: str = "exact") -> torch.Tensor:
+                  mode: str = "bilinear", jpeg_scale: str = "exact") -> torch.Tensor:
     """An in-image window of a dense item (of its image flipped first, when win.flip), resized to
     `size` as torchvision's resized_crop does (masks nearest), as a contiguous CHW tensor; only the
-    window is read (of a PIL image or WindowedImage too; `decode` "reduced": a JPEG's at a reduced
+    window is read (of a PIL image or WindowedImage too; `jpeg_scale` "reduced": a JPEG's at a reduced
     scale no smaller than `size`, read_region). The op where it gives torchvision's bits (the window
     and its flip in one pass), else interpolate on the window."""
     w2 = win.unflipped(W)
-    at_least = tuple(size) if decode == "reduced" and item.kind != "mask" else None
+    at_least = tuple(size) if jpeg_scale == "reduced" and item.kind != "mask" else None
     region = read_region(item, w2.top, w2.top + w2.height, w2.left, w2.left + w2.width, at_least)
     view = region.movedim(-1, -3) if item.layout == "HWC" else region
     if item.kind != "mask" and tuple(view.shape[-2:]) != tuple(size) and op_resizes(view, mode):

@@ -1,5 +1,5 @@
 """Reduced-scale JPEG decoding: which of libjpeg-turbo's M/8 scales a window is decoded at when it
-is only going to be resized smaller (``RandomResizedCrop(..., decode="reduced")``, docs/resize.md).
+is only going to be resized smaller (``RandomResizedCrop(..., jpeg_scale="reduced")``, docs/resize.md).
 
 A JPEG decoded at scale M/8 runs a reduced inverse DCT (M x M output pixels per 8 x 8 block) and
 colour-converts M^2/64 of the pixels; its entropy decoding is not reduced, so the saving has a

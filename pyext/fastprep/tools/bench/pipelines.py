@@ -8,7 +8,7 @@ YCbCr; divide by 255; batch with an integer class label; copy to the device.
   convolve2d, float matmul), batched by default_collate as float32.
 - `fastprep_transform`: the fused crop_mask_ycbcr op on the HWC array (of a PIL image, on its crop
   window only, as fastprep's Compose reads it), batched by CompactCollate as uint8 and scaled by
-  1/255 on the device (CompactBatch.decode).
+  1/255 on the device (CompactBatch.expand).
 """
 
 from __future__ import annotations

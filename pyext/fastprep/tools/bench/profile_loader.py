@@ -105,8 +105,8 @@ def profile(batch_size: int = 256, batches: int = 20, repeat: int = 7) -> dict[s
 ROUND, BESIDE = "a round in all (job, chunk, wait, hand-off)", ", beside the op"
 BY_HAND, IN_LOADER = "op by hand (the same draws)", "op in the Loader"
 BOUNDARY = "pass end -> next pass's first batch in hand"
-BOUNDARY_PARTS = (("pool_start", "threads started (WorkerPool)"),
-                  ("pool_stop", "threads stopped (WorkerPool.shutdown)"),
+BOUNDARY_PARTS = (("pool_start", "threads started (ThreadPool)"),
+                  ("pool_stop", "threads stopped (ThreadPool.shutdown)"),
                   ("take_ring", "ring and batch made ahead taken (ahead.take)"),
                   ("hand_off", "hand-off: BatchJob.batch"))
 

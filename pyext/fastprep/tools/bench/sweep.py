@@ -3,7 +3,7 @@ persistent_workers, and a fastprep.Loader's threads x depth.
 
 Each setting is measured as the caching method measures a level (fastprep.tools.measuring.measure): a fresh
 loader, warm-up (worker start-up stays out of the timed window), then enough timed steps; each
-batch goes to `device`, is decoded there when it is a CompactBatch, and is given to `step_fn`.
+batch goes to `device`, is expanded there when it is a CompactBatch, and is given to `step_fn`.
 Unlike the caching method, the sweep iterates the real dataset epoch after epoch, so epoch
 restarts (what persistent_workers saves) are counted as they would be in training.
 """
@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader
 from fastprep.batch.device_prefetcher import check_device, move_to
 from fastprep.tools.measuring.measure import Settings, Source, Stats, measure, synchronize
 from fastprep.tools.measuring.run_plan import Plan
-from fastprep.tools.measuring.step_input import Epochs, decoder
+from fastprep.tools.measuring.step_input import Epochs, expander
 
 
 @dataclass
@@ -45,11 +45,11 @@ class SweepReport:
 
 
 def _run(configs: list[dict], make: Callable[[dict], Any], batch_size: int, step_fn: Callable | None,
-         device: Any, decode: Any, settings: Settings, keys: tuple[str, ...],
+         device: Any, expand: Any, settings: Settings, keys: tuple[str, ...],
          block: Callable[[dict], int], progress: Callable[[str, float], None] | None) -> SweepReport:
     dev = check_device("sweep", device)
     step = step_fn or (lambda b: None)
-    on_device = decoder("sweep", decode)
+    on_device = expander("sweep", expand)
 
     def full_step(b: Any) -> Any:
         return step(on_device(move_to(b, dev, non_blocking=True)))
@@ -89,7 +89,7 @@ def sweep_loader(dataset: Any, batch_size: int, step_fn: Callable[[Any], Any] | 
                  device: Any = "cpu", collate_fn: Callable | None = None,
                  num_workers: Sequence[int] | None = None, prefetch_factor: Sequence[int] = (2, 4),
                  pin_memory: Sequence[bool] | None = None, persistent_workers: Sequence[bool] = (False, True),
-                 steps: int | None = None, warmup: int | None = None, repeats: int = 1, decode: Any = True,
+                 steps: int | None = None, warmup: int | None = None, repeats: int = 1, expand: Any = True,
                  precision: float = 0.10, max_seconds: float = 5.0,
                  progress: Callable[[str, float], None] | None = None, **loader_kwargs: Any) -> SweepReport:
     """Samples/s through a DataLoader for every num_workers x prefetch_factor x pin_memory x
@@ -116,21 +116,21 @@ def sweep_loader(dataset: Any, batch_size: int, step_fn: Callable[[Any], Any] | 
     def make(cfg: dict) -> DataLoader:
         return DataLoader(dataset, batch_size=batch_size, collate_fn=collate_fn, **cfg, **loader_kwargs)
 
-    return _run(configs, make, batch_size, step_fn, device, decode,
+    return _run(configs, make, batch_size, step_fn, device, expand,
                 _settings(steps, warmup, repeats, precision, max_seconds),
                 ("num_workers", "prefetch_factor", "pin_memory", "persistent_workers"),
                 lambda cfg: max(2, 2 * cfg["num_workers"]), progress)
 
 
 def sweep_threads(dataset: Any, batch_size: int, step_fn: Callable[[Any], Any] | None = None, *,
-                  transform: Any = None, device: Any = None, loader_decode: Any = True, decode: Any = True,
+                  transform: Any = None, device: Any = None, loader_expand: Any = True, expand: Any = True,
                   threads: Sequence[int] | None = None, depth: Sequence[int] = (1, 2, 4),
                   steps: int | None = None, warmup: int | None = None, repeats: int = 1, precision: float = 0.10,
                   max_seconds: float = 5.0, progress: Callable[[str, float], None] | None = None,
                   **loader_kwargs: Any) -> SweepReport:
     """Samples/s through a fastprep.Loader for every threads x depth setting (threads default
-    1..cores); `transform`, `device`, `loader_decode` (the Loader's `decode`) and `loader_kwargs`
-    go to every Loader; `decode` is what step_input.decoder applies before `step_fn`.
+    1..cores); `transform`, `device`, `loader_expand` (the Loader's `expand`) and `loader_kwargs`
+    go to every Loader; `expand` is what step_input.expander applies before `step_fn`.
 
     Example:
         >>> print(sweep_threads(ds, 256, train_step, transform=train_tf, device="cuda").table())
@@ -140,23 +140,23 @@ def sweep_threads(dataset: Any, batch_size: int, step_fn: Callable[[Any], Any] |
     configs = [{"threads": t, "depth": d} for t in (threads or range(1, usable_cores() + 1)) for d in depth]
 
     def make(cfg: dict) -> Any:
-        return Loader(dataset, batch_size, transform=transform, device=device, decode=loader_decode, **cfg,
+        return Loader(dataset, batch_size, transform=transform, device=device, expand=loader_expand, **cfg,
                       **loader_kwargs)
 
-    return _run(configs, make, batch_size, step_fn, device or "cpu", decode,
+    return _run(configs, make, batch_size, step_fn, device or "cpu", expand,
                 _settings(steps, warmup, repeats, precision, max_seconds), ("threads", "depth"),
                 lambda cfg: 2, progress)
 
 
 def sweep(loader: Any, step_fn: Callable[[Any], Any] | None = None, device: Any = None, **kwargs: Any) -> SweepReport:
     """The sweep for `loader`'s kind, over its dataset and batch size, and its collate_fn (a
-    DataLoader) or its transform, device, decode, seed, shuffle and drop_last (a fastprep.Loader);
-    `kwargs` go to sweep_loader or sweep_threads (decode: what step_fn receives)."""
+    DataLoader) or its transform, device, expand, seed, shuffle and drop_last (a fastprep.Loader);
+    `kwargs` go to sweep_loader or sweep_threads (expand: what step_fn receives)."""
     from fastprep.loader import Loader  # noqa: PLC0415
 
     if isinstance(loader, Loader):
         return sweep_threads(loader.dataset, loader.batch_size, step_fn, transform=loader.transform,
-                             device=device or loader.device, loader_decode=loader.decode, seed=loader.seed,
+                             device=device or loader.device, loader_expand=loader.expand, seed=loader.seed,
                              shuffle=loader.shuffle, drop_last=loader.drop_last, **kwargs)
     if isinstance(loader, DataLoader) and loader.batch_size is not None:
         return sweep_loader(loader.dataset, loader.batch_size, step_fn, device or "cpu",

@@ -197,8 +197,8 @@ MODULE:FACTORY names a function taking no arguments that returns one of
   (dataset, step_fn, batch_size[, collate_fn])    diagnose builds a DataLoader (or --loader fastprep)
 step_fn(batch) runs one training step. It receives the batch the loader yields, moved to --device
 (tensors in tuples / lists / dicts one by one); a CompactBatch (compact_collate, fastprep.Loader)
-is decoded there first with CompactBatch.decode(): float32 images / 255, int64 labels, bool masks
-(--no-decode passes the CompactBatch itself). Raw loading is split from the transforms through the
+is expanded there first with CompactBatch.expand(): float32 images / 255, int64 labels, bool masks
+(--no-expand passes the CompactBatch itself). Raw loading is split from the transforms through the
 dataset's load_raw(i) + apply_transform(raw), or its `transform` attribute, looking through
 wrappers' `.dataset` (SeedByIndex, Subset); without either, levels 3-4 say why they are n/a.
 
@@ -242,8 +242,8 @@ def _diagnose_parser(sub) -> None:
                         "--demo's two pipelines share it; --sweep times its settings apart, outside this limit)")
     p.add_argument("--warmup", type=count,
                    help="untimed steps before each measurement (default: until the step time is steady)")
-    p.add_argument("--no-decode", action="store_true",
-                   help="give step_fn CompactBatch es as they are (moved to the device), not decoded")
+    p.add_argument("--no-expand", action="store_true",
+                   help="give step_fn CompactBatch es as they are (moved to the device), not expanded")
     p.add_argument("--sweep", action="store_true",
                    help="also sweep the loader's settings: a DataLoader's num_workers x prefetch_factor x "
                         "pin_memory x persistent_workers, or a fastprep.Loader's threads x depth")

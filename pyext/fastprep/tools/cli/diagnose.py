@@ -77,7 +77,7 @@ def _measure(args: argparse.Namespace, loader: Any, step_fn: Any, device: Any, t
 
     progress = _progress(args, title)
     try:
-        return find_bottleneck(loader, step_fn, device, decode=not args.no_decode, steps=args.steps,
+        return find_bottleneck(loader, step_fn, device, expand=not args.no_expand, steps=args.steps,
                                repeats=args.repeats, warmup=args.warmup, precision=args.precision,
                                time_limit=args.time_limit / share, progress=progress)
     finally:
@@ -90,7 +90,7 @@ def _sweep(args: argparse.Namespace, loader: Any, step_fn: Any, device: Any, tit
 
     progress = _progress(args, title)
     try:
-        return sweep(loader, step_fn, device, decode=not args.no_decode, steps=args.steps, warmup=args.warmup,
+        return sweep(loader, step_fn, device, expand=not args.no_expand, steps=args.steps, warmup=args.warmup,
                      precision=args.precision, progress=progress)
     finally:
         if progress is not None:
@@ -181,7 +181,7 @@ def _demo(args: argparse.Namespace, device: Any) -> int:
                   f"  usual:    DataLoader(num_workers={args.workers or 0}), PIL decode, PIL -> tensor + float crop / "
                   f"mask / YCbCr, default_collate (float32)\n"
                   f"  fastprep: fastprep.Loader(threads={args.threads or 1}) over fastprep.io.ImageFolder(roi=True), "
-                  f"fused crop_mask_ycbcr decoding each crop's window into batch slots, CompactBatch decoded "
+                  f"fused crop_mask_ycbcr decoding each crop's window into batch slots, CompactBatch expanded "
                   f"before the step\n"
                   f"caching method: {_how(args)}")
             reports = {name: _measure(args, loader, step, device, f"diagnose {name}", len(pipes))

@@ -1,7 +1,7 @@
 """Where does a pipeline starve? The caching method, and loader settings sweeps.
 
 find_bottleneck() measures training steps/s with progressively less cached:
-  1. one batch cached on the device: the step alone (a CompactBatch's decode included), the ceiling;
+  1. one batch cached on the device: the step alone (a CompactBatch's expand included), the ceiling;
   2. one batch cached on the host, copied to the device every step (not on the CPU: no copy);
   3. the dataset returns one fully processed sample every time (real workers, collate, copy);
   4. the dataset caches the raw sample and runs the transforms every time;
@@ -10,10 +10,10 @@ The stage that adds the most time per step, beyond noise, is the verdict (fastpr
 measurement is in fastprep.tools.measuring.measure, the stand-in datasets in fastprep.tools.measuring.stand_ins.
 
 What step_fn receives: the batch the loader yields, moved to `device` (tensors in tuples, lists,
-dicts and namedtuples one by one; a CompactBatch whole), then decoded there when it is a
-CompactBatch (``CompactBatch.decode()``: float32 images / 255, int64 labels, bool masks; a
-fastprep.Loader's own `decode` when it has one). ``decode=False`` passes the CompactBatch itself;
-a callable `decode` is applied to every batch on the device instead (fastprep.tools.measuring.step_input).
+dicts and namedtuples one by one; a CompactBatch whole), then expanded there when it is a
+CompactBatch (``CompactBatch.expand()``: float32 images / 255, int64 labels, bool masks; a
+fastprep.Loader's own `expand` when it has one). ``expand=False`` passes the CompactBatch itself;
+a callable `expand` is applied to every batch on the device instead (fastprep.tools.measuring.step_input).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from fastprep.tools.diagnose.verdict import ADVICE, LEVELS, STAGES, BottleneckRe
 from fastprep.tools.measuring import stand_ins as si
 from fastprep.tools.measuring.measure import Settings, Source, Stats, measure, round_adjusted, synchronize
 from fastprep.tools.measuring.run_plan import Plan
-from fastprep.tools.measuring.step_input import Epochs, decoder, own
+from fastprep.tools.measuring.step_input import Epochs, expander, own
 
 __all__ = ["find_bottleneck", "sweep", "sweep_loader", "sweep_threads", "BottleneckReport", "SweepReport",
            "Level", "LEVELS", "STAGES", "ADVICE", "split_dataset", "is_fastprep_loader"]
@@ -62,7 +62,7 @@ class _Pipe:
     make: dict[int, Callable[[], Any] | str] = field(default_factory=dict)  # level 3..5 -> loader or why not
     drain: int = 1
     block: int = 2
-    decode: Any = None  # a fastprep.Loader's own decode, for the batches it yields undecoded here
+    expand: Any = None  # a fastprep.Loader's own expand, for the batches it yields unexpanded here
     device: Any = None
     batch_size: int | None = None
     raw: tuple | None = None  # (raw sample as loaded, the dataset that loaded it, the transform), for the advice
@@ -114,8 +114,8 @@ def _map_pipe(pipe: _Pipe, dataset: Any, build: Callable[[Any], Any], length: in
 
 def _pipe(loader: Any, settings: Settings) -> _Pipe:
     if is_fastprep_loader(loader):
-        host_loader = si.rebuild_fastprep_loader(loader, loader.dataset, device=None, decode=False)
-        pipe = _Pipe(_first(host_loader), drain=loader.depth, decode=loader.decode or None,
+        host_loader = si.rebuild_fastprep_loader(loader, loader.dataset, device=None, expand=False)
+        pipe = _Pipe(_first(host_loader), drain=loader.depth, expand=loader.expand or None,
                      device=loader.device, batch_size=loader.batch_size, loader="fastprep", workers=loader.threads,
                      decode_on=loader.decode_on, original=loader)
         length = (settings.most_steps(pipe.drain, pipe.block) + loader.depth) * loader.batch_size
@@ -156,7 +156,7 @@ def _takes_dataset(factory: Callable[..., Any]) -> bool:
         return False
 
 
-def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = None, *, decode: Any = True,
+def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = None, *, expand: Any = True,
                     move: Callable[[Any], Any] | None = None, threshold: float = 0.8, dominance: float = 1.5,
                     steps: int | None = None, repeats: int = 3, warmup: int | None = None,
                     precision: float = 0.10, max_steps: int = 200, max_seconds: float = 5.0,
@@ -174,7 +174,7 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
         step_fn: one training step on a batch on `device` (see the module doc for what it gets).
         device: where steps run; default the fastprep.Loader's device, else "cpu". On the CPU
             (without `move`) there is no copy and level 2 is skipped.
-        decode: True (default), False or a callable: see the module doc.
+        expand: True (default), False or a callable: see the module doc.
         move: how a host batch gets to the device (default: tensors ``.to(device)``); give one
             to time a transfer of your own, on any device.
         threshold: nothing cached at this share of the ceiling or more is "model-bound".
@@ -200,7 +200,7 @@ def find_bottleneck(loader: Any, step_fn: Callable[[Any], Any], device: Any = No
     with _phase("reading the first batch and item 0 for the cached levels"):
         pipe = _pipe(loader, settings)
     dev = check_device("find_bottleneck", device if device is not None else pipe.device or "cpu")
-    on_device = decoder("find_bottleneck", pipe.decode if pipe.decode is not None else decode)
+    on_device = expander("find_bottleneck", pipe.expand if pipe.expand is not None else expand)
     to_dev = move or (lambda b: move_to(b, dev, non_blocking=True))
     with _phase("moving the first batch to the device"):
         dev_batch = to_dev(pipe.host)

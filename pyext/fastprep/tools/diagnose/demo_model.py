@@ -8,7 +8,7 @@ test and benchmarks/imagefolder_diagnose.py run.
   float32 batches;
 - fastprep: fastprep.Loader over fastprep.io.ImageFolder(roi=True), the fused
   crop -> dilated mask -> YCbCr Compose decoding only each crop's window (libjpeg-turbo, in the
-  Loader's threads) straight into its batch slots, CompactBatch decoded (/255) before the step.
+  Loader's threads) straight into its batch slots, CompactBatch expanded (/255) before the step.
   Without fastprep's JPEG decoder (fastprep.io.available() False) the files are decoded whole
   by Pillow into HWC arrays instead.
 
@@ -75,7 +75,7 @@ def usual_pipeline(root: str, batch_size: int = 8, workers: int = 0, device: str
 def fastprep_pipeline(root: str, batch_size: int = 8, threads: int = 1, device: str = "cpu",
                       pool: int = 1) -> tuple[Any, Any]:
     """(fastprep.Loader, step_fn): ImageFolder(roi=True), the fused transform decoding each crop's
-    window into the slots, CompactBatch decoded /255 (see the module doc without the decoder)."""
+    window into the slots, CompactBatch expanded /255 (see the module doc without the decoder)."""
     import fastprep  # noqa: PLC0415
     import fastprep.io as fio  # noqa: PLC0415
     from fastprep import transforms as T  # noqa: PLC0415
@@ -86,7 +86,7 @@ def fastprep_pipeline(root: str, batch_size: int = 8, threads: int = 1, device: 
     else:
         dataset, layout = photos.ImageFolder(root, loader=photos.decode_array), "HWC"
     loader = fastprep.Loader(dataset, batch_size, transform=T.seed_workload(layout=layout), shuffle=True,
-                             threads=threads, device=None if device == "cpu" else device, decode=True, seed=0)
+                             threads=threads, device=None if device == "cpu" else device, expand=True, seed=0)
     return loader, train_step(len(dataset.classes), device, pool)
 
 

@@ -229,7 +229,7 @@ SAME = object()  # rebuild_fastprep_loader: keep the loader's transform
 
 
 def rebuild_fastprep_loader(loader: Any, dataset: Any, transform: Any = SAME, **changes: Any) -> Any:
-    """A fastprep.Loader like `loader` (threads, depth, device, decode, seed, ...) over `dataset`,
+    """A fastprep.Loader like `loader` (threads, depth, device, expand, seed, ...) over `dataset`,
     with `changes` (any Loader keyword, batch_size included) applied."""
     from fastprep.loader import Loader  # noqa: PLC0415 (the Loader pulls in the slots machinery)
 
@@ -237,6 +237,6 @@ def rebuild_fastprep_loader(loader: Any, dataset: Any, transform: Any = SAME, **
     kwargs: dict[str, Any] = dict(
         transform=loader.transform if transform is SAME else transform, shuffle=loader.shuffle,
         drop_last=loader.drop_last, threads=loader.threads, device=loader.device, depth=loader.depth,
-        decode=loader.decode, seed=loader.seed)
+        expand=loader.expand, seed=loader.seed)
     kwargs.update(changes)
     return Loader(dataset, batch_size, **kwargs)

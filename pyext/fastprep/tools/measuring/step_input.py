@@ -1,9 +1,9 @@
-"""What a measured step takes: batches epoch after epoch, moved to the device, decoded there.
+"""What a measured step takes: batches epoch after epoch, moved to the device, expanded there.
 
 What step_fn receives (find_bottleneck, the sweeps): the batch the loader yields, moved to the
 device (tensors in tuples, lists, dicts and namedtuples one by one; a CompactBatch whole), then,
-when it is a CompactBatch, decoded there with ``CompactBatch.decode()`` (float32 images / 255,
-int64 labels, bool masks). ``decode=False`` passes the CompactBatch itself; a callable `decode`
+when it is a CompactBatch, expanded there with ``CompactBatch.expand()`` (float32 images / 255,
+int64 labels, bool masks). ``expand=False`` passes the CompactBatch itself; a callable `expand`
 is applied to every batch on the device instead.
 """
 
@@ -19,15 +19,15 @@ from fastprep.core.iterators import stop_iterator
 from fastprep.core.tree import tree_map
 
 
-def decoder(owner: str, decode: Any) -> Callable[[Any], Any]:
+def expander(owner: str, expand: Any) -> Callable[[Any], Any]:
     """What runs on the device before step_fn (see the module doc)."""
-    if decode is True:
-        return lambda b: b.decode() if isinstance(b, CompactBatch) else b
-    if decode is False or decode is None:
+    if expand is True:
+        return lambda b: b.expand() if isinstance(b, CompactBatch) else b
+    if expand is False or expand is None:
         return lambda b: b
-    if callable(decode):
-        return decode
-    raise ValueError(f"{owner}: expected decode to be a bool or a callable, got {decode!r}")
+    if callable(expand):
+        return expand
+    raise ValueError(f"{owner}: expected expand to be a bool or a callable, got {expand!r}")
 
 
 def own(batch: Any) -> Any:
