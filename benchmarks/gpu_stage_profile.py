@@ -34,9 +34,9 @@ def stage_profile(packed: Any, pipeline: str, jpeg_decoder: str) -> dict:
 
     s = sizes()
     host = cProfile.Profile()
-    work = DevicePrefetcher._copy_and_decode
+    work = DevicePrefetcher._copy_and_expand
     # A measurement harness, not the library: the stage thread's work is wrapped for this run only.
-    DevicePrefetcher._copy_and_decode = lambda self, batch: host.runcall(work, self, batch)
+    DevicePrefetcher._copy_and_expand = lambda self, batch: host.runcall(work, self, batch)
     try:
         batches = loader(packed, pipeline, s.split_threads, s.batch * (s.warmup + BATCHES + 2), decode_on=split_device(),
                          streams=1, jpeg_decoder=jpeg_decoder)
@@ -54,7 +54,7 @@ def stage_profile(packed: Any, pipeline: str, jpeg_decoder: str) -> dict:
             sync()
         wall = time.perf_counter() - t0
     finally:
-        DevicePrefetcher._copy_and_decode = work
+        DevicePrefetcher._copy_and_expand = work
     stats = pstats.Stats(host)
     rows = sorted(((v[2], v[3], f"{os.path.basename(k[0])}:{k[1]} {k[2]}") for k, v in stats.stats.items()),
                   reverse=True)
