@@ -131,7 +131,7 @@ def test_diagnose_factory_json_and_plot(tmp_path, capsys):
     result = json.loads(path.read_text())["bottleneck"]
     assert result["verdict"] == "transforms" and "transforms adds" in result["margin"]
     levels = {lv["name"]: lv for lv in result["levels"]}
-    assert len(levels["nothing cached"]["repeats"]) == 2 and levels["nothing cached"]["ci95"] >= 0
+    assert len(levels["nothing cached"]["repeats"]) >= 2 and levels["nothing cached"]["ci95"] >= 0  # more when noisy
     assert levels["host-cached batch"]["steps_per_s"] is None  # no copy on the CPU
     out = capsys.readouterr().out
     assert "verdict: transforms (the per-sample transforms): transforms adds" in out

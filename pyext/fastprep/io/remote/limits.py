@@ -23,6 +23,11 @@ def _rate(name: str, value: float | None) -> float | None:
     return float(value)
 
 
+# Below this the bucket's computed wait is rounding: ten costs of 0.1 s summed onto a clock near
+# 6e4 s leave ~6e-11 s past the burst.
+TINY_WAIT = 1e-6
+
+
 class RateLimit:
     """At most `requests_per_s` requests and `bytes_per_s` bytes a second to a store, bursts of up
     to `burst` seconds' worth allowed (a token bucket: a "generic cell rate" schedule).
@@ -70,10 +75,11 @@ class RateLimit:
                     wait = max(wait, cells[i] - self.burst - now)
             return wait
         wait = min(self._cells.update(reserve), max(0.0, until - now))
-        if wait > 0:
-            sleep(wait)
-            self.waited += wait
-        return max(0.0, wait)
+        if wait < TINY_WAIT:  # the float sums' rounding at time.monotonic()'s magnitude, not a wait
+            return 0.0
+        sleep(wait)
+        self.waited += wait
+        return wait
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "waited": 0.0}
