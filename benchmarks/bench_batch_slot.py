@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.tools.bench import pipelines
+import fastprep.tools.bench._pipelines as pipelines
 
 from conftest import run_floor
 

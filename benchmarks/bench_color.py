@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.numba_kernels import color as numba_color
-from fastprep.tools.bench import pipelines
+import fastprep.numba_kernels._color as numba_color
+import fastprep.tools.bench._pipelines as pipelines
 
 from conftest import bench_warm, run_floor
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.numba_kernels import crop as numba_crop
+import fastprep.numba_kernels._crop as numba_crop
 
 from conftest import bench_warm, run_floor
 

@@ -28,9 +28,9 @@ import torch
 from bench_sources import BATCH, BATCHES, CROP, _epoch, files, fused, random_windows  # noqa: F401 (files: a fixture)
 
 import fastprep
+import fastprep.loader._iteration as iteration
 from fastprep import transforms as T
-from fastprep.loader import iteration
-from fastprep.tools.bench.file_sources import FileImages, FileSet
+from fastprep.tools.bench._file_sources import FileImages, FileSet
 
 pytestmark = [pytest.mark.usefixtures("one_thread"),
               pytest.mark.skipif(not fastprep.io.available(), reason="fastprep._jpeg not built (no libjpeg-turbo)")]

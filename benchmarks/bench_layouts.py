@@ -10,10 +10,10 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.numba_kernels import color as numba_color
-from fastprep.numba_kernels import crop as numba_crop
-from fastprep.numba_kernels import crop_mask_ycbcr as numba_fused
-from fastprep.numba_kernels import mask_fill as numba_mf
+import fastprep.numba_kernels._color as numba_color
+import fastprep.numba_kernels._crop as numba_crop
+import fastprep.numba_kernels._crop_mask_ycbcr as numba_fused
+import fastprep.numba_kernels._mask_fill as numba_mf
 
 from conftest import bench_warm, requires_native, run_floor
 

@@ -5,7 +5,7 @@ import pytest
 from torch.utils.data import DataLoader, default_collate
 
 import fastprep
-from fastprep.tools.bench import pipelines
+import fastprep.tools.bench._pipelines as pipelines
 
 from conftest import run_floor
 

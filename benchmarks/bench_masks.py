@@ -10,9 +10,9 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.numba_kernels import dilate as numba_dilate
-from fastprep.numba_kernels import mask_fill as numba_mf
-from fastprep.numba_kernels import random_mask as numba_rm
+import fastprep.numba_kernels._dilate as numba_dilate
+import fastprep.numba_kernels._mask_fill as numba_mf
+import fastprep.numba_kernels._random_mask as numba_rm
 
 from conftest import bench_warm, run_floor, use_floor
 

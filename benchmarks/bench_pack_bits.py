@@ -5,8 +5,8 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.numba_kernels import pack_bits as numba_pack
-from fastprep.ops.pack_bits import pack_bits_torch, unpack_bits_torch
+import fastprep.numba_kernels._pack_bits as numba_pack
+from fastprep.ops._pack_bits import pack_bits_torch, unpack_bits_torch
 
 from conftest import bench_warm, requires_native, run_floor
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from fastprep.tools.bench import pipelines
+import fastprep.tools.bench._pipelines as pipelines
 
 from conftest import bench_warm, requires_native, run_floor
 

@@ -109,7 +109,7 @@ def side_by_side(packs: list[str], rounds: int) -> list[str]:
     import fastprep  # noqa: PLC0415
     import fastprep.io as fio  # noqa: PLC0415
     from fastprep import transforms as T  # noqa: PLC0415
-    from fastprep.io.jpeg.scale import reduced_read  # noqa: PLC0415
+    from fastprep.io.jpeg._scale import reduced_read  # noqa: PLC0415
 
     lines, ways = [], ("exact", "reduced")
     for pack in packs:
@@ -207,8 +207,8 @@ def psnr_table(folder: str, ffcv: bool) -> dict:
     import torch  # noqa: PLC0415
 
     import fastprep.io as fio  # noqa: PLC0415
-    from fastprep.io.jpeg.scale import reduced_crop  # noqa: PLC0415
-    from fastprep.ops.resize import resized_crop  # noqa: PLC0415
+    from fastprep.io.jpeg._scale import reduced_crop  # noqa: PLC0415
+    from fastprep.ops._resize import resized_crop  # noqa: PLC0415
 
     files = sorted(os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs)[:16]
     rng = np.random.default_rng(0)
@@ -252,8 +252,8 @@ def floor_table(folder: str) -> list[str]:
 
     import fastprep.io as fio  # noqa: PLC0415
     from fastprep import transforms as T  # noqa: PLC0415
-    from fastprep.io.jpeg.scale import reduced_crop, scaled_crop  # noqa: PLC0415
-    from fastprep.ops.resize import resized_crop  # noqa: PLC0415
+    from fastprep.io.jpeg._scale import reduced_crop, scaled_crop  # noqa: PLC0415
+    from fastprep.ops._resize import resized_crop  # noqa: PLC0415
 
     torch.set_num_threads(1)
     dest = tempfile.mkdtemp(prefix="fastprep-floor-")

@@ -46,7 +46,7 @@ import numpy as np
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
-from fastprep.tools.bench.file_sources import FileSet
+from fastprep.tools.bench._file_sources import FileSet
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import fastprep
-from fastprep.numba_kernels import resize as numba_resize
+import fastprep.numba_kernels._resize as numba_resize
 
 from conftest import bench_warm, requires_native, run_floor
 

@@ -34,9 +34,9 @@ import torch
 
 import fastprep
 import fastprep.io as fio
+import fastprep.tools.bench._feeds as feeds
 from fastprep import transforms as T
-from fastprep.tools.bench import feeds
-from fastprep.tools.bench.file_sources import FileImages, FileSet, bytes_read
+from fastprep.tools.bench._file_sources import FileImages, FileSet, bytes_read
 
 pytestmark = [pytest.mark.usefixtures("one_thread"),
               pytest.mark.skipif(not fio.available(), reason="fastprep._jpeg not built (no libjpeg-turbo)")]

@@ -72,7 +72,7 @@ def _kind(bench) -> str:
 
 # Why the Numba backend stays more than 2x the native one, per group family (printed beside a
 # Numba entry that does). Numba reaches no intrinsics: the 64-byte <-> word moves go through LLVM
-# vector IR (numba_kernels/vector_bits.py), everything else through LLVM's vectoriser; and a Numba
+# vector IR (numba_kernels/_vector_bits.py), everything else through LLVM's vectoriser; and a Numba
 # op pays 3.7-8 us of Python a call on a tiny input (checks, allocation, the jit dispatch) where
 # the public native op pays 2.5-4.4 (Zen 4, benchmarks/PROFILE.md).
 NUMBA_WHY = {

@@ -97,9 +97,9 @@ def out_of_time() -> bool:
 
 def photos() -> Any:
     """The packed photos (restart-indexed JPEG shards of `files` side^2 q90 4:2:0 photo mosaics,
-    fastprep.tools.bench.file_sources.FileSet), written once per run and shared by the stages."""
+    fastprep.tools.bench._file_sources.FileSet), written once per run and shared by the stages."""
     import fastprep.io as fio  # noqa: PLC0415
-    from fastprep.tools.bench.file_sources import FileSet  # noqa: PLC0415
+    from fastprep.tools.bench._file_sources import FileSet  # noqa: PLC0415
 
     s = sizes()
     root = os.path.join(results_dir(), f"photos-{s.files}x{s.side}")
@@ -114,7 +114,7 @@ def photos() -> Any:
 def samples(packed: Any, length: int, transform: Any) -> Any:
     """`length` samples cycling over the packed photos, split as the Loader's fused path reads them
     (FileImages: load_raw + apply_transform)."""
-    from fastprep.tools.bench.file_sources import FileImages  # noqa: PLC0415
+    from fastprep.tools.bench._file_sources import FileImages  # noqa: PLC0415
 
     return FileImages(SimpleNamespace(dataset=lambda kind: packed), "packed-jpeg", length, transform)
 

@@ -24,7 +24,7 @@ import torch
 from gpu_common import Stage, device, no_device, photos, sizes, sync
 
 import fastprep.io as fio
-from fastprep.io.jpeg.device_decoders import choose_decoders, nvimagecodec_module
+from fastprep.io.jpeg._device_decoders import choose_decoders, nvimagecodec_module
 
 DECODERS = ("torchvision", "nvimagecodec")
 

@@ -46,11 +46,11 @@ from torch.nn import functional as F
 from torch.utils.data import DataLoader, default_collate
 
 import fastprep
+import fastprep.tools.bench._pipelines as pipelines
 from fastprep import transforms as T
-from fastprep.core.iterators import stop_iterator
-from fastprep.tools.bench import pipelines
+from fastprep.core._iterators import stop_iterator
 
-MODELS = {"resnet18": "ResNet-18", "resnet50": "ResNet-50", "tiny": "TinyNet (fastprep.tools.diagnose.demo_model)"}
+MODELS = {"resnet18": "ResNet-18", "resnet50": "ResNet-50", "tiny": "TinyNet (fastprep.tools.diagnose._demo_model)"}
 SOURCES = ("pil", "numpy", "jpeg")
 FILES = 32  # JPEG files of the jpeg source (each sample a random 256^2 window of one)
 
@@ -61,7 +61,7 @@ def _say(msg: str) -> None:
 
 def build_model(name: str) -> torch.nn.Module:
     if name == "tiny":
-        from fastprep.tools.diagnose.demo_model import TinyNet
+        from fastprep.tools.diagnose._demo_model import TinyNet
 
         return TinyNet()
     try:
@@ -135,7 +135,7 @@ def split_unavailable(device: torch.device) -> str | None:
     """Why the decode_on rows cannot run here (None: they can)."""
     if device.type != "cuda":
         return f"skipped: decode_on decodes on a CUDA device (nvImageCodec or torchvision); --device is {device}"
-    from fastprep.io.jpeg.device_decoders import nvimagecodec_module  # noqa: PLC0415
+    from fastprep.io.jpeg._device_decoders import nvimagecodec_module  # noqa: PLC0415
 
     if nvimagecodec_module() is not None:
         return None
@@ -149,7 +149,7 @@ def split_unavailable(device: torch.device) -> str | None:
 def _jpeg_levels(device: torch.device, batch_size: int, workers: int, threads: list[int], warmup: int, length: int,
                  files: Any) -> Iterator[tuple[str, str, Any]]:
     """The jpeg source's levels: real files, decoded in the workers or threads, or by the device."""
-    from fastprep.tools.bench.file_sources import FileImages  # noqa: PLC0415
+    from fastprep.tools.bench._file_sources import FileImages  # noqa: PLC0415
 
     pin = device.type == "cuda"
 
@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> dict:
     torch.manual_seed(0)
     files = None
     if "jpeg" in sources:
-        from fastprep.tools.bench.file_sources import FileSet  # noqa: PLC0415
+        from fastprep.tools.bench._file_sources import FileSet  # noqa: PLC0415
 
         _say(f"writing {FILES} 1024^2 JPEGs and packing them")
         files = FileSet(FILES)

@@ -22,7 +22,7 @@ from gpu_common import device, no_device, photos, results_dir, sizes, sync
 from gpu_loader import loader, split_device
 
 import fastprep
-from fastprep.batch.device_prefetcher import DevicePrefetcher
+from fastprep.batch._device_prefetcher import DevicePrefetcher
 
 BATCHES = 12
 
@@ -76,10 +76,10 @@ def stage_profile(packed: Any, pipeline: str, jpeg_decoder: str) -> dict:
 
 def resize_alone(packed: Any, jpeg_decoder: str) -> dict:
     """One batch's window cuts (the first the stage gets) decoded, then finished by the row's device
-    half (the resize, flip, dtype and normalize: ops/resize_windows.py), each timed with the device
+    half (the resize, flip, dtype and normalize: ops/_resize_windows.py), each timed with the device
     synchronized, best of 5."""
-    from fastprep.batch.window_batch import WindowCuts  # noqa: PLC0415
-    from fastprep.io.jpeg.gpu import decode_window_batch  # noqa: PLC0415
+    from fastprep.batch._window_batch import WindowCuts  # noqa: PLC0415
+    from fastprep.io.jpeg._gpu import decode_window_batch  # noqa: PLC0415
 
     s = sizes()
     dev = device()

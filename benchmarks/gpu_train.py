@@ -12,7 +12,7 @@ torchvision's models (channels_last, bf16 autocast, SGD with momentum; gpu_feed.
 each Loader at the settings the loader stage (gpu_loader.py) found fastest for it (threads; for the
 split also the device stage's streams and JPEG decoder), with the CPU cores the process kept busy.
 
-A dry run (GPU_CHECK_DRY_RUN=1) trains fastprep.tools.diagnose.demo_model.TinyNet on the CPU instead, the
+A dry run (GPU_CHECK_DRY_RUN=1) trains fastprep.tools.diagnose._demo_model.TinyNet on the CPU instead, the
 split's device the CPU decoder. Run by gpu_check.sh; alone: ``GPU_CHECK_DIR=/tmp/x python
 benchmarks/gpu_train.py``.
 """

@@ -3,7 +3,7 @@ verdict names raw loading (decoding), how long each run took, and what it advise
 
 Photos: scikit-image's colour photos written by fastprep.tools.photos.write_photo_folder with a
 short side of 1024 (12 JPEGs, 1024x1024 to 1024x1536, Pillow quality 90, 4:2:0). The pipelines
-are diagnose --demo's (fastprep.tools.diagnose.demo_model), batch 8, one torch thread, with the step on the
+are diagnose --demo's (fastprep.tools.diagnose._demo_model), batch 8, one torch thread, with the step on the
 batch pooled 4x: TinyNet then trains as fast, next to the CPU's decoding, as an accelerator
 would (~2 ms a batch here), so decoding is what starves it, as it starves users' GPUs.
 
@@ -35,10 +35,10 @@ import time
 import torch
 
 import fastprep
+import fastprep.tools.diagnose._demo_model as demo_model
 from fastprep import transforms as T
 from fastprep.tools import photos
-from fastprep.tools.diagnose import demo_model
-from fastprep.tools.diagnose.bottleneck import find_bottleneck
+from fastprep.tools.diagnose._bottleneck import find_bottleneck
 
 BATCH, SIDE, POOL = 8, 1024, 4
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fastprep.ops.registry import OPS
+from fastprep.ops._registry import OPS
 
 pytestmark = pytest.mark.one_backend
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.ops.registry import OPS
+from fastprep.ops._registry import OPS
 
 pytestmark = pytest.mark.one_backend
 
@@ -101,16 +101,16 @@ def test_no_module_imports_a_layer_above_its_own():
 TOOL_LAYERS = [
     ("fastprep.tools.measuring", "fastprep.tools.photos"),
     ("fastprep.tools.bench",),
-    ("fastprep.tools.diagnose", "fastprep.tools.plotting"),
+    ("fastprep.tools.diagnose", "fastprep.tools._plotting"),
     ("fastprep.tools.cli",),
 ]
 # io: what every reader uses, JPEG decoding, the sources' common ground, the pack format and the
-# store interface (fastprep.io.store), then the sources and the object stores, then packs (which
+# store interface (fastprep.io._store), then the sources and the object stores, then packs (which
 # read through the stores and pack the sources).
 IO_LAYERS = [
-    ("fastprep.io.files", "fastprep.io.windowed"),
+    ("fastprep.io._files", "fastprep.io._windowed"),
     ("fastprep.io.jpeg",),
-    ("fastprep.io.source", "fastprep.io.encode", "fastprep.io.pack_format", "fastprep.io.store"),
+    ("fastprep.io._source", "fastprep.io._encode", "fastprep.io._pack_format", "fastprep.io._store"),
     ("fastprep.io.sources", "fastprep.io.remote"),
     ("fastprep.io.packed",),
 ]
@@ -126,11 +126,11 @@ def test_the_layers_inside_a_layer_point_down(package, layers):
     assert not bad, f"{package} imports that point up (importer, imported): {bad}"
 
 
-# The modules that read or write a pack through a store or a pack source (fastprep.io.store,
-# fastprep.io.packed.local_pack), and the monitor, which reads what a dataset declares: none of
+# The modules that read or write a pack through a store or a pack source (fastprep.io._store,
+# fastprep.io.packed._local_pack), and the monitor, which reads what a dataset declares: none of
 # them asks whether a pack is local or remote, or makes a store of a kind itself.
-ONE_INTERFACE = ["io/packed/dataset.py", "io/packed/shard_maps.py", "io/packed/read_ahead.py", "io/remote/cache.py",
-                 "io/packed/upload.py", "monitoring/pipeline.py"]
+ONE_INTERFACE = ["io/packed/_dataset.py", "io/packed/_shard_maps.py", "io/packed/_read_ahead.py", "io/remote/_cache.py",
+                 "io/packed/_upload.py", "monitoring/_pipeline.py"]
 LOCAL_OR_REMOTE = ("is_url(", "_remote is None", "_remote is not None", "remote is None", "remote is not None",
                    "RemoteStore(", "RemotePack(", "LocalStore(", "LocalPack(")
 
@@ -143,13 +143,13 @@ def test_the_store_readers_never_branch_on_local_or_remote(path):
 
 
 def test_the_monitor_imports_no_reader_to_tell_the_source():
-    deps = _graph()["fastprep.monitoring.pipeline"]
+    deps = _graph()["fastprep.monitoring._pipeline"]
     assert not [d for d in deps if d.startswith("fastprep.io")], \
-        f"fastprep.monitoring.pipeline imports {sorted(deps)}: read the datasets' source_kind instead"
+        f"fastprep.monitoring._pipeline imports {sorted(deps)}: read the datasets' source_kind instead"
 
 
 def test_the_counter_generator_is_a_leaf():
-    assert _graph()["fastprep.core.counter_rng"] == set()
+    assert _graph()["fastprep.core._counter_rng"] == set()
 
 
 def test_the_library_never_imports_the_tooling():
@@ -199,18 +199,18 @@ def test_the_loader_uses_only_the_public_api_of_transforms():
 
 
 @pytest.mark.parametrize("module", sorted(p.stem for p in (PACKAGE / "loader").glob("*.py")
-                                           if p.stem not in ("__init__", "core")))
+                                           if p.stem not in ("__init__", "_core")))
 def test_the_parts_of_a_pass_are_handed_the_loaders_settings_not_the_loader(module):
-    """The Loader's parts (iteration.py, ahead.py, device_split.py, checkpoint.py, ...) take its frozen
+    """The Loader's parts (_iteration.py, _ahead.py, _device_split.py, _checkpoint.py, ...) take its frozen
     LoaderSettings and the live objects they use (dataset, transform, order, pools), never the Loader
     itself (a bag whose attributes they read and set): no parameter or name `loader`, no import of
-    loader/core.py."""
+    loader/_core.py."""
     tree = ast.parse((PACKAGE / "loader" / f"{module}.py").read_text())
     parameters = {a.arg for node in ast.walk(tree) if isinstance(node, ast.arguments)
                   for a in (*node.posonlyargs, *node.args, *node.kwonlyargs)}
     names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     assert not {"loader", "Loader"} & (parameters | names), f"fastprep.loader.{module} is handed the Loader"
-    assert "fastprep.loader.core" not in _graph()[f"fastprep.loader.{module}"]
+    assert "fastprep.loader._core" not in _graph()[f"fastprep.loader.{module}"]
 
 
 def test_import_on_the_native_backend_loads_no_numba():
@@ -241,12 +241,12 @@ def test_every_op_has_all_its_pieces(row):
     from fastprep import numba_kernels
 
     qualname = f"fastprep::{row.name}"
-    assert getattr(fastprep, row.name).__module__ == f"fastprep.ops.{row.family}"  # the wrapper
+    assert getattr(fastprep, row.name).__module__ == f"fastprep.ops._{row.family}"  # the wrapper
     assert row.name in fastprep.__all__
     assert callable(numba_kernels.kernel(row.name))  # the Numba kernel, same name
     key = "CPU" if row.takes_tensor else "CompositeExplicitAutograd"
     assert torch._C._dispatch_has_kernel_for_dispatch_key(qualname, key)  # the active backend's
-    importlib.import_module(f"fastprep.ops.{row.family}")
+    importlib.import_module(f"fastprep.ops._{row.family}")
     with FakeTensorMode():  # the fake kernel: shapes without data
         getattr(torch.ops.fastprep, row.name)(*row.sample())
     assert (PACKAGE.parents[1] / "csrc" / "ops" / f"{row.family}.cpp").exists() or \
@@ -265,14 +265,14 @@ def test_the_sources_libraries_are_imported_only_when_a_source_is_made():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
             bad = [n for n in names if n.split(".")[0] in OPTIONAL_SOURCE_LIBRARIES]
-            assert not bad, f"{_module_name(path)} imports {bad}: use fastprep.io.source.optional_module"
+            assert not bad, f"{_module_name(path)} imports {bad}: use fastprep.io._source.optional_module"
 
 
 def _import_unless_optional(name: str) -> ModuleType | None:
     """The module, or None where it needs a library fastprep leaves optional (Ray) that is missing."""
     try:
         return importlib.import_module(name)
-    except ImportError as exc:  # fastprep.integrations.ray names the extra, raising from the missing module
+    except ImportError as exc:  # fastprep.integrations._ray names the extra, raising from the missing module
         missing = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
         if isinstance(missing, ModuleNotFoundError) and missing.name and not missing.name.startswith("fastprep"):
             return None
@@ -281,7 +281,7 @@ def _import_unless_optional(name: str) -> ModuleType | None:
 
 def _names_up_the_folders(name: str) -> list[str]:
     """Where an alias left by a re-filing would put a module: its own name one or more folders up
-    (fastprep.batch.window_batch as fastprep.window_batch)."""
+    (fastprep.batch._window_batch as fastprep.window_batch)."""
     parts = name.split(".")
     return [".".join(parts[:depth] + parts[-1:]) for depth in range(1, len(parts) - 1)]
 
@@ -311,8 +311,8 @@ def test_no_module_is_importable_under_two_names():
     assert not [f for f in sys.meta_path if type(f).__module__.split(".")[0] == "fastprep"], "an import finder of fastprep's"
 
 
-RELOADED = ["fastprep.batch.window_batch", "fastprep.core.counter_rng", "fastprep.io.pack_format",
-            "fastprep.tools.bench.table"]
+RELOADED = ["fastprep.batch._window_batch", "fastprep.core._counter_rng", "fastprep.io._pack_format",
+            "fastprep.tools.bench._table"]
 # For each module: imported, every name up its folders tried, reloaded; then its name, its spec's
 # name, whether sys.modules holds the reloaded module by that name, whether its code ran again
 # (its functions and classes are new objects).
@@ -359,14 +359,14 @@ def test_tests_share_helpers_only_through_the_helpers_package():
 # Exceptions that never reach a caller (control flow inside one module's machinery) or belong to the
 # command-line tools (printed as one line by the CLI), and the only ones defined outside fastprep.errors.
 INTERNAL_EXCEPTIONS = {
-    "fastprep.loader.pool": {"Stopped"},  # a Loader thread told to stop
-    "fastprep.core.bad_samples": {"SampleError"},  # carries a worker's failure to the consumer, re-raised as the user's
-    "fastprep.io.packed.pack_item": {"Unreadable"},  # the packer's verdict on an input: skipped and named
-    "fastprep.io.remote.redaction": {"Redacted"},  # stands in for an error whose text held a credential
-    "fastprep.io.remote.window_batch": {"Probed"},  # a trial run's stop where it would read bytes
-    "fastprep.tools.bench.bad_files": {"BadFileError", "BadFileStop"},
-    "fastprep.tools.measuring.usage": {"UsageError"},
-    "fastprep.tools.cli.diagnose": {"PipelineError"},
+    "fastprep.loader._pool": {"Stopped"},  # a Loader thread told to stop
+    "fastprep.core._bad_samples": {"SampleError"},  # carries a worker's failure to the consumer, re-raised as the user's
+    "fastprep.io.packed._pack_item": {"Unreadable"},  # the packer's verdict on an input: skipped and named
+    "fastprep.io.remote._redaction": {"Redacted"},  # stands in for an error whose text held a credential
+    "fastprep.io.remote._window_batch": {"Probed"},  # a trial run's stop where it would read bytes
+    "fastprep.tools.bench._bad_files": {"BadFileError", "BadFileStop"},
+    "fastprep.tools.measuring._usage": {"UsageError"},
+    "fastprep.tools.cli._diagnose": {"PipelineError"},
 }
 
 
@@ -390,7 +390,7 @@ def test_every_exception_and_warning_is_in_fastprep_errors():
 
 # The public faces: what the docs show is each one's __all__, and nothing else public lives there.
 FACES = ["fastprep", "fastprep.errors", "fastprep.io", "fastprep.io.remote", "fastprep.loader", "fastprep.monitoring",
-         "fastprep.transforms", "fastprep.ray", "fastprep.ops"]
+         "fastprep.transforms", "fastprep.ray", "fastprep.ops", "fastprep.tools.diagnose"]
 # Packages whose __init__ still holds implementation (functions other modules of the package call):
 # their public names are the package's working parts, not a surface; to move into modules of their own.
 IMPLEMENTATION_INITS = {"fastprep.io.jpeg", "fastprep.numba_kernels"}
@@ -421,3 +421,19 @@ def test_every_package_is_a_face_or_a_namespace():
         if body:
             bad.append(name)
     assert not bad, f"packages whose __init__ binds names but is not a public face: {bad}"
+
+
+# Modules that stay public though they are not packages: the faces that are one file, and the
+# programs (`python -m ...`).
+PUBLIC_MODULES = {"fastprep.errors", "fastprep.ray", "fastprep.__main__", "fastprep.tools.bench.profile_loader",
+                  "fastprep.tools.photos"}
+
+
+def test_every_implementation_module_is_private():
+    """A module's name says whether it is a surface: the public names live in the packages' faces
+    (their __init__ and __all__), every other module is _name.py (as torchvision's), so an import
+    of an implementation module from outside reads as one."""
+    public = sorted(name for name in map(_module_name, PACKAGE.rglob("*.py"))
+                    if not name.rsplit(".", 1)[-1].startswith("_") and name not in PUBLIC_MODULES
+                    and not (PACKAGE.parent / name.replace(".", "/") / "__init__.py").exists())
+    assert not public, f"implementation modules with public names (rename to _name.py): {public}"

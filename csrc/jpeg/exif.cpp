@@ -33,9 +33,9 @@ int exif_orientation(const uint8_t* payload, size_t size) {
     const uint8_t* e = tiff + at;
     if (load(e, 2, little) != kOrientationTag) continue;
     // The common forms only: a SHORT of count 1 or 2 (the first is taken) or a LONG of count 1.
-    // io/jpeg/exif.py reads the orientation by Pillow's wider rules (any numeric type, values by
+    // io/jpeg/_exif.py reads the orientation by Pillow's wider rules (any numeric type, values by
     // offset, joined segments); where the two differ, pack hands this transcoder a minimal segment
-    // holding Pillow's value (pack_item.py), so a folder and its pack turn a photo alike.
+    // holding Pillow's value (_pack_item.py), so a folder and its pack turn a photo alike.
     const uint32_t type = load(e + 2, 2, little), count = load(e + 4, 4, little);
     if (!(type == kShortType && (count == 1 || count == 2)) && !(type == kLongType && count == 1)) return 0;
     const uint32_t value = load(e + 8, type == kShortType ? 2 : 4, little);

@@ -1,6 +1,6 @@
 // The packed-shard half of fastprep._jpeg: transcoding JPEGs into records, building raw records,
 // and reading windows of either (record.h, cut.h). Long calls run without the GIL, so the packer's
-// and the Loader's threads run them in parallel. fastprep/io/packed/pack.py and dataset.py are the Python
+// and the Loader's threads run them in parallel. fastprep/io/packed/_pack.py and _dataset.py are the Python
 // side, with the checks and the shard / record names errors carry.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

@@ -1,4 +1,4 @@
-// The records of fastprep's packed shards (fastprep/io/packed/pack.py writes them, dataset.py reads them):
+// The records of fastprep's packed shards (fastprep/io/packed/_pack.py writes them, _dataset.py reads them):
 // what one image is in a shard file, built and checked here so the format is defined once.
 //
 // All integers little-endian. A record starts with a 64-byte meta block:

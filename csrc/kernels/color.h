@@ -1,5 +1,5 @@
 // JFIF (BT.601 full range) RGB <-> YCbCr on CHW or HWC images, torch-free.
-// Mirror: pyext/fastprep/numba_kernels/color.py.
+// Mirror: pyext/fastprep/numba_kernels/_color.py.
 #pragma once
 #include <cstdint>
 

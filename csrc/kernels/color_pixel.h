@@ -1,5 +1,5 @@
 // Per-pixel JFIF colour formulas, shared by color.cpp and crop_mask_ycbcr.cpp so both give the
-// same bits. Mirror: the same-named functions of pyext/fastprep/numba_kernels/color.py.
+// same bits. Mirror: the same-named functions of pyext/fastprep/numba_kernels/_color.py.
 #pragma once
 #include <algorithm>
 #include <cstdint>

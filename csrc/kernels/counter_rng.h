@@ -1,5 +1,5 @@
 // The one random generator of fastprep: counter-based, so any word of any stream can be computed
-// directly, in any order, on any thread, by C++ and by Numba alike (numba_kernels/counter_rng.py
+// directly, in any order, on any thread, by C++ and by Numba alike (numba_kernels/_counter_rng.py
 // is the mirror; tests/ops/test_counter_rng.py holds the known-answer vectors both must give).
 //
 // random_word(seed, i) is output i (from 0) of Vigna's SplitMix64 started at state `seed`:

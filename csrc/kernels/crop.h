@@ -1,7 +1,7 @@
 // Crop of one image (any strides, CHW or HWC) into a contiguous [C, h, w] output, torch-free.
 // A copy, so kernels dispatch on element size only. The window may extend past the image (the
 // padded random crop): those output pixels get `fill_bits`.
-// Mirror: pyext/fastprep/numba_kernels/crop.py.
+// Mirror: pyext/fastprep/numba_kernels/_crop.py.
 #pragma once
 #include <cstdint>
 

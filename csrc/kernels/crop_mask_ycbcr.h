@@ -1,7 +1,7 @@
 // The target pipeline's per-sample work in one pass, torch-free: read the crop window of a uint8
 // RGB image (any strides), zero every channel where the mask is set, convert to YCbCr and
 // write CHW planes. Per-pixel formulas: color_pixel.h; mask: random_dilated_mask (dilate.h).
-// Mirror: pyext/fastprep/numba_kernels/crop_mask_ycbcr.py.
+// Mirror: pyext/fastprep/numba_kernels/_crop_mask_ycbcr.py.
 #pragma once
 #include <cstdint>
 
@@ -17,7 +17,7 @@ struct RgbSource {
 // masked): the AVX-512 rows use each word as the mask register of their blends, the other paths
 // turn a row's words into bytes as they go. Float outputs are the float formulas times scale, as
 // convert_color computes them from uint8. transpose: row y of the window is written as column y of
-// out, which is then [3, width, height] (a quarter turn's transpose, fold.py); the mask stays in
+// out, which is then [3, width, height] (a quarter turn's transpose, _fold.py); the mask stays in
 // the window's terms ([height, words_per_row(width)], row y masking the window's row y).
 void crop_mask_ycbcr(const RgbSource& src, int64_t top, int64_t left, int64_t height, int64_t width,
                      const uint64_t* mask, void* out, int out_type, float scale, bool transpose = false);

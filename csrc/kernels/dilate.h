@@ -1,7 +1,7 @@
 // Binary dilation on rows of 64-pixel words (bit b of word j = pixel 64j + b, random_mask.h):
 // a 3x3 cross or square in shifts and ORs, bits carried across word boundaries but never across
 // rows; pixels outside the image count as false (scipy binary_dilation with border_value=0).
-// Mirror: numba_kernels/dilate.py.
+// Mirror: numba_kernels/_dilate.py.
 #pragma once
 #include <cstdint>
 

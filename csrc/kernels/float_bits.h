@@ -1,6 +1,6 @@
 // Bit-exact float32 -> float16 / bfloat16 conversions (and back) that the colour and crop kernels
 // of both backends use: Numba has no bf16, and fp16 casts must not depend on the compiler, so C++
-// and Numba give the same bits. Mirror: pyext/fastprep/numba_kernels/float_bits.py.
+// and Numba give the same bits. Mirror: pyext/fastprep/numba_kernels/_float_bits.py.
 #pragma once
 #include <cstdint>
 #include <cstring>

@@ -1,7 +1,7 @@
 // Sets every channel of the masked pixels of an image (or batch) to one value, through strides
 // (CHW, HWC, batched or any view). Fill needs no arithmetic, so the kernel moves the value's bit
 // pattern and is generic over element size: uint8 (1), float16/bfloat16 (2), float32 (4).
-// Mirror: numba_kernels/mask_fill.py.
+// Mirror: numba_kernels/_mask_fill.py.
 #pragma once
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 // Bit packing of binary maps, torch-free. Tensors are seen as contiguous [outer, n, inner] byte
 // arrays, n being the packed dim: packing along the last dim has inner == 1, packing 8 maps into
 // one plane has outer == 1. Nonzero bytes count as 1 (as numpy.packbits does).
-// Mirror: pyext/fastprep/numba_kernels/pack_bits.py.
+// Mirror: pyext/fastprep/numba_kernels/_pack_bits.py.
 #pragma once
 #include <cstdint>
 

@@ -1,5 +1,5 @@
 // Random binary masks from the counter generator (counter_rng.h), 64 pixels per step, plus the
-// row <-> 64-bit-word conversions the mask kernels share. Mirror: numba_kernels/random_mask.py.
+// row <-> 64-bit-word conversions the mask kernels share. Mirror: numba_kernels/_random_mask.py.
 //
 // Precision: p is rounded to q / 2^16 with q = floor(p * 65536 + 0.5), so dyadic p with at most
 // 16 binary digits (0.25, 0.5, 0.125, ...) is exact and any other p is off by at most 2^-17.

@@ -11,7 +11,7 @@
 // transpose its rows as columns (after the flips: a quarter turn is a flip and a transpose); an
 // output may be a sub-rectangle of the resize (Resize then CenterCrop): each axis table is then a
 // slice of the whole resize's table, at the whole table's precision.
-// Mirror: pyext/fastprep/numba_kernels/resize.py.
+// Mirror: pyext/fastprep/numba_kernels/_resize.py.
 #pragma once
 #include <cstdint>
 #include <vector>

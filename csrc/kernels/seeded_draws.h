@@ -8,7 +8,7 @@
 // range (ATen/core/DistributionsHelper.h) takes two outputs, the first as the high half, and is
 // (word mod (2^64 - 1)) + INT64_MIN. Draw k reads state words up to 2k + 1 + 397, so the first
 // kMaxSeededDraws draws come from the state as seeded, without a full twist.
-// Mirror: pyext/fastprep/numba_kernels/seeded_draws.py.
+// Mirror: pyext/fastprep/numba_kernels/_seeded_draws.py.
 #pragma once
 #include <cstdint>
 

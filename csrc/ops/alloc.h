@@ -1,5 +1,5 @@
 // Outputs of the bindings: the byte count checked for int64 overflow before anything is allocated,
-// and allocation failures reported with what and how many bytes (mirror: ops/checks.py).
+// and allocation failures reported with what and how many bytes (mirror: ops/_checks.py).
 #pragma once
 
 #include <torch/csrc/stable/ops.h>

@@ -1,6 +1,6 @@
 // Argument checks of the bindings: each failure raises RuntimeError in Python with a message that
 // names the argument and the bad value, word for word the Numba backend's
-// (pyext/fastprep/ops/checks.py), so both backends raise the same type and text.
+// (pyext/fastprep/ops/_checks.py), so both backends raise the same type and text.
 #pragma once
 
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>

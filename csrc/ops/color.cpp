@@ -1,4 +1,4 @@
-// Bindings of rgb_to_ycbcr / ycbcr_to_rgb (schemas: pyext/fastprep/ops/color.py).
+// Bindings of rgb_to_ycbcr / ycbcr_to_rgb (schemas: pyext/fastprep/ops/_color.py).
 #include <optional>
 
 #include "kernels/color.h"

@@ -1,4 +1,4 @@
-// Bindings of crop / random_crop (schemas: pyext/fastprep/ops/crop.py).
+// Bindings of crop / random_crop (schemas: pyext/fastprep/ops/_crop.py).
 #include <cmath>
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 // Bindings of crop_mask_ycbcr and its batched form crop_mask_ycbcr_batch (schemas and definitions:
-// pyext/fastprep/ops/crop_mask_ycbcr.py). Both run one sample at a time through run_sample, so a
+// pyext/fastprep/ops/_crop_mask_ycbcr.py). Both run one sample at a time through run_sample, so a
 // batch has the per-sample op's bits by construction: the per-sample op draws its window from its
 // seed, the batch op takes each sample's drawn window (top, left, flips, transpose) and mask seed.
 #include <algorithm>
@@ -76,7 +76,7 @@ void check_fits(const char* op, const ImageView& v, int64_t height, int64_t widt
 }
 
 // How a sample's window is read: columns right to left (hflip), rows bottom-up (vflip), then its
-// rows written as the output's columns (transpose: a quarter turn's, transforms/fold.py).
+// rows written as the output's columns (transpose: a quarter turn's, transforms/_fold.py).
 struct Flips {
   bool hflip = false, vflip = false, transpose = false;
 };

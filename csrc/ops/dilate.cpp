@@ -1,4 +1,4 @@
-// Bindings of dilate / dilate_packed (schemas: pyext/fastprep/ops/dilate.py).
+// Bindings of dilate / dilate_packed (schemas: pyext/fastprep/ops/_dilate.py).
 #include <string>
 
 #include "kernels/dilate.h"

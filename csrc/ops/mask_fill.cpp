@@ -1,4 +1,4 @@
-// Bindings of mask_fill / mask_fill_ (schemas: pyext/fastprep/ops/mask_fill.py).
+// Bindings of mask_fill / mask_fill_ (schemas: pyext/fastprep/ops/_mask_fill.py).
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -101,7 +101,7 @@ Tensor mask_fill(Tensor img, Tensor mask, double value, StrArg layout) {
   return out;
 }
 
-// Returns nothing (schema `-> ()`): see ops/mask_fill.py.
+// Returns nothing (schema `-> ()`): see ops/_mask_fill.py.
 void mask_fill_(Tensor img, Tensor mask, double value, StrArg layout) {
   const Prepared p = prepare("mask_fill_", img, mask, value, layout);
   run(img, p, img, p);

@@ -1,7 +1,7 @@
 // Memory overlap of what an op writes in place, checked as torch checks its in-place and out=
 // ops (at::assert_no_internal_overlap, at::assert_no_partial_overlap) so that no result depends on
 // the order elements are written: mask_fill_ on an expand()ed image, or with a mask that is a view
-// of the image, would otherwise give write-order-dependent bits. Mirror: ops/checks.py.
+// of the image, would otherwise give write-order-dependent bits. Mirror: ops/_checks.py.
 #pragma once
 
 #include <torch/csrc/stable/tensor.h>

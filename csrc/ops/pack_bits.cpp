@@ -1,4 +1,4 @@
-// Bindings of pack_bits / unpack_bits (schemas: pyext/fastprep/ops/pack_bits.py).
+// Bindings of pack_bits / unpack_bits (schemas: pyext/fastprep/ops/_pack_bits.py).
 #include <string>
 
 #include "kernels/pack_bits.h"

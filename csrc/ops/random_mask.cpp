@@ -1,4 +1,4 @@
-// Bindings of random_mask / random_dilated_mask (schemas: pyext/fastprep/ops/random_mask.py).
+// Bindings of random_mask / random_dilated_mask (schemas: pyext/fastprep/ops/_random_mask.py).
 //
 // These ops take no tensor, so the dispatcher finds no backend key in their arguments and runs
 // the CompositeExplicitAutograd kernel (a CPU-key kernel is never reached: torch raises "There

@@ -1,5 +1,5 @@
 // Bindings of resized_crop and its batched form resized_crop_batch (schemas and definitions:
-// pyext/fastprep/ops/resize.py); the batch's per-image geometry is one int64 table (GeometryColumn).
+// pyext/fastprep/ops/_resize.py); the batch's per-image geometry is one int64 table (GeometryColumn).
 // Both run one image at a time through run_image, so a batch has
 // the per-sample op's bits by construction. An image's output is the sub-rectangle at (out_top,
 // out_left) of its window resized to (resized_height, resized_width) (0: the output's size), so
@@ -21,7 +21,7 @@ namespace fastprep::ops {
 namespace {
 
 // The batched op's geometry table: one int64 row per image, these columns in this order (the
-// names are pyext/fastprep/ops/resize_checks.py's GEOMETRY_COLUMNS: tests/ops/test_resize_table.py
+// names are pyext/fastprep/ops/_resize_checks.py's GEOMETRY_COLUMNS: tests/ops/test_resize_table.py
 // checks both agree through the column-count message below).
 enum GeometryColumn : int64_t {
   kTop,

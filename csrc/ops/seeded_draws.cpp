@@ -1,4 +1,4 @@
-// Binding of seeded_draws (schema and definition: pyext/fastprep/ops/seeded_draws.py).
+// Binding of seeded_draws (schema and definition: pyext/fastprep/ops/_seeded_draws.py).
 #include <string>
 #include <vector>
 

@@ -76,7 +76,7 @@ class PackLockedError(RuntimeError):
 
 class PackWarning(UserWarning):
     """Inputs packed as libjpeg decodes them after recovering from corrupt data (a truncated JPEG).
-    (Skipped inputs warn with :class:`fastprep.core.bad_samples.BadSampleWarning` under on_error="warn".)"""
+    (Skipped inputs warn with :class:`fastprep.core._bad_samples.BadSampleWarning` under on_error="warn".)"""
 
 
 # Packs behind a URL.

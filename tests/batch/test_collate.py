@@ -9,8 +9,8 @@ from torch.utils.data import DataLoader, Dataset
 
 import fastprep
 from fastprep import CompactBatch, CompactCollate, compact_collate
-from fastprep.batch.collate import smallest_int_dtype
-from fastprep.batch.compact import Leaf, TensorHolder
+from fastprep.batch._collate import smallest_int_dtype
+from fastprep.batch._compact import Leaf, TensorHolder
 
 pytestmark = pytest.mark.one_backend
 
@@ -320,7 +320,7 @@ def test_reuse_in_process_keeps_a_bounded_pool(case):
 def test_reuse_in_a_worker_keeps_one_batch_per_slot(case):
     """A worker's slot keeps the buffers of its latest batch only (driven here as a worker drives
     it: claim, collate, keep_only_taken, release)."""
-    from fastprep.batch.shared_slots import SharedSlots
+    from fastprep.batch._shared_slots import SharedSlots
 
     slots, collate = SharedSlots(), CompactCollate()
     for samples in VARYING[case]:
@@ -371,7 +371,7 @@ def test_a_tensor_holder_field_is_listed_mapped_counted_and_linked_by_storage():
 def test_a_label_column_in_process_is_the_narrowed_array_itself(monkeypatch):
     # one torch call (from_numpy) where torch.empty + copy_ each gave the GIL up: behind a Loader's
     # busy threads, each waited up to the switch interval to take it back
-    from fastprep.batch import collate  # noqa: PLC0415
+    import fastprep.batch._collate as collate  # noqa: PLC0415
 
     def refused(*args, **kwargs):
         raise AssertionError("a label column in-process needs no buffer of its own")
@@ -385,10 +385,10 @@ def test_a_label_column_in_process_is_the_narrowed_array_itself(monkeypatch):
 
 def test_every_pool_a_batch_hands_back_to_is_a_declared_batch_pool():
     """The hand-off is one declared interface (compact.BatchPool), not a duck type found by getattr."""
-    from fastprep.batch.collate import BufferPool
-    from fastprep.batch.compact import BatchPool
-    from fastprep.batch.shared_slots import SlotBuffers
-    from fastprep.batch.slots import _SlotReturn
+    from fastprep.batch._collate import BufferPool
+    from fastprep.batch._compact import BatchPool
+    from fastprep.batch._shared_slots import SlotBuffers
+    from fastprep.batch._slots import _SlotReturn
 
     for pool in (BufferPool, SlotBuffers, _SlotReturn):
         assert BatchPool in pool.__mro__ and isinstance(pool.release_after_copy, bool)  # declared, not duck-typed

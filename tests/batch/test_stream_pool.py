@@ -1,4 +1,4 @@
-"""DevicePrefetcher(streams=k): the device stage that scales (batch/stream_pool.py). On the CPU with
+"""DevicePrefetcher(streams=k): the device stage that scales (batch/_stream_pool.py). On the CPU with
 a timeline that records what each thread does (the stand-in for CUDA streams and events): batches
 come out in order whatever each takes, each thread works on its own stream, the consumer's stream
 waits on a batch's event before the batch is handed out and never waits on the host, a host batch
@@ -12,9 +12,9 @@ import time
 import pytest
 import torch
 
-from fastprep.batch import device_prefetcher
-from fastprep.batch.collate import CompactCollate
-from fastprep.batch.device_prefetcher import DevicePrefetcher
+import fastprep.batch._device_prefetcher as device_prefetcher
+from fastprep.batch._collate import CompactCollate
+from fastprep.batch._device_prefetcher import DevicePrefetcher
 
 
 class Host:

@@ -1,4 +1,4 @@
-"""fastprep.core.iterators: a consumer that stops early stops its loader's workers or threads now
+"""fastprep.core._iterators: a consumer that stops early stops its loader's workers or threads now
 (DevicePrefetcher, fastprep.monitor and the tools' measurements all call it), but keeps the workers
 a DataLoader keeps across epochs (persistent_workers)."""
 
@@ -8,7 +8,7 @@ import pytest
 from torch.utils.data import DataLoader
 
 import fastprep
-from fastprep.core.iterators import stop_iterator
+from fastprep.core._iterators import stop_iterator
 
 from helpers.dataloaders import Keeping
 

@@ -1,5 +1,5 @@
 """Field roles: CompactCollate and fastprep.Loader decide every field's role by one set of rules
-(fastprep/core/roles.py) or a `fields=` spec, never by dtype alone, record it, and expand by it."""
+(fastprep/core/_roles.py) or a `fields=` spec, never by dtype alone, record it, and expand by it."""
 
 import sys
 import types

@@ -1,4 +1,4 @@
-"""fastprep.core.tree: the leaves of nested samples, in one order everywhere."""
+"""fastprep.core._tree: the leaves of nested samples, in one order everywhere."""
 
 from collections import OrderedDict, namedtuple
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from fastprep.core.tree import leaves, leaves_like, structure_difference, tree_map
+from fastprep.core._tree import leaves, leaves_like, structure_difference, tree_map
 
 pytestmark = pytest.mark.one_backend
 

@@ -1,9 +1,9 @@
-"""core/type_names.py: the dotted name a pack's identity records for a class."""
+"""core/_type_names.py: the dotted name a pack's identity records for a class."""
 
 import collections
 
 import fastprep.io as fio
-from fastprep.core.type_names import public_type_name
+from fastprep.core._type_names import public_type_name
 
 
 class Local:

@@ -5,8 +5,8 @@ import dataclasses
 
 import torch
 
+import fastprep.transforms._plan as plan_mod
 from fastprep import transforms as T
-from fastprep.transforms import plan as plan_mod
 
 
 def fused_calls(monkeypatch) -> list[list[bool]]:

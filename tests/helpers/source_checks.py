@@ -7,7 +7,7 @@ from torch.utils.data import DataLoader
 
 import fastprep
 from fastprep import transforms as T
-from fastprep.core.rng import item_seed, seeded
+from fastprep.core._rng import item_seed, seeded
 
 SEED = 11
 

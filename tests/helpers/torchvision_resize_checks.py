@@ -11,7 +11,7 @@ from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
 from fastprep import transforms as T
-from fastprep.core.rng import draw_seed
+from fastprep.core._rng import draw_seed
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from fastprep.tools.bench import usual as bench_usual
+import fastprep.tools.bench._usual as bench_usual
 
 from helpers.foreign_steps import ForeignCompose
 

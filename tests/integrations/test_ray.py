@@ -10,11 +10,11 @@ from torch.utils.data import DataLoader
 
 import fastprep
 from fastprep import transforms as T
-from fastprep.tools.bench.pipelines import SyntheticImages
+from fastprep.tools.bench._pipelines import SyntheticImages
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'fastprep[ray]')")
 fray = pytest.importorskip("fastprep.ray")
-from fastprep.tools.bench.ray_synthetic import SyntheticSource, synthetic_images  # noqa: E402 (needs ray)
+from fastprep.tools.bench._ray_synthetic import SyntheticSource, synthetic_images  # noqa: E402 (needs ray)
 
 N, SIZE, CROP, SEED = 40, 48, 24, 7
 
@@ -118,7 +118,7 @@ def test_string_keys_seed_by_a_stable_hash():
     fn = fray.CompactMap(lambda im: torch.randint(0, 256, (4,), dtype=torch.uint8), seed=3)
     first, again = fn(_batch(keys=keys)), fn(_batch(keys=keys[::-1].copy()))
     assert np.array_equal(first["image"], again["image"][::-1])
-    assert fastprep.core.rng.item_seed(3, "a/1.jpg") == fastprep.core.rng.item_seed(3, b"a/1.jpg")
+    assert fastprep.core._rng.item_seed(3, "a/1.jpg") == fastprep.core._rng.item_seed(3, b"a/1.jpg")
 
 
 @pytest.mark.parametrize("kwargs,batch,match", [
@@ -223,7 +223,7 @@ def test_to_compact_batch_without_records_uses_the_rules_or_fields():
 
 
 def test_bench_ray_row(local_ray, tmp_path, capsys):
-    from fastprep.tools.cli.commands import main
+    from fastprep.tools.cli._commands import main
     path = tmp_path / "bench.json"
     assert main(["bench", "--quick", "--batch-size", "4", "--workers", "0", "--seconds", "0", "--ray", "--json",
                  str(path)]) == 0

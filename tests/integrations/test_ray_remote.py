@@ -21,7 +21,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'fast
 fray = pytest.importorskip("fastprep.ray")
 from ray.cluster_utils import Cluster  # noqa: E402 (needs ray)
 
-from fastprep.integrations.ray_remote import ShardDealer, node_cache_dir  # noqa: E402
+from fastprep.integrations._ray_remote import ShardDealer, node_cache_dir  # noqa: E402
 
 # slow: starts a 2-node Ray cluster (~30 s on 2 cores); .ci/slow runs it. serial: alone, not beside
 # another xdist worker: cluster_utils writes its address where a plain ray.init() (test_ray.py's)

@@ -1,4 +1,4 @@
-"""The GPU decode split's JPEG decoders (io/jpeg/device_decoders.py): the chain passes what a decoder
+"""The GPU decode split's JPEG decoders (io/jpeg/_device_decoders.py): the chain passes what a decoder
 refuses to the next and counts who decoded what; the choice ("auto", "nvimagecodec", "torchvision",
 "host") per device, with stand-ins for the device decoders; nvImageCodec's CPU backend (where
 installed: CI installs it) against fastprep's libjpeg-turbo, bit for bit."""
@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import fastprep.io as fio
-from fastprep.io.jpeg import device_decoders as dd
-from fastprep.ops.color import rgb_to_ycbcr
+import fastprep.io.jpeg._device_decoders as dd
+from fastprep.ops._color import rgb_to_ycbcr
 
 from helpers.jpeg_photos import grey_jpeg, needs_decoder, photo_jpeg
 

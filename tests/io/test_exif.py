@@ -16,8 +16,8 @@ from torch.utils.data import DataLoader
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
-from fastprep.io.jpeg.exif import jpeg_orientation
-from fastprep.io.jpeg.oriented import OrientedImage, oriented
+from fastprep.io.jpeg._exif import jpeg_orientation
+from fastprep.io.jpeg._oriented import OrientedImage, oriented
 
 from helpers.jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg
 
@@ -418,7 +418,7 @@ def _many_segments(jpeg: bytes, payload: bytes, count: int = 70) -> bytes:
 
 def test_the_pack_transcoder_reads_the_tag_as_the_files_do():
     """A folder and its pack turn a photo alike: the transcoder's reader (C++) keeps the tag that
-    io/jpeg/exif.py (the files) reads, over every well-formed case of the table and the odd ones."""
+    io/jpeg/_exif.py (the files) reads, over every well-formed case of the table and the odd ones."""
     transcode = fio.jpeg._jpeg.transcode_record
     cases = [*CASES, ("70 APP2 segments first", _many_segments(PLAIN, b"Exif\x00\x00" + tiff(6)), 6)]
     compared = 0

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import fastprep.io as fio
-from fastprep.io.jpeg.exif import jpeg_orientation, with_orientation
+from fastprep.io.jpeg._exif import jpeg_orientation, with_orientation
 
 from helpers.jpeg_photos import encode, needs_decoder
 

@@ -89,7 +89,7 @@ def test_only_regular_files_are_listed_and_read(tmp_path, case):
 
 
 def test_read_file_refuses_what_is_not_a_bounded_regular_file(tmp_path, monkeypatch):
-    from fastprep.io import files
+    import fastprep.io._files as files
 
     os.mkfifo(tmp_path / "p.jpg")
     big = tmp_path / "big.jpg"
@@ -98,7 +98,7 @@ def test_read_file_refuses_what_is_not_a_bounded_regular_file(tmp_path, monkeypa
     for path, match in [(tmp_path / "p.jpg", "not a regular file \\(a FIFO\\)"),
                         ("/dev/zero", "not a regular file \\(a character device\\)"),
                         (tmp_path, "not a regular file \\(a folder\\)"),
-                        (big, "holds 100 bytes, over fastprep.io.files.MAX_FILE_BYTES \\(99\\)")]:
+                        (big, "holds 100 bytes, over fastprep.io._files.MAX_FILE_BYTES \\(99\\)")]:
         with pytest.raises(ValueError, match=match):
             files.read_file("decode_jpeg", path)
     monkeypatch.setattr(files, "MAX_FILE_BYTES", None)

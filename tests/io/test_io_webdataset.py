@@ -12,7 +12,7 @@ import torch
 from torch.utils.data import DataLoader
 
 import fastprep.io as fio
-from fastprep.core.rng import item_seed, thread_seeded
+from fastprep.core._rng import item_seed, thread_seeded
 
 from helpers.jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode
 from helpers.source_checks import SEED, expected_sample, train_tf

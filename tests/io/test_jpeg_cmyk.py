@@ -16,7 +16,8 @@ import torch
 from PIL import Image
 
 import fastprep.io as fio
-from fastprep.io.jpeg import device_decoders, ycbcr_in_layout
+import fastprep.io.jpeg._device_decoders as device_decoders
+from fastprep.io.jpeg import ycbcr_in_layout
 
 from helpers.jpeg_photos import needs_decoder, photo
 

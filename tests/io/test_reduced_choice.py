@@ -12,8 +12,8 @@ import torch
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
-from fastprep.io.jpeg.scale import DCT_SCALES, reduced_crop, reduced_read, reducible, scaled_crop
-from fastprep.ops.resize import resized_crop
+from fastprep.io.jpeg._scale import DCT_SCALES, reduced_crop, reduced_read, reducible, scaled_crop
+from fastprep.ops._resize import resized_crop
 
 from helpers.jpeg_photos import encode, needs_decoder, photo, write_tree
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import fastprep.io as fio
-from fastprep.io.jpeg.exif import stored_window, upright_size
-from fastprep.io.jpeg.scale import reduced_read, scaled_crop, scaled_size
-from fastprep.transforms.sample import Item
-from fastprep.transforms.window import read_region
+from fastprep.io.jpeg._exif import stored_window, upright_size
+from fastprep.io.jpeg._scale import reduced_read, scaled_crop, scaled_size
+from fastprep.transforms._sample import Item
+from fastprep.transforms._window import read_region
 
 from helpers.jpeg_photos import encode, needs_decoder
 
@@ -55,7 +55,7 @@ def _windows(height: int, width: int) -> list[tuple[int, int, int, int]]:
 
 def _pil_reduced(data: bytes, crop: tuple[int, int, int, int], scale: int, orientation: int) -> np.ndarray:
     """Pillow's reference: the stored image drafted to M/8, cut at the scaled edges of the stored
-    window under `crop` (fastprep.io.jpeg.scale.scaled_crop of an unturned image), turned by
+    window under `crop` (fastprep.io.jpeg._scale.scaled_crop of an unturned image), turned by
     exif_transpose's step."""
     with Image.open(io.BytesIO(data)) as im:
         H, W = im.height, im.width

@@ -17,7 +17,7 @@ from torch.utils.data import DataLoader
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
-from fastprep.io.jpeg.scale import reduced_crop, scaled_size
+from fastprep.io.jpeg._scale import reduced_crop, scaled_size
 
 from helpers.jpeg_photos import encode, grey_jpeg, needs_decoder, photo, photo_jpeg, write_tree
 

@@ -1,4 +1,4 @@
-"""on_error on the map-style sources (fastprep.core.bad_samples): a bad sample (a JPEG truncated in its
+"""on_error on the map-style sources (fastprep.core._bad_samples): a bad sample (a JPEG truncated in its
 header or in its scan (unless strict=False); a text file named .jpg; an LMDB value or HDF5 image that is
 not an image; a pack's missing shard) is replaced by the next one that loads, transformed from the
 random state the bad one started with, counted and named; "warn" warns once per bad sample;
@@ -17,7 +17,7 @@ from torch.utils.data import DataLoader
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
-from fastprep.core.rng import item_seed, seeded
+from fastprep.core._rng import item_seed, seeded
 from fastprep.errors import BadSampleWarning, SubstitutesExhausted
 
 from helpers.jpeg_photos import needs_decoder, photo_jpeg

@@ -1,4 +1,4 @@
-"""fastprep.io.store: the one store interface, its registry by URL scheme, and the local store
+"""fastprep.io._store: the one store interface, its registry by URL scheme, and the local store
 (read in place with pread, counted and rate-limited as a remote store is)."""
 
 import threading
@@ -6,7 +6,7 @@ import threading
 import pytest
 
 import fastprep.io as fio
-from fastprep.io import store as st
+import fastprep.io._store as st
 from fastprep.io.remote import RemoteStore
 
 from helpers.jpeg_photos import photo_jpeg

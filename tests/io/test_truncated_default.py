@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import fastprep.io as fio
-from fastprep.core.failure_text import SKIP_HINT, with_skip_hint
-from fastprep.io.packed.pack import pack as local_pack
+from fastprep.core._failure_text import SKIP_HINT, with_skip_hint
+from fastprep.io.packed._pack import pack as local_pack
 
 from helpers.jpeg_photos import needs_decoder, photo_jpeg
 
@@ -109,7 +109,7 @@ def test_the_skip_hint_keeps_the_type_and_names_the_file():
 
 
 def test_the_pack_command_refuses_it_unless_no_strict(folder, tmp_path, capsys):
-    from fastprep.tools.cli.commands import main  # noqa: PLC0415 (the command line, as test_pack_summary runs it)
+    from fastprep.tools.cli._commands import main  # noqa: PLC0415 (the command line, as test_pack_summary runs it)
 
     assert main(["pack", str(folder), str(tmp_path / "a"), "--no-progress"]) == 1
     assert "cat/1.jpg" in capsys.readouterr().err

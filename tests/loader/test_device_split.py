@@ -14,10 +14,10 @@ import torch
 
 import fastprep
 import fastprep.io as fio
+import fastprep.io.jpeg._device_decoders as dd
+import fastprep.loader._iteration as iteration
 from fastprep import transforms as T
-from fastprep.batch.window_batch import WindowBatch
-from fastprep.io.jpeg import device_decoders as dd
-from fastprep.loader import iteration
+from fastprep.batch._window_batch import WindowBatch
 
 from helpers.decode_split import FILES, STD, batches, pipeline, resized
 from helpers.jpeg_photos import needs_decoder, photo, photo_jpeg, write_tree
@@ -277,8 +277,8 @@ def test_a_turned_image_is_refused_with_its_own_advice(tmp_path):
 
 @pytest.mark.parametrize(("depth", "streams"), [(1, 3), (3, 1), (2, 2)])
 def test_the_split_ring_follows_the_one_ring_rule(packed, depth, streams):
-    from fastprep.batch.slots import ring_slots
-    from fastprep.loader.device_split import split_parts
+    from fastprep.batch._slots import ring_slots
+    from fastprep.loader._device_split import split_parts
 
     loader = fastprep.Loader(packed, 2, transform=pipeline(), decode_on="cpu", depth=depth, streams=streams)
     ring, _ = split_parts(loader.settings, packed, loader.plan, False, loader.jpeg_decoders, 0, 0)

@@ -8,8 +8,8 @@ import torch
 
 import fastprep
 import fastprep.io as fio
+import fastprep.io.jpeg._device_decoders as dd
 from fastprep import transforms as T
-from fastprep.io.jpeg import device_decoders as dd
 
 from helpers.jpeg_photos import needs_decoder, photo_jpeg, write_tree
 

@@ -10,7 +10,7 @@ from torch.utils.data import DataLoader, Dataset
 
 import fastprep
 from fastprep import transforms as T
-from fastprep.tools.bench.pipelines import SyntheticImages
+from fastprep.tools.bench._pipelines import SyntheticImages
 
 from helpers.fused_spies import fused_calls, per_sample_items
 

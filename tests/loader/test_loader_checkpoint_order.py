@@ -1,4 +1,4 @@
-"""A checkpoint is self-contained (loader/checkpoint.py): everything the epoch's order depends on
+"""A checkpoint is self-contained (loader/_checkpoint.py): everything the epoch's order depends on
 (shard window, shard table, world size, seed, epoch, position) is in state_dict, and a job resumed
 under other settings replays the saved order or refuses by name. Exactly-once accounting over a
 local PackedDataset of 60 numbered samples: every sample once across the ranks of a job and across
@@ -15,7 +15,7 @@ import torch
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
-from fastprep.tools.bench.pipelines import SyntheticImages
+from fastprep.tools.bench._pipelines import SyntheticImages
 
 pytestmark = pytest.mark.one_backend
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import fastprep
+import fastprep.batch._slots as slots
 from fastprep import transforms as T
-from fastprep.batch import slots
 
 pytestmark = pytest.mark.one_backend  # layouts and shapes: no kernel's bits compared
 

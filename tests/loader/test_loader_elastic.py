@@ -183,7 +183,7 @@ def test_world_size_1_alone_opts_out_of_the_rank_split(monkeypatch):
 
 
 def test_the_automatic_rank_split_is_a_warning_once(monkeypatch, caplog):
-    from fastprep.loader import ranks
+    import fastprep.loader._ranks as ranks
 
     monkeypatch.setattr(ranks, "_told", set())
     monkeypatch.setenv("RANK", "1")

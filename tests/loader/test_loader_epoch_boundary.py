@@ -9,9 +9,9 @@ import pytest
 import torch
 
 import fastprep
+import fastprep.batch._slots as slots
 from fastprep import transforms as T
-from fastprep.batch import slots
-from fastprep.tools.bench.pipelines import SyntheticImages
+from fastprep.tools.bench._pipelines import SyntheticImages
 
 pytestmark = pytest.mark.one_backend
 

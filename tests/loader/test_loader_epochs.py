@@ -10,10 +10,10 @@ import pytest
 import torch
 
 import fastprep
+import fastprep.batch._slots as slots
 from fastprep import transforms as T
-from fastprep.batch import slots
-from fastprep.loader.pool import ThreadPool
-from fastprep.tools.bench.pipelines import SyntheticImages
+from fastprep.loader._pool import ThreadPool
+from fastprep.tools.bench._pipelines import SyntheticImages
 
 pytestmark = pytest.mark.one_backend
 
@@ -116,7 +116,7 @@ def test_a_batch_is_done_only_when_every_chunk_ran():
 
 
 def test_the_bench_reports_one_batch_epochs_against_long_ones():
-    from fastprep.tools.bench import loaders as bench_loader
+    import fastprep.tools.bench._loaders as bench_loader
 
     rates = bench_loader.epoch_rates(4, [1], T.seed_workload(layout="HWC"), 0.01, 2, rounds=1, step_s=0.001)
     assert rates["one-batch epochs"][1] > 0 and rates["long epochs"][1] > 0
@@ -129,7 +129,7 @@ def test_the_bench_reports_one_batch_epochs_against_long_ones():
 
 def _counted(monkeypatch):
     """The keys every chunk of every Loader ran, in order."""
-    from fastprep.loader import apply
+    import fastprep.loader._apply as apply
 
     ran, call = [], apply.ChunkRunner.__call__
 

@@ -14,8 +14,8 @@ from torch.utils.data import DataLoader
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
-from fastprep.core.rng import item_seed, seeded
-from fastprep.loader.fused_chunks import ChunkRuns
+from fastprep.core._rng import item_seed, seeded
+from fastprep.loader._fused_chunks import ChunkRuns
 
 from helpers.jpeg_photos import needs_decoder, photo, photo_jpeg
 
@@ -44,7 +44,7 @@ FILES = {  # sorted as ImageFolder lists them: the grey images first in their cl
     "b/z_grey.jpg": lambda: _jpeg("camera", (97, 58), "L"),
 }
 
-ROWS = {  # one pipeline per row of the fusion table (transforms/fused.py)
+ROWS = {  # one pipeline per row of the fusion table (transforms/_fused.py)
     "rrc": lambda: T.RandomResizedCrop(48),
     "rrc-flip-normalize": lambda: T.Compose([T.RandomHorizontalFlip(), T.RandomResizedCrop(40), T.RandomVerticalFlip(),
                                              T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)]),

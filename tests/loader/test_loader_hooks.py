@@ -1,4 +1,4 @@
-"""fastprep.Loader's profile hooks (loader/hooks.py, issue 44 item 4): named points of its work a
+"""fastprep.Loader's profile hooks (loader/_hooks.py, issue 44 item 4): named points of its work a
 profiler wraps (``loader.hooks.add(stage, hook)``) instead of patching the Loader by name; called
 with their stage, never called when not added, the batches the same either way."""
 
@@ -7,8 +7,8 @@ import torch
 
 import fastprep
 from fastprep import transforms as T
-from fastprep.loader.hooks import STAGES, LoaderHooks
-from fastprep.tools.bench.pipelines import SyntheticImages
+from fastprep.loader._hooks import STAGES, LoaderHooks
+from fastprep.tools.bench._pipelines import SyntheticImages
 
 pytestmark = pytest.mark.one_backend
 

@@ -1,6 +1,6 @@
 """Loader(on_error="skip" | "warn"): a sample whose loading or transform raises is replaced in its
 slot by the first next index that loads and transforms (mod len), under the bad sample's seed
-(fastprep/core/bad_samples.py). The plain reference: the same Loader over a dataset where each bad
+(fastprep/core/_bad_samples.py). The plain reference: the same Loader over a dataset where each bad
 index was replaced by hand by its substitute's item, with on_error="raise"; it must give the same
 batches bit for bit, whatever threads, shuffle, drop_last, fused or foreign transform,
 deterministic=True, an iterable dataset or the decode split."""

@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler, IterableDa
 
 import fastprep
 from fastprep import transforms as T
-from fastprep.tools.bench.pipelines import SyntheticImages
+from fastprep.tools.bench._pipelines import SyntheticImages
 
 pytestmark = pytest.mark.one_backend
 
@@ -114,7 +114,7 @@ def test_the_error_raised_is_the_first_bad_samples_in_batch_order_whichever_thre
 
 
 def test_a_batch_job_waits_for_earlier_chunks_before_it_fails():
-    from fastprep.batch.slots import BatchJob, SlotRing
+    from fastprep.batch._slots import BatchJob, SlotRing
 
     job = BatchJob([0, 1, 2], SlotRing(2, 3, pin=False))
     chunks = [job.add_chunk() for _ in range(3)]
@@ -259,7 +259,7 @@ def test_draws_made_while_loading_shift_the_transforms_as_in_seed_by_index():
 def test_a_script_that_ends_with_a_live_iterator_exits_cleanly():
     """Its threads are stopped at interpreter exit, before teardown (they used to abort it); the
     iterator here is in a reference cycle, so only the exit handler can stop them in time."""
-    code = ("import fastprep; from fastprep import transforms as T; from fastprep.tools.bench.pipelines import "
+    code = ("import fastprep; from fastprep import transforms as T; from fastprep.tools.bench._pipelines import "
             "SyntheticImages\n"
             "tf = T.seed_workload(24, layout='HWC')\n"
             "it = iter(fastprep.Loader(SyntheticImages(4000, None, pool=3, size=64), 8, transform=tf, threads=2, "

@@ -2,7 +2,7 @@
 
 import pytest
 
-from fastprep.loader import apply
+import fastprep.loader._apply as apply
 from fastprep.tools.bench import profile_loader
 
 pytestmark = pytest.mark.one_backend
@@ -22,7 +22,8 @@ def test_the_profile_times_every_stage_and_restores_the_functions_it_wraps():
 
 
 def test_the_boundary_profile_times_each_part_and_restores_the_functions_it_wraps():
-    from fastprep.loader import ahead, pool  # noqa: PLC0415
+    import fastprep.loader._ahead as ahead
+    import fastprep.loader._pool as pool  # noqa: PLC0415
 
     init, take = pool.ThreadPool.__init__, ahead.take
     result = profile_loader.boundary(threads=1, epochs=3, batch_size=4)

@@ -15,7 +15,7 @@ from torch.utils.data import DistributedSampler
 import fastprep
 from fastprep import transforms as T
 from fastprep.loader import ResumePositionDropped
-from fastprep.tools.bench.pipelines import SyntheticImages
+from fastprep.tools.bench._pipelines import SyntheticImages
 
 pytestmark = pytest.mark.one_backend
 

@@ -10,8 +10,8 @@ import torch
 
 import fastprep
 from fastprep import transforms as T
-from fastprep.loader.settings import LIVE, LoaderSettings
-from fastprep.tools.bench.pipelines import SyntheticImages
+from fastprep.loader._settings import LIVE, LoaderSettings
+from fastprep.tools.bench._pipelines import SyntheticImages
 
 pytestmark = pytest.mark.one_backend
 

@@ -11,8 +11,8 @@ import torch
 
 import fastprep
 import fastprep.io as fio
-from fastprep.loader import ranks
-from fastprep.loader.shard_order import shard_order
+import fastprep.loader._ranks as ranks
+from fastprep.loader._shard_order import shard_order
 
 pytestmark = pytest.mark.one_backend
 

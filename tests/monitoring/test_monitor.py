@@ -15,9 +15,9 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.monitoring.events import EventRing
-from fastprep.monitoring.samplers import CpuClock
-from fastprep.monitoring.stats import StepStats, quantile
+from fastprep.monitoring._events import EventRing
+from fastprep.monitoring._samplers import CpuClock
+from fastprep.monitoring._stats import StepStats, quantile
 
 # serial: the numbers come from timed sleeps, so .ci/test runs this module alone.
 pytestmark = [pytest.mark.one_backend, pytest.mark.serial]

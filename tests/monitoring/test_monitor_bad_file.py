@@ -9,7 +9,7 @@ from torch.utils.data import DataLoader
 
 import fastprep
 import fastprep.io as fio
-from fastprep.core.failure_text import SKIP_HINT
+from fastprep.core._failure_text import SKIP_HINT
 
 from helpers.jpeg_photos import folder_with_a_cut_jpeg
 

@@ -81,7 +81,7 @@ def test_the_cpu_figure_is_this_process_own():
 
 
 def test_process_cpu_from_proc_stat(tmp_path):
-    from fastprep.monitoring.samplers import ProcessClock
+    from fastprep.monitoring._samplers import ProcessClock
 
     def stat(pid, utime, stime):
         (tmp_path / str(pid)).mkdir(exist_ok=True)
@@ -107,7 +107,7 @@ def test_process_cpu_from_proc_stat(tmp_path):
 def test_the_workers_are_the_children_started_since_the_clock(tmp_path):
     """/proc's children lists, at any depth (a worker's own children too), less the children that
     were running when the clock was made; and psutil's children where psutil is there."""
-    from fastprep.monitoring.samplers import ProcessClock
+    from fastprep.monitoring._samplers import ProcessClock
 
     def proc(pid, ticks, children=(), tid=None):
         (tmp_path / str(pid) / "task" / str(tid or pid)).mkdir(parents=True, exist_ok=True)

@@ -1,11 +1,11 @@
-"""fastprep.monitoring.pipeline tells the source from what the datasets and images declare
+"""fastprep.monitoring._pipeline tells the source from what the datasets and images declare
 (``source_kind``), not by importing their classes: the same words as before for fastprep's, and a
 dataset of your own can say what it is."""
 
 import torch
 
 import fastprep.io as fio
-from fastprep.monitoring.pipeline import source_of_dataset, source_of_image
+from fastprep.monitoring._pipeline import source_of_dataset, source_of_image
 
 from helpers.jpeg_photos import photo, photo_jpeg
 

@@ -8,7 +8,7 @@ import torch
 import fastprep
 from fastprep import CompactCollate, DevicePrefetcher, compact_collate
 from fastprep import transforms as T
-from fastprep.core.rng import item_seed, key_stream, seeded, thread_seeded
+from fastprep.core._rng import item_seed, key_stream, seeded, thread_seeded
 
 GOOD_SEEDS = [1, np.int64(1), np.int32(1), np.uint8(1), np.uint64(1), -2**63, 2**63 - 1, np.uint64(2**63 - 1)]
 BAD_SEEDS = [(1.5, TypeError, r"got float \(1.5\)"), (1.0, TypeError, r"got float \(1.0\)"),

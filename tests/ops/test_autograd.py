@@ -12,9 +12,9 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 import fastprep
-from fastprep.ops.color import rgb_to_ycbcr_torch, ycbcr_to_rgb_torch
-from fastprep.ops.crop import random_crop_torch
-from fastprep.ops.registry import OPS
+from fastprep.ops._color import rgb_to_ycbcr_torch, ycbcr_to_rgb_torch
+from fastprep.ops._crop import random_crop_torch
+from fastprep.ops._registry import OPS
 
 pytestmark = pytest.mark.op_layer
 
@@ -207,7 +207,7 @@ def test_every_differentiable_op_has_an_autograd_kernel():
     for name in ("crop", "random_crop", "mask_fill", "mask_fill_", "rgb_to_ycbcr", "ycbcr_to_rgb",
                  "crop_mask_ycbcr_batch"):
         assert torch._C._dispatch_has_kernel_for_dispatch_key(f"fastprep::{name}", "Autograd"), name
-    importlib.import_module("fastprep.ops.mask_fill")
+    importlib.import_module("fastprep.ops._mask_fill")
 
 
 def _differentiable_calls(x, m):

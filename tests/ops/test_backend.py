@@ -4,7 +4,7 @@
 import pytest
 
 import fastprep
-from fastprep.backends.choice import check_torch_compat
+from fastprep.backends._choice import check_torch_compat
 from fastprep.errors import TorchVersionError
 
 from helpers.op_calls import native_available, requires_native
@@ -92,7 +92,7 @@ def test_native_ops_are_the_registered_cpu_kernels():
 
 
 CACHE_PROBE = """
-import torch, fastprep.numba_kernels.pack_bits as k
+import torch, fastprep.numba_kernels._pack_bits as k
 k.pack_bits(torch.ones(3, 9, dtype=torch.bool))
 print(sum(k.pack_bits_at.stats.cache_hits.values()), sum(k.pack_bits_at.stats.cache_misses.values()))
 """

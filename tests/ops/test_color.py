@@ -7,8 +7,8 @@ import torch
 from numba import njit
 
 import fastprep
-from fastprep.numba_kernels import color as numba_color
-from fastprep.ops.color import rgb_to_ycbcr_torch, ycbcr_to_rgb_torch
+import fastprep.numba_kernels._color as numba_color
+from fastprep.ops._color import rgb_to_ycbcr_torch, ycbcr_to_rgb_torch
 
 from helpers.color_refs import ref_u8
 from helpers.op_calls import bad_input_tests, call, requires_native

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.core import counter_rng
-from fastprep.numba_kernels import counter_rng as nb_rng
+import fastprep.core._counter_rng as counter_rng
+import fastprep.numba_kernels._counter_rng as nb_rng
 
 from helpers.op_calls import native_available
 
@@ -121,7 +121,7 @@ def test_bad_seed_arguments(call, match):
 
 
 def test_seeded_is_fork_rng_plus_manual_seed_without_touching_other_state():
-    from fastprep.core.rng import seeded
+    from fastprep.core._rng import seeded
     torch.manual_seed(1)
     expected_after = torch.rand(3)
     torch.manual_seed(1)
@@ -138,7 +138,7 @@ def test_seeded_is_fork_rng_plus_manual_seed_without_touching_other_state():
 
 
 def test_item_seed_keys():
-    from fastprep.core.rng import item_seed, key_stream
+    from fastprep.core._rng import item_seed, key_stream
     assert item_seed(3, 7) == fastprep.derive_seed(fastprep.derive_seed(3, 0), 7)
     assert item_seed(3, 7, epoch=2) != item_seed(3, 7)
     assert key_stream("a/1.jpg") == key_stream(b"a/1.jpg") == -5535465543881084416  # pinned: keys must seed the same forever
@@ -150,7 +150,7 @@ def test_item_seed_keys():
 def test_numpy_arrays_give_the_bits_of_ints():
     """A chunk's parameters are drawn on uint64 arrays (the Loader, FusionPlan): elementwise the
     same words, derived seeds, bounded integers and item seeds as one sample's ints."""
-    from fastprep.core.rng import item_seed, item_seeds
+    from fastprep.core._rng import item_seed, item_seeds
     rs = np.random.default_rng(3)
     seeds = np.concatenate([rs.integers(-2**63, 2**63 - 1, 200, dtype=np.int64), [-2**63, -1, 0, 2**63 - 1]])
     words = counter_rng.random_word(seeds.view(np.uint64), 5)

@@ -6,10 +6,10 @@ import torch
 from scipy import stats
 
 import fastprep
-from fastprep.numba_kernels import crop as numba_crop
-from fastprep.numba_kernels.counter_rng import derive_seed, random_word, uniform_below
-from fastprep.ops import checks
-from fastprep.ops.crop import crop_torch, random_crop_torch
+import fastprep.numba_kernels._crop as numba_crop
+import fastprep.ops._checks as checks
+from fastprep.numba_kernels._counter_rng import derive_seed, random_word, uniform_below
+from fastprep.ops._crop import crop_torch, random_crop_torch
 
 from helpers.op_calls import bad_input_tests, call, requires_native
 

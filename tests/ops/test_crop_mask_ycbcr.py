@@ -6,8 +6,8 @@ import torch
 
 import fastprep
 from fastprep import numba_kernels
-from fastprep.numba_kernels.crop_mask_ycbcr import crop_mask_ycbcr as numba_fused
-from fastprep.ops.crop_mask_ycbcr import crop_mask_ycbcr_batch_torch, crop_mask_ycbcr_torch
+from fastprep.numba_kernels._crop_mask_ycbcr import crop_mask_ycbcr as numba_fused
+from fastprep.ops._crop_mask_ycbcr import crop_mask_ycbcr_batch_torch, crop_mask_ycbcr_torch
 
 from helpers.color_refs import ref_u8
 from helpers.crop_draws import drawn
@@ -111,7 +111,7 @@ def test_native_and_numba_give_the_same_bits(out_dtype, scale):
 
 def test_float_output_matches_the_usual_float_pipeline():
     scipy = pytest.importorskip("scipy")  # noqa: F841  (the usual pipeline dilates with scipy)
-    from fastprep.tools.bench.pipelines import usual_transform
+    from fastprep.tools.bench._pipelines import usual_transform
 
     src = np.random.default_rng(1).integers(0, 256, (300, 280, 3), dtype=np.uint8)
     for seed in range(3):

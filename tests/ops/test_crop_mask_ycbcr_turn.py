@@ -1,5 +1,5 @@
 """crop_mask_ycbcr_batch's vflips and transposes (a quarter turn folded into the read, transforms/
-fold.py): each sample the window flipped and transposed, then masked (the mask drawn on the output)
+_fold.py): each sample the window flipped and transposed, then masked (the mask drawn on the output)
 and converted, on the native op, the Numba kernel and the torch definition alike; bad arguments."""
 
 import itertools
@@ -10,7 +10,7 @@ import torch
 
 import fastprep
 from fastprep import numba_kernels
-from fastprep.ops.crop_mask_ycbcr import crop_mask_ycbcr_batch_torch
+from fastprep.ops._crop_mask_ycbcr import crop_mask_ycbcr_batch_torch
 
 from helpers.op_calls import bad_input_tests, call
 

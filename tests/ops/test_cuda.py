@@ -7,7 +7,7 @@ import torch
 
 import fastprep
 import fastprep.io
-from fastprep.ops.registry import OPS
+from fastprep.ops._registry import OPS
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

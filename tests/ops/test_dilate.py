@@ -6,8 +6,8 @@ import torch
 from scipy import ndimage, signal
 
 import fastprep
-from fastprep.numba_kernels import dilate as numba_dilate
-from fastprep.numba_kernels import random_mask as numba_rm
+import fastprep.numba_kernels._dilate as numba_dilate
+import fastprep.numba_kernels._random_mask as numba_rm
 
 from helpers.op_calls import bad_input_tests, call, requires_native
 

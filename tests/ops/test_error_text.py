@@ -13,8 +13,8 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._pytree import tree_flatten, tree_map_only
 
 import fastprep
-from fastprep.ops.checks import check_seed, quoted
-from fastprep.ops.registry import OPS
+from fastprep.ops._checks import check_seed, quoted
+from fastprep.ops._registry import OPS
 
 from helpers.op_calls import OpCall
 
@@ -177,7 +177,7 @@ def test_quoted_is_repr_for_ascii_text():
     assert quoted("it's") == "'it\\'s'" and quoted("é") == "'\\xc3\\xa9'"
 
 
-# One seed check: what the seed helpers take (fastprep.core.rng) and the ops' wrappers take alike.
+# One seed check: what the seed helpers take (fastprep.core._rng) and the ops' wrappers take alike.
 GOOD_SEEDS = [0, 1, -1, np.int64(5), np.int32(-3), np.uint8(7), np.uint64(2**63 - 1), 2**63 - 1, -2**63]
 BAD_SEEDS = [(True, TypeError, r"got bool \(True\)"), (np.True_, TypeError, "got bool"),
              (1.5, TypeError, r"got float \(1.5\)"), (1.0, TypeError, r"got float \(1.0\)"),

@@ -1,4 +1,4 @@
-"""Every int argument of every op (ops/registry.py, read from the schemas) at the int64 extremes:
+"""Every int argument of every op (ops/_registry.py, read from the schemas) at the int64 extremes:
 each call either raises RuntimeError with the same text on the native op, the Numba kernel and
 the fake kernel, or gives the same bits on both backends and in the torch composition. Sums and
 products of such values are where undefined behaviour hides in C++ (crop's top + height once
@@ -15,7 +15,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._pytree import tree_flatten, tree_map_only
 
 from fastprep import numba_kernels
-from fastprep.ops.registry import OPS
+from fastprep.ops._registry import OPS
 
 pytestmark = pytest.mark.op_layer
 

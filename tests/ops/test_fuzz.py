@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastprep
-from fastprep.numba_kernels import crop as numba_crop
-from fastprep.numba_kernels import dilate as numba_dilate
-from fastprep.numba_kernels import pack_bits as numba_pack
+import fastprep.numba_kernels._crop as numba_crop
+import fastprep.numba_kernels._dilate as numba_dilate
+import fastprep.numba_kernels._pack_bits as numba_pack
 
 scipy_ndimage = pytest.importorskip("scipy.ndimage")
 

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.numba_kernels import crop as numba_crop
-from fastprep.numba_kernels import crop_mask_ycbcr as numba_fused
-from fastprep.ops.crop import random_crop_torch
-from fastprep.ops.crop_mask_ycbcr import crop_mask_ycbcr_torch
+import fastprep.numba_kernels._crop as numba_crop
+import fastprep.numba_kernels._crop_mask_ycbcr as numba_fused
+from fastprep.ops._crop import random_crop_torch
+from fastprep.ops._crop_mask_ycbcr import crop_mask_ycbcr_torch
 
 from helpers.crop_draws import drawn
 from helpers.op_calls import call

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.numba_kernels import counter_rng
-from fastprep.ops.crop import random_crop_torch
+import fastprep.numba_kernels._counter_rng as counter_rng
+from fastprep.ops._crop import random_crop_torch
 
 # slow: gigabyte buffers and rows past 2^31 bits (seconds each); .ci/slow and .ci/sanitize run them.
 pytestmark = pytest.mark.slow

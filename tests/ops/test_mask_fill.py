@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.numba_kernels import mask_fill as numba_mf
+import fastprep.numba_kernels._mask_fill as numba_mf
 
 from helpers.op_calls import bad_input_tests, call, requires_native
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.ops.registry import OPS
+from fastprep.ops._registry import OPS
 
 # Native calls cost 4-20 us; Numba-backend calls go through Python (25-100 us), so fewer of them.
 CALLS = int(os.environ.get("FASTPREP_LEAK_CALLS", 200_000 if fastprep.backend() == "native" else 25_000))

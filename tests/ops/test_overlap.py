@@ -9,9 +9,9 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.ops.checks import has_internal_overlap, memory_overlaps
-from fastprep.ops.crop_mask_ycbcr import crop_mask_ycbcr_batch_torch
-from fastprep.ops.mask_fill import mask_fill__torch
+from fastprep.ops._checks import has_internal_overlap, memory_overlaps
+from fastprep.ops._crop_mask_ycbcr import crop_mask_ycbcr_batch_torch
+from fastprep.ops._mask_fill import mask_fill__torch
 
 from helpers.op_calls import bad_input_tests, call
 

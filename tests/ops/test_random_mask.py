@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.numba_kernels import random_mask as numba_rm
+import fastprep.numba_kernels._random_mask as numba_rm
 
 from helpers.op_calls import bad_input_tests, call, requires_native
 

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastprep
-from fastprep.numba_kernels import resize as numba_resize
-from fastprep.ops.resize import Axis, geometry_table, resample_axis, resized_crop_batch_torch, resized_crop_torch
+import fastprep.numba_kernels._resize as numba_resize
+from fastprep.ops._resize import Axis, geometry_table, resample_axis, resized_crop_batch_torch, resized_crop_torch
 
 from helpers.op_calls import bad_input_tests, call, requires_native
 

@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 
 import fastprep
-from fastprep.numba_kernels import resize as numba_resize
-from fastprep.ops.resize import geometry_table, resample_axis, resized_crop_batch_torch, resized_crop_torch
+import fastprep.numba_kernels._resize as numba_resize
+from fastprep.ops._resize import geometry_table, resample_axis, resized_crop_batch_torch, resized_crop_torch
 
 from helpers.op_calls import bad_input_tests, call
 

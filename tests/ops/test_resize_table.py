@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.numba_kernels import resize as numba_resize
-from fastprep.ops.resize import geometry_table
-from fastprep.ops.resize_checks import GEOMETRY_COLUMNS
-from fastprep.transforms.fold import Geometry
+import fastprep.numba_kernels._resize as numba_resize
+from fastprep.ops._resize import geometry_table
+from fastprep.ops._resize_checks import GEOMETRY_COLUMNS
+from fastprep.transforms._fold import Geometry
 
 from helpers.op_calls import requires_native
 

@@ -1,4 +1,4 @@
-"""fastprep.ops.resize_windows: the GPU decode split's batched resize of whole windows (any device)
+"""fastprep.ops._resize_windows: the GPU decode split's batched resize of whole windows (any device)
 has the definition's weights (resample_axis) and the kernel's bits (resized_crop_batch), on the CPU
 here; tests/loader/test_device_split.py runs it on CUDA against the CPU."""
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from fastprep.ops.resize import geometry_table
-from fastprep.ops.resize_weights import resample_axis
-from fastprep.ops.resize_windows import axis_tables, resized_crop_windows
+from fastprep.ops._resize import geometry_table
+from fastprep.ops._resize_weights import resample_axis
+from fastprep.ops._resize_windows import axis_tables, resized_crop_windows
 
 pytestmark = pytest.mark.one_backend
 

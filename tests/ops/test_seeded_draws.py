@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.ops.seeded_draws import MAX_DRAWS, seeded_draws_torch
+from fastprep.ops._seeded_draws import MAX_DRAWS, seeded_draws_torch
 
 from helpers.op_calls import bad_input_tests, call
 
@@ -30,7 +30,7 @@ def test_draws_are_draw_seeds_after_manual_seed_on_every_backend(count):
 
 
 def test_the_default_generator_seeded_gives_the_same_draws():
-    with fastprep.core.rng.seeded(int(SEEDS[3])):  # SeedByIndex's seeding
+    with fastprep.core._rng.seeded(int(SEEDS[3])):  # SeedByIndex's seeding
         want = [fastprep.draw_seed() for _ in range(3)]
     assert fastprep.seeded_draws(SEEDS[3:4], 3)[0].tolist() == want
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.numba_kernels import counter_rng
+import fastprep.numba_kernels._counter_rng as counter_rng
 
 from helpers.op_calls import bad_input_tests, call, native_available
 

@@ -7,12 +7,12 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.ops.color import rgb_to_ycbcr_torch, ycbcr_to_rgb_torch
-from fastprep.ops.crop import crop_torch, random_crop_torch
-from fastprep.ops.crop_mask_ycbcr import crop_mask_ycbcr_torch
-from fastprep.ops.dilate import dilate_packed_torch, dilate_torch
-from fastprep.ops.mask_fill import mask_fill__torch, mask_fill_torch
-from fastprep.ops.pack_bits import pack_bits_torch, unpack_bits_torch
+from fastprep.ops._color import rgb_to_ycbcr_torch, ycbcr_to_rgb_torch
+from fastprep.ops._crop import crop_torch, random_crop_torch
+from fastprep.ops._crop_mask_ycbcr import crop_mask_ycbcr_torch
+from fastprep.ops._dilate import dilate_packed_torch, dilate_torch
+from fastprep.ops._mask_fill import mask_fill__torch, mask_fill_torch
+from fastprep.ops._pack_bits import pack_bits_torch, unpack_bits_torch
 
 pytestmark = pytest.mark.op_layer
 

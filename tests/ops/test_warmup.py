@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.one_backend]  # fresh processes; the
 
 
 def test_warmup_compiles_every_numba_kernel_then_loads_from_cache(tmp_path, warmed_numba_cache):
-    from fastprep.ops.registry import OPS
+    from fastprep.ops._registry import OPS
     cache, first = warmed_numba_cache  # warmup() in a process with an empty cache: every kernel compiled
     shutil.copytree(cache, tmp_path / "cache")
     second = run_python(WARMUP_PROBE, timeout=600, NUMBA_CACHE_DIR=str(tmp_path / "cache"))

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 import fastprep
-from fastprep.tools.bench import compare as bench
-from fastprep.tools.bench import feeds, pipelines
+import fastprep.tools.bench._compare as bench
+import fastprep.tools.bench._feeds as feeds
+import fastprep.tools.bench._pipelines as pipelines
 
 pytestmark = pytest.mark.one_backend
 
@@ -102,7 +103,7 @@ def test_bench_result_has_rows_per_source_kind_and_shares(result):
 
 
 def test_markdown_table_has_the_best_setting_per_row_and_source(result):
-    from fastprep.tools.bench.table import markdown
+    from fastprep.tools.bench._table import markdown
 
     lines = markdown(result).splitlines()
     body = [line for line in lines if line.startswith("| ") and "---" not in line][1:]
@@ -138,7 +139,7 @@ def test_file_sources_add_rows_read_from_files_and_packs():
 
 def test_plot_bench(result, tmp_path):
     pytest.importorskip("matplotlib")
-    from fastprep.tools.plotting import plot_bench
+    from fastprep.tools._plotting import plot_bench
 
     plot_bench(result, str(tmp_path / "bench.png"))
     assert (tmp_path / "bench.png").stat().st_size > 0

@@ -4,8 +4,8 @@ worker process 0" naming no file; the same when the bad file is the first one re
 
 import pytest
 
-from fastprep.tools.bench.bad_files import BadFileError, bad_file_line
-from fastprep.tools.cli.commands import main
+from fastprep.tools.bench._bad_files import BadFileError, bad_file_line
+from fastprep.tools.cli._commands import main
 
 from helpers.jpeg_photos import folder_with_a_cut_jpeg
 from helpers.user_transform import QUICK_BENCH as FAST
@@ -37,7 +37,7 @@ def test_bench_data_names_the_bad_file_and_the_policy(tmp_path, user, capsys, ba
 def test_bad_file_line_needs_a_file_or_a_sources_advice():
     assert bad_file_line(RuntimeError("CUDA out of memory"), ["a/1.jpg"]) is None
     worker = BadFileError("Caught BadFileError in DataLoader worker process 0.\nOriginal Traceback (most recent "
-                          "call last):\n  File \"x.py\", line 1, in f\nfastprep.tools.bench.bad_files.BadFileError: "
+                          "call last):\n  File \"x.py\", line 1, in f\nfastprep.tools.bench._bad_files.BadFileError: "
                           "a/1.jpg: OSError: image file is truncated\n")
     line = bad_file_line(worker, ["a/1.jpg", "a/11.jpg"])
     assert line.startswith("measuring stopped: 'a/1.jpg' is a bad file (OSError: image file is truncated (in "

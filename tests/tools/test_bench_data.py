@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from fastprep.tools.bench import usual as bench_usual
-from fastprep.tools.bench.port import port
-from fastprep.tools.cli.commands import main
+import fastprep.tools.bench._usual as bench_usual
+from fastprep.tools.bench._port import port
+from fastprep.tools.cli._commands import main
 
 from helpers.user_transform import QUICK_BENCH as FAST
 from helpers.user_transform import fake_v2
@@ -87,8 +87,8 @@ def test_a_v1_transform_without_a_port_gets_pil_images_from_fastprep(folder, use
 
 def test_the_code_printed_is_the_dataset_measured():
     """Where the Loader measured torchvision's ImageFolder (Pillow's images), the line to use says so."""
-    from fastprep.tools.bench import data as bench_data
-    from fastprep.tools.bench.port import Port
+    import fastprep.tools.bench._data as bench_data
+    from fastprep.tools.bench._port import Port
 
     result = {"port": Port(None, steps=[("ColorJitter", "no port in fastprep.transforms")], unported=["ColorJitter"]),
               "rates": {"usual": 10.0, "fastprep.Loader, your transform as is": 20.0}, "cores": 2, "data": "d",

@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from fastprep.tools.bench import headline as bench_headline
-from fastprep.tools.bench import headline_text as bench_headline_text
-from fastprep.tools.bench import usual as bench_usual
-from fastprep.tools.bench.table import aim_met, matters
-from fastprep.tools.cli.commands import main
+import fastprep.tools.bench._headline as bench_headline
+import fastprep.tools.bench._headline_text as bench_headline_text
+import fastprep.tools.bench._usual as bench_usual
+from fastprep.tools.bench._table import aim_met, matters
+from fastprep.tools.cli._commands import main
 
 pytestmark = pytest.mark.one_backend
 
@@ -91,7 +91,7 @@ def test_details_shows_the_table_and_aims_that_say_whether_they_matter(monkeypat
 def test_without_details_the_table_is_not_run(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(bench_headline, "QUICK_SIZES", (300,))
     monkeypatch.setattr(bench_headline, "WORKLOADS", {"seed": bench_headline.WORKLOADS["seed"]})
-    monkeypatch.setattr("fastprep.tools.bench.compare.run", lambda **kw: pytest.fail("the table ran"))
+    monkeypatch.setattr("fastprep.tools.bench._compare.run", lambda **kw: pytest.fail("the table ran"))
     path = tmp_path / "out.json"
     assert main(["bench", "--quick", "--cores", "1", "--batch-size", "2", "--seconds", "0", "--json", str(path)]) == 0
     out = capsys.readouterr().out

@@ -12,7 +12,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 import fastprep
-from fastprep.tools.cli.commands import build_parser, main
+from fastprep.tools.cli._commands import build_parser, main
 
 pytestmark = pytest.mark.one_backend
 

@@ -16,12 +16,12 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
 import fastprep
+import fastprep.tools.measuring._stand_ins as si
 from fastprep import transforms as T
-from fastprep.tools.diagnose.bottleneck import find_bottleneck, split_dataset, sweep, sweep_loader, sweep_threads
-from fastprep.tools.diagnose.verdict import LEVELS, BottleneckReport, Level, judge, side_by_side
-from fastprep.tools.measuring import stand_ins as si
-from fastprep.tools.measuring.measure import Settings, Source, Stats, block_means, measure
-from fastprep.tools.measuring.run_plan import Plan, Progress
+from fastprep.tools.diagnose._bottleneck import find_bottleneck, split_dataset, sweep, sweep_loader, sweep_threads
+from fastprep.tools.diagnose._verdict import LEVELS, BottleneckReport, Level, judge, side_by_side
+from fastprep.tools.measuring._measure import Settings, Source, Stats, block_means, measure
+from fastprep.tools.measuring._run_plan import Plan, Progress
 
 # serial: the verdicts time sleeps, so .ci/test runs this module alone, not beside another worker.
 pytestmark = [pytest.mark.one_backend, pytest.mark.serial]

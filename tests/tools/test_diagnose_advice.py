@@ -1,6 +1,6 @@
 """The advice fits the pipeline in front of it: diagnose and monitor describe the pipeline (its steps,
 fused or not, its source, its loader) from one PipelineFacts, and name only the remedies of the one
-table (fastprep.monitoring.remedies) that apply to it and are not taken; those taken are said to be
+table (fastprep.monitoring._remedies) that apply to it and are not taken; those taken are said to be
 in place. A table of pipeline kinds x sources x loaders, on real loaders over tiny files (nothing is
 timed; torchvision's transforms are stood in for by look-alike classes: torchvision may be absent)."""
 
@@ -12,13 +12,13 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import fastprep
 import fastprep.io as fio
+import fastprep.monitoring._advice as say
+import fastprep.monitoring._remedies as mr
+import fastprep.tools.diagnose._raw_loading as rm
 from fastprep import transforms as T
-from fastprep.monitoring import advice as say
-from fastprep.monitoring import remedies as mr
-from fastprep.monitoring.pipeline import PipelineFacts, facts_of, steps_of
-from fastprep.monitoring.summary import MonitorSummary
+from fastprep.monitoring._pipeline import PipelineFacts, facts_of, steps_of
+from fastprep.monitoring._summary import MonitorSummary
 from fastprep.tools import photos
-from fastprep.tools.diagnose import raw_loading as rm
 
 from helpers.foreign_steps import ForeignCompose
 
@@ -263,7 +263,7 @@ def test_a_monitored_loader_describes_itself(sources):
     assert s.facts.source == "packed-raw" and "source: PackedDataset" in str(s) and "packed raw shards" in str(s)
     assert "crop_mask_ycbcr op]" in str(s) and s.bad_samples == 0
     assert json.loads(json.dumps(s.as_dict()))["facts"]["source"] == "packed-raw"
-    loader.bad_samples = fastprep.core.bad_samples.BadSamples("Loader", "skip")  # as the Loader keeps them
+    loader.bad_samples = fastprep.core._bad_samples.BadSamples("Loader", "skip")  # as the Loader keeps them
     loader.bad_samples.count = 2
     assert mon.summary().bad_samples == 2 and "bad samples skipped: 2" in str(mon.summary())
 

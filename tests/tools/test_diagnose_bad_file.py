@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import fastprep.io as fio
-from fastprep.core.failure_text import SKIP_HINT
-from fastprep.tools.cli.commands import main
+from fastprep.core._failure_text import SKIP_HINT
+from fastprep.tools.cli._commands import main
 from fastprep.tools.photos import ImageFolder as PillowFolder
 
 from helpers.jpeg_photos import folder_with_a_cut_jpeg

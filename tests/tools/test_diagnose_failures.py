@@ -12,7 +12,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 import fastprep
-from fastprep.tools.cli.commands import main
+from fastprep.tools.cli._commands import main
 
 pytestmark = pytest.mark.one_backend
 

@@ -13,7 +13,7 @@ is skipped without CUDA. The DataLoaders run num_workers=0: on 2 shared cores a 
 competes with the step for CPU, which diagnose rightly reports as a cost (test_diagnose.py runs
 workers).
 
-The JPEG scenarios run diagnose --demo's two ports (fastprep.tools.diagnose.demo_model) on scikit-image's
+The JPEG scenarios run diagnose --demo's two ports (fastprep.tools.diagnose._demo_model) on scikit-image's
 photos written at a short side of 512 (3 files), batch 2, with the step on the batch pooled 4x
 (as fast, next to the CPU's decoding, as an accelerator's step): the torchvision port (Pillow
 decodes each file whole in the dataset, the usual float transforms, DataLoader) and the fastprep
@@ -40,9 +40,9 @@ import torch
 from torch.utils.data import DataLoader, Dataset, default_collate
 
 import fastprep.io as fio
+import fastprep.tools.diagnose._demo_model as demo_model
 from fastprep.tools import photos
-from fastprep.tools.diagnose import demo_model
-from fastprep.tools.diagnose.bottleneck import find_bottleneck
+from fastprep.tools.diagnose._bottleneck import find_bottleneck
 
 COST = 0.004  # seconds
 MAX_STEPS = 10  # timed steps per measurement at most (the default 200 would time until +-10%)

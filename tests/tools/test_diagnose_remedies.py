@@ -19,16 +19,16 @@ from torch.utils.data import DataLoader
 
 import fastprep
 import fastprep.io as fio
+import fastprep.monitoring._advice as say
+import fastprep.tools.diagnose._bottleneck as dg
+import fastprep.tools.diagnose._raw_loading as rm
+import fastprep.tools.measuring._stand_ins as si
 from fastprep import transforms as T
-from fastprep.monitoring import advice as say
-from fastprep.monitoring.pipeline import PipelineFacts, steps_of
+from fastprep.monitoring._pipeline import PipelineFacts, steps_of
 from fastprep.tools import photos
-from fastprep.tools.diagnose import bottleneck as dg
-from fastprep.tools.diagnose import raw_loading as rm
-from fastprep.tools.diagnose.bottleneck import find_bottleneck
-from fastprep.tools.diagnose.verdict import LEVELS, Level, disorder, judge, more_data
-from fastprep.tools.measuring import stand_ins as si
-from fastprep.tools.measuring.measure import Stats, Timing, round_adjusted
+from fastprep.tools.diagnose._bottleneck import find_bottleneck
+from fastprep.tools.diagnose._verdict import LEVELS, Level, disorder, judge, more_data
+from fastprep.tools.measuring._measure import Stats, Timing, round_adjusted
 
 # serial: the verdicts time sleeps, so .ci/test runs this module alone, not beside another worker.
 pytestmark = [pytest.mark.one_backend, pytest.mark.serial,

@@ -140,7 +140,7 @@ def test_pack_keeps_every_photo_and_says_what_it_did(folder, packed):
 
 
 def test_diagnose_and_monitor_describe_the_pipeline_in_front_of_them(packed):
-    from fastprep.tools.diagnose.bottleneck import find_bottleneck
+    from fastprep.tools.diagnose._bottleneck import find_bottleneck
 
     loader = fastprep.Loader(fio.PackedDataset(packed[0], exif=True), 4, transform=train_pipeline(fastprep_transforms),
                              shuffle=True, seed=0, threads=2)

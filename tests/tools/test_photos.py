@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader
 
 import fastprep
 from fastprep import transforms as T
-from fastprep.tools.diagnose.bottleneck import find_bottleneck
+from fastprep.tools.diagnose._bottleneck import find_bottleneck
 from fastprep.tools.photos import PHOTOS, ImageFolder, decode_array, write_photo_folder
 
 pytestmark = pytest.mark.one_backend

@@ -1,4 +1,4 @@
-"""The Loader's fused batch path (loader/fused_chunks.py, ChunkRuns): its chunk-wide path for numpy
+"""The Loader's fused batch path (loader/_fused_chunks.py, ChunkRuns): its chunk-wide path for numpy
 images (_plain_arrays) against its item-by-item reference (item_image per item): the same runs,
 field by field, value types included."""
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import fastprep.transforms as T
-from fastprep.loader.fused_chunks import ChunkRuns
+from fastprep.loader._fused_chunks import ChunkRuns
 from fastprep.transforms import FusionPlan
 
 pytestmark = pytest.mark.one_backend  # the fold is numpy and Python: no kernel runs

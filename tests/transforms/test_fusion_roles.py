@@ -1,4 +1,4 @@
-"""The fusion table's role patterns (transforms/fusion_roles.py) against the regular expressions
+"""The fusion table's role patterns (transforms/_fusion_roles.py) against the regular expressions
 they replaced: the same prefix of every run of roles (up to 5 steps, every role and None), so the
 same pipelines fuse and the same are refused."""
 
@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from fastprep.transforms.fused import CROP_MASK_YCBCR, RESIZED_CROP
-from fastprep.transforms.fusion_roles import FusionRole, Many, Maybe, One, Pattern
+from fastprep.transforms._fused import CROP_MASK_YCBCR, RESIZED_CROP
+from fastprep.transforms._fusion_roles import FusionRole, Many, Maybe, One, Pattern
 
 pytestmark = pytest.mark.one_backend
 

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
+import fastprep.numba_kernels._resize as numba_resize
 from fastprep import transforms as T
-from fastprep.core.rng import draw_seed
-from fastprep.numba_kernels import resize as numba_resize
-from fastprep.ops.resize import geometry_table
-from fastprep.transforms.plan import FusionPlan
+from fastprep.core._rng import draw_seed
+from fastprep.ops._resize import geometry_table
+from fastprep.transforms._plan import FusionPlan
 
 from helpers.fused_spies import fused_and_unfused, resized_crop_calls
 

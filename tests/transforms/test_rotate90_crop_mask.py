@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader, Dataset
 
 import fastprep
 from fastprep import transforms as T
-from fastprep.transforms.plan import FusionPlan
+from fastprep.transforms._plan import FusionPlan
 
 from helpers.fused_spies import fused_and_unfused, fused_calls, per_sample_items
 

@@ -110,7 +110,7 @@ BAD_PIL = [
 @pytest.mark.parametrize(("x", "mode", "error", "match"), [c[1:] for c in BAD_PIL], ids=[c[0] for c in BAD_PIL])
 def test_to_pil_image_errors_name_the_value(x, mode, error, match):
     with pytest.raises(error, match=match):
-        T.ToPILImage(mode)(x) if not isinstance(x, list) else fastprep.transforms.conversions.to_pil_image(x)
+        T.ToPILImage(mode)(x) if not isinstance(x, list) else fastprep.transforms._conversions.to_pil_image(x)
 
 
 @pytest.mark.one_backend  # conversions only: no kernel

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+import fastprep.core._counter_rng as counter_rng
 from fastprep import transforms as T
-from fastprep.core import counter_rng
 
 from helpers.fused_spies import MEAN, PIPELINES, STD, fused_and_unfused, resized_crop_calls
 

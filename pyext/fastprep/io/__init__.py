@@ -23,7 +23,7 @@ how to get it. The rest of fastprep does not need it. Headers claiming more pixe
 ``exif=True`` (decode_jpeg, JpegFile, every source) turns photos upright by their EXIF orientation,
 as torchvision's ``decode_jpeg(apply_exif_orientation=True)``; off by default, as torchvision's
 ImageFolder (:func:`jpeg_orientation`, :class:`OrientedImage`). ``on_error`` on the map-style
-sources skips bad samples (fastprep.core.bad_samples).
+sources skips bad samples (fastprep.core._bad_samples).
 """
 
 from fastprep.errors import (
@@ -35,28 +35,31 @@ from fastprep.errors import (
     RemoteReadError,
     ShardFormatError,
 )
+from fastprep.io._store import LocalStore, Store, known_schemes, open_store, register_store
+from fastprep.io._windowed import WindowedImage
 from fastprep.io.jpeg import JpegHeader, available, decode_jpeg, libjpeg_turbo_version, read_jpeg_header
-from fastprep.io.jpeg.exif import jpeg_orientation
-from fastprep.io.jpeg.file import JpegFile
-from fastprep.io.jpeg.gpu import decode_jpeg_batch, decode_window_batch
-from fastprep.io.jpeg.oriented import OrientedImage, oriented
-from fastprep.io.jpeg.window_cut import WindowCut
-from fastprep.io.packed.dataset import PackedDataset
-from fastprep.io.packed.pack import PackSummary
-from fastprep.io.packed.records import PackedImage, PackedJpeg, PackedRaw
-from fastprep.io.packed.upload import pack, upload_pack  # pack: a local folder or a URL, the one pack
-from fastprep.io.sources.folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
-from fastprep.io.sources.hdf5 import HDF5Dataset, HDF5Image
-from fastprep.io.sources.lmdb import LMDBDataset
-from fastprep.io.sources.webdataset import WebDataset
-from fastprep.io.sources.webdataset_writer import write_webdataset
-from fastprep.io.windowed import WindowedImage
+from fastprep.io.jpeg._exif import jpeg_orientation
+from fastprep.io.jpeg._file import JpegFile
+from fastprep.io.jpeg._gpu import decode_jpeg_batch, decode_window_batch
+from fastprep.io.jpeg._oriented import OrientedImage, oriented
+from fastprep.io.jpeg._window_cut import WindowCut
+from fastprep.io.packed._dataset import PackedDataset
+from fastprep.io.packed._pack import PackSummary
+from fastprep.io.packed._records import PackedImage, PackedJpeg, PackedRaw
+from fastprep.io.packed._upload import pack, upload_pack  # pack: a local folder or a URL, the one pack
+from fastprep.io.sources._folder import IMG_EXTENSIONS, ImageFolder, find_classes, make_dataset
+from fastprep.io.sources._hdf5 import HDF5Dataset, HDF5Image
+from fastprep.io.sources._lmdb import LMDBDataset
+from fastprep.io.sources._webdataset import WebDataset
+from fastprep.io.sources._webdataset_writer import write_webdataset
 
 __all__ = [
     "HDF5Dataset", "HDF5Image", "IMG_EXTENSIONS", "CorruptJpegWarning", "ImageFolder", "JpegFile", "JpegHeader",
+    "LocalStore", "Store",
     "LMDBDataset", "OrientedImage", "PackLockedError", "PackSourceError", "PackSummary", "PackWarning",
     "PackWriteError", "PackedDataset", "PackedImage", "PackedJpeg", "PackedRaw", "RemoteReadError",
     "ShardFormatError", "WebDataset", "WindowCut", "WindowedImage", "available", "decode_jpeg", "decode_jpeg_batch",
-    "decode_window_batch", "find_classes", "jpeg_orientation", "libjpeg_turbo_version", "make_dataset", "oriented",
-    "pack", "read_jpeg_header", "upload_pack", "write_webdataset",
+    "decode_window_batch", "find_classes", "jpeg_orientation", "known_schemes", "libjpeg_turbo_version", "make_dataset",
+    "open_store", "oriented",
+    "pack", "read_jpeg_header", "register_store", "upload_pack", "write_webdataset",
 ]

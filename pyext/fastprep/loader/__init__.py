@@ -23,6 +23,6 @@ op call per chunk of samples, with no per-sample tensor at all.
 """
 
 from fastprep.errors import ResumePositionDropped
-from fastprep.loader.core import Loader
+from fastprep.loader._core import Loader
 
 __all__ = ["Loader", "ResumePositionDropped"]

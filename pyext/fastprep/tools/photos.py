@@ -6,7 +6,7 @@ ImageFolder layout (``root/<class>/<file>.jpg``). Without scikit-image it refuse
 install (``pip install 'fastprep[photos]'``), unless synthetic pictures are asked for
 (``synthetic=True``). `ImageFolder` reads that layout as torchvision's does, without
 torchvision: item i is ``(transform(loader(path)), class_index)``, with a ``transform`` attribute
-(so fastprep.tools.diagnose.bottleneck splits decoding from the transforms).
+(so fastprep.tools.diagnose._bottleneck splits decoding from the transforms).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from torch.utils.data import Dataset
 
-from fastprep.io.encode import encode_pixels
+from fastprep.io._encode import encode_pixels
 
 PHOTOS_INSTALL = "pip install 'fastprep[photos]' (or: pip install scikit-image)"
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry")

@@ -3,7 +3,7 @@
 Each transform is an nn.Module called like a torchvision v2 transform: on an image (a PIL image,
 a numpy HWC array, a tensor: CHW, or HWC with layout="HWC", leading dims allowed), or on a
 structured sample, a tuple, list or dict of tv_tensors (Image, Video, Mask, BoundingBoxes,
-KeyPoints) and plain values, where one random draw applies to every spatial item (sample.py has
+KeyPoints) and plain values, where one random draw applies to every spatial item (_sample.py has
 the rules, torchvision v2's). Images come back as CHW tensors, tv_tensors keep their type.
 
 Random transforms draw one int64 seed per sample from torch's generator (or `generator=`), so
@@ -34,21 +34,23 @@ RandomResizedCrop or Resize (+ CenterCrop), flips, ToDtype, Normalize into `resi
 | workloads | seed_workload: the seed workload's Compose (benchmarks, tools, tests) |
 """
 
-from fastprep.transforms.compose import Compose, SeedByIndex, fusable
-from fastprep.transforms.conversions import PILToTensor, ToImage, ToPILImage
-from fastprep.transforms.dtype import ToDtype, to_dtype_image
-from fastprep.transforms.flips import RandomHorizontalFlip, RandomRotate90, RandomVerticalFlip
-from fastprep.transforms.geometry import RandomCrop
-from fastprep.transforms.inputs import as_image, require_rgb
-from fastprep.transforms.normalize import Normalize
-from fastprep.transforms.pixels import RandomDilatedMask, RGBToYCbCr
-from fastprep.transforms.plan import FusionPlan
-from fastprep.transforms.resize import CenterCrop, Resize
-from fastprep.transforms.resized_crop import RandomResizedCrop
-from fastprep.transforms.workloads import seed_workload
+from fastprep.core._rng import thread_seeded
+from fastprep.transforms._compose import Compose, SeedByIndex, fusable
+from fastprep.transforms._conversions import PILToTensor, ToImage, ToPILImage
+from fastprep.transforms._dtype import ToDtype, to_dtype_image
+from fastprep.transforms._flips import RandomHorizontalFlip, RandomRotate90, RandomVerticalFlip
+from fastprep.transforms._geometry import RandomCrop
+from fastprep.transforms._inputs import as_image, require_rgb
+from fastprep.transforms._normalize import Normalize
+from fastprep.transforms._pixels import RandomDilatedMask, RGBToYCbCr
+from fastprep.transforms._plan import FusionPlan
+from fastprep.transforms._resize import CenterCrop, Resize
+from fastprep.transforms._resized_crop import RandomResizedCrop
+from fastprep.transforms._workloads import seed_workload
 
 __all__ = [
     "CenterCrop", "Compose", "FusionPlan", "Normalize", "PILToTensor", "RGBToYCbCr", "RandomCrop", "RandomDilatedMask",
     "RandomHorizontalFlip", "RandomResizedCrop", "RandomRotate90", "RandomVerticalFlip", "Resize", "SeedByIndex",
-    "ToDtype", "ToImage", "ToPILImage", "as_image", "fusable", "require_rgb", "seed_workload", "to_dtype_image",
+    "ToDtype", "ToImage", "ToPILImage", "as_image", "fusable", "require_rgb", "seed_workload", "thread_seeded",
+    "to_dtype_image",
 ]

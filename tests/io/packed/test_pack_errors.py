@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import fastprep.io as fio
-from fastprep.io import pack_format as fmt
-from fastprep.io.packed.lock import pack_lock
-from fastprep.io.packed.writer import ShardWriter
+import fastprep.io._pack_format as fmt
+from fastprep.io.packed._lock import pack_lock
+from fastprep.io.packed._writer import ShardWriter
 
 from helpers.jpeg_photos import needs_decoder
 

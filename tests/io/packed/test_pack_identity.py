@@ -13,9 +13,9 @@ import pytest
 import torch
 
 import fastprep.io as fio
+import fastprep.io._pack_format as fmt
 from fastprep._jpeg import crc32c
-from fastprep.io import pack_format as fmt
-from fastprep.tools.cli.commands import main
+from fastprep.tools.cli._commands import main
 
 from helpers.jpeg_photos import needs_decoder, photo, photo_jpeg
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import fastprep.io as fio
-from fastprep.io.packed.lock import LOCK_NAME, pack_lock
+from fastprep.io.packed._lock import LOCK_NAME, pack_lock
 
 from helpers.jpeg_photos import needs_decoder
 
@@ -128,7 +128,7 @@ def test_the_refusal_names_dest_and_the_holder_and_a_dead_holders_lock_is_taken_
     assert not (dest / LOCK_NAME).exists()
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import time
-        from fastprep.io.packed.lock import pack_lock
+        from fastprep.io.packed._lock import pack_lock
         with pack_lock({str(dest)!r}):
             print("held", flush=True)
             time.sleep(120)

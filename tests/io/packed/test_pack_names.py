@@ -12,8 +12,8 @@ import pytest
 
 import fastprep.io as fio
 from fastprep.errors import BadSampleWarning
-from fastprep.io.pack_format import shown
-from fastprep.tools.cli.pack_command import print_summary
+from fastprep.io._pack_format import shown
+from fastprep.tools.cli._pack_command import print_summary
 
 from helpers.jpeg_photos import needs_decoder, photo_jpeg
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import fastprep.io as fio
+import fastprep.io._pack_format as fmt
 from fastprep.errors import BadSampleWarning
-from fastprep.io import pack_format as fmt
-from fastprep.io.packed.writer import scan_shards
-from fastprep.tools.cli.commands import main
+from fastprep.io.packed._writer import scan_shards
+from fastprep.tools.cli._commands import main
 
 from helpers.jpeg_photos import needs_decoder, photo, photo_jpeg
 
@@ -216,7 +216,7 @@ def test_the_command_line_names_each_kind_and_the_policy(folder, tmp_path, capsy
 def test_shards_of_an_older_fastprep_are_counted_as_unrecorded(folder, tmp_path, monkeypatch):
     """A pack written before shards recorded their kinds still resumes and reads; its records are
     counted, their kinds said to be unknown."""
-    monkeypatch.setattr("fastprep.io.packed.writer.shard_kinds", lambda *_: {})
+    monkeypatch.setattr("fastprep.io.packed._writer.shard_kinds", lambda *_: {})
     fio.pack(folder, tmp_path / "p", progress=False, on_error="skip")
     monkeypatch.undo()
     s = fio.pack(folder, tmp_path / "p", progress=False, on_error="skip")

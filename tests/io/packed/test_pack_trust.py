@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import fastprep.io as fio
-from fastprep.io import pack_format as fmt
-from fastprep.io.packed.lock import LOCK_NAME
+import fastprep.io._pack_format as fmt
+from fastprep.io.packed._lock import LOCK_NAME
 
 from helpers.jpeg_photos import needs_decoder, photo_jpeg
 

@@ -19,8 +19,8 @@ import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
 from fastprep.errors import BadSampleWarning
-from fastprep.io.packed.writer import ShardWriter
-from fastprep.tools.cli.commands import main
+from fastprep.io.packed._writer import ShardWriter
+from fastprep.tools.cli._commands import main
 
 from helpers.jpeg_photos import grey_jpeg, needs_decoder, photo, photo_jpeg, pil_decode, write_tree
 from helpers.jpeg_samples import arithmetic, sampled_440

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import fastprep.io as fio
-from fastprep.io import pack_format as fmt
+import fastprep.io._pack_format as fmt
 
 from helpers.jpeg_photos import child_outcomes, needs_decoder, photo_jpeg
 

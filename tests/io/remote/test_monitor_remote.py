@@ -10,7 +10,7 @@ import torch
 import fastprep
 import fastprep.io as fio
 from fastprep import transforms as T
-from fastprep.monitoring.fetched import batch_len, fetching_dataset
+from fastprep.monitoring._fetched import batch_len, fetching_dataset
 
 from helpers.jpeg_photos import needs_decoder, photo_jpeg, write_tree
 

@@ -219,8 +219,8 @@ def test_dataloader_workers_read_a_remote_pack(packs, store, tmp_path, capfd):  
 
 
 def test_pack_to_a_store_resumes_and_uploads_only_what_is_missing(packs, store, tmp_path):  # noqa: F811
-    from fastprep.io.packed.upload import upload_pack
-    from fastprep.io.remote.store import RemoteStore
+    from fastprep.io.packed._upload import upload_pack
+    from fastprep.io.remote._store import RemoteStore
 
     with pytest.raises(FileNotFoundError, match=f"no index.fpi at {store.kind}://"):
         remote(store, "nothing-here", tmp_path)
@@ -237,7 +237,7 @@ def test_pack_to_a_store_resumes_and_uploads_only_what_is_missing(packs, store, 
 def test_an_upload_keeps_every_last_byte(store, tmp_path, last):  # noqa: F811
     """gcsfs's one-shot upload (files under 5 MiB) ends the body's part with a bare LF, so a server
     that reads CRLF as the delimiter dropped a file's final '\\r' (a 1-in-256 shard did, in CI)."""
-    from fastprep.io.remote.store import RemoteStore
+    from fastprep.io.remote._store import RemoteStore
 
     store.needs_writable()
     local = tmp_path / "object.bin"

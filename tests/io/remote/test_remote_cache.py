@@ -1,4 +1,4 @@
-"""The remote shard cache (fastprep/io/remote/cache.py) under threads and processes, over a file://
+"""The remote shard cache (fastprep/io/remote/_cache.py) under threads and processes, over a file://
 pack with many small shards and a cache of three: a thread that waited for a download is never
 blocked by the downloader's hold of the shard (the interleaving behind a rare hang of
 test_threads_share_a_small_cache), and threads of two processes downloading, holding, evicting and
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import fastprep.io as fio
-import fastprep.io.remote.cache as cache_module
+import fastprep.io.remote._cache as cache_module
 from fastprep.io.remote import Retry
 
 from helpers.jpeg_photos import encode, needs_decoder, photo

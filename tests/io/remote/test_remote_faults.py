@@ -43,7 +43,7 @@ def leftovers(tmp_path):
 
 CASES = [("503", 2), ("stall", 1), ("drop", 1), ("short", 1), ("flip", 1)]
 # azure-storage's downloader reads a body dropped or cut short again, 3 times in all, within one try
-# (no option turns it off: fastprep.io.remote.clients)
+# (no option turns it off: fastprep.io.remote._clients)
 INNER = {("az", "drop"): 3}
 
 

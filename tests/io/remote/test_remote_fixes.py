@@ -13,8 +13,8 @@ import torch
 
 import fastprep.io as fio
 from fastprep.io.remote import RemoteStore, Retry
-from fastprep.io.remote.pack_source import default_cache_dir, default_staging_dir
-from fastprep.io.remote.retry import describe, redact
+from fastprep.io.remote._pack_source import default_cache_dir, default_staging_dir
+from fastprep.io.remote._retry import describe, redact
 
 from helpers.jpeg_photos import encode, grey_jpeg, needs_decoder, packed_tree, photo, photo_jpeg, write_tree
 from helpers.remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)
@@ -180,7 +180,7 @@ def test_a_full_local_disk_is_named_and_not_retried():
 
 
 def test_the_index_is_parsed_once_per_open(pack, tmp_path, monkeypatch):
-    import fastprep.io.pack_format as fmt
+    import fastprep.io._pack_format as fmt
 
     calls = []
     read = fmt.read_index
@@ -227,7 +227,7 @@ def test_gcsfs_keeps_its_sync_and_static_methods_with_its_retries_off():
     turned fs.call (a sync wrapper) into a coroutine and bound close_session (static), whose
     finalizer then failed at exit and left the session unclosed."""
     gcsfs = pytest.importorskip("gcsfs")
-    from fastprep.io.remote.clients import single_try
+    from fastprep.io.remote._clients import single_try
 
     fs = gcsfs.GCSFileSystem(token="anon", skip_instance_cache=True)
     single_try(fs, "gs", {})

@@ -16,7 +16,7 @@ import torch
 import fastprep
 import fastprep.io as fio
 from fastprep.io.remote import Retry
-from fastprep.io.remote.outage import OUTAGE, unreachable
+from fastprep.io.remote._outage import OUTAGE, unreachable
 
 from helpers.pack_http_server import PackServer
 from helpers.remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)

@@ -6,9 +6,9 @@ proxy's log shows no request during the pause); a RateLimit's bytes are those fe
 import pytest
 
 import fastprep.io as fio
+import fastprep.io.remote._limits as limits_mod
 from fastprep.io.remote import RateLimit, RemoteStore, Retry
-from fastprep.io.remote import limits as limits_mod
-from fastprep.io.remote.store import PART_PROTOCOLS
+from fastprep.io.remote._store import PART_PROTOCOLS
 
 from helpers.jpeg_photos import grey_jpeg, needs_decoder, photo_jpeg, write_tree
 from helpers.remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)

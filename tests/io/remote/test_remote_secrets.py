@@ -158,7 +158,7 @@ def test_a_query_string_url_is_read_with_its_query_on_every_object(served, tmp_p
 
 
 def test_a_stand_in_chain_keeps_type_names_and_places_but_no_secret():
-    from fastprep.io.remote.redaction import Redacted, secrets_of, stand_in
+    from fastprep.io.remote._redaction import Redacted, secrets_of, stand_in
 
     secrets = secrets_of(f"https://user:{TOKEN}@host/p?sig={TOKEN[::-1]}", {"client_kwargs": {"token": KEY_ID}}, {})
     try:

@@ -11,7 +11,7 @@ import torch
 
 import fastprep
 import fastprep.io as fio
-from fastprep.loader.shard_order import refetch_factor
+from fastprep.loader._shard_order import refetch_factor
 
 pytestmark = [pytest.mark.one_backend]
 

@@ -9,11 +9,11 @@ import pickle
 
 import pytest
 
+import fastprep.io.remote._limits as limits_mod
+import fastprep.io.remote._throttle as throttle_mod
 from fastprep.io.remote import RateLimit, RemoteStore, Retry
-from fastprep.io.remote import limits as limits_mod
-from fastprep.io.remote import throttle as throttle_mod
-from fastprep.io.remote.shared import SharedCells
-from fastprep.io.remote.throttle import SharedPause, throttled
+from fastprep.io.remote._shared import SharedCells
+from fastprep.io.remote._throttle import SharedPause, throttled
 
 
 class Clock:

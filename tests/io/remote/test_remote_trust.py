@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import fastprep.io as fio
+import fastprep.io._pack_format as fmt
 from fastprep.errors import PackWriteError
-from fastprep.io import pack_format as fmt
-from fastprep.io.packed.upload import upload_pack
+from fastprep.io.packed._upload import upload_pack
 from fastprep.io.remote import Retry
-from fastprep.io.remote.store import RemoteStore
+from fastprep.io.remote._store import RemoteStore
 
 from helpers.jpeg_photos import needs_decoder
 from helpers.remote_guard import hang_guard  # noqa: F401 (autouse: a hang fails with every thread's stack)

@@ -1,11 +1,11 @@
-"""The arithmetic of reading a batch's windows by range (fastprep.io.remote.window_batch: what a
+"""The arithmetic of reading a batch's windows by range (fastprep.io.remote._window_batch: what a
 record still lacks, the guess at a window's rows) and fetch="auto"'s choice from measured costs
-(fastprep.io.remote.fetch_choice), without a store."""
+(fastprep.io.remote._fetch_choice), without a store."""
 
 import pytest
 
-from fastprep.io.remote.fetch_choice import LinkCost, choose
-from fastprep.io.remote.window_batch import guess_rows, missing
+from fastprep.io.remote._fetch_choice import LinkCost, choose
+from fastprep.io.remote._window_batch import guess_rows, missing
 
 
 @pytest.mark.parametrize(("needed", "have", "left"), [
@@ -54,7 +54,7 @@ def test_auto_reads_by_range_when_the_measured_link_makes_the_spared_bytes_cost_
 def test_the_choice_is_said_when_it_turns_not_when_its_figures_move(caplog):
     import logging
 
-    from fastprep.io.remote.fetch_choice import announce
+    from fastprep.io.remote._fetch_choice import announce
 
     said: list = []
     with caplog.at_level(logging.INFO, logger="fastprep"):

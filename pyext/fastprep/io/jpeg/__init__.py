@@ -17,13 +17,13 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from fastprep.core.args import check_bool
+from fastprep.core._args import check_bool
 from fastprep.errors import CorruptJpegWarning
-from fastprep.io.files import read_file
-from fastprep.io.jpeg.exif import jpeg_orientation, stored_window, to_upright, upright_size
-from fastprep.io.jpeg.scale import check_scale, scaled_size
-from fastprep.ops.checks import has_internal_overlap
-from fastprep.ops.color import rgb_to_ycbcr
+from fastprep.io._files import read_file
+from fastprep.io.jpeg._exif import jpeg_orientation, stored_window, to_upright, upright_size
+from fastprep.io.jpeg._scale import check_scale, scaled_size
+from fastprep.ops._checks import has_internal_overlap
+from fastprep.ops._color import rgb_to_ycbcr
 
 try:
     from fastprep import _jpeg
@@ -228,12 +228,12 @@ def decode_jpeg(data: Any, *, crop: tuple[int, int, int, int] | None = None, mod
             too); the sources (ImageFolder, JpegFile, ...) default to True, as Pillow raises.
         name: what to call the data in errors (default: the path, if one was given).
         scale: M of libjpeg-turbo's reduced decode at M/8 of the image's size (8: full size, the
-            default); `crop` is then in the scaled image's pixels (fastprep.io.jpeg.scale.scaled_size).
+            default); `crop` is then in the scaled image's pixels (fastprep.io.jpeg._scale.scaled_size).
             The same bits as libjpeg-turbo's (Pillow's ``draft``) scaled decode of the whole image.
         exif: turn the image upright by its EXIF orientation (torchvision's
             ``apply_exif_orientation=True``; the bits of Pillow's ``ImageOps.exif_transpose``);
             `crop` and `out` are then in the upright image, and only the stored pixels under the
-            window are decoded (fastprep.io.jpeg.exif). Default False: the pixels as stored, as Pillow's
+            window are decoded (fastprep.io.jpeg._exif). Default False: the pixels as stored, as Pillow's
             ``Image.open(f).convert("RGB")`` (torchvision's ImageFolder) gives them.
 
     Returns:

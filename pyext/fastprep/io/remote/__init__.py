@@ -12,11 +12,11 @@ Packing to a URL (``fastprep.io.pack(src, url)``, ``fastprep.io.upload_pack``) i
 packs, then uploads through this package.
 """
 
-from fastprep.io.remote.cache import ShardCache
-from fastprep.io.remote.limits import RateLimit
-from fastprep.io.remote.prefetch import Prefetcher
-from fastprep.io.remote.retry import Retry
-from fastprep.io.remote.signing import sign_pack
-from fastprep.io.remote.store import RemoteStore, is_url
+from fastprep.io.remote._cache import ShardCache
+from fastprep.io.remote._limits import RateLimit
+from fastprep.io.remote._prefetch import Prefetcher
+from fastprep.io.remote._retry import Retry
+from fastprep.io.remote._signing import sign_pack
+from fastprep.io.remote._store import RemoteStore, is_url
 
 __all__ = ["Prefetcher", "RateLimit", "RemoteStore", "Retry", "ShardCache", "is_url", "sign_pack"]

@@ -4,7 +4,7 @@ time (robust on a shared machine): ``python -m fastprep.tools.bench.profile_load
 
 One Loader chunk (the seed workload: RandomCrop -> RandomDilatedMask -> RGBToYCbCr over the bench's
 1024^2 numpy sources) is run in this thread, as a worker runs it, with its stages timed through the Loader's hook points
-(loader/hooks.py: nothing of the Loader is patched): with the op
+(loader/_hooks.py: nothing of the Loader is patched): with the op
 skipped (the Python alone, caches warm), then with the op, beside the same op called by hand with
 the same draws (the plan's own runs, replayed into a batch-sized output); the stages are timed in
 both rounds: beside the op, the Python finds its data out of cache."""
@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-# (the Loader's hook point, loader/hooks.py; its label here)
+# (the Loader's hook point, loader/_hooks.py; its label here)
 STAGES = (("seeds", "item_seeds"),
           ("draws", "seeded_draws"),
           ("load", "loading the items under their streams"),
@@ -45,11 +45,11 @@ def profile(batch_size: int = 256, batches: int = 20, repeat: int = 7) -> dict[s
     with the op skipped (the Python alone, caches warm); the same, f"{stage}, beside the op", with
     it (caches emptied by the op's 50 MB a batch); "op by hand", "op in the Loader"."""
     import fastprep  # noqa: PLC0415
+    import fastprep.batch._slots as slots  # noqa: PLC0415
+    import fastprep.loader._apply as apply  # noqa: PLC0415
+    import fastprep.tools.bench._pipelines as pipelines  # noqa: PLC0415
     from fastprep import transforms as T  # noqa: PLC0415
-    from fastprep.batch import slots  # noqa: PLC0415
-    from fastprep.loader import apply  # noqa: PLC0415
-    from fastprep.loader.hooks import LoaderHooks  # noqa: PLC0415
-    from fastprep.tools.bench import pipelines  # noqa: PLC0415
+    from fastprep.loader._hooks import LoaderHooks  # noqa: PLC0415
 
     n = batch_size * 8
     dataset = pipelines.SyntheticImages(n, None, pool=8)
@@ -120,8 +120,8 @@ def boundary(threads: int = 1, epochs: int = 40, batch_size: int = 256) -> dict[
     import statistics  # noqa: PLC0415
 
     import fastprep  # noqa: PLC0415
+    import fastprep.tools.bench._pipelines as pipelines  # noqa: PLC0415
     from fastprep import transforms as T  # noqa: PLC0415
-    from fastprep.tools.bench import pipelines  # noqa: PLC0415
 
     spent: dict[str, list[float]] = {label: [] for _, label in BOUNDARY_PARTS}
     labels, ended = dict(BOUNDARY_PARTS), []
