@@ -60,7 +60,7 @@ def _runs(chunk_runs: ChunkRuns, raws: list, draws: np.ndarray) -> list[tuple]:
         lists = [r.geometry.tolist(), *r.seeds.values()]
         out.append((r.start, r.layout, r.size, r.out_size, lists, r.geometry.dtype, r.geometry.shape,
                     [[type(v) for v in x] for x in lists],
-                    [(tuple(s.shape), s.dtype, s.data_ptr()) for s in r.sources], r.images,
+                    [(tuple(s.shape), s.dtype, s.data_ptr()) for s in r.inputs], r.images,
                     [id(x) for x in r.raws] == [id(x) for x in raws[r.start:r.start + len(r)]]))
     return out
 

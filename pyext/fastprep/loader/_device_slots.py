@@ -80,12 +80,12 @@ class WindowJob(BatchJob):
         ring.check_out_size(tuple(run.out_size), index)
         # The batch's spec is the CPU path's: an image of the row's dtype (made on the device).
         self.image_rows(run.output_like(0, torch.empty(3, 0, 0, dtype=group.out_dtype)), index, j, j + n)
-        if not all(type(c) is WindowCut for c in run.sources):
-            raise TypeError(f"Loader(decode_on=...): the plan read {type(run.sources[0]).__name__}s where it "
+        if not all(type(c) is WindowCut for c in run.inputs):
+            raise TypeError(f"Loader(decode_on=...): the plan read {type(run.inputs[0]).__name__}s where it "
                             f"should have cut windows; the fused batch path changed under the split")
         group.fusion.split.host(group, run, lambda name, shape, dtype: ring.extra(self.slot, name, shape,
                                                                                   dtype)[j:j + n])
-        self.cuts[j:j + n] = run.sources
+        self.cuts[j:j + n] = run.inputs
         if self.geometry is None:
             self.geometry = np.zeros((len(self.indices), run.geometry.shape[1]), np.int64)
         self.geometry[j:j + n] = run.geometry

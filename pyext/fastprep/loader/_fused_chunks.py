@@ -36,8 +36,8 @@ class ChunkRuns:
         found = self._plain_arrays(raws) or self._loader_images(raws)
         if found is None:
             return []
-        index, images, sources, layouts, sizes = found
-        n = len(sources)
+        index, images, inputs, layouts, sizes = found
+        n = len(inputs)
         chosen = draws if index is None else draws[index]
         g = group.geometry([chosen[:, k].view(np.uint64) for k in range(chosen.shape[1])], sizes[:, 0], sizes[:, 1])
         keep = None if np.all(g.fits) else np.flatnonzero(np.broadcast_to(g.fits, n))
@@ -62,17 +62,17 @@ class ChunkRuns:
         # The op's geometry, a row per sample (its columns are the group's), and each sample's output size.
         table, oh, ow = g.to_table(n), np.broadcast_to(g.out_height, n), np.broadcast_to(g.out_width, n)
         by_role = [(role, (chosen[:, k] if keep is None else chosen[keep, k]).tolist())
-                   for role, k in group.seed_roles]
+                   for role, k in group.seed_fusion_roles]
         if keep is not None:
             table, oh, ow = table[keep], oh[keep], ow[keep]
-            images, sources = [images[i] for i in keep], [sources[i] for i in keep]
+            images, inputs = [images[i] for i in keep], [inputs[i] for i in keep]
             layouts = layouts if type(layouts) is str else [layouts[i] for i in keep]
         starts = picked[cuts[:-1]].tolist()
         runs = []
         for a, b, start in zip(cuts, cuts[1:], starts):
             cut = slice(a, b)
             runs.append(group.new_run(start, layouts if type(layouts) is str else layouts[a], images[cut],
-                                      raws[start:start + b - a], sources[cut], table[cut],
+                                      raws[start:start + b - a], inputs[cut], table[cut],
                                       {role: v[cut] for role, v in by_role}, (int(oh[a]), int(ow[a]))))
         return runs
 
@@ -80,7 +80,7 @@ class ChunkRuns:
         """The common chunk without looking at each item: numpy HWC images alone, or each first in
         a flat tuple or list of the same types as the first item's, of one dtype and channel count
         the op takes (what item_image decides for the first decides for all). None: the item by
-        item path (_loader_images) decides. (index: None, every item; images; sources; layout; sizes)."""
+        item path (_loader_images) decides. (index: None, every item; images; inputs; layout; sizes)."""
         first = raws[0] if raws else None
         if set(map(type, raws)) != {type(first)}:
             return None  # includes SKIP, an item to leave alone
@@ -110,10 +110,10 @@ class ChunkRuns:
                 return None
             self._plain_kind = chunk_kind
         if all(map(_WRITEABLE, arrays)):
-            sources = list(map(torch.from_numpy, arrays))
+            inputs = list(map(torch.from_numpy, arrays))
         else:  # read-only arrays (PIL's): wrapped as the group's plain images are, without torch's warning
-            sources = [self.group.plain_image(a)[0] for a in arrays]
-        return None, [None] * n, sources, "HWC", shapes[:, :2]
+            inputs = [self.group.plain_image(a)[0] for a in arrays]
+        return None, [None] * n, inputs, "HWC", shapes[:, :2]
 
     def _loader_images(self, raws: list[Any]) -> tuple | None:
         """_plain_arrays' tuple for any chunk, item by item (item_image); None: the op takes none."""
@@ -127,8 +127,8 @@ class ChunkRuns:
         if not found:
             return None
         sizes = np.array([self.group.image_size(*image) for image in found], dtype=np.int64)
-        images, sources, layouts = (list(v) for v in zip(*found))
-        return np.array(index), images, sources, layouts[0] if len(set(layouts)) == 1 else layouts, sizes
+        images, inputs, layouts = (list(v) for v in zip(*found))
+        return np.array(index), images, inputs, layouts[0] if len(set(layouts)) == 1 else layouts, sizes
 
     def item_image(self, raw: Any, kind: Any) -> tuple[tuple | None, Any]:
         """(item or None, pixels or None, layout) of a loaded item's image when the batch path takes

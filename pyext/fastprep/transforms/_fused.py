@@ -27,30 +27,31 @@ _TOP, _LEFT, _HEIGHT, _WIDTH, _RESIZED_H, _RESIZED_W = (
 
 class FusedRun:
     """Samples of one op call, consecutive in their chunk (sample k is the chunk's start + k): each
-    one's image (its Item, or None for a plain array or tensor), source, `geometry` (row k of an
+    one's image (its Item, or None for a plain array or tensor), input (what the op reads: its
+    pixels, or its window's JPEG cut in the GPU decode split), `geometry` (row k of an
     int64 table whose columns are ops/_resize_checks.py's GEOMETRY_COLUMNS: its read, flips and
     placement, _fold.py's Geometry.to_table) and the seeds of the steps whose draws the op takes,
-    by role ("mask"); `out_size`: what the op writes for every sample; `size`: the read's when all
+    by fusion role ("mask"); `out_size`: what the op writes for every sample; `size`: the read's when all
     are one size."""
 
-    __slots__ = ("start", "layout", "size", "out_size", "images", "raws", "sources", "geometry", "seeds")
+    __slots__ = ("start", "layout", "size", "out_size", "images", "raws", "inputs", "geometry", "seeds")
 
     def __init__(self, start: int, layout: str, images: list[Item | None], raws: list[Any],
-                 sources: list[torch.Tensor | None], geometry: np.ndarray, seeds: dict[str, list[int]],
+                 inputs: list[torch.Tensor | None], geometry: np.ndarray, seeds: dict[str, list[int]],
                  out_size: tuple[int, int], reduced: bool = False):
-        self.start, self.layout, self.images, self.raws, self.sources = start, layout, images, raws, sources
+        self.start, self.layout, self.images, self.raws, self.inputs = start, layout, images, raws, inputs
         self.geometry, self.seeds, self.out_size = geometry, seeds, out_size
         g = geometry
-        for k, src in enumerate(sources):
+        for k, src in enumerate(inputs):
             if src is None:  # a PIL image or WindowedImage: only its window is read (or decoded)
                 top, left, height, width = (int(v) for v in g[k, :4])
                 # reduced (jpeg_scale="reduced"): a JPEG window read at a scale no smaller than its resize
                 place = int(g[k, _RESIZED_H]), int(g[k, _RESIZED_W])
                 at_least = place if reduced and place[0] else None
-                sources[k] = read_region(images[k], top, top + height, left, left + width, at_least)
+                inputs[k] = read_region(images[k], top, top + height, left, left + width, at_least)
                 g[k, _TOP] = g[k, _LEFT] = 0
-                if at_least is not None and isinstance(sources[k], torch.Tensor):  # a scaled read: its HWC size
-                    g[k, _HEIGHT], g[k, _WIDTH] = sources[k].shape[0], sources[k].shape[1]
+                if at_least is not None and isinstance(inputs[k], torch.Tensor):  # a scaled read: its HWC size
+                    g[k, _HEIGHT], g[k, _WIDTH] = inputs[k].shape[0], inputs[k].shape[1]
         heights, widths = g[:, _HEIGHT], g[:, _WIDTH]
         one = len(g) and (heights == heights[0]).all() and (widths == widths[0]).all()
         self.size = (int(heights[0]), int(widths[0])) if one else None
@@ -60,7 +61,7 @@ class FusedRun:
         return self.geometry[:, GEOMETRY_COLUMNS.index(name)].tolist()
 
     def __len__(self) -> int:
-        return len(self.sources)
+        return len(self.inputs)
 
     def output_like(self, k: int, image: torch.Tensor) -> Any:
         """Sample k's loaded item with the op's output image in its image's place (its type kept)."""
@@ -85,7 +86,7 @@ class DeviceSplit:
     """A row's half for the GPU decode split (``Loader(decode_on=...)``, loader/_device_split.py).
 
     The Loader's threads run the row's batch path as without the split (same seeds, same draws,
-    same FusedRuns), but each run's sources are the windows' JPEG cuts (PackedJpeg.cut: the
+    same FusedRuns), but each run's inputs are the windows' JPEG cuts (PackedJpeg.cut: the
     restart intervals covering the window; a JpegFile's whole file), not their pixels. The device
     decodes the batch's cuts, crops each to its window and hands them to `finish`, in a FusedRun
     with the threads' flips and placement: the row's op on the same pixels, on the device.
@@ -97,8 +98,8 @@ class DeviceSplit:
             shape, dtype)`` is the run's rows ``[len(run), *shape]`` of the batch's tensor `name`
             (slot storage, pinned for a CUDA device), handed to `finish` on the device.
         finish: (group, run, extras) -> images ``[len(run), 3, h, w]`` of group.out_dtype on the
-            windows' device: run.sources are the decoded windows (uint8 CHW, the CPU run's
-            sources), run.layout "CHW"; `extras`: host's tensors, moved there.
+            windows' device: run.inputs are the decoded windows (uint8 CHW, the CPU run's
+            inputs), run.layout "CHW"; `extras`: host's tensors, moved there.
     """
     pipeline: str
     host: Callable[[Any, FusedRun, Callable[[str, tuple[int, ...], torch.dtype], torch.Tensor]], None]
@@ -140,12 +141,12 @@ def _rgb_uint8(group: Any, t: torch.Tensor, layout: str) -> bool:
     if t.dtype != torch.uint8 or t.dim() != 3:
         return False
     c = t.shape[2] if layout == "HWC" else t.shape[0]
-    return c == 3 or (c == 4 and group.roles["ycbcr"].alpha == "drop")
+    return c == 3 or (c == 4 and group.by_fusion_role["ycbcr"].alpha == "drop")
 
 
 def _rgb_mode(group: Any, item: Item) -> bool:
     mode = item.value.mode
-    return mode == "RGB" or (mode == "RGBA" and item.pil and group.roles["ycbcr"].alpha == "drop")
+    return mode == "RGB" or (mode == "RGBA" and item.pil and group.by_fusion_role["ycbcr"].alpha == "drop")
 
 
 def _flips_after_crop_read_chw(steps: list) -> bool:
@@ -163,11 +164,11 @@ def _orientations(run: FusedRun) -> list[list[bool]]:
 
 
 def _run_crop_mask_ycbcr(group: Any, run: FusedRun, out: torch.Tensor) -> None:
-    mask, color = group.roles["mask"], group.roles["ycbcr"]
-    sources = run.sources if color.alpha != "drop" else [color.rgb(s, run.layout) for s in run.sources]
+    mask, color = group.by_fusion_role["mask"], group.by_fusion_role["ycbcr"]
+    inputs = run.inputs if color.alpha != "drop" else [color.rgb(s, run.layout) for s in run.inputs]
     with BELOW_AUTOGRAD():  # the plan's own buffers, never part of a graph: skip the op's Python autograd check
         # height x width: what each sample makes (its window is width x height when transposed)
-        torch.ops.fastprep.crop_mask_ycbcr_batch.default(sources, run.column("top"), run.column("left"),
+        torch.ops.fastprep.crop_mask_ycbcr_batch.default(inputs, run.column("top"), run.column("left"),
                                                          run.out_size[0], run.out_size[1], mask.p, run.seeds["mask"],
                                                          out, run.layout, mask.structure, color.scale, True, None,
                                                          *_orientations(run))
@@ -176,7 +177,7 @@ def _run_crop_mask_ycbcr(group: Any, run: FusedRun, out: torch.Tensor) -> None:
 def _mask_rows(group: Any, run: FusedRun, rows: Callable) -> None:
     """The split's threads: each sample's packed mask, the one the fused op makes of its seed (on
     the output: after the turns)."""
-    mask, (h, w) = group.roles["mask"], run.out_size
+    mask, (h, w) = group.by_fusion_role["mask"], run.out_size
     make = torch.ops.fastprep.random_dilated_mask.default
     torch.stack([make([h, w], mask.p, seed, mask.structure, 1, True) for seed in run.seeds["mask"]],
                 out=rows("masks", (h, (w + 7) // 8), torch.uint8))
@@ -192,8 +193,8 @@ def _oriented(window: torch.Tensor, hflip: bool, vflip: bool, transpose: bool) -
 def _mask_ycbcr_on_device(group: Any, run: FusedRun, extras: dict[str, torch.Tensor]) -> torch.Tensor:
     """The split's device: the windows oriented as the fused op reads them (flips, a quarter turn's
     transpose), then mask + YCbCr with the threads' masks."""
-    images = torch.stack([_oriented(w, *f) for w, *f in zip(run.sources, *_orientations(run))])
-    return mask_ycbcr(images, extras["masks"], group.out_dtype, group.roles["ycbcr"].scale)
+    images = torch.stack([_oriented(w, *f) for w, *f in zip(run.inputs, *_orientations(run))])
+    return mask_ycbcr(images, extras["masks"], group.out_dtype, group.by_fusion_role["ycbcr"].scale)
 
 
 def _out_size(group: Any) -> tuple[int, int] | None:
@@ -226,7 +227,7 @@ CROP_MASK_YCBCR = Fusion(
     valid=_flips_after_crop_read_chw,
     takes_pixels=_rgb_uint8,
     takes_windowed=_rgb_mode,
-    out_dtype=lambda group: group.roles["ycbcr"].out_dtype or torch.uint8,
+    out_dtype=lambda group: group.by_fusion_role["ycbcr"].out_dtype or torch.uint8,
     out_size=_out_size,
     run=_run_crop_mask_ycbcr,
     split=DeviceSplit(pipeline="RandomCrop(size) -> RandomDilatedMask(p) -> RGBToYCbCr(), with "
@@ -269,8 +270,8 @@ def _op_resizes_windowed(group: Any, item: Item) -> bool:
 
 def _resize_args(group: Any) -> tuple[bool, float, list[float] | None, list[float] | None]:
     """(antialias, scale, mean, std) of the resized-crop row's op."""
-    to_dtype, norm = group.roles.get("dtype"), group.roles.get("normalize")
-    resize = group.roles.get("resized_crop") or group.roles["resize"]
+    to_dtype, norm = group.by_fusion_role.get("dtype"), group.by_fusion_role.get("normalize")
+    resize = group.by_fusion_role.get("resized_crop") or group.by_fusion_role["resize"]
     mean, std = (None, None) if norm is None else (list(norm.mean), list(norm.std))
     return resize.antialias, 1.0 if to_dtype is None else to_dtype.op_scale, mean, std
 
@@ -278,15 +279,15 @@ def _resize_args(group: Any) -> tuple[bool, float, list[float] | None, list[floa
 def _run_resized_crop(group: Any, run: FusedRun, out: torch.Tensor) -> None:
     antialias, scale, mean, std = _resize_args(group)
     with BELOW_AUTOGRAD():
-        torch.ops.fastprep.resized_crop_batch.default(run.sources, torch.from_numpy(run.geometry), out, run.layout,
+        torch.ops.fastprep.resized_crop_batch.default(run.inputs, torch.from_numpy(run.geometry), out, run.layout,
                                                       antialias, scale, mean, std)
 
 
 def _resized_crop_on_device(group: Any, run: FusedRun, extras: dict[str, torch.Tensor]) -> torch.Tensor:
     """The split's device: the row's op on the decoded windows, batched in torch ops on their device
     (ops/_resize_windows.py: the kernel's bits on those pixels; the CPU stand-in runs the same)."""
-    out = torch.empty(len(run), 3, *run.out_size, dtype=group.out_dtype, device=run.sources[0].device)
-    return resized_crop_windows(run.sources, torch.from_numpy(run.geometry), out, *_resize_args(group))
+    out = torch.empty(len(run), 3, *run.out_size, dtype=group.out_dtype, device=run.inputs[0].device)
+    return resized_crop_windows(run.inputs, torch.from_numpy(run.geometry), out, *_resize_args(group))
 
 
 _FLIPS = Many(FusionRole.HFLIP, FusionRole.VFLIP)
@@ -304,7 +305,7 @@ RESIZED_CROP = Fusion(
     valid=_resized_crop_valid,
     takes_pixels=_op_resizes,
     takes_windowed=_op_resizes_windowed,
-    out_dtype=lambda group: group.roles["dtype"].dtype if "dtype" in group.roles else torch.uint8,
+    out_dtype=lambda group: group.by_fusion_role["dtype"].dtype if "dtype" in group.by_fusion_role else torch.uint8,
     out_size=_out_size,
     run=_run_resized_crop,
     split=DeviceSplit(pipeline="RandomResizedCrop(size) or Resize(size) (+ CenterCrop / RandomCrop), flips "

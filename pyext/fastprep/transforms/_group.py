@@ -20,25 +20,25 @@ from fastprep.transforms._sample import GEOMETRY, Item, Sample
 
 
 class FusedGroup:
-    """Steps that run as one op call: their draws, their fold into a Geometry, the op's sources."""
+    """Steps that run as one op call: their draws, their fold into a Geometry, the op's inputs."""
 
     def __init__(self, steps: list[nn.Module], fusion: Fusion, unfused: Any):
         self.steps, self.fusion = steps, fusion
         self.random = [s for s in steps if hasattr(s, "draw")]  # one seed each, in the steps' order
-        self.roles = {s.fusion_role: s for s in steps}
+        self.by_fusion_role = {s.fusion_role: s for s in steps}
         # The step that cuts the window (RandomCrop; RandomResizedCrop or Resize for a resizing
         # row): its layout reads the image, its errors name the transform.
         self.crop = next(s for s in steps if s.fusion_role in fusion.window)
         self.layout = self.crop.layout  # a flip in front reads the image as the crop does (FlipIntoCrop)
         # (fold, step, its column of seeds or None: not random) for the geometric steps, in order
         self.folds = [(FOLDS[s.fusion_role], s, _index(self.random, s)) for s in steps if s.fusion_role in FOLDS]
-        self.seed_roles = [(s.fusion_role, k) for k, s in enumerate(self.random)]
+        self.seed_fusion_roles = [(s.fusion_role, k) for k, s in enumerate(self.random)]
         self.out_dtype = fusion.out_dtype(self)
         size = fusion.out_size(self)
         # What the op makes of every sample, declared (None: its size follows each image's): the
         # Loader lays its slots' images out from it.
         self.makes = None if size is None else ((3, *size), self.out_dtype)
-        resize = self.roles.get("resized_crop") or self.roles.get("resize")
+        resize = self.by_fusion_role.get("resized_crop") or self.by_fusion_role.get("resize")
         self.reduced = getattr(resize, "jpeg_scale", "exact") == "reduced"  # JPEG windows read at a reduced scale
         self.unfused = unfused  # the steps one by one: what a sample the op does not take runs
         # Every draw comes from the sample's stream (no step has a generator of its own): a chunk's
@@ -112,7 +112,8 @@ class FusedGroup:
              seeds: list[int]) -> torch.Tensor:
         """The op on one sample into a fresh [1, 3, h, w] output."""
         run = FusedRun(0, layout, [item], [sample], [t], g.to_table(1),
-                       {role: [seeds[k]] for role, k in self.seed_roles}, (g.out_height, g.out_width), self.reduced)
+                       {role: [seeds[k]] for role, k in self.seed_fusion_roles}, (g.out_height, g.out_width),
+                       self.reduced)
         out = torch.empty(1, 3, *run.out_size, dtype=self.out_dtype)
         self.fusion.run(self, run, out)
         return out
@@ -155,10 +156,10 @@ class FusedGroup:
         return item.size() if t is None else hw(t, layout)
 
     def new_run(self, start: int, layout: str, images: list[Item | None], raws: list[Any],
-                sources: list[torch.Tensor | None], geometry: np.ndarray, seeds: dict[str, list[int]],
+                inputs: list[torch.Tensor | None], geometry: np.ndarray, seeds: dict[str, list[int]],
                 out_size: tuple[int, int]) -> FusedRun:
         """A run of the op's samples (FusedRun's arguments), read at the group's decode scale."""
-        return FusedRun(start, layout, images, raws, sources, geometry, seeds, out_size, self.reduced)
+        return FusedRun(start, layout, images, raws, inputs, geometry, seeds, out_size, self.reduced)
 
 
 def plain_pixels(x: Any, layout: str) -> tuple[torch.Tensor, str] | None:
