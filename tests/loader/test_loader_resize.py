@@ -3,38 +3,19 @@ ToDtype, Normalize; validation: Resize, CenterCrop, ToDtype, Normalize): every s
 through one resized_crop_batch call into the batch slot, the samples of SeedByIndex + DataLoader
 with the unfused steps, on numpy and PIL sources of mixed sizes."""
 
-import numpy as np
 import pytest
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 import fastprep
 from fastprep import transforms as T
 
 from helpers.fused_spies import MEAN, PIPELINES, STD, per_sample_items, resized_crop_calls
+from helpers.mixed_photos import Photos
 
 PIL = pytest.importorskip("PIL.Image")
 
 pytestmark = pytest.mark.one_backend  # the op's bits are tests/test_resize*.py's, on both backends
-
-
-class Photos(Dataset):
-    """(image, label) of a pool of RGB images of mixed sizes, as numpy HWC arrays or PIL images."""
-
-    def __init__(self, transform=None, as_pil=False, n=20):
-        rng = np.random.default_rng(1)
-        sizes = [(60, 80), (80, 52), (45, 45), (70, 96), (50, 66)]
-        self.pool = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in sizes]
-        if as_pil:
-            self.pool = [PIL.fromarray(a) for a in self.pool]
-        self.transform, self.n = transform, n
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        image = self.pool[i % len(self.pool)]
-        return (self.transform(image) if self.transform is not None else image), i
 
 
 def _samples(batches):

@@ -7,13 +7,14 @@ unfused (the mask would be in the turn's source's coordinates)."""
 import numpy as np
 import pytest
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 import fastprep
 from fastprep import transforms as T
 from fastprep.transforms._plan import FusionPlan
 
 from helpers.fused_spies import fused_and_unfused, fused_calls, per_sample_items
+from helpers.mixed_photos import SIZES, Photos
 
 
 def _image(shape=(3, 50, 64), seed=0):
@@ -81,31 +82,15 @@ def test_an_hwc_turn_keeps_the_row_unfused():
     assert FusionPlan(steps).fused is None
 
 
-class Photos(Dataset):
-    """(image, label): numpy HWC images of mixed sizes."""
-
-    def __init__(self, transform=None, n=20):
-        rng = np.random.default_rng(1)
-        self.pool = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in [(60, 80), (80, 52), (45, 45)]]
-        self.transform, self.n = transform, n
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        image = self.pool[i % len(self.pool)]
-        return (self.transform(image) if self.transform is not None else image), i
-
-
 @pytest.mark.parametrize("name", ["turn before a crop not square", "bfloat16, square mask"])  # one size a batch
 def test_the_loader_writes_each_chunk_with_one_op_call(name, monkeypatch):
     want = [(img.clone(), int(label)) for b in DataLoader(
-        T.SeedByIndex(Photos(T.Compose(PIPELINES[name](), fuse=False)), seed=3), batch_size=8,
+        T.SeedByIndex(Photos(T.Compose(PIPELINES[name](), fuse=False), sizes=SIZES[:3]), seed=3), batch_size=8,
         collate_fn=fastprep.compact_collate) for img, label in zip(*b.data)]
     calls, one_by_one = fused_calls(monkeypatch), per_sample_items(monkeypatch)
     for threads in (1, 2):
         calls.clear()
-        got = [(img.clone(), int(label)) for b in fastprep.Loader(Photos(), 8, transform=T.Compose(PIPELINES[name]()),
+        got = [(img.clone(), int(label)) for b in fastprep.Loader(Photos(sizes=SIZES[:3]), 8, transform=T.Compose(PIPELINES[name]()),
                                                                   seed=3, threads=threads) for img, label in zip(*b.data)]
         assert len(got) == len(want) == 20
         assert all(torch.equal(a, b) and la == lb for (a, la), (b, lb) in zip(got, want))
