@@ -119,7 +119,7 @@ def _written(name, result, args):
 def _composition(name):
     """The op's torch-ops implementation (ops/<family>.py's <name>_torch), when it has one."""
     family = next(row.family for row in OPS if row.name == name)
-    return getattr(importlib.import_module(f"fastprep.ops.{family}"), f"{name}_torch", None)
+    return getattr(importlib.import_module(f"fastprep.ops._{family}"), f"{name}_torch", None)
 
 
 @pytest.mark.slow  # 7 extremes x every int argument of every op: .ci/slow and .ci/sanitize run it
