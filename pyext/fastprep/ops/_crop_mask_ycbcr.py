@@ -106,6 +106,14 @@ def crop_mask_ycbcr_batch(imgs: list[torch.Tensor], tops: list[int], lefts: list
     return out
 
 
+def oriented_window(window: torch.Tensor, hflip: bool, vflip: bool, transpose: bool) -> torch.Tensor:
+    """A ``[..., h, w]`` window as crop_mask_ycbcr_batch reads it: right to left (hflip), bottom-up
+    (vflip), then transposed (a view when only transposed)."""
+    dims = [d for d, f in ((-1, hflip), (-2, vflip)) if f]
+    window = window.flip(dims) if dims else window
+    return window.transpose(-2, -1) if transpose else window
+
+
 def mask_ycbcr(images: torch.Tensor, masks: torch.Tensor, out_dtype: torch.dtype | None = None,
                scale: float = 1.0) -> torch.Tensor:
     """The mask and colour steps of :func:`crop_mask_ycbcr` on crops made elsewhere, on the device
@@ -279,12 +287,9 @@ def crop_mask_ycbcr_batch_torch(imgs, tops, lefts, height, width, p, mask_seeds,
     for i, img in enumerate(imgs):
         turn = bool(transposes and transposes[i])
         crop = ops.crop(img.to(out.device), tops[i], lefts[i], *((width, height) if turn else (height, width)), layout)
-        if hflips and hflips[i]:
-            crop = crop.flip(-1)
-        if vflips and vflips[i]:
-            crop = crop.flip(-2)
+        crop = oriented_window(crop, bool(hflips and hflips[i]), bool(vflips and vflips[i]), turn)
         if turn:
-            crop = crop.transpose(-2, -1).contiguous()
+            crop = crop.contiguous()
         mask = ops.random_dilated_mask([height, width], p, mask_seeds[i], structure, 1, True).to(out.device)
         if apply_mask:
             crop = ops.mask_fill(crop, mask, 0.0, "CHW")

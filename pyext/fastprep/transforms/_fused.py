@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastprep.ops._crop_mask_ycbcr import mask_ycbcr
+from fastprep.ops._crop_mask_ycbcr import mask_ycbcr, oriented_window
 from fastprep.ops._library import BELOW_AUTOGRAD
 from fastprep.ops._resize_checks import GEOMETRY_COLUMNS
 from fastprep.ops._resize_windows import resized_crop_windows
@@ -183,17 +183,10 @@ def _mask_rows(group: Any, run: FusedRun, rows: Callable) -> None:
                 out=rows("masks", (h, (w + 7) // 8), torch.uint8))
 
 
-def _oriented(window: torch.Tensor, hflip: bool, vflip: bool, transpose: bool) -> torch.Tensor:
-    """A decoded window as the fused op reads it: right to left, bottom-up, then transposed."""
-    dims = [d for d, f in ((-1, hflip), (-2, vflip)) if f]
-    window = window.flip(dims) if dims else window
-    return window.transpose(-2, -1) if transpose else window
-
-
 def _mask_ycbcr_on_device(group: Any, run: FusedRun, extras: dict[str, torch.Tensor]) -> torch.Tensor:
     """The split's device: the windows oriented as the fused op reads them (flips, a quarter turn's
     transpose), then mask + YCbCr with the threads' masks."""
-    images = torch.stack([_oriented(w, *f) for w, *f in zip(run.inputs, *_orientations(run))])
+    images = torch.stack([oriented_window(w, *f) for w, *f in zip(run.inputs, *_orientations(run))])
     return mask_ycbcr(images, extras["masks"], group.out_dtype, group.by_fusion_role["ycbcr"].scale)
 
 
